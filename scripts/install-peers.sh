@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the real third-party MCP peers (PEERS.md) into a cache dir outside the repo.
+# Idempotent: each part is skipped when its stamp matches the pinned versions. Prints the peers dir.
+set -euo pipefail
+
+PEERS_DIR="${GATEHOUSE_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gatehouse-peers}"
+NPM_PKGS=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+)
+PY_PKGS=("mcp-server-time==2026.10.19")
+
+mkdir -p "$PEERS_DIR/npm"
+log() { printf '[install-peers] %s\n' "$*" >&2; }
+
+need() { command -v "$1" >/dev/null 2>&1 || { log "missing '$1' (run 'make deps' first)"; exit 1; }; }
+need node; need npm; need python3
+
+npm_stamp="$PEERS_DIR/npm/.stamp"
+if [ "$(cat "$npm_stamp" 2>/dev/null)" != "${NPM_PKGS[*]}" ]; then
+  log "installing npm peers into $PEERS_DIR/npm"
+  (cd "$PEERS_DIR/npm" && [ -f package.json ] || echo '{"name":"gatehouse-peers","private":true}' > "$PEERS_DIR/npm/package.json")
+  (cd "$PEERS_DIR/npm" && npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}" >&2)
+  printf '%s' "${NPM_PKGS[*]}" > "$npm_stamp"
+fi
+
+py_stamp="$PEERS_DIR/venv/.stamp"
+if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then
+  log "installing PyPI peers into $PEERS_DIR/venv"
+  python3 -m venv "$PEERS_DIR/venv"
+  "$PEERS_DIR/venv/bin/pip" install --quiet "${PY_PKGS[@]}" >&2
+  printf '%s' "${PY_PKGS[*]}" > "$py_stamp"
+fi
+
+echo "$PEERS_DIR"

@@ -1,0 +1,271 @@
+//! `gatehouse-fixture`: an MCP stdio server with switchable misbehaviours, for tests and benches.
+//!
+//! Flags (combinable):
+//!   --slow-start MS      sleep before reading anything
+//!   --no-init            never answer `initialize`
+//!   --exit-after N       exit with code 1 right after answering the Nth tools/call
+//!   --exit-code N        print a line to stderr and exit with code N at once (crash loop)
+//!   --crash-if-exists P  like --exit-code 3, but only while the file P exists
+//!   --garbage            before every response print a non-JSON line and an unknown-id response
+//!   --huge-line MIB      print one line of MIB mebibytes before answering `initialize`
+//!   --ignore-term        ignore SIGTERM
+//!   --ignore-eof         keep running after stdin closes
+//!   --grandchild         act like an npx wrapper: run a copy of this server (with --ignore-term
+//!                        --ignore-eof) as a child on the same stdio and wait for it
+//!   --tools N            add N generated tools `tool_0` … `tool_{N-1}`
+//!   --list-changed       send notifications/tools/list_changed after `initialized`
+//!   --description TEXT   description of the `echo` tool
+//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}.
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+#[derive(Default, Clone)]
+struct Opts {
+    slow_start_ms: u64,
+    no_init: bool,
+    exit_after: Option<u64>,
+    exit_code: Option<i32>,
+    crash_if_exists: Option<String>,
+    garbage: bool,
+    huge_line_mib: usize,
+    ignore_term: bool,
+    ignore_eof: bool,
+    grandchild: bool,
+    tools: usize,
+    list_changed: bool,
+    description: Option<String>,
+}
+
+fn parse_opts() -> Result<Opts, String> {
+    let mut o = Opts::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "--slow-start" => o.slow_start_ms = num(&val("--slow-start")?)?,
+            "--no-init" => o.no_init = true,
+            "--exit-after" => o.exit_after = Some(num(&val("--exit-after")?)?),
+            "--exit-code" => o.exit_code = Some(num(&val("--exit-code")?)?),
+            "--crash-if-exists" => o.crash_if_exists = Some(val("--crash-if-exists")?),
+            "--garbage" => o.garbage = true,
+            "--huge-line" => o.huge_line_mib = num(&val("--huge-line")?)?,
+            "--ignore-term" => o.ignore_term = true,
+            "--ignore-eof" => o.ignore_eof = true,
+            "--grandchild" => o.grandchild = true,
+            "--tools" => o.tools = num(&val("--tools")?)?,
+            "--list-changed" => o.list_changed = true,
+            "--description" => o.description = Some(val("--description")?),
+            other => return Err(format!("unknown flag {other}")),
+        }
+    }
+    Ok(o)
+}
+
+fn num<T: std::str::FromStr>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("not a number: {s}"))
+}
+
+fn main() {
+    let opts = match parse_opts() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gatehouse-fixture: {e}");
+            std::process::exit(2);
+        }
+    };
+    if opts.grandchild {
+        run_wrapper();
+    }
+    if opts.ignore_term {
+        #[cfg(unix)]
+        unsafe {
+            // SAFETY: installing SIG_IGN is async-signal-safe and done before any thread starts.
+            let _ = nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGTERM,
+                nix::sys::signal::SigHandler::SigIgn,
+            );
+        }
+    }
+    eprintln!("fixture starting (pid {})", std::process::id());
+    if let Some(code) = opts.exit_code {
+        eprintln!("fixture: crashing on purpose with code {code}");
+        std::process::exit(code);
+    }
+    if let Some(path) = &opts.crash_if_exists {
+        if std::path::Path::new(path).exists() {
+            eprintln!("fixture: {path} exists, crashing on purpose");
+            std::process::exit(3);
+        }
+    }
+    if opts.slow_start_ms > 0 {
+        std::thread::sleep(Duration::from_millis(opts.slow_start_ms));
+    }
+    serve(&opts);
+    if opts.ignore_eof {
+        eprintln!("fixture: stdin closed, staying alive on purpose");
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// The npx-wrapper shape: a parent that runs the real server as its child on the same stdio.
+fn run_wrapper() -> ! {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "gatehouse-fixture".into());
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--grandchild")
+        .chain(["--ignore-term".to_owned(), "--ignore-eof".to_owned()])
+        .collect();
+    match std::process::Command::new(exe).args(args).status() {
+        Ok(s) => std::process::exit(s.code().unwrap_or(1)),
+        Err(e) => {
+            eprintln!("fixture wrapper: cannot start the server: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+fn serve(opts: &Opts) {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    let mut calls: u64 = 0;
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("fixture: ignoring non-JSON input");
+            continue;
+        };
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let Some(id) = msg.get("id").cloned() else {
+            if method == "notifications/initialized" && opts.list_changed {
+                send(
+                    &mut out,
+                    opts,
+                    &json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+                );
+            }
+            continue;
+        };
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let result = match method {
+            "initialize" => {
+                if opts.no_init {
+                    continue;
+                }
+                if opts.huge_line_mib > 0 {
+                    let big = "x".repeat(opts.huge_line_mib * 1024 * 1024);
+                    let _ = writeln!(out, "{big}");
+                }
+                Ok(json!({
+                    "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-06-18")),
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "gatehouse-fixture", "version": "1.0.0"}
+                }))
+            }
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(json!({"tools": tools(opts)})),
+            "tools/call" => {
+                calls += 1;
+                let r = call_tool(&params);
+                if let Ok(v) = &r {
+                    if v.is_null() {
+                        // `crash` exits without answering.
+                        continue;
+                    }
+                }
+                let resp = reply(&id, r);
+                send(&mut out, opts, &resp);
+                if opts.exit_after.is_some_and(|n| calls >= n) {
+                    eprintln!("fixture: exiting after {calls} calls");
+                    std::process::exit(1);
+                }
+                continue;
+            }
+            _ => Err((-32601, format!("method not found: {method}"))),
+        };
+        send(&mut out, opts, &reply(&id, result));
+    }
+}
+
+fn reply(id: &Value, r: Result<Value, (i64, String)>) -> Value {
+    match r {
+        Ok(result) => json!({"jsonrpc":"2.0","id":id,"result":result}),
+        Err((code, message)) => {
+            json!({"jsonrpc":"2.0","id":id,"error":{"code":code,"message":message}})
+        }
+    }
+}
+
+fn send(out: &mut impl Write, opts: &Opts, msg: &Value) {
+    if opts.garbage {
+        let _ = writeln!(out, "this is not JSON {{{{");
+        let _ = writeln!(out, "{}", json!({"jsonrpc":"2.0","id":987654,"result":{}}));
+    }
+    let _ = writeln!(out, "{msg}");
+    let _ = out.flush();
+}
+
+fn tools(opts: &Opts) -> Vec<Value> {
+    let obj = |props: Value, req: Value| json!({"type":"object","properties":props,"required":req});
+    let mut t = vec![
+        json!({"name":"echo","title":"Echo","description": opts.description.clone().unwrap_or_else(|| "Returns the text it is given".into()),
+               "inputSchema": obj(json!({"text":{"type":"string"}}), json!(["text"])),
+               "annotations":{"readOnlyHint":true}}),
+        json!({"name":"add","description":"Adds two numbers","inputSchema": obj(json!({"a":{"type":"number"},"b":{"type":"number"}}), json!(["a","b"])),
+               "annotations":{"readOnlyHint":true}}),
+        json!({"name":"sleep","description":"Sleeps for ms milliseconds","inputSchema": obj(json!({"ms":{"type":"integer"}}), json!(["ms"]))}),
+        json!({"name":"crash","description":"Exits mid-call without answering","inputSchema": obj(json!({"code":{"type":"integer"}}), json!([])),
+               "annotations":{"destructiveHint":true}}),
+        json!({"name":"pid","description":"Returns the serving process id","inputSchema": obj(json!({}), json!([]))}),
+        json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),
+               "annotations":{"readOnlyHint":true}}),
+    ];
+    for i in 0..opts.tools {
+        t.push(
+            json!({"name": format!("tool_{i}"), "description": format!("Generated tool {i}"),
+                      "inputSchema": obj(json!({"x":{"type":"string"}}), json!([]))}),
+        );
+    }
+    t
+}
+
+/// `Ok(Null)` means "crash now".
+fn call_tool(params: &Value) -> Result<Value, (i64, String)> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    let text = |s: String| Ok(json!({"content":[{"type":"text","text":s}]}));
+    match name {
+        "echo" => text(
+            args.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        ),
+        "add" => {
+            let a = args.get("a").and_then(Value::as_f64).unwrap_or(0.0);
+            let b = args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
+            text(format!("{}", a + b))
+        }
+        "sleep" => {
+            let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(0);
+            std::thread::sleep(Duration::from_millis(ms));
+            text(format!("slept {ms} ms"))
+        }
+        "crash" => {
+            let code = args.get("code").and_then(Value::as_i64).unwrap_or(3) as i32;
+            eprintln!("fixture: crashing mid-call with code {code}");
+            std::process::exit(code);
+        }
+        "pid" => text(std::process::id().to_string()),
+        "getenv" => {
+            let var = args.get("name").and_then(Value::as_str).unwrap_or("");
+            text(serde_json::to_string(&std::env::var(var).ok()).unwrap_or_default())
+        }
+        n if n.starts_with("tool_") => text(format!("{n} ok")),
+        other => Err((-32602, format!("unknown tool: {other}"))),
+    }
+}

@@ -1,0 +1,41 @@
+//! The event bus: one broadcast channel carrying status changes and log lines to every subscriber
+//! (control socket followers, the desktop shell, tests). Slow subscribers lose old events
+//! (`RecvError::Lagged`), they never slow the hub down.
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::logs::LogLine;
+use crate::supervisor::ServerStatus;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A server's status changed (state, pid, restarts, tools count, last error…).
+    Status(ServerStatus),
+    /// A line from a server's stderr, or a note from Gatehouse about that server.
+    Log(LogLine),
+    /// A server's tool list was (re)fetched.
+    ToolsChanged { server: String, tools: usize },
+}
+
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<Event>,
+}
+
+impl EventBus {
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(capacity);
+        EventBus { tx }
+    }
+
+    pub fn publish(&self, event: Event) {
+        // No subscriber is fine: events are a view, not a queue of work.
+        let _ = self.tx.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tx.subscribe()
+    }
+}

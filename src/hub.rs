@@ -1,0 +1,284 @@
+//! The hub: one supervisor actor per configured server, the event bus, and the operations every
+//! front end (headless binary, control socket, desktop shell, tests) uses. [`Hub::start`] is the
+//! only way to start the core.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use crate::config::{Config, ServerId};
+use crate::events::{Event, EventBus};
+use crate::naming::exposed_name;
+use crate::secrets::{NoSecretStore, SecretSource};
+use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
+
+pub struct HubOptions {
+    /// Where per-server logs (and later the activity log) live.
+    pub data_dir: PathBuf,
+    /// The config file this hub was started from, for `reload`.
+    pub config_path: Option<PathBuf>,
+    pub secrets: Arc<dyn SecretSource>,
+    pub tuning: Tuning,
+}
+
+impl HubOptions {
+    pub fn new(data_dir: PathBuf) -> Self {
+        HubOptions {
+            data_dir,
+            config_path: None,
+            secrets: Arc::new(NoSecretStore),
+            tuning: Tuning::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HubError {
+    #[error("unknown server \"{id}\"; known servers: {}", if known.is_empty() { "(none configured)".to_owned() } else { known.join(", ") })]
+    UnknownServer { id: String, known: Vec<String> },
+    #[error("the hub is shutting down")]
+    ShuttingDown,
+    #[error("{0}")]
+    Config(String),
+}
+
+/// One tool as `gatehouse tools` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    pub server: String,
+    /// The name clients see: `server__tool`.
+    pub name: String,
+    /// The server's own name for it.
+    pub tool: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub annotations: Option<serde_json::Value>,
+}
+
+pub struct Hub;
+
+impl Hub {
+    /// Starts one actor per configured server (enabled ones start at once) and returns the handle.
+    pub fn start(config: Config, opts: HubOptions) -> HubHandle {
+        let bus = EventBus::new(4096);
+        let ctx = Arc::new(Context {
+            bus: bus.clone(),
+            secrets: opts.secrets,
+            log_dir: Some(opts.data_dir.join("logs")),
+            tuning: opts.tuning,
+        });
+        let inner = Arc::new(Inner {
+            bus,
+            ctx,
+            config_path: opts.config_path,
+            state: Mutex::new(HubState {
+                servers: BTreeMap::new(),
+                joins: Vec::new(),
+                config: Config::default(),
+                shutting_down: false,
+            }),
+        });
+        let hub = HubHandle { inner };
+        hub.install(config);
+        hub
+    }
+}
+
+/// The cloneable handle to a running hub.
+#[derive(Clone)]
+pub struct HubHandle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    bus: EventBus,
+    ctx: Arc<Context>,
+    config_path: Option<PathBuf>,
+    /// Guards one lookup or one change of the server table; never held across `.await`.
+    state: Mutex<HubState>,
+}
+
+struct HubState {
+    servers: BTreeMap<ServerId, ServerHandle>,
+    joins: Vec<JoinHandle<()>>,
+    config: Config,
+    shutting_down: bool,
+}
+
+impl HubHandle {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds actors for servers not yet known. Returns the handles that already existed and whose
+    /// config may need an update.
+    fn install(&self, config: Config) -> Vec<(ServerHandle, crate::config::ServerConfig)> {
+        let mut st = self.lock();
+        let mut existing = Vec::new();
+        for (id, cfg) in &config.servers {
+            match st.servers.get(id) {
+                Some(h) => existing.push((h.clone(), cfg.clone())),
+                None => {
+                    let (h, join) =
+                        ServerHandle::spawn(id.clone(), cfg.clone(), self.inner.ctx.clone());
+                    st.servers.insert(id.clone(), h);
+                    st.joins.push(join);
+                }
+            }
+        }
+        st.config = config;
+        existing
+    }
+
+    pub fn config(&self) -> Config {
+        self.lock().config.clone()
+    }
+
+    pub fn config_path(&self) -> Option<PathBuf> {
+        self.inner.config_path.clone()
+    }
+
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.inner.bus.subscribe()
+    }
+
+    pub fn bus(&self) -> &EventBus {
+        &self.inner.bus
+    }
+
+    pub fn servers(&self) -> Vec<ServerHandle> {
+        self.lock().servers.values().cloned().collect()
+    }
+
+    pub fn server(&self, id: &str) -> Result<ServerHandle, HubError> {
+        let st = self.lock();
+        st.servers
+            .iter()
+            .find(|(k, _)| k.as_str() == id)
+            .map(|(_, h)| h.clone())
+            .ok_or_else(|| HubError::UnknownServer {
+                id: id.to_owned(),
+                known: st.servers.keys().map(|k| k.to_string()).collect(),
+            })
+    }
+
+    pub fn status(&self) -> Vec<ServerStatus> {
+        self.servers().iter().map(|h| h.status()).collect()
+    }
+
+    pub async fn start_server(&self, id: &str) -> Result<(), HubError> {
+        self.server(id)?
+            .start()
+            .await
+            .map_err(|_| HubError::ShuttingDown)
+    }
+
+    pub async fn stop_server(&self, id: &str) -> Result<(), HubError> {
+        self.server(id)?
+            .stop()
+            .await
+            .map_err(|_| HubError::ShuttingDown)
+    }
+
+    pub async fn restart_server(&self, id: &str) -> Result<(), HubError> {
+        self.server(id)?
+            .restart()
+            .await
+            .map_err(|_| HubError::ShuttingDown)
+    }
+
+    /// Tools of running servers (all, or one server's), with their exposed names.
+    pub fn tools(&self, id: Option<&str>) -> Result<Vec<ToolInfo>, HubError> {
+        let servers = match id {
+            Some(id) => vec![self.server(id)?],
+            None => self.servers(),
+        };
+        let mut out = Vec::new();
+        for h in servers {
+            for t in h.tools().iter() {
+                let v: serde_json::Value = serde_json::from_str(t.raw.get()).unwrap_or_default();
+                let annotations = v.get("annotations").cloned();
+                let title = v
+                    .get("title")
+                    .or_else(|| annotations.as_ref().and_then(|a| a.get("title")))
+                    .and_then(|t| t.as_str())
+                    .map(str::to_owned);
+                out.push(ToolInfo {
+                    server: h.id().to_string(),
+                    name: exposed_name(h.id().as_str(), &t.name),
+                    tool: t.name.clone(),
+                    title,
+                    description: v
+                        .get("description")
+                        .and_then(|d| d.as_str())
+                        .map(str::to_owned),
+                    annotations,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Applies a new config: new servers start, removed ones stop, changed ones are updated
+    /// (a launch change restarts them; a failed one gets a fresh chance).
+    pub async fn apply_config(&self, config: Config) -> Result<(), HubError> {
+        if self.lock().shutting_down {
+            return Err(HubError::ShuttingDown);
+        }
+        let removed: Vec<(ServerId, ServerHandle)> = {
+            let mut st = self.lock();
+            let gone: Vec<ServerId> = st
+                .servers
+                .keys()
+                .filter(|k| !config.servers.contains_key(*k))
+                .cloned()
+                .collect();
+            gone.into_iter()
+                .filter_map(|k| st.servers.remove(&k).map(|h| (k, h)))
+                .collect()
+        };
+        for (_, h) in removed {
+            let _ = h.shutdown().await;
+        }
+        for (h, cfg) in self.install(config) {
+            let _ = h.update(cfg).await;
+        }
+        Ok(())
+    }
+
+    /// Re-reads the config file the hub was started from.
+    pub async fn reload(&self) -> Result<(), HubError> {
+        let path = self.inner.config_path.clone().ok_or_else(|| {
+            HubError::Config("this hub was not started from a config file".into())
+        })?;
+        let config = Config::load(&path).map_err(|e| HubError::Config(e.to_string()))?;
+        self.apply_config(config).await
+    }
+
+    /// Stops every server (in parallel) and waits until each actor has ended: no child process,
+    /// no task of the hub is left behind.
+    pub async fn shutdown(&self) {
+        let (servers, joins) = {
+            let mut st = self.lock();
+            st.shutting_down = true;
+            (
+                std::mem::take(&mut st.servers),
+                std::mem::take(&mut st.joins),
+            )
+        };
+        let stops: Vec<_> = servers
+            .into_values()
+            .map(|h| tokio::spawn(async move { h.shutdown().await }))
+            .collect();
+        for s in stops {
+            let _ = s.await;
+        }
+        for j in joins {
+            let _ = j.await;
+        }
+    }
+}

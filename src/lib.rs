@@ -1,0 +1,30 @@
+//! Gatehouse core: supervises a person's MCP servers and routes AI clients' calls to them.
+//!
+//! # Layout
+//! - [`config`]: the JSON config model, validation with file/line/column errors, atomic saves.
+//! - [`hub`]: [`Hub::start`] wires everything and returns the cloneable [`HubHandle`].
+//! - [`supervisor`]: one actor per server — spawn, handshake, restart with backoff, stop.
+//!   - `supervisor::process`: process groups, minimal env, group signals.
+//!   - `supervisor::rpc`: the JSON-RPC connection to one child (pending table, reader, writer).
+//! - [`jsonrpc`]: the envelope (raw params/results) and the bounded newline codec.
+//! - [`events`]: the broadcast bus (status changes, log lines).
+//! - [`logs`]: per-server ring buffer and rotated log file.
+//! - [`naming`]: exposed tool names `server__tool`.
+//! - [`secrets`]: where secret references get their values.
+//! - [`control`]: the control socket the CLI verbs talk to.
+//!
+//! This crate never depends on Tauri or a display.
+
+pub mod config;
+pub mod control;
+pub mod events;
+pub mod hub;
+pub mod jsonrpc;
+pub mod logs;
+pub mod naming;
+pub mod secrets;
+pub mod supervisor;
+
+pub use config::{Config, ServerId};
+pub use hub::{Hub, HubHandle, HubOptions};
+pub use supervisor::{ServerStatus, State, Tuning};

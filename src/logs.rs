@@ -1,0 +1,244 @@
+//! Per-server logs: a bounded ring buffer of recent lines (what `gatehouse logs` and the UI show)
+//! and a size-rotated log file in the data dir.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+/// Lines kept in memory per server.
+pub const RING_LINES: usize = 1000;
+/// A log file is rotated when it grows past this size; `LOG_KEEP` old files are kept.
+pub const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
+pub const LOG_KEEP: usize = 3;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LogLine {
+    pub server: String,
+    /// `stderr` for the child's own output, `gatehouse` for what Gatehouse noted about it.
+    pub stream: LogStream,
+    /// Milliseconds since the Unix epoch.
+    pub time_ms: u64,
+    pub line: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LogStream {
+    Stderr,
+    Gatehouse,
+}
+
+/// One server's logs. The mutex guards one push or one snapshot; never held across `.await`.
+#[derive(Debug)]
+pub struct LogStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    ring: VecDeque<LogLine>,
+    file: Option<RotatingFile>,
+}
+
+impl LogStore {
+    /// `file`: where to persist lines; `None` keeps them in memory only.
+    pub fn new(file: Option<PathBuf>) -> Self {
+        LogStore {
+            inner: Mutex::new(Inner {
+                ring: VecDeque::with_capacity(64),
+                file: file.map(RotatingFile::new),
+            }),
+        }
+    }
+
+    pub fn push(&self, line: LogLine) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if let Some(f) = inner.file.as_mut() {
+            f.write_line(&line);
+        }
+        if inner.ring.len() == RING_LINES {
+            inner.ring.pop_front();
+        }
+        inner.ring.push_back(line);
+    }
+
+    /// The last `n` lines (all kept lines when `n` is `None`).
+    pub fn tail(&self, n: Option<usize>) -> Vec<LogLine> {
+        let Ok(inner) = self.inner.lock() else {
+            return Vec::new();
+        };
+        let skip = n.map_or(0, |n| inner.ring.len().saturating_sub(n));
+        inner.ring.iter().skip(skip).cloned().collect()
+    }
+
+    /// The last `n` stderr lines written at or after `since_ms`, joined, for error messages
+    /// ("exited with code 1: …"). Old lines (a startup banner) would only mislead.
+    pub fn last_stderr(&self, n: usize, since_ms: u64) -> Option<String> {
+        let inner = self.inner.lock().ok()?;
+        let lines: Vec<&str> = inner
+            .ring
+            .iter()
+            .rev()
+            .take_while(|l| l.time_ms >= since_ms)
+            .filter(|l| l.stream == LogStream::Stderr && !l.line.trim().is_empty())
+            .take(n)
+            .map(|l| l.line.as_str())
+            .collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let mut text = lines.into_iter().rev().collect::<Vec<_>>().join(" | ");
+        if text.len() > 400 {
+            let mut cut = 400;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+            text.push('…');
+        }
+        Some(text)
+    }
+}
+
+#[derive(Debug)]
+struct RotatingFile {
+    path: PathBuf,
+    file: Option<File>,
+    size: u64,
+    failed: bool,
+}
+
+impl RotatingFile {
+    fn new(path: PathBuf) -> Self {
+        RotatingFile {
+            path,
+            file: None,
+            size: 0,
+            failed: false,
+        }
+    }
+
+    fn write_line(&mut self, line: &LogLine) {
+        if self.failed {
+            return;
+        }
+        if self.file.is_none() || self.size >= LOG_ROTATE_BYTES {
+            if self.size >= LOG_ROTATE_BYTES {
+                self.file = None;
+                rotate(&self.path);
+            }
+            match open_append(&self.path) {
+                Ok((f, size)) => {
+                    self.file = Some(f);
+                    self.size = size;
+                }
+                Err(e) => {
+                    // Logging must never break supervision; say it once and keep the ring buffer.
+                    tracing::warn!(path = %self.path.display(), error = %e, "cannot open server log file; keeping logs in memory only");
+                    self.failed = true;
+                    return;
+                }
+            }
+        }
+        let tag = match line.stream {
+            LogStream::Stderr => "stderr",
+            LogStream::Gatehouse => "gatehouse",
+        };
+        let text = format!("{} {tag} {}\n", line.time_ms, line.line);
+        if let Some(f) = self.file.as_mut() {
+            if f.write_all(text.as_bytes()).is_ok() {
+                self.size += text.len() as u64;
+            }
+        }
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<(File, u64)> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let f = OpenOptions::new().create(true).append(true).open(path)?;
+    let size = f.metadata()?.len();
+    Ok((f, size))
+}
+
+/// `x.log` → `x.log.1` → … → `x.log.LOG_KEEP` (the oldest is dropped).
+fn rotate(path: &Path) {
+    let numbered = |i: usize| {
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{i}"));
+        PathBuf::from(s)
+    };
+    let _ = std::fs::remove_file(numbered(LOG_KEEP));
+    for i in (1..LOG_KEEP).rev() {
+        let _ = std::fs::rename(numbered(i), numbered(i + 1));
+    }
+    let _ = std::fs::rename(path, numbered(1));
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(i: usize) -> LogLine {
+        LogLine {
+            server: "s".into(),
+            stream: LogStream::Stderr,
+            time_ms: 0,
+            line: format!("line {i} {}", "x".repeat(100)),
+        }
+    }
+
+    #[test]
+    fn ring_keeps_last_lines() {
+        let store = LogStore::new(None);
+        for i in 0..RING_LINES + 10 {
+            store.push(line(i));
+        }
+        let all = store.tail(None);
+        assert_eq!(all.len(), RING_LINES);
+        assert!(all[0].line.starts_with("line 10 "));
+        assert_eq!(store.tail(Some(2)).len(), 2);
+        assert!(store
+            .last_stderr(1, 0)
+            .unwrap()
+            .starts_with(&format!("line {} ", RING_LINES + 9)));
+        assert_eq!(store.last_stderr(1, 1), None);
+    }
+
+    #[test]
+    fn file_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        let store = LogStore::new(Some(path.clone()));
+        // ~130 bytes a line: enough lines to rotate more than LOG_KEEP times.
+        let n = (LOG_ROTATE_BYTES as usize / 120) * (LOG_KEEP + 2);
+        for i in 0..n {
+            store.push(line(i));
+        }
+        assert!(path.exists());
+        for i in 1..=LOG_KEEP {
+            let mut p = path.as_os_str().to_owned();
+            p.push(format!(".{i}"));
+            let p = PathBuf::from(p);
+            assert!(p.exists(), "{}", p.display());
+            assert!(std::fs::metadata(&p).unwrap().len() <= LOG_ROTATE_BYTES + 200);
+        }
+        let mut p = path.as_os_str().to_owned();
+        p.push(format!(".{}", LOG_KEEP + 1));
+        assert!(!PathBuf::from(p).exists());
+    }
+}

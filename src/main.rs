@@ -1,0 +1,379 @@
+//! `gatehouse`: the headless hub (`serve`) and the CLI verbs that talk to a running hub.
+//! Exit codes: 0 ok; 1 a verb failed (unknown id, no hub running…); 2 bad usage or bad config.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use gatehouse::config::{self, Config};
+use gatehouse::control::{self, ControlClient, ControlServer, Request, Response};
+use gatehouse::{Hub, HubOptions};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(
+    name = "gatehouse",
+    version,
+    about = "Your local control point for MCP servers"
+)]
+struct Cli {
+    /// Control socket of the hub (default: $GATEHOUSE_CONTROL, else $XDG_RUNTIME_DIR/gatehouse/control.sock)
+    #[arg(long, global = true, value_name = "PATH")]
+    control: Option<PathBuf>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the hub until SIGINT/SIGTERM, then stop every server
+    Serve {
+        /// Config file (default: the platform config dir's gatehouse/gatehouse.json)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// Data dir for logs and state (default: the platform data dir's gatehouse/)
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Show every server's status
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server
+    Start { id: String },
+    /// Stop a server
+    Stop { id: String },
+    /// Restart a server (also clears a `failed` state)
+    Restart { id: String },
+    /// Show a server's recent stderr and Gatehouse's notes about it
+    Logs {
+        id: String,
+        /// Keep printing new lines
+        #[arg(long, short)]
+        follow: bool,
+        /// How many recent lines to show (default: all kept, up to 1000)
+        #[arg(long, short = 'n')]
+        lines: Option<usize>,
+    },
+    /// List the tools of running servers with their exposed names
+    Tools {
+        id: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-read the config file of the running hub
+    Reload,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gatehouse: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let control_path = cli
+        .control
+        .clone()
+        .unwrap_or_else(control::default_socket_path);
+    runtime.block_on(async move {
+        match cli.cmd {
+            Cmd::Serve { config, data_dir } => serve(config, data_dir, control_path).await,
+            verb => run_verb(verb, control_path).await,
+        }
+    })
+}
+
+async fn serve(
+    config: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
+    control_path: PathBuf,
+) -> ExitCode {
+    init_tracing();
+    let config_path = config.unwrap_or_else(config::default_config_path);
+    let config = match Config::load(&config_path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("gatehouse: invalid config, nothing started\n{e}");
+            let bak = config::backup_path(&config_path);
+            if bak.exists() {
+                eprintln!("  the last good copy is {}", bak.display());
+            }
+            return ExitCode::from(2);
+        }
+    };
+    if let Ok(text) = std::fs::read_to_string(&config_path) {
+        if let Err(e) = config::keep_last_good(&config_path, &text) {
+            tracing::warn!(error = %e, "could not keep a backup of the config");
+        }
+    }
+    match run_hub(config, config_path, data_dir, control_path).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gatehouse: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run_hub(
+    config: Config,
+    config_path: PathBuf,
+    data_dir: Option<PathBuf>,
+    control_path: PathBuf,
+) -> anyhow::Result<()> {
+    let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
+    // Bind the control socket first: if another hub runs, nothing gets started.
+    let control = ControlServer::bind(&control_path).await?;
+    let mut opts = HubOptions::new(data_dir);
+    opts.config_path = Some(config_path);
+    let hub = Hub::start(config, opts);
+    tracing::info!(control = %control.path().display(), "hub started");
+    let shutdown = CancellationToken::new();
+    let control_task = tokio::spawn(control.serve(hub.clone(), shutdown.clone()));
+    wait_for_shutdown_signal(&hub).await;
+    tracing::info!("stopping every server");
+    shutdown.cancel();
+    hub.shutdown().await;
+    let _ = control_task.await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn wait_for_shutdown_signal(hub: &gatehouse::HubHandle) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stopping");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => return,
+            _ = int.recv() => return,
+            _ = hup.recv() => {
+                // SIGHUP re-reads the config, as daemons do.
+                match hub.reload().await {
+                    Ok(()) => tracing::info!("config reloaded"),
+                    Err(e) => tracing::error!("config not reloaded: {e}"),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_shutdown_signal(_hub: &gatehouse::HubHandle) {
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("GATEHOUSE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // Logs go to stderr: stdout stays free for protocol use.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
+    let client = ControlClient::new(control_path);
+    let result = match verb {
+        Cmd::Serve { .. } => return ExitCode::from(2),
+        Cmd::Status { json } => call(&client, Request::Status).await.map(|v| {
+            if json {
+                print_json(&v);
+            } else {
+                print_status_table(&v);
+            }
+        }),
+        Cmd::Start { id } => call(&client, Request::Start { id }).await.map(print_one),
+        Cmd::Stop { id } => call(&client, Request::Stop { id }).await.map(print_one),
+        Cmd::Restart { id } => call(&client, Request::Restart { id }).await.map(print_one),
+        Cmd::Reload => call(&client, Request::Reload)
+            .await
+            .map(|v| print_status_table(&v)),
+        Cmd::Tools { id, json } => call(&client, Request::Tools { id }).await.map(|v| {
+            if json {
+                print_json(&v);
+            } else {
+                print_tools_table(&v);
+            }
+        }),
+        Cmd::Logs { id, follow, lines } => logs(&client, id, follow, lines).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("gatehouse: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn call(client: &ControlClient, req: Request) -> Result<Value, String> {
+    let resp: Response = client.call(&req).await.map_err(|e| e.to_string())?;
+    if resp.ok {
+        Ok(resp.result.unwrap_or(Value::Null))
+    } else {
+        Err(resp
+            .error
+            .unwrap_or_else(|| "the hub refused the request".into()))
+    }
+}
+
+async fn logs(
+    client: &ControlClient,
+    id: String,
+    follow: bool,
+    lines: Option<usize>,
+) -> Result<(), String> {
+    let mut first = true;
+    let mut err = None;
+    client
+        .stream(&Request::Logs { id, follow, lines }, |v| {
+            if first {
+                first = false;
+                let resp: Response = match serde_json::from_value(v) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        err = Some(e.to_string());
+                        return false;
+                    }
+                };
+                if !resp.ok {
+                    err = resp.error;
+                    return false;
+                }
+                for l in resp
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    print_log_line(l);
+                }
+                return follow;
+            }
+            print_log_line(&v);
+            true
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn print_log_line(v: &Value) {
+    let stream = v.get("stream").and_then(Value::as_str).unwrap_or("");
+    let line = v.get("line").and_then(Value::as_str).unwrap_or("");
+    if stream == "gatehouse" {
+        println!("[gatehouse] {line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+fn print_one(v: Value) {
+    let id = v.get("id").and_then(Value::as_str).unwrap_or("?");
+    let state = v.get("state").and_then(Value::as_str).unwrap_or("?");
+    match v.get("last_error").and_then(Value::as_str) {
+        Some(e) if state == "failed" => println!("{id}: {state} — {e}"),
+        _ => println!("{id}: {state}"),
+    }
+}
+
+fn print_status_table(v: &Value) {
+    let rows = v.as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("No servers configured. Add one to the config file and run `gatehouse reload`.");
+        return;
+    }
+    let now = gatehouse::logs::now_ms();
+    println!(
+        "{:<20} {:<11} {:>8} {:>9} {:>8} {:>6}  LAST ERROR",
+        "ID", "STATE", "PID", "UPTIME", "RESTARTS", "TOOLS"
+    );
+    for r in rows {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let n = |k: &str| r.get(k).and_then(Value::as_u64);
+        let state = s("state");
+        let uptime = if state == "running" {
+            n("since_ms")
+                .map(|t| human_secs(now.saturating_sub(t) / 1000))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        println!(
+            "{:<20} {:<11} {:>8} {:>9} {:>8} {:>6}  {}",
+            s("id"),
+            state,
+            n("pid")
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| "-".into()),
+            uptime,
+            n("restarts").unwrap_or(0),
+            n("tools").unwrap_or(0),
+            s("last_error"),
+        );
+    }
+}
+
+fn human_secs(s: u64) -> String {
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+fn print_tools_table(v: &Value) {
+    let rows = v.as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("No tools: no server is running yet (see `gatehouse status`).");
+        return;
+    }
+    for r in rows {
+        let name = r.get("name").and_then(Value::as_str).unwrap_or("");
+        let title = r.get("title").and_then(Value::as_str).unwrap_or("");
+        let hints: Vec<&str> = r
+            .get("annotations")
+            .and_then(Value::as_object)
+            .map(|a| {
+                [
+                    ("readOnlyHint", "read-only"),
+                    ("destructiveHint", "destructive"),
+                    ("idempotentHint", "idempotent"),
+                    ("openWorldHint", "open-world"),
+                ]
+                .iter()
+                .filter(|(k, _)| a.get(*k) == Some(&Value::Bool(true)))
+                .map(|(_, label)| *label)
+                .collect()
+            })
+            .unwrap_or_default();
+        println!("{name:<48} {title:<30} {}", hints.join(","));
+    }
+}

@@ -1,0 +1,128 @@
+//! Exposed tool names: `server__tool`, always `^[a-zA-Z0-9_-]{1,64}$`.
+//!
+//! Server ids are `[a-z0-9-]` (no `_`), so the first `__` always splits an exposed name back into
+//! server and tool. A tool name that is valid, fits, and does not end like a shortened name is
+//! exposed as is. Anything else (odd characters, too long, or looking like a shortened name) gets
+//! a sanitised prefix plus `_h` and 10 hex digits of the FNV-1a 64-bit hash of the
+//! original `server` + NUL + `tool`: two different originals can only meet through a 40-bit hash
+//! collision, which the router detects and reports instead of routing wrongly.
+
+pub const MAX_NAME: usize = 64;
+const HASH_HEX: usize = 10;
+/// `_h` + hex digits.
+const SUFFIX_LEN: usize = 2 + HASH_HEX;
+
+pub fn exposed_name(server: &str, tool: &str) -> String {
+    let plain = format!("{server}__{tool}");
+    if plain.len() <= MAX_NAME && is_valid(&plain) && !looks_shortened(&plain) {
+        return plain;
+    }
+    let hash = fnv1a64(server.as_bytes(), tool.as_bytes());
+    let hex = format!("{hash:016x}");
+    let suffix = format!("_h{}", &hex[..HASH_HEX]);
+    let mut name = format!("{server}__");
+    for c in tool.chars() {
+        if name.len() + SUFFIX_LEN >= MAX_NAME {
+            break;
+        }
+        name.push(if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            c
+        } else {
+            '_'
+        });
+    }
+    name.truncate(MAX_NAME - SUFFIX_LEN);
+    name.push_str(&suffix);
+    name
+}
+
+/// Splits an exposed name into the server id part and the rest (`None` if there is no `__`).
+pub fn split_server(exposed: &str) -> Option<(&str, &str)> {
+    exposed.split_once("__")
+}
+
+pub fn is_valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn looks_shortened(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() >= SUFFIX_LEN
+        && &b[b.len() - SUFFIX_LEN..b.len() - HASH_HEX] == b"_h"
+        && b[b.len() - HASH_HEX..]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+}
+
+fn fnv1a64(a: &[u8], b: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &byte in a.iter().chain(std::iter::once(&0u8)).chain(b) {
+        h ^= u64::from(byte);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_pass_through() {
+        assert_eq!(exposed_name("fs", "write_file"), "fs__write_file");
+        assert_eq!(
+            exposed_name("time", "get-current_time"),
+            "time__get-current_time"
+        );
+    }
+
+    #[test]
+    fn odd_and_long_names_are_shortened_deterministically() {
+        for (s, t) in [
+            ("fs", "write.file"),
+            ("fs", "ツール"),
+            (
+                "a-very-long-server-id-of-32-char",
+                "and_an_even_longer_tool_name_that_goes_on_and_on",
+            ),
+            ("fs", ""),
+        ] {
+            let n = exposed_name(s, t);
+            assert!(is_valid(&n), "{n}");
+            assert!(n.len() <= MAX_NAME);
+            assert_eq!(n, exposed_name(s, t));
+            assert_eq!(split_server(&n).unwrap().0, s);
+        }
+        assert_ne!(exposed_name("fs", "a.b"), exposed_name("fs", "a/b"));
+    }
+
+    #[test]
+    fn a_tool_named_like_a_shortened_name_is_itself_shortened() {
+        let shortened = exposed_name("fs", "a.b");
+        let tool = split_server(&shortened).unwrap().1.to_owned();
+        assert_ne!(exposed_name("fs", &tool), shortened);
+    }
+
+    #[test]
+    fn distinct_originals_stay_distinct() {
+        let mut seen = std::collections::HashMap::new();
+        for s in ["a", "b", "ab", "a-b"] {
+            for i in 0..2000 {
+                let t = if i % 2 == 0 {
+                    format!("t{i}")
+                } else {
+                    format!("t.{i}")
+                };
+                let n = exposed_name(s, &t);
+                assert!(
+                    seen.insert(n.clone(), (s, t.clone())).is_none(),
+                    "collision on {n}"
+                );
+            }
+        }
+    }
+}

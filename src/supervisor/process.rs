@@ -1,0 +1,246 @@
+//! Spawning a stdio server in its own process group (Unix) / Job Object (Windows) via
+//! `process-wrap`, with a minimal environment, and signalling or inspecting the whole group.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
+use serde::Serialize;
+
+use crate::config::{expand_tilde, StdioTransport};
+
+/// What the child inherits from our environment; everything else comes from its `env` block.
+const INHERITED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    // Needed by npx/uvx wrappers to reach a registry through a corporate proxy or CA.
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    // Windows basics without which most programs do not start.
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl std::fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code, self.signal) {
+            (Some(c), _) => write!(f, "exited with code {c}"),
+            (None, Some(s)) => write!(f, "was killed by signal {s} ({})", signal_name(s)),
+            (None, None) => write!(f, "exited"),
+        }
+    }
+}
+
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "signal",
+    }
+}
+
+impl From<std::process::ExitStatus> for ExitInfo {
+    fn from(s: std::process::ExitStatus) -> Self {
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&s);
+        #[cfg(not(unix))]
+        let signal = None;
+        ExitInfo {
+            code: s.code(),
+            signal,
+        }
+    }
+}
+
+/// The child's environment: the inherited basics plus the declared (already resolved) env.
+pub fn child_env(declared: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let mut env: BTreeMap<String, String> = INHERITED_ENV
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_owned(), v)))
+        .collect();
+    env.extend(declared.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env.into_iter().collect()
+}
+
+/// Spawns the server with piped stdio in a new process group. Errors are user-facing sentences.
+pub fn spawn(
+    t: &StdioTransport,
+    env: &[(String, String)],
+) -> Result<Box<dyn ChildWrapper>, String> {
+    let program = expand_tilde(&t.command);
+    let cwd = t.cwd.as_deref().map(expand_tilde);
+    if let Some(dir) = &cwd {
+        if !Path::new(dir).is_dir() {
+            return Err(format!(
+                "cannot start: working directory \"{dir}\" does not exist; create it or fix \"cwd\""
+            ));
+        }
+    }
+    let mut cmd = CommandWrap::with_new(&program, |c| {
+        c.args(t.args.iter().map(|a| expand_tilde(a)))
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dir) = &cwd {
+            c.current_dir(dir);
+        }
+    });
+    #[cfg(unix)]
+    cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
+    #[cfg(windows)]
+    cmd.wrap(process_wrap::tokio::JobObject);
+    // If the owning task is ever dropped without a clean stop, the whole group dies with it.
+    cmd.wrap(KillOnDrop);
+    cmd.spawn()
+        .map_err(|e| describe_spawn_error(&program, env, &e))
+}
+
+fn describe_spawn_error(program: &str, env: &[(String, String)], e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            let path = env
+                .iter()
+                .find(|(k, _)| k == "PATH")
+                .map(|(_, v)| v.as_str())
+                .unwrap_or("");
+            if program.contains('/') || program.contains('\\') {
+                format!("cannot start: \"{program}\" does not exist; fix \"command\" or install it")
+            } else {
+                format!("cannot start: command \"{program}\" was not found in PATH ({path}); install it or give its full path in \"command\"")
+            }
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot start: \"{program}\" is not executable (permission denied); check the file's permissions")
+        }
+        _ => format!("cannot start \"{program}\": {e}"),
+    }
+}
+
+/// Sends `sig` to every process in the group (Unix). Errors (group already gone) are ignored.
+#[cfg(unix)]
+pub fn signal_group(pgid: u32, sig: nix::sys::signal::Signal) {
+    if let Ok(raw) = i32::try_from(pgid) {
+        if raw > 1 {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(raw), sig);
+        }
+    }
+}
+
+/// Live (non-zombie) members of a process group.
+#[cfg(target_os = "linux")]
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            proc_stat(*pid)
+                .is_some_and(|(state, _ppid, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
+        })
+        .collect()
+}
+
+/// (state, ppid, pgrp) from `/proc/PID/stat`.
+#[cfg(target_os = "linux")]
+pub fn proc_stat(pid: u32) -> Option<(char, u32, u32)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut f = rest.split(' ');
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    let pgrp = f.next()?.parse().ok()?;
+    Some((state, ppid, pgrp))
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    // Without /proc, ask the kernel whether the group still has members at all.
+    match i32::try_from(pgid) {
+        Ok(raw) if raw > 1 => {
+            match nix::sys::signal::killpg(nix::unistd::Pid::from_raw(raw), None) {
+                Ok(()) => vec![pgid],
+                Err(_) => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_is_minimal_plus_declared() {
+        let mut declared = BTreeMap::new();
+        declared.insert("FOO".to_owned(), "bar".to_owned());
+        let env = child_env(&declared);
+        assert!(env.iter().any(|(k, v)| k == "FOO" && v == "bar"));
+        assert!(env
+            .iter()
+            .all(|(k, _)| k == "FOO" || INHERITED_ENV.contains(&k.as_str())));
+    }
+
+    #[test]
+    fn exit_info_reads_well() {
+        assert_eq!(
+            ExitInfo {
+                code: Some(3),
+                signal: None
+            }
+            .to_string(),
+            "exited with code 3"
+        );
+        assert_eq!(
+            ExitInfo {
+                code: None,
+                signal: Some(9)
+            }
+            .to_string(),
+            "was killed by signal 9 (SIGKILL)"
+        );
+    }
+}

@@ -1,0 +1,423 @@
+//! One connection to a server's stdio: a pending-request table, a writer task that owns stdin and
+//! a reader task that owns stdout. Replies are raw JSON; nothing on this path re-encodes a
+//! result.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, Envelope, Kind, Line};
+
+/// A reply to one of our requests, exactly as the server sent it.
+#[derive(Debug)]
+pub enum Reply {
+    Result(Box<RawValue>),
+    Error(Box<RawValue>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error("server \"{server}\" is {state}, not running")]
+    NotRunning { server: String, state: String },
+    #[error("server \"{server}\" {detail} while the request was in flight")]
+    Lost { server: String, detail: String },
+    #[error("server \"{server}\" did not answer within {secs} s")]
+    Timeout { server: String, secs: u64 },
+}
+
+type Waiter = oneshot::Sender<Result<Reply, CallError>>;
+
+/// The pending table. The mutex guards one insert/remove/drain; it is never held across `.await`.
+#[derive(Default)]
+struct Pending {
+    closed: Option<String>,
+    map: HashMap<u64, Waiter>,
+}
+
+/// What the reader saw that the supervisor must act on.
+#[derive(Debug)]
+pub enum Inbound {
+    ToolsListChanged,
+    /// stdout reached EOF or failed: the connection is over (pending requests are not yet
+    /// answered; the receiver must call [`RpcPeer::close`]).
+    Closed,
+}
+
+/// Notes the reader makes about protocol problems (garbage lines etc.) for the server's log.
+pub type NoteFn = Arc<dyn Fn(String) + Send + Sync>;
+
+pub struct RpcPeer {
+    server: String,
+    out: mpsc::Sender<Vec<u8>>,
+    pending: Mutex<Pending>,
+    next_id: AtomicU64,
+}
+
+impl RpcPeer {
+    /// Creates the peer and starts its writer and reader tasks on the given pipes. The tasks end
+    /// when the pipes close or `stop` is cancelled (which also closes the child's stdin).
+    pub fn start<W, R>(
+        server: &str,
+        stdin: W,
+        stdout: R,
+        stop: CancellationToken,
+        inbound: mpsc::UnboundedSender<Inbound>,
+        note: NoteFn,
+        tasks: &mut tokio::task::JoinSet<()>,
+    ) -> Arc<RpcPeer>
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+        R: AsyncBufRead + Unpin + Send + 'static,
+    {
+        let (out, out_rx) = mpsc::channel(1024);
+        let peer = Arc::new(RpcPeer {
+            server: server.to_owned(),
+            out,
+            pending: Mutex::new(Pending::default()),
+            next_id: AtomicU64::new(1),
+        });
+        tasks.spawn(write_loop(stdin, out_rx, stop.clone()));
+        tasks.spawn(read_loop(peer.clone(), stdout, inbound, note, stop));
+        peer
+    }
+
+    /// Sends a request and waits for its reply. Dropping the future removes the pending entry.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.lock();
+            if let Some(reason) = &p.closed {
+                return Err(self.lost(reason));
+            }
+            p.map.insert(id, tx);
+        }
+        let guard = PendingGuard { peer: self, id };
+        if self
+            .out
+            .send(jsonrpc::request_line(id, method, params))
+            .await
+            .is_err()
+        {
+            return Err(self.lost("closed its input"));
+        }
+        let result = match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(self.lost("closed the connection")),
+        };
+        std::mem::forget(guard);
+        result
+    }
+
+    pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+        self.out
+            .send(jsonrpc::notification_line(method, params))
+            .await
+            .map_err(|_| self.lost("closed its input"))
+    }
+
+    /// Answers every in-flight request with an error and refuses new ones. Idempotent.
+    pub fn close(&self, reason: &str) {
+        let drained: Vec<Waiter> = {
+            let mut p = self.lock();
+            if p.closed.is_none() {
+                p.closed = Some(reason.to_owned());
+            }
+            p.map.drain().map(|(_, w)| w).collect()
+        };
+        for w in drained {
+            let _ = w.send(Err(self.lost(reason)));
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.lock().map.len()
+    }
+
+    fn complete(&self, id: u64, reply: Reply) -> bool {
+        let waiter = self.lock().map.remove(&id);
+        match waiter {
+            Some(w) => {
+                let _ = w.send(Ok(reply));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn lost(&self, detail: &str) -> CallError {
+        CallError::Lost {
+            server: self.server.clone(),
+            detail: detail.to_owned(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        // A poisoned table only means another thread panicked mid-insert; the map is still valid.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn send_raw(&self, line: Vec<u8>) {
+        let _ = self.out.send(line).await;
+    }
+}
+
+struct PendingGuard<'a> {
+    peer: &'a RpcPeer,
+    id: u64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.peer.lock().map.remove(&self.id);
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut stdin: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    stop: CancellationToken,
+) {
+    loop {
+        let line = tokio::select! {
+            _ = stop.cancelled() => break,
+            line = rx.recv() => match line { Some(l) => l, None => break },
+        };
+        if stdin.write_all(&line).await.is_err() {
+            break;
+        }
+        // Batch whatever else is already queued before flushing.
+        while let Ok(more) = rx.try_recv() {
+            if stdin.write_all(&more).await.is_err() {
+                return;
+            }
+        }
+        if stdin.flush().await.is_err() {
+            break;
+        }
+    }
+    // Dropping stdin here is what "close stdin" means in the stop sequence.
+    let _ = stdin.shutdown().await;
+}
+
+async fn read_loop<R: AsyncBufRead + Unpin>(
+    peer: Arc<RpcPeer>,
+    mut stdout: R,
+    inbound: mpsc::UnboundedSender<Inbound>,
+    note: NoteFn,
+    stop: CancellationToken,
+) {
+    let mut buf = Vec::with_capacity(8 * 1024);
+    loop {
+        let line = tokio::select! {
+            _ = stop.cancelled() => break,
+            l = jsonrpc::read_line(&mut stdout, &mut buf, jsonrpc::MAX_LINE_BYTES) => l,
+        };
+        match line {
+            Ok(Line::Data(line)) => handle_line(&peer, &line, &inbound, &note).await,
+            Ok(Line::TooLong(n)) => note(format!(
+                "dropped a stdout line of {n} bytes (over the {} MiB limit)",
+                jsonrpc::MAX_LINE_BYTES / (1024 * 1024)
+            )),
+            Ok(Line::Eof) => break,
+            Err(e) => {
+                note(format!("stdout read failed: {e}"));
+                break;
+            }
+        }
+    }
+    // The supervisor closes the pending table: it waits a moment for the exit status, which
+    // explains the end better ("killed by signal 9") than the EOF does.
+    let _ = inbound.send(Inbound::Closed);
+}
+
+async fn handle_line(
+    peer: &RpcPeer,
+    line: &[u8],
+    inbound: &mpsc::UnboundedSender<Inbound>,
+    note: &NoteFn,
+) {
+    if line.iter().all(|b| b.is_ascii_whitespace()) {
+        return;
+    }
+    let env = match Envelope::parse(line) {
+        Ok(e) => e,
+        Err(_) => {
+            note(format!(
+                "dropped a non-JSON stdout line: {}",
+                jsonrpc::excerpt(line)
+            ));
+            return;
+        }
+    };
+    match env.kind() {
+        Some(Kind::Response { id }) => {
+            let reply = match (env.result, env.error) {
+                (_, Some(e)) => Reply::Error(e.to_owned()),
+                (Some(r), None) => Reply::Result(r.to_owned()),
+                (None, None) => return,
+            };
+            let known = id
+                .get()
+                .parse::<u64>()
+                .ok()
+                .is_some_and(|n| peer.complete(n, reply));
+            if !known {
+                note(format!(
+                    "dropped a response with unknown id {}: {}",
+                    id.get(),
+                    jsonrpc::excerpt(line)
+                ));
+            }
+        }
+        Some(Kind::Notification { method }) => match method {
+            "notifications/tools/list_changed" => {
+                let _ = inbound.send(Inbound::ToolsListChanged);
+            }
+            "notifications/message" => {
+                if let Some(p) = env.params {
+                    note(format!("log: {}", jsonrpc::excerpt(p.get().as_bytes())));
+                }
+            }
+            _ => {}
+        },
+        Some(Kind::Request { id, method }) => {
+            // Server→client requests raised outside a client's call are answered here.
+            let reply = match method {
+                "ping" => jsonrpc::result_line(id, "{}"),
+                "roots/list" => jsonrpc::result_line(id, "{\"roots\":[]}"),
+                other => jsonrpc::error_line(
+                    id,
+                    jsonrpc::METHOD_NOT_FOUND,
+                    &format!("Gatehouse does not support {other} outside a client's call"),
+                ),
+            };
+            peer.send_raw(reply).await;
+        }
+        None => note(format!(
+            "dropped a JSON line that is not JSON-RPC: {}",
+            jsonrpc::excerpt(line)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    /// A peer wired to in-memory pipes: `their_in` is what the "server" reads, `their_out`
+    /// what it writes.
+    struct Rig {
+        peer: Arc<RpcPeer>,
+        their_in: tokio::io::DuplexStream,
+        their_out: tokio::io::DuplexStream,
+        inbound: mpsc::UnboundedReceiver<Inbound>,
+        notes: Arc<Mutex<Vec<String>>>,
+        _tasks: tokio::task::JoinSet<()>,
+    }
+
+    fn setup() -> Rig {
+        let (our_in, their_in) = tokio::io::duplex(1 << 16);
+        let (their_out, our_out) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let notes = Arc::new(Mutex::new(Vec::new()));
+        let n2 = notes.clone();
+        let mut tasks = tokio::task::JoinSet::new();
+        let peer = RpcPeer::start(
+            "t",
+            our_in,
+            BufReader::new(our_out),
+            CancellationToken::new(),
+            tx,
+            Arc::new(move |s| n2.lock().unwrap().push(s)),
+            &mut tasks,
+        );
+        Rig {
+            peer,
+            their_in,
+            their_out,
+            inbound: rx,
+            notes,
+            _tasks: tasks,
+        }
+    }
+
+    #[tokio::test]
+    async fn request_reply_garbage_and_close() {
+        let Rig {
+            peer,
+            their_in,
+            mut their_out,
+            mut inbound,
+            notes,
+            _tasks,
+        } = setup();
+        let p2 = peer.clone();
+        let call = tokio::spawn(async move { p2.request("tools/list", None).await });
+        let mut lines = BufReader::new(their_in).lines();
+        let req = lines.next_line().await.unwrap().unwrap();
+        assert_eq!(req, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        their_out
+            .write_all(b"garbage\n{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[],\"x\":1.50}}\n")
+            .await
+            .unwrap();
+        match call.await.unwrap().unwrap() {
+            Reply::Result(r) => assert_eq!(r.get(), r#"{"tools":[],"x":1.50}"#),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            inbound.recv().await,
+            Some(Inbound::ToolsListChanged)
+        ));
+        let notes_now = notes.lock().unwrap().clone();
+        assert!(
+            notes_now.iter().any(|n| n.contains("non-JSON")),
+            "{notes_now:?}"
+        );
+        assert!(
+            notes_now.iter().any(|n| n.contains("unknown id 99")),
+            "{notes_now:?}"
+        );
+
+        // A server→client ping is answered by us.
+        their_out
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        assert_eq!(
+            lines.next_line().await.unwrap().unwrap(),
+            r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#
+        );
+
+        // In-flight calls fail as soon as the connection is closed.
+        let p3 = peer.clone();
+        let pending = tokio::spawn(async move { p3.request("slow", None).await });
+        lines.next_line().await.unwrap().unwrap();
+        peer.close("exited with code 1");
+        let err = pending.await.unwrap().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "server \"t\" exited with code 1 while the request was in flight"
+        );
+        assert!(peer.request("x", None).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn dropped_request_leaves_no_pending_entry() {
+        let rig = setup();
+        let peer = rig.peer.clone();
+        let fut = peer.request("never", None);
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(20), fut).await;
+        assert_eq!(peer.in_flight(), 0);
+    }
+}

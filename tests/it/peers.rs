@@ -1,0 +1,103 @@
+//! Real third-party peers (PEERS.md), installed by `make test` (scripts/install-peers.sh).
+//! Ignored under plain `cargo test`; `make test` runs them with `--include-ignored`.
+
+use std::time::Duration;
+
+use gatehouse::State;
+use serde_json::json;
+
+use crate::support::*;
+
+fn bin(rel: &str) -> String {
+    let p = peers_dir().join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-peers.sh (make test does)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+#[ignore = "needs the real peers: run `make test`"]
+async fn real_peers_reach_running_with_their_real_tool_counts() {
+    let scratch = tempfile::tempdir().unwrap();
+    let th = TestHub::start_with(
+        &config(&[
+            (
+                "everything",
+                json!({"command": bin("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}),
+            ),
+            (
+                "fs",
+                json!({"command": bin("npm/node_modules/.bin/mcp-server-filesystem"), "args": [scratch.path()]}),
+            ),
+            (
+                "time",
+                json!({"command": bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
+            ),
+        ]),
+        gatehouse::Tuning::default(),
+    );
+    let limit = Duration::from_secs(60);
+    for (id, tools) in [("everything", 13), ("fs", 14), ("time", 2)] {
+        let h = th.server(id);
+        let s = wait_state(&h, State::Running, limit).await;
+        assert_eq!(s.tools, tools, "{id}: {s:?}");
+    }
+    // One real call each, through the supervisor's raw path.
+    let r = call_tool(
+        &th.server("everything"),
+        "echo",
+        json!({"message": "hello"}),
+    )
+    .await
+    .unwrap();
+    assert!(r.contains("hello"), "{r}");
+    let r = call_tool(
+        &th.server("time"),
+        "get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await
+    .unwrap();
+    assert!(r.contains("UTC"), "{r}");
+    std::fs::write(scratch.path().join("note.txt"), "peer text").unwrap();
+    let path = scratch.path().join("note.txt");
+    let r = call_tool(&th.server("fs"), "read_text_file", json!({"path": path}))
+        .await
+        .unwrap();
+    assert!(r.contains("peer text"), "{r}");
+
+    let pgids: Vec<u32> = th.hub.status().iter().filter_map(|s| s.pid).collect();
+    th.hub.shutdown().await;
+    for pgid in pgids {
+        assert_eq!(
+            group_members(pgid),
+            Vec::<u32>::new(),
+            "a peer's group survived shutdown"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs the real peers: run `make test`"]
+async fn a_real_peer_recovers_from_kill_9() {
+    let th = TestHub::start(&config(&[(
+        "time",
+        json!({"command": bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
+    )]));
+    let h = th.server("time");
+    let pid = wait_state(&h, State::Running, Duration::from_secs(60))
+        .await
+        .pid
+        .unwrap();
+    kill9(pid);
+    let s = wait_for(&h, "running with a new pid", Duration::from_secs(60), |s| {
+        s.state == State::Running && s.pid != Some(pid)
+    })
+    .await;
+    assert_eq!(s.restarts, 1);
+    assert_eq!(s.tools, 2);
+    th.hub.shutdown().await;
+}

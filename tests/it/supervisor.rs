@@ -1,0 +1,386 @@
+//! Supervisor behaviours against real child processes (the fixture server).
+
+use std::time::{Duration, Instant};
+
+use gatehouse::State;
+use serde_json::json;
+
+use crate::support::*;
+
+const T: Duration = Duration::from_secs(15);
+
+#[tokio::test]
+async fn runs_only_after_initialize_and_full_tools_list() {
+    let th = TestHub::start(&config(&[(
+        "slow",
+        fixture(&["--slow-start", "600", "--tools", "3"]),
+    )]));
+    let h = th.server("slow");
+    wait_spawned(&h, T).await;
+    let s = h.status();
+    assert_eq!(s.state, State::Starting, "{s:?}");
+    assert_eq!(s.tools, 0);
+    // Still starting while the child sleeps before answering initialize.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(h.status().state, State::Starting);
+    let s = wait_state(&h, State::Running, T).await;
+    assert_eq!(s.tools, 6 + 3);
+    assert_eq!(h.tools().len(), 9);
+    assert_eq!(s.server_name.as_deref(), Some("gatehouse-fixture"));
+    assert_eq!(
+        call_tool(&h, "echo", json!({"text": "hi"})).await.unwrap(),
+        r#"{"content":[{"text":"hi","type":"text"}]}"#
+    );
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn restarts_after_kill_9_with_new_pid() {
+    let th = TestHub::start(&config(&[("a", fixture(&[]))]));
+    let h = th.server("a");
+    let first = wait_state(&h, State::Running, T).await;
+    let pid = first.pid.unwrap();
+    kill9(pid);
+    let s = wait_for(&h, "restarting", T, |s| s.state == State::Restarting).await;
+    assert!(
+        s.last_error.as_deref().unwrap_or("").contains("signal 9"),
+        "{s:?}"
+    );
+    let s = wait_for(&h, "running again", T, |s| {
+        s.state == State::Running && s.pid != Some(pid)
+    })
+    .await;
+    assert_eq!(s.restarts, first.restarts + 1);
+    assert_eq!(s.last_exit.unwrap().signal, Some(9));
+    assert!(group_members(pid).is_empty());
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn crash_loop_fails_after_five_and_manual_restart_clears_it() {
+    let marker = tempfile::NamedTempFile::new().unwrap();
+    let path = marker.path().to_str().unwrap().to_owned();
+    let th = TestHub::start(&config(&[("loop", fixture(&["--crash-if-exists", &path]))]));
+    let h = th.server("loop");
+    let s = wait_state(&h, State::Failed, Duration::from_secs(30)).await;
+    assert_eq!(s.consecutive_failures, 5);
+    assert_eq!(
+        s.restarts, 4,
+        "five attempts are the first start and four restarts"
+    );
+    let err = s.last_error.unwrap();
+    assert!(
+        err.contains("gave up after 5 consecutive failures"),
+        "{err}"
+    );
+    assert!(err.contains("exited with code 3"), "{err}");
+    assert!(
+        err.contains("crashing on purpose"),
+        "the error quotes the child's stderr: {err}"
+    );
+    // It stays failed: no more attempts.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.status().restarts, 4);
+
+    drop(marker); // the cause is fixed
+    h.restart().await.unwrap();
+    let s = wait_state(&h, State::Running, T).await;
+    assert_eq!(s.consecutive_failures, 0);
+    assert_eq!(s.last_error, None);
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn config_change_clears_failed() {
+    let th = TestHub::start(&config(&[("x", fixture(&["--exit-code", "7"]))]));
+    let h = th.server("x");
+    wait_state(&h, State::Failed, Duration::from_secs(30)).await;
+    let fixed =
+        gatehouse::Config::parse(&config(&[("x", fixture(&[]))]), std::path::Path::new("t"))
+            .unwrap();
+    th.hub.apply_config(fixed).await.unwrap();
+    let s = wait_state(&h, State::Running, T).await;
+    assert_eq!(s.consecutive_failures, 0);
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn in_flight_call_errors_within_a_second_of_the_crash() {
+    let th = TestHub::start(&config(&[("a", fixture(&[]))]));
+    let h = th.server("a");
+    let pid = wait_state(&h, State::Running, T).await.pid.unwrap();
+
+    // A call the child never answers because it is killed.
+    let h2 = h.clone();
+    let call = tokio::spawn(async move { call_tool(&h2, "sleep", json!({"ms": 30000})).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let killed = Instant::now();
+    kill9(pid);
+    let res = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("call hung")
+        .unwrap();
+    let elapsed = killed.elapsed();
+    let err = res.unwrap_err();
+    assert!(err.contains("killed by signal 9"), "{err}");
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "answered {elapsed:?} after the crash"
+    );
+
+    // A child that exits mid-call on its own.
+    wait_for(&h, "the restarted child", T, |s| {
+        s.state == State::Running && s.pid != Some(pid)
+    })
+    .await;
+    let err = call_tool(&h, "crash", json!({"code": 4}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("exited with code 4"), "{err}");
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn exit_after_n_calls_restarts_and_calls_to_non_running_are_refused() {
+    let th = TestHub::start(&config(&[("a", fixture(&["--exit-after", "2"]))]));
+    let h = th.server("a");
+    wait_state(&h, State::Running, T).await;
+    assert!(call_tool(&h, "echo", json!({"text": "1"})).await.is_ok());
+    assert!(call_tool(&h, "echo", json!({"text": "2"})).await.is_ok());
+    let s = wait_for(&h, "restart", T, |s| s.state != State::Running).await;
+    assert!(
+        matches!(s.state, State::Restarting | State::Starting),
+        "{s:?}"
+    );
+    let err = call_tool(&h, "echo", json!({"text": "3"})).await;
+    if h.status().state != State::Running {
+        let err = err.unwrap_err();
+        assert!(err.contains("not running"), "{err}");
+    }
+    let s = wait_state(&h, State::Running, T).await;
+    assert_eq!(s.restarts, 1);
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn handshake_timeout_fails_naming_the_timeout() {
+    let th = TestHub::start(&config(&[(
+        "mute",
+        with(fixture(&["--no-init"]), "startup_timeout_secs", json!(1)),
+    )]));
+    let h = th.server("mute");
+    let pid = wait_spawned(&h, T).await;
+    let s = wait_state(&h, State::Failed, T).await;
+    let err = s.last_error.unwrap();
+    assert!(err.contains("handshake timed out after 1 s"), "{err}");
+    assert!(err.contains("initialize"), "{err}");
+    assert_eq!(s.restarts, 0, "a timeout is not retried");
+    assert!(group_members(pid).is_empty(), "the hung child was stopped");
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn garbage_and_huge_lines_do_not_drop_the_connection() {
+    let th = TestHub::start(&config(&[
+        ("junk", fixture(&["--garbage"])),
+        ("huge", fixture(&["--huge-line", "20"])),
+    ]));
+    let junk = th.server("junk");
+    let huge = th.server("huge");
+    let junk_pid = wait_state(&junk, State::Running, T).await.pid;
+    let s = wait_state(&huge, State::Running, T).await;
+    assert_eq!(s.restarts, 0);
+    for i in 0..5 {
+        let r = call_tool(&junk, "echo", json!({"text": format!("n{i}")}))
+            .await
+            .unwrap();
+        assert!(r.contains(&format!("n{i}")), "{r}");
+    }
+    assert_eq!(junk.status().restarts, 0);
+    assert_eq!(
+        junk.status().pid,
+        junk_pid,
+        "same process: the connection was never dropped"
+    );
+    let notes: Vec<String> = junk.logs().tail(None).into_iter().map(|l| l.line).collect();
+    assert!(notes.iter().any(|l| l.contains("non-JSON")), "{notes:?}");
+    assert!(
+        notes.iter().any(|l| l.contains("unknown id 987654")),
+        "{notes:?}"
+    );
+    let notes: Vec<String> = huge.logs().tail(None).into_iter().map(|l| l.line).collect();
+    assert!(
+        notes
+            .iter()
+            .any(|l| l.contains("dropped a stdout line of 20971520 bytes")),
+        "{notes:?}"
+    );
+    assert!(call_tool(&huge, "echo", json!({"text": "ok"}))
+        .await
+        .is_ok());
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn stop_kills_a_term_ignoring_child_and_its_grandchild() {
+    let th = TestHub::start(&config(&[
+        ("stubborn", fixture(&["--ignore-term", "--ignore-eof"])),
+        ("wrapper", fixture(&["--grandchild"])),
+    ]));
+    for id in ["stubborn", "wrapper"] {
+        let h = th.server(id);
+        let pid = wait_state(&h, State::Running, T).await.pid.unwrap();
+        if id == "wrapper" {
+            assert_eq!(
+                group_members(pid).len(),
+                2,
+                "wrapper and its server share the group"
+            );
+        }
+        h.stop().await.unwrap();
+        let s = h.status();
+        assert_eq!(s.state, State::Stopped);
+        assert_eq!(s.pid, None);
+        assert_eq!(
+            group_members(pid),
+            Vec::<u32>::new(),
+            "{id}: descendants survived stop"
+        );
+        // A stopped server starts again on request.
+        h.start().await.unwrap();
+        wait_state(&h, State::Running, T).await;
+    }
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn hub_shutdown_leaves_zero_descendants() {
+    let th = TestHub::start(&config(&[
+        ("a", fixture(&[])),
+        ("b", fixture(&["--grandchild"])),
+        ("c", fixture(&["--ignore-term", "--ignore-eof"])),
+        ("d", fixture(&["--no-init"])),
+    ]));
+    let mut pgids = Vec::new();
+    for id in ["a", "b", "c"] {
+        pgids.push(
+            wait_state(&th.server(id), State::Running, T)
+                .await
+                .pid
+                .unwrap(),
+        );
+    }
+    pgids.push(wait_spawned(&th.server("d"), T).await);
+    th.hub.shutdown().await;
+    for pgid in pgids {
+        assert_eq!(
+            group_members(pgid),
+            Vec::<u32>::new(),
+            "group {pgid} survived shutdown"
+        );
+    }
+}
+
+#[tokio::test]
+async fn child_gets_minimal_env_plus_declared() {
+    // SAFETY: set before the hub spawns anything; tests in this binary only read it via the child.
+    unsafe { std::env::set_var("GATEHOUSE_TEST_LEAK", "leaked") };
+    let th = TestHub::start(&config(&[(
+        "e",
+        with(fixture(&[]), "env", json!({"DECLARED": "yes"})),
+    )]));
+    let h = th.server("e");
+    wait_state(&h, State::Running, T).await;
+    let get = |name: &'static str| {
+        let h = h.clone();
+        async move {
+            call_tool(&h, "getenv", json!({"name": name}))
+                .await
+                .unwrap()
+        }
+    };
+    assert!(get("DECLARED").await.contains(r#"\"yes\""#));
+    assert!(
+        get("GATEHOUSE_TEST_LEAK").await.contains("null"),
+        "the app's env leaked into the child"
+    );
+    assert!(get("PATH").await.contains('/'));
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn spawn_errors_and_remote_servers_fail_clearly() {
+    let th = TestHub::start(&config(&[
+        (
+            "missing",
+            json!({"command": "definitely-not-a-command-xyz"}),
+        ),
+        (
+            "badcwd",
+            json!({"command": FIXTURE, "cwd": "/nonexistent/dir"}),
+        ),
+        ("remote", json!({"url": "http://127.0.0.1:9/mcp"})),
+        ("ok", fixture(&[])),
+    ]));
+    let s = wait_state(&th.server("missing"), State::Failed, T).await;
+    assert!(s
+        .last_error
+        .unwrap()
+        .contains("\"definitely-not-a-command-xyz\" was not found in PATH"));
+    let s = wait_state(&th.server("badcwd"), State::Failed, T).await;
+    assert!(s
+        .last_error
+        .unwrap()
+        .contains("working directory \"/nonexistent/dir\" does not exist"));
+    let s = wait_state(&th.server("remote"), State::Failed, T).await;
+    assert!(s.last_error.unwrap().contains("remote servers"));
+    // The others are unaffected.
+    wait_state(&th.server("ok"), State::Running, T).await;
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn disabled_servers_stay_stopped_until_started() {
+    let th = TestHub::start(&config(&[(
+        "off",
+        with(fixture(&[]), "enabled", json!(false)),
+    )]));
+    let h = th.server("off");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(h.status().state, State::Stopped);
+    h.start().await.unwrap();
+    wait_state(&h, State::Running, T).await;
+    th.hub.shutdown().await;
+}
+
+#[tokio::test]
+async fn stderr_is_kept_and_status_events_are_published() {
+    let th = TestHub::start(&config(&[("a", fixture(&[]))]));
+    let h = th.server("a");
+    wait_state(&h, State::Running, T).await;
+    let lines = h.logs().tail(None);
+    assert!(
+        lines.iter().any(|l| l.line.starts_with("fixture starting")),
+        "{lines:?}"
+    );
+
+    let mut events = th.hub.events();
+    h.restart().await.unwrap();
+    let mut states = Vec::new();
+    while let Ok(Ok(ev)) = tokio::time::timeout(T, events.recv()).await {
+        if let gatehouse::events::Event::Status(s) = ev {
+            states.push(s.state);
+            if s.state == State::Running {
+                break;
+            }
+        }
+    }
+    states.dedup();
+    assert_eq!(
+        states,
+        vec![State::Stopping, State::Starting, State::Running]
+    );
+    let log = std::fs::read_to_string(th.dir.path().join("logs/a.log")).unwrap();
+    assert_eq!(log.matches("fixture starting").count(), 2, "{log}");
+    th.hub.shutdown().await;
+}

@@ -1,0 +1,171 @@
+//! Test harness: start a hub in-process on a temp dir, wait for states, inspect the process table.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use gatehouse::config::Config;
+use gatehouse::supervisor::{ServerHandle, Tuning};
+use gatehouse::{Hub, HubHandle, HubOptions, ServerStatus, State};
+
+pub const FIXTURE: &str = env!("CARGO_BIN_EXE_gatehouse-fixture");
+pub const GATEHOUSE: &str = env!("CARGO_BIN_EXE_gatehouse");
+
+/// Short timings so lifecycle tests take seconds, not minutes. The real numbers are unit-tested.
+pub fn fast_tuning() -> Tuning {
+    Tuning {
+        backoff_base: Duration::from_millis(50),
+        backoff_max: Duration::from_millis(400),
+        reset_after: Duration::from_secs(60),
+        max_failures: 5,
+        stop_grace: Duration::from_millis(400),
+    }
+}
+
+pub struct TestHub {
+    pub hub: HubHandle,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestHub {
+    pub fn start(config_json: &str) -> TestHub {
+        Self::start_with(config_json, fast_tuning())
+    }
+
+    pub fn start_with(config_json: &str, tuning: Tuning) -> TestHub {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(config_json, std::path::Path::new("test.json")).unwrap();
+        let mut opts = HubOptions::new(dir.path().to_owned());
+        opts.tuning = tuning;
+        TestHub {
+            hub: Hub::start(config, opts),
+            dir,
+        }
+    }
+
+    pub fn server(&self, id: &str) -> ServerHandle {
+        self.hub.server(id).unwrap()
+    }
+}
+
+/// A fixture server entry with the given flags.
+pub fn fixture(flags: &[&str]) -> serde_json::Value {
+    serde_json::json!({"command": FIXTURE, "args": flags})
+}
+
+/// The same entry with one more key set.
+pub fn with(
+    mut server: serde_json::Value,
+    key: &str,
+    value: serde_json::Value,
+) -> serde_json::Value {
+    server[key] = value;
+    server
+}
+
+/// A config text holding the given servers.
+pub fn config(servers: &[(&str, serde_json::Value)]) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = servers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    serde_json::json!({ "servers": map }).to_string()
+}
+
+/// Waits until the server's status satisfies `pred`; panics with the last status on timeout.
+pub async fn wait_for(
+    h: &ServerHandle,
+    what: &str,
+    limit: Duration,
+    pred: impl Fn(&ServerStatus) -> bool,
+) -> ServerStatus {
+    let mut rx = h.watch_status();
+    let res = tokio::time::timeout(limit, async {
+        loop {
+            {
+                let s = rx.borrow_and_update();
+                if pred(&s) {
+                    return s.clone();
+                }
+            }
+            if rx.changed().await.is_err() {
+                panic!("status channel closed while waiting for {what}");
+            }
+        }
+    })
+    .await;
+    match res {
+        Ok(s) => s,
+        Err(_) => panic!(
+            "timed out waiting for {what}; last status: {:?}",
+            h.status()
+        ),
+    }
+}
+
+pub async fn wait_state(h: &ServerHandle, state: State, limit: Duration) -> ServerStatus {
+    wait_for(h, state.as_str(), limit, |s| s.state == state).await
+}
+
+/// Waits until the server has a child process (starting or running with a pid); returns the pid.
+pub async fn wait_spawned(h: &ServerHandle, limit: Duration) -> u32 {
+    let s = wait_for(h, "a spawned child", limit, |s| {
+        matches!(s.state, State::Starting | State::Running) && s.pid.is_some()
+    })
+    .await;
+    s.pid.unwrap_or_default()
+}
+
+/// Live (non-zombie) members of a process group, from the process table.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    gatehouse::supervisor::process::group_members(pgid)
+}
+
+/// Waits (bounded) until the process group has no live member; returns what is left.
+pub async fn group_gone(pgid: u32, limit: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = group_members(pgid);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub fn kill9(pid: u32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+}
+
+/// Calls a tool through the supervisor's raw request path; returns the raw result text.
+pub async fn call_tool(
+    h: &ServerHandle,
+    name: &str,
+    args: serde_json::Value,
+) -> Result<String, String> {
+    let params = serde_json::json!({"name": name, "arguments": args}).to_string();
+    let raw = serde_json::value::RawValue::from_string(params).unwrap();
+    match h.request("tools/call", Some(&raw)).await {
+        Ok(gatehouse::supervisor::Reply::Result(r)) => Ok(r.get().to_owned()),
+        Ok(gatehouse::supervisor::Reply::Error(e)) => Err(format!("json-rpc error {}", e.get())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Where `make test` installed the real peers (PEERS.md).
+pub fn peers_dir() -> PathBuf {
+    std::env::var_os("GATEHOUSE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dirs_home().join(".cache/gatehouse-peers"))
+}
+
+fn dirs_home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
