@@ -19,7 +19,7 @@ need node; need npm; need python3
 npm_stamp="$PEERS_DIR/npm/.stamp"
 if [ "$(cat "$npm_stamp" 2>/dev/null)" != "${NPM_PKGS[*]}" ]; then
   log "installing npm peers into $PEERS_DIR/npm"
-  (cd "$PEERS_DIR/npm" && [ -f package.json ] || echo '{"name":"gatehouse-peers","private":true}' > "$PEERS_DIR/npm/package.json")
+  [ -f "$PEERS_DIR/npm/package.json" ] || echo '{"name":"gatehouse-peers","private":true}' > "$PEERS_DIR/npm/package.json"
   (cd "$PEERS_DIR/npm" && npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}" >&2)
   printf '%s' "${NPM_PKGS[*]}" > "$npm_stamp"
 fi

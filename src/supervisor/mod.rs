@@ -320,6 +320,8 @@ struct Session {
     /// Cancelling closes the child's stdin and ends the reader.
     stop: CancellationToken,
     exit: watch::Receiver<Option<ExitInfo>>,
+    /// Resolves when the stderr reader hit EOF (every holder of the pipe is gone).
+    stderr_done: Option<oneshot::Receiver<()>>,
     tasks: JoinSet<()>,
     started: Instant,
     ready: bool,
@@ -559,10 +561,12 @@ impl Actor {
             note,
             &mut tasks,
         );
+        let (stderr_tx, stderr_done) = oneshot::channel();
         {
             let shared = self.shared.clone();
             let bus = self.ctx.bus.clone();
             tasks.spawn(async move {
+                let _done = stderr_tx;
                 let mut lines = BufReader::new(stderr);
                 let mut buf = Vec::new();
                 loop {
@@ -600,6 +604,7 @@ impl Actor {
             peer,
             stop,
             exit: exit_rx,
+            stderr_done: Some(stderr_done),
             tasks,
             started: Instant::now(),
             ready: false,
@@ -723,8 +728,11 @@ impl Actor {
         if let Some(s) = self.session.as_ref() {
             s.peer.close(&info.to_string());
         }
-        // Let the reader drain the child's last stderr lines so the error can quote them.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Let the reader drain the child's last stderr lines so the error can quote them. A
+        // surviving grandchild may hold the pipe open, hence the bound.
+        if let Some(done) = self.session.as_mut().and_then(|s| s.stderr_done.take()) {
+            let _ = tokio::time::timeout(Duration::from_millis(100), done).await;
+        }
         if let Some(tail) = self
             .shared
             .logs
@@ -935,6 +943,16 @@ async fn resolve_env(
     env: &BTreeMap<String, EnvValue>,
     secrets: Arc<dyn SecretSource>,
 ) -> Result<BTreeMap<String, String>, String> {
+    if env.values().all(|v| matches!(v, EnvValue::Plain(_))) {
+        // Nothing to look up: no trip to a blocking thread.
+        return Ok(env
+            .iter()
+            .filter_map(|(k, v)| match v {
+                EnvValue::Plain(s) => Some((k.clone(), s.clone())),
+                EnvValue::Secret { .. } => None,
+            })
+            .collect());
+    }
     let env = env.clone();
     let task = tokio::task::spawn_blocking(move || {
         let mut out = BTreeMap::new();

@@ -1,0 +1,33 @@
+# Gatehouse: `make run` starts it, `make test` runs the whole suite. Both install what is missing
+# (system packages, test peers) first and are safe to run again.
+
+SHELL := /bin/bash
+PEERS_DIR ?= $(HOME)/.cache/gatehouse-peers
+export GATEHOUSE_PEERS_DIR := $(PEERS_DIR)
+DEMO_DIR ?= /tmp/gatehouse-demo
+
+.PHONY: run test deps peers build lint bench
+
+deps:
+	@scripts/install-deps.sh
+
+peers: deps
+	@scripts/install-peers.sh >/dev/null
+
+build: deps
+	cargo build --release --bin gatehouse
+
+# Until the desktop app lands: the headless hub on the example config.
+run: peers build
+	@mkdir -p $(DEMO_DIR)
+	cargo run --release --quiet --bin gatehouse -- serve --config examples/gatehouse.json
+
+lint:
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+
+test: peers lint
+	cargo test -- --include-ignored
+
+bench: peers
+	cargo bench --bench supervisor

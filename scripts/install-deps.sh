@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the system packages Gatehouse needs on Debian/Ubuntu, only those that are missing.
+# Idempotent and non-interactive. Rust itself is expected (rustup); we say so if it is not there.
+set -euo pipefail
+
+log() { printf '[install-deps] %s\n' "$*" >&2; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+  log "Rust is missing: install it with rustup (https://rustup.rs), then run this again."
+  exit 1
+fi
+
+missing=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+
+have_cmd cc || missing+=(build-essential)
+have_cmd pkg-config || missing+=(pkg-config)
+have_cmd node || missing+=(nodejs)
+have_cmd npm || missing+=(npm)
+have_cmd python3 || missing+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if ! have_cmd apt-get; then
+  log "missing: ${missing[*]} — install them with your package manager (this script knows apt only)."
+  exit 1
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+log "installing: ${missing[*]}"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
