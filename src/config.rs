@@ -189,12 +189,17 @@ fn default_approval_timeout() -> u64 {
 pub struct GatewayConfig {
     #[serde(default = "default_listen", deserialize_with = "de_loopback_addr")]
     pub listen: SocketAddr,
+    /// Browser origins allowed to call the gateway (e.g. "http://localhost:6274"); requests
+    /// with any other `Origin` header, `null` included, are refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
         GatewayConfig {
             listen: default_listen(),
+            allowed_origins: Vec::new(),
         }
     }
 }

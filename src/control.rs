@@ -41,6 +41,15 @@ pub enum Request {
         id: Option<String>,
     },
     Reload,
+    /// The gateway's URL and bearer token, for `gatehouse connect` (local user only).
+    Gateway,
+}
+
+/// What `gatehouse connect` needs to reach the hub's HTTP endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GatewayInfo {
+    pub url: String,
+    pub token: String,
 }
 
 /// One response line. `error_kind` lets clients branch (e.g. `unknown_server`).
@@ -174,7 +183,12 @@ impl ControlServer {
     /// Serves until `shutdown` is cancelled, then removes the socket file. Each connection runs
     /// in a task owned by this function and ends with it.
     #[cfg(unix)]
-    pub async fn serve(self, hub: HubHandle, shutdown: CancellationToken) {
+    pub async fn serve(
+        self,
+        hub: HubHandle,
+        gateway: Option<GatewayInfo>,
+        shutdown: CancellationToken,
+    ) {
         let mut conns = tokio::task::JoinSet::new();
         loop {
             tokio::select! {
@@ -183,7 +197,8 @@ impl ControlServer {
                     Ok((stream, _)) => {
                         let hub = hub.clone();
                         let stop = shutdown.clone();
-                        conns.spawn(async move { handle_conn(stream, hub, stop).await });
+                        let gw = gateway.clone();
+                        conns.spawn(async move { handle_conn(stream, hub, gw, stop).await });
                     }
                     Err(e) => tracing::warn!(error = %e, "control socket accept failed"),
                 },
@@ -195,11 +210,22 @@ impl ControlServer {
     }
 
     #[cfg(not(unix))]
-    pub async fn serve(self, _hub: HubHandle, _shutdown: CancellationToken) {}
+    pub async fn serve(
+        self,
+        _hub: HubHandle,
+        _gateway: Option<GatewayInfo>,
+        _shutdown: CancellationToken,
+    ) {
+    }
 }
 
 #[cfg(unix)]
-async fn handle_conn(stream: tokio::net::UnixStream, hub: HubHandle, stop: CancellationToken) {
+async fn handle_conn(
+    stream: tokio::net::UnixStream,
+    hub: HubHandle,
+    gateway: Option<GatewayInfo>,
+    stop: CancellationToken,
+) {
     let (r, mut w) = stream.into_split();
     let mut lines = BufReader::new(r).lines();
     let line =
@@ -226,6 +252,13 @@ async fn handle_conn(stream: tokio::net::UnixStream, hub: HubHandle, stop: Cance
         Request::Tools { id } => match hub.tools(id.as_deref()) {
             Ok(t) => Response::ok(t),
             Err(e) => Response::from_hub(e),
+        },
+        Request::Gateway => match gateway {
+            Some(g) => Response::ok(g),
+            None => Response::err(
+                "no_gateway",
+                "this hub serves one client on stdio and has no HTTP endpoint".into(),
+            ),
         },
         Request::Reload => match hub.reload().await {
             Ok(()) => Response::ok(hub.status()),

@@ -18,6 +18,7 @@
 pub mod config;
 pub mod control;
 pub mod events;
+pub mod gateway;
 pub mod hub;
 pub mod jsonrpc;
 pub mod logs;

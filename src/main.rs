@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use gatehouse::config::{self, Config};
 use gatehouse::control::{self, ControlClient, ControlServer, Request, Response};
+use gatehouse::gateway;
 use gatehouse::{Hub, HubOptions};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +37,18 @@ enum Cmd {
         /// Data dir for logs and state (default: the platform data dir's gatehouse/)
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
+        /// Gateway address, overriding the config's gateway.listen (loopback only)
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Serve one MCP client on stdin/stdout instead of HTTP (logs go to stderr)
+        #[arg(long)]
+        stdio: bool,
+    },
+    /// Bridge a stdio-only MCP client (e.g. Claude Desktop) to the running hub
+    Connect {
+        /// Gateway URL (default: asked from the running hub, with its token)
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
     },
     /// Show every server's status
     Status {
@@ -83,7 +96,13 @@ fn main() -> ExitCode {
         .unwrap_or_else(control::default_socket_path);
     runtime.block_on(async move {
         match cli.cmd {
-            Cmd::Serve { config, data_dir } => serve(config, data_dir, control_path).await,
+            Cmd::Serve {
+                config,
+                data_dir,
+                listen,
+                stdio,
+            } => serve(config, data_dir, listen, stdio, control_path).await,
+            Cmd::Connect { url } => connect(url, control_path).await,
             verb => run_verb(verb, control_path).await,
         }
     })
@@ -92,11 +111,13 @@ fn main() -> ExitCode {
 async fn serve(
     config: Option<PathBuf>,
     data_dir: Option<PathBuf>,
+    listen: Option<String>,
+    stdio: bool,
     control_path: PathBuf,
 ) -> ExitCode {
     init_tracing();
     let config_path = config.unwrap_or_else(config::default_config_path);
-    let config = match Config::load(&config_path) {
+    let mut config = match Config::load(&config_path) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("gatehouse: invalid config, nothing started\n{e}");
@@ -107,12 +128,27 @@ async fn serve(
             return ExitCode::from(2);
         }
     };
+    if let Some(addr) = listen {
+        match config::parse_loopback_addr(&addr) {
+            Ok(a) => config.gateway.listen = a,
+            Err(e) => {
+                eprintln!("gatehouse: --listen: {e}; nothing started");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Ok(text) = std::fs::read_to_string(&config_path) {
         if let Err(e) = config::keep_last_good(&config_path, &text) {
             tracing::warn!(error = %e, "could not keep a backup of the config");
         }
     }
-    match run_hub(config, config_path, data_dir, control_path).await {
+    let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
+    let result = if stdio {
+        run_stdio(config, config_path, data_dir, control_path).await
+    } else {
+        run_hub(config, config_path, data_dir, control_path).await
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gatehouse: {e:#}");
@@ -124,31 +160,131 @@ async fn serve(
 async fn run_hub(
     config: Config,
     config_path: PathBuf,
-    data_dir: Option<PathBuf>,
+    data_dir: PathBuf,
     control_path: PathBuf,
 ) -> anyhow::Result<()> {
-    let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    // Bind the control socket first: if another hub runs, nothing gets started.
+    // Bind everything first: if another hub runs, nothing gets started.
     let control = ControlServer::bind(&control_path).await?;
+    let listener = gateway::http::bind(config.gateway.listen).await?;
+    let token = gateway::token::load_or_create(&data_dir)?;
+    let addr = listener
+        .local_addr()
+        .context("reading the gateway address")?;
+    let url = format!("http://{addr}/mcp");
+    let origins = config.gateway.allowed_origins.clone();
     let mut opts = HubOptions::new(data_dir);
     opts.config_path = Some(config_path);
     let hub = Hub::start(config, opts);
-    tracing::info!(control = %control.path().display(), "hub started");
+    let gw = gateway::Gateway::new(hub.clone());
     let shutdown = CancellationToken::new();
-    let control_task = tokio::spawn(control.serve(hub.clone(), shutdown.clone()));
-    wait_for_shutdown_signal(&hub).await;
+    let http_task = tokio::spawn(gateway::http::serve(
+        listener,
+        gw.clone(),
+        token.clone(),
+        origins,
+        shutdown.clone(),
+    ));
+    let info = control::GatewayInfo {
+        url: url.clone(),
+        token,
+    };
+    let control_task = tokio::spawn(control.serve(hub.clone(), Some(info), shutdown.clone()));
+    tracing::info!(gateway = %url, control = %control_path.display(), "hub started");
+    wait_for_shutdown_signal(&hub, None).await;
     tracing::info!("stopping every server");
     shutdown.cancel();
+    gw.shutdown().await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http_task).await;
     hub.shutdown().await;
     let _ = control_task.await;
     tracing::info!("stopped");
     Ok(())
 }
 
+/// One client on stdin/stdout. The control socket is optional here: a client may start this
+/// while another hub runs.
+async fn run_stdio(
+    config: Config,
+    config_path: PathBuf,
+    data_dir: PathBuf,
+    control_path: PathBuf,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
+    let control = match ControlServer::bind(&control_path).await {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::warn!("no control socket for this stdio hub: {e}");
+            None
+        }
+    };
+    let mut opts = HubOptions::new(data_dir);
+    opts.config_path = Some(config_path);
+    let hub = Hub::start(config, opts);
+    let gw = gateway::Gateway::new(hub.clone());
+    let shutdown = CancellationToken::new();
+    let control_task = control.map(|c| tokio::spawn(c.serve(hub.clone(), None, shutdown.clone())));
+    let stdio_done = CancellationToken::new();
+    let stdio_task = {
+        let gw = gw.clone();
+        let done = stdio_done.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let input = tokio::io::BufReader::new(tokio::io::stdin());
+            gateway::stdio::serve(gw, input, tokio::io::stdout(), stop).await;
+            done.cancel();
+        })
+    };
+    wait_for_shutdown_signal(&hub, Some(stdio_done)).await;
+    shutdown.cancel();
+    gw.shutdown().await;
+    let _ = stdio_task.await;
+    hub.shutdown().await;
+    if let Some(t) = control_task {
+        let _ = t.await;
+    }
+    Ok(())
+}
+
+async fn connect(url: Option<String>, control_path: PathBuf) -> ExitCode {
+    init_tracing();
+    let env_token = std::env::var(gateway::token::TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty());
+    let (url, token) = match (url, env_token) {
+        (Some(u), Some(t)) => (u, t),
+        (url, token) => {
+            let info = match call(&ControlClient::new(control_path), Request::Gateway).await {
+                Ok(v) => serde_json::from_value::<control::GatewayInfo>(v),
+                Err(e) => {
+                    eprintln!("gatehouse connect: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            match info {
+                Ok(i) => (url.unwrap_or(i.url), token.unwrap_or(i.token)),
+                Err(e) => {
+                    eprintln!("gatehouse connect: the hub sent an unreadable answer: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    match gateway::connect::run(url, token, input, tokio::io::stdout()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gatehouse connect: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Waits for SIGINT/SIGTERM (SIGHUP reloads the config) or for `done` to be cancelled.
 #[cfg(unix)]
-async fn wait_for_shutdown_signal(hub: &gatehouse::HubHandle) {
+async fn wait_for_shutdown_signal(hub: &gatehouse::HubHandle, done: Option<CancellationToken>) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
         signal(SignalKind::terminate()),
@@ -158,8 +294,10 @@ async fn wait_for_shutdown_signal(hub: &gatehouse::HubHandle) {
         tracing::error!("cannot install signal handlers; stopping");
         return;
     };
+    let done = done.unwrap_or_default();
     loop {
         tokio::select! {
+            _ = done.cancelled() => return,
             _ = term.recv() => return,
             _ = int.recv() => return,
             _ = hup.recv() => {
@@ -174,8 +312,12 @@ async fn wait_for_shutdown_signal(hub: &gatehouse::HubHandle) {
 }
 
 #[cfg(not(unix))]
-async fn wait_for_shutdown_signal(_hub: &gatehouse::HubHandle) {
-    let _ = tokio::signal::ctrl_c().await;
+async fn wait_for_shutdown_signal(_hub: &gatehouse::HubHandle, done: Option<CancellationToken>) {
+    let done = done.unwrap_or_default();
+    tokio::select! {
+        _ = done.cancelled() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
 }
 
 fn init_tracing() {
@@ -193,7 +335,7 @@ fn init_tracing() {
 async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
     let client = ControlClient::new(control_path);
     let result = match verb {
-        Cmd::Serve { .. } => return ExitCode::from(2),
+        Cmd::Serve { .. } | Cmd::Connect { .. } => return ExitCode::from(2),
         Cmd::Status { json } => call(&client, Request::Status).await.map(|v| {
             if json {
                 print_json(&v);

@@ -15,9 +15,17 @@
 //!   --tools N            add N generated tools `tool_0` … `tool_{N-1}`
 //!   --list-changed       send notifications/tools/list_changed after `initialized`
 //!   --description TEXT   description of the `echo` tool
-//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}.
+//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name},
+//!   exotic (a result full of things a typed model would lose), progress {steps} (progress
+//!   notifications on the call's token, then a result), ask {question} (a sampling request to
+//!   the client; returns its answer).
+//! Calls run on their own threads, so a `notifications/cancelled` is seen (and logged to stderr)
+//! while the call runs.
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -129,10 +137,22 @@ fn run_wrapper() -> ! {
     }
 }
 
+/// What every call thread shares: stdout, the call counter and answers to our own requests.
+struct Shared {
+    out: Mutex<std::io::Stdout>,
+    calls: AtomicU64,
+    asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+    next_ask: AtomicU64,
+}
+
 fn serve(opts: &Opts) {
     let stdin = std::io::stdin();
-    let mut out = std::io::stdout().lock();
-    let mut calls: u64 = 0;
+    let shared = Arc::new(Shared {
+        out: Mutex::new(std::io::stdout()),
+        calls: AtomicU64::new(0),
+        asks: Mutex::new(HashMap::new()),
+        next_ask: AtomicU64::new(1),
+    });
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -143,13 +163,29 @@ fn serve(opts: &Opts) {
         let Some(id) = msg.get("id").cloned() else {
             if method == "notifications/initialized" && opts.list_changed {
                 send(
-                    &mut out,
+                    &shared,
                     opts,
                     &json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
                 );
             }
+            if method == "notifications/cancelled" {
+                let rid = msg
+                    .pointer("/params/requestId")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                eprintln!("fixture: cancelled request {rid}");
+            }
             continue;
         };
+        if method.is_empty() {
+            // A response to one of our requests (ask → sampling).
+            let key = id.to_string();
+            let waiter = shared.asks.lock().ok().and_then(|mut a| a.remove(&key));
+            if let Some(w) = waiter {
+                let _ = w.send(msg.clone());
+            }
+            continue;
+        }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let result = match method {
             "initialize" => {
@@ -158,7 +194,9 @@ fn serve(opts: &Opts) {
                 }
                 if opts.huge_line_mib > 0 {
                     let big = "x".repeat(opts.huge_line_mib * 1024 * 1024);
-                    let _ = writeln!(out, "{big}");
+                    if let Ok(mut out) = shared.out.lock() {
+                        let _ = writeln!(out, "{big}");
+                    }
                 }
                 Ok(json!({
                     "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-06-18")),
@@ -169,27 +207,102 @@ fn serve(opts: &Opts) {
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": tools(opts)})),
             "tools/call" => {
-                calls += 1;
-                let r = call_tool(&params);
-                if let Ok(v) = &r {
-                    if v.is_null() {
-                        // `crash` exits without answering.
-                        continue;
-                    }
-                }
-                let resp = reply(&id, r);
-                send(&mut out, opts, &resp);
-                if opts.exit_after.is_some_and(|n| calls >= n) {
-                    eprintln!("fixture: exiting after {calls} calls");
-                    std::process::exit(1);
-                }
+                let shared = shared.clone();
+                let opts = opts.clone();
+                std::thread::spawn(move || run_call(&shared, &opts, id, params));
                 continue;
             }
             _ => Err((-32601, format!("method not found: {method}"))),
         };
-        send(&mut out, opts, &reply(&id, result));
+        send(&shared, opts, &reply(&id, result));
     }
 }
+
+fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value) {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    if name == "exotic" {
+        // Written raw: unknown content types, `execution`, `_meta`, integers above 2^53,
+        // long floats and unknown keys must reach the client byte for byte.
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{EXOTIC}}}");
+        if let Ok(mut out) = shared.out.lock() {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+        return;
+    }
+    let r = match name {
+        "progress" => {
+            let steps = params
+                .pointer("/arguments/steps")
+                .and_then(Value::as_u64)
+                .unwrap_or(3);
+            let token = params.pointer("/_meta/progressToken").cloned();
+            for i in 1..=steps {
+                if let Some(t) = &token {
+                    send(
+                        shared,
+                        opts,
+                        &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":t,"progress":i,"total":steps,"message":format!("step {i}")}}),
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Ok(json!({"content":[{"type":"text","text":format!("done after {steps} steps")}]}))
+        }
+        "ask" => {
+            let q = params
+                .pointer("/arguments/question")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned();
+            let ask_id = format!(
+                "\"ask-{}\"",
+                shared.next_ask.fetch_add(1, Ordering::Relaxed)
+            );
+            let (tx, rx) = mpsc::channel();
+            if let Ok(mut a) = shared.asks.lock() {
+                a.insert(ask_id.clone(), tx);
+            }
+            let ask_id_value: Value = serde_json::from_str(&ask_id).unwrap_or(Value::Null);
+            send(
+                shared,
+                opts,
+                &json!({"jsonrpc":"2.0","id":ask_id_value,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":q}}],"maxTokens":50}}),
+            );
+            match rx.recv_timeout(Duration::from_secs(30)) {
+                Ok(answer) => match answer
+                    .pointer("/result/content/text")
+                    .and_then(Value::as_str)
+                {
+                    Some(text) => Ok(
+                        json!({"content":[{"type":"text","text":format!("the client said: {text}")}]}),
+                    ),
+                    None => Ok(
+                        json!({"content":[{"type":"text","text":format!("sampling failed: {answer}")}],"isError":true}),
+                    ),
+                },
+                Err(_) => Ok(
+                    json!({"content":[{"type":"text","text":"no answer to sampling"}],"isError":true}),
+                ),
+            }
+        }
+        _ => call_tool(&params),
+    };
+    if let Ok(v) = &r {
+        if v.is_null() {
+            return;
+        }
+    }
+    send(shared, opts, &reply(&id, r));
+    let n = shared.calls.fetch_add(1, Ordering::SeqCst) + 1;
+    if opts.exit_after.is_some_and(|max| n >= max) {
+        eprintln!("fixture: exiting after {n} calls");
+        std::process::exit(1);
+    }
+}
+
+/// The raw result of the `exotic` tool.
+pub const EXOTIC: &str = r#"{"content":[{"type":"text","text":"plain"},{"type":"hologram","frames":[1,2,3],"x-extra":{"deep":[null,true]}}],"structuredContent":{"big":12345678901234567890123,"bigger":-98765432109876543210,"pi":0.123456789,"tiny":1e-300,"exp":6.02214076E23},"execution":{"taskSupport":"optional","id":"e-1"},"_meta":{"trace":"abc","nested":{"k":[1.0,2.50]}},"unknownKey":{"keep":"me"},"isError":false}"#;
 
 fn reply(id: &Value, r: Result<Value, (i64, String)>) -> Value {
     match r {
@@ -200,7 +313,10 @@ fn reply(id: &Value, r: Result<Value, (i64, String)>) -> Value {
     }
 }
 
-fn send(out: &mut impl Write, opts: &Opts, msg: &Value) {
+fn send(shared: &Shared, opts: &Opts, msg: &Value) {
+    let Ok(mut out) = shared.out.lock() else {
+        return;
+    };
     if opts.garbage {
         let _ = writeln!(out, "this is not JSON {{{{");
         let _ = writeln!(out, "{}", json!({"jsonrpc":"2.0","id":987654,"result":{}}));
@@ -221,6 +337,9 @@ fn tools(opts: &Opts) -> Vec<Value> {
         json!({"name":"crash","description":"Exits mid-call without answering","inputSchema": obj(json!({"code":{"type":"integer"}}), json!([])),
                "annotations":{"destructiveHint":true}}),
         json!({"name":"pid","description":"Returns the serving process id","inputSchema": obj(json!({}), json!([]))}),
+        json!({"name":"exotic","description":"Returns a result full of unusual JSON","inputSchema": obj(json!({}), json!([])),"execution":{"taskSupport":"optional"},"x-vendor":{"n":12345678901234567890u64}}),
+        json!({"name":"progress","description":"Reports progress, then finishes","inputSchema": obj(json!({"steps":{"type":"integer"}}), json!([]))}),
+        json!({"name":"ask","description":"Asks the client to sample a message","inputSchema": obj(json!({"question":{"type":"string"}}), json!(["question"]))}),
         json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),
                "annotations":{"readOnlyHint":true}}),
     ];

@@ -29,6 +29,12 @@ use rpc::{Inbound, RpcPeer};
 /// The protocol version we offer servers; every peer in PEERS.md accepts it.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
 
+/// What we declare to servers as their client. The gateway forwards roots, sampling and
+/// elicitation requests raised during a call to that call's client; outside a call Gatehouse
+/// answers `roots/list` itself (with no roots).
+const CLIENT_CAPABILITIES: &str =
+    r#"{"roots":{"listChanged":false},"sampling":{},"elicitation":{}}"#;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
@@ -141,6 +147,8 @@ struct Shared {
     peer: Mutex<Option<Arc<RpcPeer>>>,
     /// Last fetched tool list. Guards one clone of the `Arc`.
     tools: Mutex<Arc<Vec<ToolDef>>>,
+    /// The `capabilities` object of the server's `initialize` result while running.
+    capabilities: Mutex<Option<Arc<serde_json::Value>>>,
     logs: LogStore,
 }
 
@@ -182,6 +190,7 @@ impl ServerHandle {
             status: watch::channel(status).0,
             peer: Mutex::new(None),
             tools: Mutex::new(Arc::new(Vec::new())),
+            capabilities: Mutex::new(None),
             logs: LogStore::new(log_file),
         });
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
@@ -223,6 +232,17 @@ impl ServerHandle {
         lock(&self.shared.tools).clone()
     }
 
+    /// The server's declared capabilities (from `initialize`), while it runs.
+    pub fn capabilities(&self) -> Option<Arc<serde_json::Value>> {
+        lock(&self.shared.capabilities).clone()
+    }
+
+    /// Whether the running server declared the capability `name` (`prompts`, `resources`…).
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.capabilities()
+            .is_some_and(|c| c.get(name).is_some_and(|v| !v.is_null()))
+    }
+
     pub fn logs(&self) -> &LogStore {
         &self.shared.logs
     }
@@ -258,6 +278,23 @@ impl ServerHandle {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<Reply, CallError> {
+        self.request_routed(method, params, None).await
+    }
+
+    /// Like [`ServerHandle::request`], with the call's progress and server→client requests
+    /// delivered to `route`. Dropping the future cancels the call upstream.
+    pub async fn request_routed(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        route: Option<rpc::CallRoute>,
+    ) -> Result<Reply, CallError> {
+        let peer = self.peer()?;
+        peer.request_routed(method, params, route).await
+    }
+
+    /// The live connection, for answering server→client requests; fails unless running.
+    pub fn peer(&self) -> Result<Arc<RpcPeer>, CallError> {
         let peer = {
             let state = self.shared.status.borrow().state;
             let peer = lock(&self.shared.peer).clone();
@@ -271,7 +308,7 @@ impl ServerHandle {
                 }
             }
         };
-        peer.request(method, params).await
+        Ok(peer)
     }
 
     async fn send(&self, make: impl FnOnce(oneshot::Sender<()>) -> Control) -> Result<(), Gone> {
@@ -300,6 +337,7 @@ enum Wake {
 enum SessionEvent {
     Ready {
         tools: Vec<ToolDef>,
+        capabilities: Option<serde_json::Value>,
         name: Option<String>,
         version: Option<String>,
     },
@@ -618,11 +656,13 @@ impl Actor {
         match ev {
             SessionEvent::Ready {
                 tools,
+                capabilities,
                 name,
                 version,
             } => {
                 let count = tools.len();
                 *lock(&self.shared.tools) = Arc::new(tools);
+                *lock(&self.shared.capabilities) = capabilities.map(Arc::new);
                 let refresh = match self.session.as_mut() {
                     Some(s) => {
                         s.ready = true;
@@ -873,6 +913,7 @@ impl Actor {
         if state != State::Running {
             // Tools of a server that is not running are offered to no one.
             *lock(&self.shared.tools) = Arc::new(Vec::new());
+            *lock(&self.shared.capabilities) = None;
         }
         self.update_status(|s| {
             if s.state != state {
@@ -976,7 +1017,7 @@ async fn handshake(peer: &RpcPeer, timeout: Duration) -> SessionEvent {
     let deadline = tokio::time::Instant::now() + timeout;
     let secs = timeout.as_secs();
     let params = format!(
-        "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"gatehouse\",\"version\":\"{}\"}}}}",
+        "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{CLIENT_CAPABILITIES},\"clientInfo\":{{\"name\":\"gatehouse\",\"version\":\"{}\"}}}}",
         env!("CARGO_PKG_VERSION")
     );
     let params = RawValue::from_string(params).ok();
@@ -1005,15 +1046,18 @@ async fn handshake(peer: &RpcPeer, timeout: Duration) -> SessionEvent {
     struct InitResult {
         #[serde(rename = "serverInfo", default)]
         server_info: Option<Info>,
+        #[serde(default)]
+        capabilities: Option<serde_json::Value>,
     }
     #[derive(serde::Deserialize)]
     struct Info {
         name: Option<String>,
         version: Option<String>,
     }
-    let info = serde_json::from_str::<InitResult>(init.get())
-        .ok()
-        .and_then(|i| i.server_info);
+    let (info, capabilities) = match serde_json::from_str::<InitResult>(init.get()) {
+        Ok(i) => (i.server_info, i.capabilities),
+        Err(_) => (None, None),
+    };
     if let Err(e) = peer.notify("notifications/initialized", None).await {
         return SessionEvent::HandshakeFailed {
             message: e.to_string(),
@@ -1031,6 +1075,7 @@ async fn handshake(peer: &RpcPeer, timeout: Duration) -> SessionEvent {
         },
         Ok(Ok(tools)) => SessionEvent::Ready {
             tools,
+            capabilities,
             name: info.as_ref().and_then(|i| i.name.clone()),
             version: info.and_then(|i| i.version),
         },

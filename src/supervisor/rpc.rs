@@ -32,11 +32,46 @@ pub enum CallError {
 
 type Waiter = oneshot::Sender<Result<Reply, CallError>>;
 
+/// Messages the server sends that belong to one call: progress for its token, and — by the rule
+/// below — server→client requests and log messages raised while it runs.
+#[derive(Debug)]
+pub enum CallEvent {
+    /// A notification line, as the server sent it (the receiver rewrites the progress token).
+    Notification(Vec<u8>),
+    /// A server→client request (sampling, elicitation, roots…). Answer with [`RpcPeer::respond`].
+    Request { id: Box<RawValue>, line: Vec<u8> },
+}
+
+/// Where a call's [`CallEvent`]s go, and the progress token it was sent with (raw JSON).
+pub struct CallRoute {
+    pub sink: mpsc::UnboundedSender<CallEvent>,
+    pub progress_token: Option<String>,
+}
+
 /// The pending table. The mutex guards one insert/remove/drain; it is never held across `.await`.
 #[derive(Default)]
 struct Pending {
     closed: Option<String>,
     map: HashMap<u64, Waiter>,
+    /// Routed calls in the order they started. stdio carries no link between a server→client
+    /// request and the call that caused it: it goes to the most recently started routed call
+    /// still in flight (exact when one call is in flight).
+    routes: Vec<(u64, mpsc::UnboundedSender<CallEvent>)>,
+    progress: HashMap<String, u64>,
+}
+
+impl Pending {
+    fn remove(&mut self, id: u64) -> Option<Waiter> {
+        if let Some(i) = self.routes.iter().position(|(k, _)| *k == id) {
+            self.routes.remove(i);
+            self.progress.retain(|_, v| *v != id);
+        }
+        self.map.remove(&id)
+    }
+
+    fn latest_route(&self) -> Option<mpsc::UnboundedSender<CallEvent>> {
+        self.routes.last().map(|(_, s)| s.clone())
+    }
 }
 
 /// What the reader saw that the supervisor must act on.
@@ -86,11 +121,23 @@ impl RpcPeer {
         peer
     }
 
-    /// Sends a request and waits for its reply. Dropping the future removes the pending entry.
+    /// Sends a request and waits for its reply. Dropping the future removes the pending entry
+    /// and tells the server with `notifications/cancelled`.
     pub async fn request(
         &self,
         method: &str,
         params: Option<&RawValue>,
+    ) -> Result<Reply, CallError> {
+        self.request_routed(method, params, None).await
+    }
+
+    /// Like [`RpcPeer::request`], routing the call's progress and server→client requests to
+    /// `route`.
+    pub async fn request_routed(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        route: Option<CallRoute>,
     ) -> Result<Reply, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -100,8 +147,18 @@ impl RpcPeer {
                 return Err(self.lost(reason));
             }
             p.map.insert(id, tx);
+            if let Some(route) = route {
+                if let Some(token) = route.progress_token {
+                    p.progress.insert(token, id);
+                }
+                p.routes.push((id, route.sink));
+            }
         }
-        let guard = PendingGuard { peer: self, id };
+        let mut guard = PendingGuard {
+            peer: self,
+            id,
+            done: false,
+        };
         if self
             .out
             .send(jsonrpc::request_line(id, method, params))
@@ -114,8 +171,22 @@ impl RpcPeer {
             Ok(r) => r,
             Err(_) => Err(self.lost("closed the connection")),
         };
-        std::mem::forget(guard);
+        guard.done = true;
         result
+    }
+
+    /// Sends the client's answer to a server→client request back to the server.
+    pub async fn respond(&self, id: &RawValue, line_without_id: ResponseBody<'_>) {
+        let line = match line_without_id {
+            ResponseBody::Result(r) => jsonrpc::result_line(id, r.get()),
+            ResponseBody::Error(e) => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{}}}\n",
+                id.get(),
+                e.get()
+            )
+            .into_bytes(),
+        };
+        self.send_raw(line).await;
     }
 
     pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
@@ -132,6 +203,8 @@ impl RpcPeer {
             if p.closed.is_none() {
                 p.closed = Some(reason.to_owned());
             }
+            p.routes.clear();
+            p.progress.clear();
             p.map.drain().map(|(_, w)| w).collect()
         };
         for w in drained {
@@ -144,7 +217,7 @@ impl RpcPeer {
     }
 
     fn complete(&self, id: u64, reply: Reply) -> bool {
-        let waiter = self.lock().map.remove(&id);
+        let waiter = self.lock().remove(id);
         match waiter {
             Some(w) => {
                 let _ = w.send(Ok(reply));
@@ -171,14 +244,34 @@ impl RpcPeer {
     }
 }
 
+/// The body of a response to a server→client request.
+pub enum ResponseBody<'a> {
+    Result(&'a RawValue),
+    Error(&'a RawValue),
+}
+
 struct PendingGuard<'a> {
     peer: &'a RpcPeer,
     id: u64,
+    done: bool,
 }
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.peer.lock().map.remove(&self.id);
+        let still_pending = self.peer.lock().remove(self.id).is_some();
+        if still_pending && !self.done {
+            // The caller gave up (client cancelled, disconnected, or a timeout): tell the server.
+            let params = format!(
+                "{{\"requestId\":{},\"reason\":\"cancelled by the client\"}}",
+                self.id
+            );
+            if let Ok(p) = RawValue::from_string(params) {
+                let _ = self.peer.out.try_send(jsonrpc::notification_line(
+                    "notifications/cancelled",
+                    Some(&p),
+                ));
+            }
+        }
     }
 }
 
@@ -283,15 +376,55 @@ async fn handle_line(
             "notifications/tools/list_changed" => {
                 let _ = inbound.send(Inbound::ToolsListChanged);
             }
+            "notifications/prompts/list_changed" | "notifications/resources/list_changed" => {}
+            "notifications/progress" => {
+                #[derive(serde::Deserialize)]
+                struct P<'a> {
+                    #[serde(borrow, rename = "progressToken")]
+                    token: Option<&'a RawValue>,
+                }
+                let token = env
+                    .params
+                    .and_then(|p| serde_json::from_str::<P>(p.get()).ok())
+                    .and_then(|p| p.token.map(|t| t.get().to_owned()));
+                let sink = token.and_then(|t| {
+                    let p = peer.lock();
+                    let id = p.progress.get(&t)?;
+                    p.routes
+                        .iter()
+                        .find(|(k, _)| k == id)
+                        .map(|(_, s)| s.clone())
+                });
+                if let Some(sink) = sink {
+                    let _ = sink.send(CallEvent::Notification(line.to_vec()));
+                }
+            }
             "notifications/message" => {
-                if let Some(p) = env.params {
-                    note(format!("log: {}", jsonrpc::excerpt(p.get().as_bytes())));
+                let sink = peer.lock().latest_route();
+                let delivered =
+                    sink.is_some_and(|s| s.send(CallEvent::Notification(line.to_vec())).is_ok());
+                if !delivered {
+                    if let Some(p) = env.params {
+                        note(format!("log: {}", jsonrpc::excerpt(p.get().as_bytes())));
+                    }
                 }
             }
             _ => {}
         },
         Some(Kind::Request { id, method }) => {
-            // Server→client requests raised outside a client's call are answered here.
+            // Raised during a routed call: that call's client answers it.
+            if method != "ping" {
+                if let Some(sink) = peer.lock().latest_route() {
+                    let ev = CallEvent::Request {
+                        id: id.to_owned(),
+                        line: line.to_vec(),
+                    };
+                    if sink.send(ev).is_ok() {
+                        return;
+                    }
+                }
+            }
+            // Outside any call, Gatehouse answers itself.
             let reply = match method {
                 "ping" => jsonrpc::result_line(id, "{}"),
                 "roots/list" => jsonrpc::result_line(id, "{\"roots\":[]}"),

@@ -10,12 +10,34 @@ use crate::support::*;
 
 struct Env {
     dir: tempfile::TempDir,
+    /// Hubs this test started; stopped (SIGTERM) when the test ends, even by a panic.
+    hubs: std::cell::RefCell<Vec<u32>>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        for pid in self.hubs.borrow().iter() {
+            let pid = nix::unistd::Pid::from_raw(*pid as i32);
+            if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_ok() {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while Instant::now() < deadline {
+                    match nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+                        Ok(nix::sys::wait::WaitStatus::StillAlive) => {
+                            std::thread::sleep(Duration::from_millis(20))
+                        }
+                        _ => break,
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Env {
     fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
+            hubs: Default::default(),
         }
     }
     fn sock(&self) -> PathBuf {
@@ -53,10 +75,13 @@ impl Env {
             config.to_str().unwrap(),
             "--data-dir",
             data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
+        .inspect(|c| self.hubs.borrow_mut().push(c.id()))
         .unwrap()
     }
     /// Polls `status --json` until `pred` holds for the server `id`.
@@ -64,6 +89,7 @@ impl Env {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let out = self.run(&["status", "--json"]);
+            let last = format!("{} {}", String::from_utf8_lossy(&out.stdout), stderr(&out));
             if out.status.success() {
                 let all: Value = serde_json::from_slice(&out.stdout).unwrap();
                 if let Some(s) = all.as_array().unwrap().iter().find(|s| s["id"] == id) {
@@ -74,7 +100,7 @@ impl Env {
             }
             assert!(
                 Instant::now() < deadline,
-                "timed out waiting for {id} {what}"
+                "timed out waiting for {id} {what}; last: {last}"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -189,7 +215,7 @@ fn serve_and_verbs_end_to_end() {
     for key in ["id", "state", "pid", "restarts", "tools", "last_error"] {
         assert!(a.get(key).is_some(), "status --json lacks {key}: {a}");
     }
-    assert_eq!(a["tools"], 6);
+    assert_eq!(a["tools"], 9);
     assert_eq!(a["restarts"], 0);
     assert!(a["pid"].is_u64());
     assert_eq!(a["last_error"], Value::Null);
@@ -237,7 +263,7 @@ fn serve_and_verbs_end_to_end() {
     assert_eq!(echo["title"], "Echo");
     assert_eq!(echo["annotations"], json!({"readOnlyHint": true}));
     let all = env.json(&["tools", "--json"]);
-    assert_eq!(all.as_array().unwrap().len(), 12);
+    assert_eq!(all.as_array().unwrap().len(), 18);
     let human = env.run(&["status"]);
     assert!(String::from_utf8_lossy(&human.stdout).contains("running"));
 

@@ -1,0 +1,129 @@
+//! The aggregated tool catalog: every running server's tools under their exposed names, the
+//! serialised `tools/list` result clients get (built once per change, not per request), and the
+//! lookup from exposed name back to server and tool.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
+
+use serde_json::value::RawValue;
+
+use crate::config::{Config, ServerId};
+use crate::hub::HubHandle;
+use crate::naming::exposed_name;
+use crate::supervisor::State;
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub server: ServerId,
+    pub tool: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Catalog {
+    by_name: HashMap<String, Entry>,
+    /// `{"tools":[…]}`, each definition as the server sent it except for its `name`.
+    list_result: String,
+    fingerprint: u64,
+}
+
+impl Catalog {
+    pub fn build(hub: &HubHandle) -> Catalog {
+        Self::build_from(hub, &hub.config())
+    }
+
+    fn build_from(hub: &HubHandle, config: &Config) -> Catalog {
+        let mut by_name = HashMap::new();
+        let mut defs: Vec<String> = Vec::new();
+        for server in hub.servers() {
+            if server.status().state != State::Running {
+                continue;
+            }
+            let policy = config.servers.get(server.id());
+            for tool in server.tools().iter() {
+                let hidden = policy
+                    .and_then(|p| p.tools.get(&tool.name))
+                    .and_then(|t| t.enabled)
+                    == Some(false);
+                if hidden {
+                    continue;
+                }
+                let name = exposed_name(server.id().as_str(), &tool.name);
+                if by_name.contains_key(&name) {
+                    // Only a 40-bit hash collision between shortened names gets here.
+                    tracing::warn!(tool = %tool.name, server = %server.id(), exposed = %name, "exposed tool name collision; tool hidden");
+                    continue;
+                }
+                let Some(def) = rename(tool.raw.get(), &name) else {
+                    continue;
+                };
+                defs.push(def);
+                by_name.insert(
+                    name,
+                    Entry {
+                        server: server.id().clone(),
+                        tool: tool.name.clone(),
+                    },
+                );
+            }
+        }
+        let list_result = format!("{{\"tools\":[{}]}}", defs.join(","));
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        list_result.hash(&mut h);
+        Catalog {
+            by_name,
+            list_result,
+            fingerprint: h.finish(),
+        }
+    }
+
+    pub fn lookup(&self, exposed: &str) -> Option<&Entry> {
+        self.by_name.get(exposed)
+    }
+
+    pub fn list_result(&self) -> &str {
+        &self.list_result
+    }
+
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
+/// Replaces the `name` of a raw JSON object, keeping every other member's bytes.
+pub fn rename(raw_object: &str, name: &str) -> Option<String> {
+    set_member(raw_object, "name", &crate::jsonrpc::json_string(name))
+}
+
+/// Sets one top-level member of a raw JSON object to `raw_value`; the other members keep their
+/// bytes (member order becomes sorted, which JSON does not give meaning to).
+pub fn set_member(raw_object: &str, key: &str, raw_value: &str) -> Option<String> {
+    let mut map: BTreeMap<String, Box<RawValue>> = serde_json::from_str(raw_object).ok()?;
+    map.insert(
+        key.to_owned(),
+        RawValue::from_string(raw_value.to_owned()).ok()?,
+    );
+    serde_json::to_string(&map).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rename_keeps_other_members_byte_exact() {
+        let raw = r#"{"name":"x","inputSchema":{"type":"object","default":12345678901234567890},"execution":{"taskSupport":"optional"},"f":0.123456789}"#;
+        let out = rename(raw, "srv__x").unwrap();
+        assert!(out.contains(r#""name":"srv__x""#));
+        assert!(out.contains(r#""inputSchema":{"type":"object","default":12345678901234567890}"#));
+        assert!(out.contains(r#""execution":{"taskSupport":"optional"}"#));
+        assert!(out.contains(r#""f":0.123456789"#));
+    }
+}

@@ -1,0 +1,127 @@
+//! The gateway's bearer token: 256 random bits, generated once. `GATEHOUSE_TOKEN` overrides it.
+//! Until the keychain store lands it lives in `DATA_DIR/gateway-token` (mode 0600).
+
+use std::path::{Path, PathBuf};
+
+/// Env var that overrides the stored token.
+pub const TOKEN_ENV: &str = "GATEHOUSE_TOKEN";
+const TOKEN_FILE: &str = "gateway-token";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("cannot read or create the gateway token {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the operating system's random source failed: {0}")]
+    Random(String),
+    #[error("{TOKEN_ENV} is too short: use at least 32 characters (256 bits as hex is 64)")]
+    TooShort,
+}
+
+/// `n` random bytes from the OS CSPRNG, as lowercase hex.
+pub fn random_hex(n: usize) -> String {
+    try_random_hex(n).unwrap_or_else(|_| {
+        // Only session ids use this path; the token uses `try_random_hex` and fails loudly.
+        let mut s = String::new();
+        for _ in 0..n {
+            s.push_str(&format!("{:02x}", fastrand::u8(..)));
+        }
+        s
+    })
+}
+
+fn try_random_hex(n: usize) -> Result<String, TokenError> {
+    let mut buf = vec![0u8; n];
+    getrandom::fill(&mut buf).map_err(|e| TokenError::Random(e.to_string()))?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The token clients must present: `GATEHOUSE_TOKEN`, else the stored one, else a new one.
+pub fn load_or_create(data_dir: &Path) -> Result<String, TokenError> {
+    if let Ok(t) = std::env::var(TOKEN_ENV) {
+        if !t.is_empty() {
+            if t.len() < 32 {
+                return Err(TokenError::TooShort);
+            }
+            return Ok(t);
+        }
+    }
+    let path = data_dir.join(TOKEN_FILE);
+    let io = |source| TokenError::Io {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(t) if t.trim().len() >= 64 => return Ok(t.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    let token = try_random_hex(32)?;
+    std::fs::create_dir_all(data_dir).map_err(io)?;
+    write_private(&path, &token).map_err(io)?;
+    Ok(token)
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(token.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
+    crate::config::write_atomic(path, token.as_bytes())
+}
+
+/// Compares in time independent of where the inputs differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_is_256_bits_stable_and_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let t1 = load_or_create(dir.path()).unwrap();
+        assert_eq!(t1.len(), 64);
+        assert!(t1.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(load_or_create(dir.path()).unwrap(), t1);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join(TOKEN_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let other = tempfile::tempdir().unwrap();
+        assert_ne!(load_or_create(other.path()).unwrap(), t1);
+    }
+
+    #[test]
+    fn compare() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}

@@ -1,0 +1,652 @@
+//! The gateway over real HTTP (and stdio) in front of real fixture processes: the guard, raw
+//! pass-through, namespacing, progress/cancel/sampling forwarding, list_changed, crashes.
+
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use gatehouse::gateway::{self, Gateway};
+use gatehouse::State;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::*;
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const T: Duration = Duration::from_secs(15);
+
+struct Gw {
+    th: TestHub,
+    gw: Gateway,
+    url: String,
+    http: reqwest::Client,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Gw {
+    async fn start(config_json: &str) -> Gw {
+        Self::start_with_origins(config_json, vec![]).await
+    }
+
+    async fn start_with_origins(config_json: &str, origins: Vec<String>) -> Gw {
+        let th = TestHub::start(config_json);
+        for h in th.hub.servers() {
+            wait_state(&h, State::Running, T).await;
+        }
+        let gw = Gateway::new(th.hub.clone());
+        gw.refresh_catalog();
+        let listener = gateway::http::bind("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(gateway::http::serve(
+            listener,
+            gw.clone(),
+            TOKEN.into(),
+            origins,
+            stop.clone(),
+        ));
+        Gw {
+            th,
+            gw,
+            url,
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+            stop,
+            task,
+        }
+    }
+
+    fn post(&self, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(s) = session {
+            r = r.header("mcp-session-id", s);
+        }
+        r
+    }
+
+    /// initialize + initialized; returns the session id.
+    async fn session(&self) -> String {
+        let resp = self
+            .post(None, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"it","version":"1"}}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let sid = resp.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+        assert_eq!(body["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(body["result"]["serverInfo"]["name"], "gatehouse");
+        let r = self
+            .post(
+                Some(&sid),
+                &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+        sid
+    }
+
+    /// A request whose answer is plain JSON; returns the body text.
+    async fn rpc(&self, sid: &str, id: u64, method: &str, params: Value) -> String {
+        let resp = self
+            .post(
+                Some(sid),
+                &json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.text().await.unwrap()
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.gw.shutdown().await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
+        self.th.hub.shutdown().await;
+    }
+}
+
+/// The raw `result` member of a JSON-RPC response line.
+fn raw_result(line: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct R<'a> {
+        #[serde(borrow)]
+        result: &'a serde_json::value::RawValue,
+    }
+    serde_json::from_str::<R>(line)
+        .unwrap_or_else(|e| panic!("{e}: {line}"))
+        .result
+        .get()
+        .to_owned()
+}
+
+/// The `data:` payloads of an SSE body.
+fn sse_messages(body: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|ev| ev.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn guard_rules_in_order_with_their_status_codes() {
+    let g = Gw::start_with_origins(
+        &config(&[("fx", fixture(&[]))]),
+        vec!["http://localhost:6274".into()],
+    )
+    .await;
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"g","version":"1"}}});
+    let send = |host: Option<&str>, origin: Option<&str>, token: Option<&str>, body: String| {
+        let mut r = g
+            .http
+            .post(&g.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body);
+        if let Some(h) = host {
+            r = r.header("host", h);
+        }
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    let body = init.to_string();
+    // Host first: even with a good token and no Origin.
+    assert_eq!(
+        send(Some("evil.example:7723"), None, Some(TOKEN), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    // Origin next: before the token is even looked at.
+    assert_eq!(
+        send(None, Some("http://evil.example"), None, body.clone())
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert_eq!(
+        send(None, Some("null"), Some(TOKEN), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    // Token.
+    let r = send(None, None, None, body.clone()).await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    assert_eq!(
+        send(None, None, Some(&TOKEN.replace('0', "1")), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        send(None, None, Some(&TOKEN[..63]), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    // An allow-listed origin with the token passes; so does no Origin.
+    assert_eq!(
+        send(
+            None,
+            Some("http://localhost:6274"),
+            Some(TOKEN),
+            body.clone()
+        )
+        .await
+        .unwrap()
+        .status(),
+        200
+    );
+    assert_eq!(
+        send(Some("localhost:1"), None, Some(TOKEN), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    // Size, then batches.
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(4 * 1024 * 1024)
+    );
+    assert_eq!(
+        send(None, None, Some(TOKEN), big.clone())
+            .await
+            .unwrap()
+            .status(),
+        413
+    );
+    assert_eq!(
+        send(None, None, None, big).await.unwrap().status(),
+        401,
+        "auth is checked before size"
+    );
+    let r = send(None, None, Some(TOKEN), format!("[{body}]"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["error"]["code"], -32600);
+    // Sessions.
+    let ping = json!({"jsonrpc":"2.0","id":2,"method":"ping"});
+    assert_eq!(g.post(None, &ping).send().await.unwrap().status(), 400);
+    assert_eq!(
+        g.post(Some("nope"), &ping).send().await.unwrap().status(),
+        404
+    );
+    let sid = g.session().await;
+    assert_eq!(
+        g.post(Some(&sid), &ping).send().await.unwrap().status(),
+        200
+    );
+    let del = g
+        .http
+        .delete(&g.url)
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(del.status(), 200);
+    assert_eq!(
+        g.post(Some(&sid), &ping).send().await.unwrap().status(),
+        404
+    );
+    // A 2026-07-28 probe gets a JSON-RPC error, so clients fall back to initialize.
+    let r = g
+        .post(
+            None,
+            &json!({"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    g.stop().await;
+}
+
+#[tokio::test]
+async fn results_and_definitions_pass_through_byte_for_byte() {
+    let g = Gw::start(&config(&[("fx", fixture(&[]))])).await;
+    let sid = g.session().await;
+    let direct = call_tool(&g.th.server("fx"), "exotic", json!({}))
+        .await
+        .unwrap();
+    assert!(
+        direct.contains("12345678901234567890123")
+            && direct.contains("0.123456789")
+            && direct.contains("hologram"),
+        "{direct}"
+    );
+    let via = g
+        .rpc(
+            &sid,
+            5,
+            "tools/call",
+            json!({"name":"fx__exotic","arguments":{}}),
+        )
+        .await;
+    assert_eq!(
+        raw_result(&via),
+        direct,
+        "the client must receive the server's bytes"
+    );
+    assert!(
+        via.starts_with(r#"{"jsonrpc":"2.0","id":5,"result":"#),
+        "{via}"
+    );
+
+    // Tool definitions: every member but `name` as the server sent it.
+    let list = g.rpc(&sid, 6, "tools/list", json!({})).await;
+    assert!(
+        list.contains(r#""x-vendor":{"n":12345678901234567890}"#),
+        "{list}"
+    );
+    assert!(
+        list.contains(r#""execution":{"taskSupport":"optional"}"#),
+        "{list}"
+    );
+    let v: Value = serde_json::from_str(&list).unwrap();
+    let names: Vec<&str> = v["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 9);
+    assert!(names.iter().all(|n| n.starts_with("fx__")), "{names:?}");
+
+    // Arguments reach the server untouched (a float that f32 or f64 rounding would change).
+    let r = g
+        .rpc(
+            &sid,
+            7,
+            "tools/call",
+            json!({"name":"fx__echo","arguments":{"text":"0.1000000000000000055511151231257827"}}),
+        )
+        .await;
+    assert!(r.contains("0.1000000000000000055511151231257827"), "{r}");
+    g.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_tools_stopped_servers_and_crashes_answer_clearly() {
+    let g = Gw::start(&config(&[("fx", fixture(&[])), ("other", fixture(&[]))])).await;
+    let sid = g.session().await;
+    let r: Value = serde_json::from_str(
+        &g.rpc(
+            &sid,
+            1,
+            "tools/call",
+            json!({"name":"fx__nope","arguments":{}}),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(r["error"]["code"], -32602);
+    assert!(r["error"]["message"].as_str().unwrap().contains("fx__nope"));
+
+    // A crash mid-call: an isError result well within a second, not a hang.
+    let t = Instant::now();
+    let r: Value = serde_json::from_str(
+        &g.rpc(
+            &sid,
+            2,
+            "tools/call",
+            json!({"name":"fx__crash","arguments":{"code":3}}),
+        )
+        .await,
+    )
+    .unwrap();
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("exited with code 3"),
+        "{r}"
+    );
+
+    // A server that is not running: isError naming it and its state.
+    g.th.server("other").stop().await.unwrap();
+    let r: Value = serde_json::from_str(
+        &g.rpc(
+            &sid,
+            3,
+            "tools/call",
+            json!({"name":"other__echo","arguments":{"text":"x"}}),
+        )
+        .await,
+    )
+    .unwrap();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "Server \"other\" is stopped, so other__echo was not run."
+    );
+    // Its tools are gone from the list meanwhile.
+    let list = g.rpc(&sid, 4, "tools/list", json!({})).await;
+    assert!(!list.contains("other__"), "{list}");
+    g.stop().await;
+}
+
+#[tokio::test]
+async fn progress_is_forwarded_with_the_clients_own_token() {
+    let g = Gw::start(&config(&[("fx", fixture(&[]))])).await;
+    let sid = g.session().await;
+    let resp = g
+        .post(Some(&sid), &json!({"jsonrpc":"2.0","id":"p1","method":"tools/call","params":{"name":"fx__progress","arguments":{"steps":3},"_meta":{"progressToken":{"mine":[1]}}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let msgs = sse_messages(&resp.text().await.unwrap());
+    let progress: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 3, "{msgs:?}");
+    for p in &progress {
+        assert_eq!(p["params"]["progressToken"], json!({"mine":[1]}));
+    }
+    let last = msgs.last().unwrap();
+    assert_eq!(last["id"], "p1");
+    assert_eq!(last["result"]["content"][0]["text"], "done after 3 steps");
+    g.stop().await;
+}
+
+#[tokio::test]
+async fn cancellation_reaches_the_server_and_no_answer_follows() {
+    let g = Gw::start(&config(&[("fx", fixture(&[]))])).await;
+    let sid = g.session().await;
+    let call = g.post(Some(&sid), &json!({"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":5000}}})).send();
+    let pending = tokio::spawn(call);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = g.post(Some(&sid), &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user"}})).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let resp = tokio::time::timeout(Duration::from_secs(3), pending)
+        .await
+        .expect("cancel ends the request")
+        .unwrap()
+        .unwrap();
+    let body = resp.text().await.unwrap();
+    assert!(
+        !body.contains("slept"),
+        "a cancelled call must not be answered: {body}"
+    );
+    // The server was told, with its own request id.
+    let h = g.th.server("fx");
+    let deadline = Instant::now() + T;
+    loop {
+        let lines: Vec<String> = h.logs().tail(None).into_iter().map(|l| l.line).collect();
+        if lines
+            .iter()
+            .any(|l| l.starts_with("fixture: cancelled request "))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never saw notifications/cancelled: {lines:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    g.stop().await;
+}
+
+#[tokio::test]
+async fn a_servers_sampling_request_goes_to_the_calling_client_and_back() {
+    let g = Gw::start(&config(&[("fx", fixture(&[]))])).await;
+    let sid = g.session().await;
+    let resp = g
+        .post(Some(&sid), &json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__ask","arguments":{"question":"colour?"}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut stream = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut answered = false;
+    let deadline = Instant::now() + T;
+    while let Ok(Some(chunk)) = tokio::time::timeout_at(deadline.into(), stream.next()).await {
+        buf.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+        let msgs = sse_messages(
+            &buf.rsplit_once("\n\n")
+                .map(|(a, _)| format!("{a}\n\n"))
+                .unwrap_or_default(),
+        );
+        if !answered {
+            if let Some(req) = msgs
+                .iter()
+                .find(|m| m["method"] == "sampling/createMessage")
+            {
+                assert_eq!(req["params"]["messages"][0]["content"]["text"], "colour?");
+                let answer = json!({"jsonrpc":"2.0","id":req["id"],"result":{"role":"assistant","model":"test","content":{"type":"text","text":"blue"}}});
+                assert_eq!(
+                    g.post(Some(&sid), &answer).send().await.unwrap().status(),
+                    202
+                );
+                answered = true;
+            }
+        }
+        if let Some(fin) = msgs.iter().find(|m| m["id"] == 7) {
+            assert_eq!(
+                fin["result"]["content"][0]["text"], "the client said: blue",
+                "{fin}"
+            );
+            g.stop().await;
+            return;
+        }
+    }
+    panic!("no final answer; got {buf}");
+}
+
+#[tokio::test]
+async fn a_restart_shows_up_as_list_changed_and_the_tools_come_back() {
+    let g = Gw::start(&config(&[("fx", fixture(&[]))])).await;
+    let sid = g.session().await;
+    let resp = g
+        .http
+        .get(&g.url)
+        .bearer_auth(TOKEN)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut stream = resp.bytes_stream();
+    // The stream is open once its opening comment arrives.
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(first.starts_with(b":"), "{first:?}");
+    g.th.server("fx").restart().await.unwrap();
+    let mut buf = String::new();
+    let deadline = Instant::now() + T;
+    while !buf.contains("notifications/tools/list_changed") {
+        let chunk = tokio::time::timeout_at(deadline.into(), stream.next())
+            .await
+            .expect("no list_changed")
+            .unwrap()
+            .unwrap();
+        buf.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    wait_state(&g.th.server("fx"), State::Running, T).await;
+    let deadline = Instant::now() + T;
+    loop {
+        let list: Value =
+            serde_json::from_str(&g.rpc(&sid, 3, "tools/list", json!({})).await).unwrap();
+        if list["result"]["tools"].as_array().unwrap().len() == 9 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "tools did not come back: {list}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    g.stop().await;
+}
+
+#[tokio::test]
+async fn serve_stdio_speaks_only_json_rpc_on_stdout() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("g.json");
+    std::fs::write(&cfg, config(&[("fx", fixture(&[]))])).unwrap();
+    let mut child = tokio::process::Command::new(GATEHOUSE)
+        .args([
+            "serve",
+            "--stdio",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-dir",
+            dir.path().join("d").to_str().unwrap(),
+            "--control",
+            dir.path().join("c.sock").to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    macro_rules! next {
+        () => {
+            tokio::time::timeout(T, lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap()
+        };
+    }
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2024-11-05\",\"capabilities\":{},\"clientInfo\":{\"name\":\"s\",\"version\":\"1\"}}}\n").await.unwrap();
+    let init: Value = serde_json::from_str(&next!()).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
+    // Wait until the fixture is up behind the gateway.
+    let deadline = Instant::now() + T;
+    loop {
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n")
+            .await
+            .unwrap();
+        let mut line = next!();
+        while !line.contains("\"id\":2") {
+            line = next!(); // a list_changed notification may come first
+        }
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stdin.write_all(b"[1]\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"fx__echo\",\"arguments\":{\"text\":\"over stdio\"}}}\n").await.unwrap();
+    let mut seen_batch_error = false;
+    let mut seen_echo = false;
+    while !(seen_batch_error && seen_echo) {
+        let v: Value = serde_json::from_str(&next!()).expect("stdout carries only JSON");
+        if v["error"]["code"] == -32600 {
+            seen_batch_error = true;
+        }
+        if v["id"] == 3 {
+            assert_eq!(v["result"]["content"][0]["text"], "over stdio");
+            seen_echo = true;
+        }
+    }
+    drop(stdin); // the client goes away: the hub stops its servers and exits 0
+    let status = tokio::time::timeout(T, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+}
