@@ -192,7 +192,20 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
             None,
         );
     }
-    if let Some(v) = h.get(VERSION_HEADER).and_then(|v| v.to_str().ok()) {
+    // Peek at the method first: a 2026-07-28 client's `server/discover` probe carries its own
+    // version header and must get a JSON-RPC error (below), not a 400.
+    #[derive(serde::Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow, default)]
+        method: Option<&'a str>,
+        #[serde(default)]
+        id: Option<serde::de::IgnoredAny>,
+    }
+    let peek = serde_json::from_slice::<Peek>(&bytes).ok();
+    let method = peek.as_ref().and_then(|p| p.method);
+    let is_request = peek.as_ref().is_some_and(|p| p.id.is_some());
+    let version = h.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    if let Some(v) = version.filter(|_| method != Some("server/discover")) {
         if !SUPPORTED_VERSIONS.contains(&v) {
             return json(
                 StatusCode::BAD_REQUEST,
@@ -208,16 +221,6 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
             );
         }
     }
-    #[derive(serde::Deserialize)]
-    struct Peek<'a> {
-        #[serde(borrow, default)]
-        method: Option<&'a str>,
-        #[serde(default)]
-        id: Option<serde::de::IgnoredAny>,
-    }
-    let peek = serde_json::from_slice::<Peek>(&bytes).ok();
-    let method = peek.as_ref().and_then(|p| p.method);
-    let is_request = peek.as_ref().is_some_and(|p| p.id.is_some());
     let (session, new_session) =
         if method == Some("initialize") && is_request {
             (st.gw.open_session(), true)

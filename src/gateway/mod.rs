@@ -39,6 +39,9 @@ pub const LATEST_VERSION: &str = "2025-11-25";
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
 const NULL_ID: &str = "null";
+/// How long `tools/list` waits for servers that are still starting (a client that launched
+/// `serve --stdio` asks right away and should see the tools, not an empty list).
+const STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One message for the client while a request is handled.
 #[derive(Debug)]
@@ -210,6 +213,30 @@ impl Gateway {
         }
     }
 
+    /// Waits (at most `limit`) until no server is `starting`, then refreshes the catalog.
+    async fn settle(&self, limit: std::time::Duration) {
+        let starting = || {
+            self.inner
+                .hub
+                .servers()
+                .iter()
+                .any(|s| s.status().state == crate::State::Starting)
+        };
+        if !starting() {
+            return;
+        }
+        let mut events = self.inner.hub.events();
+        let _ = tokio::time::timeout(limit, async {
+            while starting() {
+                if events.recv().await.is_err() {
+                    events = self.inner.hub.events();
+                }
+            }
+        })
+        .await;
+        self.refresh_catalog();
+    }
+
     /// A new client session (HTTP: on `initialize`; stdio: at start).
     pub fn open_session(&self) -> Arc<ClientSession> {
         let s = Arc::new(ClientSession {
@@ -292,6 +319,7 @@ impl Gateway {
             "initialize" => reply(&self.initialize(s, params)),
             "ping" => reply("{}"),
             "tools/list" => {
+                self.settle(STARTUP_GRACE).await;
                 let c = self.catalog();
                 reply(c.list_result())
             }
@@ -299,14 +327,32 @@ impl Gateway {
             "prompts/list" => reply(&self.prompts_list().await),
             "prompts/get" => self.prompts_get(s, id, params),
             "resources/list" => reply(&self.resources_list().await),
-            "resources/templates/list" => reply(&self.fan_out_list("resources/templates/list", "resourceTemplates", "resources").await.0),
+            "resources/templates/list" => reply(
+                &self
+                    .fan_out_list("resources/templates/list", "resourceTemplates", "resources")
+                    .await
+                    .0,
+            ),
             "resources/read" => self.resource_request(s, id, "resources/read", params).await,
-            "resources/subscribe" => self.resource_request(s, id, "resources/subscribe", params).await,
-            "resources/unsubscribe" => self.resource_request(s, id, "resources/unsubscribe", params).await,
+            "resources/subscribe" => {
+                self.resource_request(s, id, "resources/subscribe", params)
+                    .await
+            }
+            "resources/unsubscribe" => {
+                self.resource_request(s, id, "resources/unsubscribe", params)
+                    .await
+            }
             "completion/complete" => self.complete(s, id, params).await,
             "logging/setLevel" => reply("{}"),
-            "server/discover" => Outcome::Reply(error_line(id.get(), METHOD_NOT_FOUND, "Method not found: server/discover (protocol 2026-07-28) is not supported yet; use initialize")),
-            other => Outcome::Reply(error_line(id.get(), METHOD_NOT_FOUND, &format!("Method not found: {other}"))),
+            "server/discover" => {
+                tracing::info!("answered a server/discover probe with method-not-found; the client falls back to initialize");
+                Outcome::Reply(error_line(id.get(), METHOD_NOT_FOUND, "Method not found: server/discover (protocol 2026-07-28) is not supported yet; use initialize"))
+            }
+            other => Outcome::Reply(error_line(
+                id.get(),
+                METHOD_NOT_FOUND,
+                &format!("Method not found: {other}"),
+            )),
         }
     }
 

@@ -284,11 +284,21 @@ async fn guard_rules_in_order_with_their_status_codes() {
             None,
             &json!({"jsonrpc":"2.0","id":9,"method":"server/discover","params":{}}),
         )
+        .header("mcp-protocol-version", "2026-07-28")
         .send()
         .await
         .unwrap();
     let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     assert_eq!(v["error"]["code"], -32601, "{v}");
+    // Any other request with an unknown protocol version is refused.
+    let sid = g.session().await;
+    let r = g
+        .post(Some(&sid), &ping)
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
     g.stop().await;
 }
 

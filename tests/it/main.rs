@@ -2,6 +2,7 @@
 //! the `gatehouse` binary, and (ignored by default; `make test` runs them) real third-party peers.
 
 mod cli;
+mod clients;
 mod gateway;
 mod peers;
 mod supervisor;

@@ -1,0 +1,65 @@
+"""A real MCP client (Python SDK `mcp` 2.x) driven by the Rust integration tests.
+
+Connects the way a user's client would, lists tools, calls a fixed set of tools and prints one
+JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, ...}.
+
+  py_client.py http   URL TOKEN CALLS_JSON       ClientSession over Streamable HTTP with a bearer token
+  py_client.py auto   URL TOKEN CALLS_JSON       mcp.Client in auto mode (server/discover, then fallback)
+  py_client.py stdio  CALLS_JSON -- CMD ARGS...  ClientSession over stdio to CMD (the gateway or a peer)
+
+CALLS_JSON: [[tool, arguments], ...]
+"""
+
+import asyncio
+import json
+import sys
+
+import httpx2
+import mcp
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def dump(result):
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def exercise(session_like, calls, initialize=True):
+    out = {}
+    if initialize:
+        init = await session_like.initialize()
+        out["server"] = init.server_info.name
+        out["protocol"] = init.protocol_version
+    tools = await session_like.list_tools()
+    out["tools"] = sorted(t.name for t in tools.tools)
+    out["results"] = {}
+    for name, args in calls:
+        out["results"][name] = dump(await session_like.call_tool(name, args))
+    return out
+
+
+async def main():
+    mode = sys.argv[1]
+    if mode in ("http", "auto"):
+        url, token, calls = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            if mode == "http":
+                async with streamable_http_client(url, http_client=http) as (r, w, *_):
+                    async with ClientSession(r, w) as s:
+                        return await exercise(s, calls)
+            async with mcp.Client(streamable_http_client(url, http_client=http), mode="auto") as c:
+                return await exercise(c, calls, initialize=False)
+    if mode == "stdio":
+        calls = json.loads(sys.argv[2])
+        cmd = sys.argv[sys.argv.index("--") + 1 :]
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        async with stdio_client(params) as (r, w):
+            async with ClientSession(r, w) as s:
+                return await exercise(s, calls)
+    raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main())))

@@ -1,0 +1,361 @@
+//! Real MCP clients (Python SDK 2.x, TypeScript SDK, Inspector CLI) against the gateway fronting
+//! real peers, compared with direct connections. Needs `make test`'s installs (ignored otherwise).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gatehouse::control::{ControlClient, GatewayInfo, Request};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn peer(rel: &str) -> String {
+    let p = peers_dir().join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-peers.sh (make test does)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
+fn python() -> String {
+    peer("venv/bin/python")
+}
+
+fn clients_script(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A `gatehouse serve` child with its own control socket, data dir and a free port.
+struct Served {
+    child: Child,
+    sock: PathBuf,
+    log: PathBuf,
+    info: GatewayInfo,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+    }
+}
+
+async fn serve(dir: &Path, config_text: &str, expect_running: &[&str]) -> Served {
+    let cfg = dir.join("gatehouse.json");
+    std::fs::write(&cfg, config_text).unwrap();
+    let sock = dir.join("control.sock");
+    let log = dir.join("serve.log");
+    let child = Command::new(GATEHOUSE)
+        .args([
+            "serve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--data-dir",
+            dir.join("data").to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("GATEHOUSE_CONTROL", &sock)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let client = ControlClient::new(sock.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let info = loop {
+        if let Ok(r) = client.call(&Request::Gateway).await {
+            if let Some(v) = r.result {
+                break serde_json::from_value::<GatewayInfo>(v).unwrap();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hub did not come up: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    loop {
+        let status = client.call(&Request::Status).await.unwrap().result.unwrap();
+        let running = status
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["state"] == "running")
+            .filter(|s| expect_running.contains(&s["id"].as_str().unwrap_or("")))
+            .count();
+        if running == expect_running.len() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "servers not running: {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Served {
+        child,
+        sock,
+        log,
+        info,
+    }
+}
+
+fn run_json(cmd: &mut Command) -> Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or("");
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn peers_config(scratch: &Path) -> String {
+    config(&[
+        (
+            "everything",
+            json!({"command": peer("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}),
+        ),
+        (
+            "fs",
+            json!({"command": peer("npm/node_modules/.bin/mcp-server-filesystem"), "args": [scratch]}),
+        ),
+        (
+            "time",
+            json!({"command": peer("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
+        ),
+    ])
+}
+
+#[tokio::test]
+#[ignore = "needs the real peers and clients: run `make test`"]
+async fn real_clients_get_what_a_direct_connection_gets() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let note = scratch.join("note.txt");
+    std::fs::write(&note, "hello from the filesystem").unwrap();
+    let served = serve(
+        dir.path(),
+        &peers_config(&scratch),
+        &["everything", "fs", "time"],
+    )
+    .await;
+
+    let calls = |prefix: bool| {
+        let name = |srv: &str, tool: &str| {
+            if prefix {
+                format!("{srv}__{tool}")
+            } else {
+                tool.to_owned()
+            }
+        };
+        json!([
+            [name("everything", "echo"), {"message": "through the gate"}],
+            [name("fs", "read_text_file"), {"path": note}],
+            [name("time", "convert_time"), {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}],
+        ])
+        .to_string()
+    };
+    let gw_calls = calls(true);
+
+    // Python SDK over Streamable HTTP with the token.
+    let http = run_json(Command::new(python()).args([
+        &clients_script("py_client.py"),
+        "http",
+        &served.info.url,
+        &served.info.token,
+        &gw_calls,
+    ]));
+    assert_eq!(http["server"], "gatehouse");
+    let tools: Vec<&str> = http["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tools.len(), 16 + 14 + 2, "{tools:?}");
+    for t in [
+        "everything__echo",
+        "fs__read_text_file",
+        "time__get_current_time",
+    ] {
+        assert!(tools.contains(&t), "{t} missing");
+    }
+
+    // The same calls on direct connections to each peer give the same results.
+    for (srv, tool, cmd) in [
+        (
+            "everything",
+            "echo",
+            vec![
+                peer("npm/node_modules/.bin/mcp-server-everything"),
+                "stdio".into(),
+            ],
+        ),
+        (
+            "fs",
+            "read_text_file",
+            vec![
+                peer("npm/node_modules/.bin/mcp-server-filesystem"),
+                scratch.to_string_lossy().into_owned(),
+            ],
+        ),
+        (
+            "time",
+            "convert_time",
+            vec![
+                peer("venv/bin/mcp-server-time"),
+                "--local-timezone".into(),
+                "UTC".into(),
+            ],
+        ),
+    ] {
+        let direct_calls: Vec<Value> = serde_json::from_str::<Vec<Value>>(&calls(false))
+            .unwrap()
+            .into_iter()
+            .filter(|c| c[0] == tool)
+            .collect();
+        let mut cmdline = Command::new(python());
+        cmdline
+            .args([
+                clients_script("py_client.py"),
+                "stdio".into(),
+                Value::Array(direct_calls).to_string(),
+                "--".into(),
+            ])
+            .args(&cmd);
+        let direct = run_json(&mut cmdline);
+        let via = &http["results"][format!("{srv}__{tool}")];
+        assert_eq!(
+            via, &direct["results"][tool],
+            "{srv}: gateway and direct results differ"
+        );
+        assert_ne!(via["isError"], true, "{via}");
+    }
+    assert!(http["results"]["everything__echo"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("through the gate"));
+    assert!(http["results"]["fs__read_text_file"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("hello from the filesystem"));
+
+    // mcp.Client in auto mode: it probes server/discover first and falls back to initialize.
+    let auto = run_json(Command::new(python()).args([
+        &clients_script("py_client.py"),
+        "auto",
+        &served.info.url,
+        &served.info.token,
+        &gw_calls,
+    ]));
+    assert_eq!(auto["results"], http["results"]);
+    let log = std::fs::read_to_string(&served.log).unwrap();
+    assert!(
+        log.contains("server/discover probe"),
+        "auto mode never probed server/discover: {log}"
+    );
+
+    // The Python SDK over `gatehouse serve --stdio`.
+    let stdio_dir = dir.path().join("stdio");
+    std::fs::create_dir_all(&stdio_dir).unwrap();
+    let stdio_cfg = stdio_dir.join("g.json");
+    std::fs::write(&stdio_cfg, peers_config(&scratch)).unwrap();
+    // tools/list waits for servers still starting, so a fresh stdio hub lists everything.
+    let mut cmd = Command::new(python());
+    cmd.args([
+        clients_script("py_client.py"),
+        "stdio".into(),
+        gw_calls.clone(),
+        "--".into(),
+        GATEHOUSE.into(),
+    ])
+    .args([
+        "serve",
+        "--stdio",
+        "--config",
+        stdio_cfg.to_str().unwrap(),
+        "--data-dir",
+        stdio_dir.join("d").to_str().unwrap(),
+        "--control",
+        stdio_dir.join("c.sock").to_str().unwrap(),
+    ]);
+    let stdio = run_json(&mut cmd);
+    assert_eq!(stdio["tools"], http["tools"], "stdio lists the same tools");
+    assert_eq!(
+        stdio["results"], http["results"],
+        "stdio calls give the same results"
+    );
+
+    // TypeScript SDK over Streamable HTTP.
+    let ts = run_json(
+        Command::new("node")
+            .arg(clients_script("ts_client.mjs"))
+            .args([&served.info.url, &served.info.token, &gw_calls])
+            .env("GATEHOUSE_CLIENTS_DIR", peers_dir().join("clients")),
+    );
+    assert_eq!(ts["tools"], http["tools"]);
+    for name in [
+        "everything__echo",
+        "fs__read_text_file",
+        "time__convert_time",
+    ] {
+        assert_eq!(
+            ts["results"][name]["content"], http["results"][name]["content"],
+            "{name}"
+        );
+    }
+
+    // MCP Inspector CLI, through the stdio bridge a stdio-only client would use.
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let inspector = peers_dir().join("clients/node_modules/.bin/mcp-inspector");
+    let out = Command::new(&inspector)
+        .args([
+            "--cli",
+            GATEHOUSE,
+            "connect",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "everything__echo",
+            "--tool-arg",
+            "message=inspected",
+        ])
+        .env("GATEHOUSE_CONTROL", &served.sock)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("Echo: inspected"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(&inspector)
+        .args(["--cli", GATEHOUSE, "connect", "--method", "tools/list"])
+        .env("GATEHOUSE_CONTROL", &served.sock)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 32);
+}
