@@ -15,6 +15,8 @@
 //!   --tools N            add N generated tools `tool_0` … `tool_{N-1}`
 //!   --list-changed       send notifications/tools/list_changed after `initialized`
 //!   --description TEXT   description of the `echo` tool
+//!   --conformance        also serve the prompts, resources, templates, subscriptions and
+//!                        completions the official conformance suite expects
 //! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name},
 //!   exotic (a result full of things a typed model would lose), progress {steps} (progress
 //!   notifications on the call's token, then a result), ask {question} (a sampling request to
@@ -45,6 +47,7 @@ struct Opts {
     tools: usize,
     list_changed: bool,
     description: Option<String>,
+    conformance: bool,
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -66,6 +69,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--tools" => o.tools = num(&val("--tools")?)?,
             "--list-changed" => o.list_changed = true,
             "--description" => o.description = Some(val("--description")?),
+            "--conformance" => o.conformance = true,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -198,9 +202,14 @@ fn serve(opts: &Opts) {
                         let _ = writeln!(out, "{big}");
                     }
                 }
+                let capabilities = if opts.conformance {
+                    json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}, "logging": {}})
+                } else {
+                    json!({"tools": {"listChanged": true}})
+                };
                 Ok(json!({
                     "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-06-18")),
-                    "capabilities": {"tools": {"listChanged": true}},
+                    "capabilities": capabilities,
                     "serverInfo": {"name": "gatehouse-fixture", "version": "1.0.0"}
                 }))
             }
@@ -212,6 +221,7 @@ fn serve(opts: &Opts) {
                 std::thread::spawn(move || run_call(&shared, &opts, id, params));
                 continue;
             }
+            m if opts.conformance => conformance(m, &params),
             _ => Err((-32601, format!("method not found: {method}"))),
         };
         send(&shared, opts, &reply(&id, result));
@@ -303,6 +313,75 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value) {
 
 /// The raw result of the `exotic` tool.
 pub const EXOTIC: &str = r#"{"content":[{"type":"text","text":"plain"},{"type":"hologram","frames":[1,2,3],"x-extra":{"deep":[null,true]}}],"structuredContent":{"big":12345678901234567890123,"bigger":-98765432109876543210,"pi":0.123456789,"tiny":1e-300,"exp":6.02214076E23},"execution":{"taskSupport":"optional","id":"e-1"},"_meta":{"trace":"abc","nested":{"k":[1.0,2.50]}},"unknownKey":{"keep":"me"},"isError":false}"#;
+
+/// The prompts/resources/completions side the conformance suite expects (`--conformance`).
+fn conformance(method: &str, params: &Value) -> Result<Value, (i64, String)> {
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let text = |t: &str| json!({"type": "text", "text": t});
+    match method {
+        "prompts/list" => Ok(json!({"prompts": [
+            {"name": "test_simple_prompt", "description": "A simple prompt without arguments"},
+            {"name": "test_prompt_with_arguments", "description": "A prompt with arguments",
+             "arguments": [{"name": "arg1", "description": "First argument", "required": true},
+                           {"name": "arg2", "description": "Second argument", "required": true}]}
+        ]})),
+        "prompts/get" => match params.get("name").and_then(Value::as_str) {
+            Some("test_simple_prompt") => Ok(
+                json!({"messages": [{"role": "user", "content": text("This is a simple prompt for testing.")}]}),
+            ),
+            Some("test_prompt_with_arguments") => {
+                let a = |k: &str| {
+                    params
+                        .pointer(&format!("/arguments/{k}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                Ok(
+                    json!({"messages": [{"role": "user", "content": text(&format!("Prompt with arguments: arg1='{}', arg2='{}'", a("arg1"), a("arg2")))}]}),
+                )
+            }
+            other => Err((-32602, format!("unknown prompt: {other:?}"))),
+        },
+        "resources/list" => Ok(json!({"resources": [
+            {"uri": "test://static-text", "name": "static-text", "description": "A static text resource", "mimeType": "text/plain"},
+            {"uri": "test://static-binary", "name": "static-binary", "description": "A static binary resource", "mimeType": "image/png"},
+            {"uri": "test://watched-resource", "name": "watched-resource", "description": "A resource to subscribe to", "mimeType": "text/plain"}
+        ]})),
+        "resources/templates/list" => Ok(json!({"resourceTemplates": [
+            {"uriTemplate": "test://template/{id}/data", "name": "template", "description": "A template with an id", "mimeType": "application/json"}
+        ]})),
+        "resources/read" => {
+            let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+            match uri {
+                "test://static-text" => Ok(
+                    json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}]}),
+                ),
+                "test://static-binary" => {
+                    Ok(json!({"contents": [{"uri": uri, "mimeType": "image/png", "blob": PNG}]}))
+                }
+                "test://watched-resource" => Ok(
+                    json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": "watched"}]}),
+                ),
+                _ => match uri
+                    .strip_prefix("test://template/")
+                    .and_then(|r| r.strip_suffix("/data"))
+                {
+                    Some(id) => Ok(
+                        json!({"contents": [{"uri": uri, "mimeType": "application/json",
+                        "text": json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()}]}),
+                    ),
+                    None => Err((-32002, format!("resource not found: {uri}"))),
+                },
+            }
+        }
+        "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => Ok(json!({})),
+        "completion/complete" => Ok(
+            json!({"completion": {"values": ["paris", "park", "party"], "total": 3, "hasMore": false}}),
+        ),
+        other => Err((-32601, format!("method not found: {other}"))),
+    }
+}
 
 fn reply(id: &Value, r: Result<Value, (i64, String)>) -> Value {
     match r {

