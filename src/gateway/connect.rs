@@ -49,6 +49,8 @@ where
         out,
     });
     let mut tasks = tokio::task::JoinSet::new();
+    // The session's GET stream never ends on its own: it is stopped when the client leaves.
+    let mut listener: Option<tokio::task::JoinHandle<()>> = None;
     let mut buf = Vec::new();
     loop {
         match jsonrpc::read_line(&mut input, &mut buf, jsonrpc::MAX_LINE_BYTES).await {
@@ -59,9 +61,9 @@ where
                 if is_init {
                     // The session id comes with initialize's answer: nothing may overtake it.
                     bridge.post(msg).await;
-                    if bridge.session_id().is_some() {
+                    if bridge.session_id().is_some() && listener.is_none() {
                         let b = bridge.clone();
-                        tasks.spawn(async move { b.listen().await });
+                        listener = Some(tokio::spawn(async move { b.listen().await }));
                     }
                 } else {
                     let b = bridge.clone();
@@ -72,6 +74,9 @@ where
             Ok(Line::Eof) | Err(_) => break,
         }
         while tasks.try_join_next().is_some() {}
+    }
+    if let Some(l) = listener {
+        l.abort();
     }
     // Let requests already sent finish (bounded), then end the session.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {

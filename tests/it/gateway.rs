@@ -676,3 +676,89 @@ async fn serve_stdio_speaks_only_json_rpc_on_stdout() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+#[tokio::test]
+async fn connect_bridges_a_stdio_client_to_the_running_hub() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let g = Gw::start(&config(&[("fx", fixture(&[]))])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("control.sock");
+    let control = gatehouse::control::ControlServer::bind(&sock)
+        .await
+        .unwrap();
+    let info = gatehouse::control::GatewayInfo {
+        url: g.url.clone(),
+        token: TOKEN.into(),
+    };
+    let control_task = tokio::spawn(control.serve(g.th.hub.clone(), Some(info), g.stop.clone()));
+
+    let mut child = tokio::process::Command::new(GATEHOUSE)
+        .arg("connect")
+        .env("GATEHOUSE_CONTROL", &sock)
+        .env_remove("GATEHOUSE_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    macro_rules! next {
+        () => {
+            serde_json::from_str::<Value>(
+                &tokio::time::timeout(T, lines.next_line())
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+    }
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"desktop\",\"version\":\"1\"}}}\n").await.unwrap();
+    assert_eq!(next!()["result"]["serverInfo"]["name"], "gatehouse");
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"fx__exotic\",\"arguments\":{}}}\n").await.unwrap();
+    let line = tokio::time::timeout(T, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let direct = call_tool(&g.th.server("fx"), "exotic", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        raw_result(&line),
+        direct,
+        "the bridge passes results through byte for byte"
+    );
+    // Progress streamed over SSE reaches the stdio client line by line.
+    stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"fx__progress\",\"arguments\":{\"steps\":2},\"_meta\":{\"progressToken\":7}}}\n").await.unwrap();
+    let (a, b, c) = (next!(), next!(), next!());
+    assert_eq!(
+        (
+            a["params"]["progressToken"].clone(),
+            b["params"]["progressToken"].clone()
+        ),
+        (json!(7), json!(7))
+    );
+    assert_eq!(c["id"], 3);
+    drop(stdin);
+    let status = tokio::time::timeout(T, child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+
+    // Without a hub to ask, connect says how to start one.
+    let out = std::process::Command::new(GATEHOUSE)
+        .arg("connect")
+        .env("GATEHOUSE_CONTROL", dir.path().join("none.sock"))
+        .env_remove("GATEHOUSE_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gatehouse serve"));
+    g.stop().await;
+    let _ = control_task.await;
+}

@@ -1,0 +1,377 @@
+//! Gateway benchmarks (prints figures; asserts nothing). `cargo bench --bench gateway`.
+//!
+//! The echo tool of the fixture server, in one run:
+//! - direct: a JSON-RPC client on the fixture's own stdio;
+//! - gateway HTTP: Streamable HTTP to the hub, which forwards to the same kind of child;
+//! - connect bridge: a stdio client on `gatehouse connect`, which goes over HTTP to the hub.
+//!
+//! p50/p99 of 2,000 sequential calls and calls/s with 16 concurrent callers, then `tools/list`
+//! over 100 servers × 50 tools.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use gatehouse::config::Config;
+use gatehouse::control::{ControlServer, GatewayInfo};
+use gatehouse::gateway::{self, Gateway};
+use gatehouse::supervisor::rpc::{Inbound, RpcPeer};
+use gatehouse::supervisor::Reply;
+use gatehouse::{Hub, HubOptions, State};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::io::BufReader;
+use tokio_util::sync::CancellationToken;
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_gatehouse-fixture");
+const GATEHOUSE: &str = env!("CARGO_BIN_EXE_gatehouse");
+const TOKEN: &str = "bench-token-bench-token-bench-token-bench-token-bench-token-0000";
+const SEQ: usize = 2000;
+const CONC: usize = 16;
+const CONC_CALLS: usize = 500; // per caller
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(run());
+}
+
+async fn run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = parse(json!({"servers": {"fx": {"command": FIXTURE}}}));
+    let hub = Hub::start(config, HubOptions::new(dir.path().join("data")));
+    let fx = hub.server("fx").expect("fx");
+    let _ = fx
+        .watch_status()
+        .wait_for(|s| s.state == State::Running)
+        .await;
+    let gw = Gateway::new(hub.clone());
+    gw.refresh_catalog();
+    let listener = gateway::http::bind("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let stop = CancellationToken::new();
+    let http_task = tokio::spawn(gateway::http::serve(
+        listener,
+        gw.clone(),
+        TOKEN.into(),
+        vec![],
+        stop.clone(),
+    ));
+    let sock = dir.path().join("control.sock");
+    let control = ControlServer::bind(&sock).await.expect("control");
+    let control_task = tokio::spawn(control.serve(
+        hub.clone(),
+        Some(GatewayInfo {
+            url: url.clone(),
+            token: TOKEN.into(),
+        }),
+        stop.clone(),
+    ));
+
+    println!("gateway benchmarks: echo tool, {SEQ} sequential calls; {CONC} callers × {CONC_CALLS} calls\n");
+    let (direct, _child) = stdio_client(FIXTURE, &[], &[]).await;
+    let direct = Arc::new(direct);
+    let d = measure("direct stdio", {
+        let direct = direct.clone();
+        move |i| {
+            let p = direct.clone();
+            async move { call(&p, "echo", i).await }
+        }
+    })
+    .await;
+
+    let http = Arc::new(HttpClient::new(&url).await);
+    let h = measure("gateway HTTP", {
+        let http = http.clone();
+        move |i| {
+            let c = http.clone();
+            async move { c.call("fx__echo", i).await }
+        }
+    })
+    .await;
+
+    // Reference: the HTTP round trip alone (the gateway answers ping itself, nothing forwarded).
+    let ping = measure("HTTP ping only", {
+        let http = http.clone();
+        move |i| {
+            let c = http.clone();
+            async move { c.ping(i).await }
+        }
+    })
+    .await;
+
+    let (bridge, _bridge_child) = stdio_client(
+        GATEHOUSE,
+        &["connect"],
+        &[("GATEHOUSE_CONTROL", sock.to_str().unwrap_or_default())],
+    )
+    .await;
+    let bridge = Arc::new(bridge);
+    let b = measure("connect bridge", {
+        let bridge = bridge.clone();
+        move |i| {
+            let p = bridge.clone();
+            async move { call(&p, "fx__echo", i).await }
+        }
+    })
+    .await;
+
+    println!();
+    println!(
+        "of the gateway's added p50, the HTTP transport alone (ping) is {:.3} ms; forwarding is the rest",
+        (ping.p50 - d.p50).max(0.0) * 1000.0
+    );
+    for (name, m) in [("gateway HTTP", &h), ("connect bridge", &b)] {
+        println!(
+            "{name:<15} added p50 {:>7.3} ms   added p99 {:>7.3} ms   throughput {:>5.1} % of direct",
+            (m.p50 - d.p50) * 1000.0,
+            (m.p99 - d.p99) * 1000.0,
+            100.0 * m.rate / d.rate
+        );
+    }
+
+    stop.cancel();
+    gw.shutdown().await;
+    let _ = http_task.await;
+    let _ = control_task.await;
+    hub.shutdown().await;
+
+    tools_list_at_scale().await;
+}
+
+struct Figures {
+    p50: f64,
+    p99: f64,
+    rate: f64,
+}
+
+async fn measure<F, Fut>(name: &str, f: F) -> Figures
+where
+    F: Fn(usize) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    for i in 0..200 {
+        f(i).await; // warm up
+    }
+    let mut lat = Vec::with_capacity(SEQ);
+    for i in 0..SEQ {
+        let t = Instant::now();
+        f(i).await;
+        lat.push(t.elapsed().as_secs_f64());
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let p50 = lat[SEQ / 2];
+    let p99 = lat[SEQ * 99 / 100];
+    let t = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for c in 0..CONC {
+        let f = f.clone();
+        set.spawn(async move {
+            for i in 0..CONC_CALLS {
+                f(c * CONC_CALLS + i).await;
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+    let rate = (CONC * CONC_CALLS) as f64 / t.elapsed().as_secs_f64();
+    println!(
+        "{name:<15} p50 {:>7.3} ms   p99 {:>7.3} ms   {CONC} concurrent: {rate:>8.0} calls/s",
+        p50 * 1000.0,
+        p99 * 1000.0
+    );
+    Figures { p50, p99, rate }
+}
+
+fn parse(v: Value) -> Config {
+    Config::parse(&v.to_string(), "bench".as_ref()).expect("config")
+}
+
+/// A JSON-RPC client on a child's stdio (initialized), using the same engine the hub uses.
+async fn stdio_client(
+    cmd: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Arc<RpcPeer>, tokio::process::Child) {
+    let mut child = tokio::process::Command::new(cmd)
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Inbound>();
+    tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let mut tasks = tokio::task::JoinSet::new();
+    let peer = RpcPeer::start(
+        "bench",
+        child.stdin.take().expect("stdin"),
+        BufReader::new(child.stdout.take().expect("stdout")),
+        CancellationToken::new(),
+        tx,
+        Arc::new(|_| {}),
+        &mut tasks,
+    );
+    tasks.detach_all();
+    let init = RawValue::from_string(r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}"#.into()).expect("raw");
+    let _ = peer
+        .request("initialize", Some(&init))
+        .await
+        .expect("initialize");
+    let _ = peer.notify("notifications/initialized", None).await;
+    (peer, child)
+}
+
+async fn call(p: &RpcPeer, tool: &str, i: usize) {
+    let params = RawValue::from_string(format!(
+        r#"{{"name":"{tool}","arguments":{{"text":"hello {i}"}}}}"#
+    ))
+    .expect("raw");
+    match p.request("tools/call", Some(&params)).await {
+        Ok(Reply::Result(_)) => {}
+        other => panic!("call failed: {other:?}"),
+    }
+}
+
+struct HttpClient {
+    http: reqwest::Client,
+    url: String,
+    session: String,
+}
+
+impl HttpClient {
+    async fn new(url: &str) -> HttpClient {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(64)
+            .build()
+            .expect("client");
+        let r = http
+            .post(url)
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#)
+            .send()
+            .await
+            .expect("initialize");
+        let session = r.headers()["mcp-session-id"]
+            .to_str()
+            .expect("sid")
+            .to_owned();
+        HttpClient {
+            http,
+            url: url.to_owned(),
+            session,
+        }
+    }
+
+    async fn call(&self, tool: &str, i: usize) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello {i}"}}}}}}"#
+        );
+        let r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .body(body)
+            .send()
+            .await
+            .expect("post");
+        let text = r.text().await.expect("body");
+        assert!(text.contains("\"result\""), "{text}");
+    }
+
+    async fn ping(&self, i: usize) {
+        let r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .body(format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"ping"}}"#))
+            .send()
+            .await
+            .expect("post");
+        let _ = r.bytes().await.expect("body");
+    }
+
+    async fn tools_list(&self) -> usize {
+        let r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+            .send()
+            .await
+            .expect("post");
+        r.bytes().await.expect("body").len()
+    }
+}
+
+async fn tools_list_at_scale() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let servers: serde_json::Map<String, Value> = (0..100)
+        .map(|i| {
+            (
+                format!("s{i}"),
+                json!({"command": FIXTURE, "args": ["--tools", "41"]}),
+            )
+        })
+        .collect();
+    let hub = Hub::start(
+        parse(json!({ "servers": servers })),
+        HubOptions::new(dir.path().join("data")),
+    );
+    for h in hub.servers() {
+        let _ = h
+            .watch_status()
+            .wait_for(|s| s.state == State::Running)
+            .await;
+    }
+    let gw = Gateway::new(hub.clone());
+    gw.refresh_catalog();
+    let tools = gw.catalog().len();
+    let t = Instant::now();
+    gw.refresh_catalog();
+    let rebuild = t.elapsed();
+    let listener = gateway::http::bind("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(gateway::http::serve(
+        listener,
+        gw.clone(),
+        TOKEN.into(),
+        vec![],
+        stop.clone(),
+    ));
+    let client = HttpClient::new(&url).await;
+    let mut lat = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..50 {
+        let t = Instant::now();
+        bytes = client.tools_list().await;
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    println!(
+        "\ntools/list, 100 servers × 50 tools ({tools} tools, {:.1} KiB): p50 {:.2} ms, max {:.2} ms over HTTP; catalog rebuild {:.2} ms",
+        bytes as f64 / 1024.0,
+        lat[lat.len() / 2].as_secs_f64() * 1000.0,
+        lat[lat.len() - 1].as_secs_f64() * 1000.0,
+        rebuild.as_secs_f64() * 1000.0
+    );
+    stop.cancel();
+    gw.shutdown().await;
+    let _ = task.await;
+    hub.shutdown().await;
+}
