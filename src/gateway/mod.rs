@@ -213,14 +213,16 @@ impl Gateway {
         }
     }
 
-    /// Waits (at most `limit`) until no server is `starting`, then refreshes the catalog.
+    /// Waits (at most `limit`) until no server is freshly `starting`, then refreshes the catalog.
     async fn settle(&self, limit: std::time::Duration) {
+        // Only servers that began starting moments ago: one hanging in its handshake (up to its
+        // startup timeout) must not slow every client down.
         let starting = || {
-            self.inner
-                .hub
-                .servers()
-                .iter()
-                .any(|s| s.status().state == crate::State::Starting)
+            let now = crate::logs::now_ms();
+            self.inner.hub.servers().iter().any(|s| {
+                let st = s.status();
+                st.state == crate::State::Starting && now.saturating_sub(st.since_ms) < 10_000
+            })
         };
         if !starting() {
             return;
