@@ -43,6 +43,22 @@ pub enum Request {
     Reload,
     /// The gateway's URL and bearer token, for `gatehouse connect` (local user only).
     Gateway,
+    /// Pending approval requests.
+    Approvals,
+    Approve {
+        id: String,
+        #[serde(default)]
+        scope: Option<crate::approval::Scope>,
+    },
+    Deny {
+        id: String,
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Revoke remembered approvals: `SERVER` or `SERVER__TOOL`.
+    Forget {
+        target: String,
+    },
 }
 
 /// What `gatehouse connect` needs to reach the hub's HTTP endpoint.
@@ -260,6 +276,40 @@ async fn handle_conn(
                 "this hub serves one client on stdio and has no HTTP endpoint".into(),
             ),
         },
+        Request::Approvals => Response::ok(hub.approvals().pending()),
+        Request::Approve { id, scope } => {
+            let scope = scope.unwrap_or(crate::approval::Scope::Once);
+            match hub.approvals().answer(
+                &id,
+                crate::approval::Answer::Allow(scope),
+                crate::approval::Decider::Cli,
+            ) {
+                Ok(r) => Response::ok(r),
+                Err(e) => Response::err("unknown_approval", e.to_string()),
+            }
+        }
+        Request::Deny { id, reason } => {
+            match hub.approvals().answer(
+                &id,
+                crate::approval::Answer::Deny(reason),
+                crate::approval::Decider::Cli,
+            ) {
+                Ok(r) => Response::ok(r),
+                Err(e) => Response::err("unknown_approval", e.to_string()),
+            }
+        }
+        Request::Forget { target } => {
+            let (server, tool) = match crate::naming::split_server(&target) {
+                Some((s, t)) => (s.to_owned(), Some(t.to_owned())),
+                None => (target.clone(), None),
+            };
+            match hub.server(&server) {
+                Ok(_) => Response::ok(
+                    serde_json::json!({"forgotten": hub.approvals().forget(&server, tool.as_deref())}),
+                ),
+                Err(e) => Response::from_hub(e),
+            }
+        }
         Request::Reload => match hub.reload().await {
             Ok(()) => Response::ok(hub.status()),
             Err(e) => Response::from_hub(e),

@@ -5,6 +5,7 @@
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::approval::{ApprovalRequest, Decider};
 use crate::logs::LogLine;
 use crate::supervisor::ServerStatus;
 
@@ -17,6 +18,14 @@ pub enum Event {
     Log(LogLine),
     /// A server's tool list was (re)fetched.
     ToolsChanged { server: String, tools: usize },
+    /// A call is held until the person answers.
+    ApprovalRequested(ApprovalRequest),
+    /// A held call was allowed, denied, timed out or withdrawn.
+    ApprovalResolved {
+        id: String,
+        outcome: String,
+        by: Option<Decider>,
+    },
 }
 
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+use crate::approval::ApprovalBroker;
 use crate::config::{Config, ServerId};
 use crate::events::{Event, EventBus};
 use crate::naming::exposed_name;
@@ -23,6 +24,8 @@ pub struct HubOptions {
     pub config_path: Option<PathBuf>,
     pub secrets: Arc<dyn SecretSource>,
     pub tuning: Tuning,
+    /// Deny held calls at once instead of waiting for an approver (`serve --deny-unattended`).
+    pub deny_unattended: bool,
 }
 
 impl HubOptions {
@@ -32,6 +35,7 @@ impl HubOptions {
             config_path: None,
             secrets: Arc::new(NoSecretStore),
             tuning: Tuning::default(),
+            deny_unattended: false,
         }
     }
 }
@@ -65,6 +69,11 @@ impl Hub {
     /// Starts one actor per configured server (enabled ones start at once) and returns the handle.
     pub fn start(config: Config, opts: HubOptions) -> HubHandle {
         let bus = EventBus::new(4096);
+        let approvals = ApprovalBroker::new(
+            bus.clone(),
+            Some(opts.data_dir.join("approvals.json")),
+            opts.deny_unattended,
+        );
         let ctx = Arc::new(Context {
             bus: bus.clone(),
             secrets: opts.secrets,
@@ -73,6 +82,7 @@ impl Hub {
         });
         let inner = Arc::new(Inner {
             bus,
+            approvals,
             ctx,
             config_path: opts.config_path,
             state: Mutex::new(HubState {
@@ -96,6 +106,7 @@ pub struct HubHandle {
 
 struct Inner {
     bus: EventBus,
+    approvals: ApprovalBroker,
     ctx: Arc<Context>,
     config_path: Option<PathBuf>,
     /// Guards one lookup or one change of the server table; never held across `.await`.
@@ -148,6 +159,11 @@ impl HubHandle {
 
     pub fn bus(&self) -> &EventBus {
         &self.inner.bus
+    }
+
+    /// The approval broker: held calls, remembered answers, pins.
+    pub fn approvals(&self) -> &ApprovalBroker {
+        &self.inner.approvals
     }
 
     pub fn servers(&self) -> Vec<ServerHandle> {

@@ -1,6 +1,7 @@
 //! Gatehouse core: supervises a person's MCP servers and routes AI clients' calls to them.
 //!
 //! # Layout
+//! - [`approval`]: the policy and the `ApprovalBroker` (held calls, remembered answers, pins).
 //! - [`config`]: the JSON config model, validation with file/line/column errors, atomic saves.
 //! - [`hub`]: [`Hub::start`] wires everything and returns the cloneable [`HubHandle`].
 //! - [`supervisor`]: one actor per server — spawn, handshake, restart with backoff, stop.
@@ -12,9 +13,11 @@
 //! - [`naming`]: exposed tool names `server__tool`.
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
+//! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
 //!
 //! This crate never depends on Tauri or a display.
 
+pub mod approval;
 pub mod config;
 pub mod control;
 pub mod events;

@@ -43,6 +43,30 @@ enum Cmd {
         /// Serve one MCP client on stdin/stdout instead of HTTP (logs go to stderr)
         #[arg(long)]
         stdio: bool,
+        /// Deny calls that need approval at once instead of waiting for an approver
+        #[arg(long)]
+        deny_unattended: bool,
+    },
+    /// List calls waiting for approval (or revoke remembered approvals with --forget)
+    Approvals {
+        #[arg(long)]
+        json: bool,
+        /// Revoke "session" and "always" approvals of SERVER or SERVER__TOOL
+        #[arg(long, value_name = "SERVER[__TOOL]")]
+        forget: Option<String>,
+    },
+    /// Allow a waiting call
+    Approve {
+        id: String,
+        /// once (default), session (this client session, this tool) or always (this definition)
+        #[arg(long, default_value = "once")]
+        scope: gatehouse::approval::Scope,
+    },
+    /// Deny a waiting call; the client gets an error result with the reason
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Bridge a stdio-only MCP client (e.g. Claude Desktop) to the running hub
     Connect {
@@ -101,7 +125,18 @@ fn main() -> ExitCode {
                 data_dir,
                 listen,
                 stdio,
-            } => serve(config, data_dir, listen, stdio, control_path).await,
+                deny_unattended,
+            } => {
+                serve(
+                    config,
+                    data_dir,
+                    listen,
+                    stdio,
+                    deny_unattended,
+                    control_path,
+                )
+                .await
+            }
             Cmd::Connect { url } => connect(url, control_path).await,
             verb => run_verb(verb, control_path).await,
         }
@@ -113,6 +148,7 @@ async fn serve(
     data_dir: Option<PathBuf>,
     listen: Option<String>,
     stdio: bool,
+    deny_unattended: bool,
     control_path: PathBuf,
 ) -> ExitCode {
     init_tracing();
@@ -143,10 +179,13 @@ async fn serve(
         }
     }
     let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
+    let mut opts = HubOptions::new(data_dir.clone());
+    opts.config_path = Some(config_path);
+    opts.deny_unattended = deny_unattended;
     let result = if stdio {
-        run_stdio(config, config_path, data_dir, control_path).await
+        run_stdio(config, opts, control_path).await
     } else {
-        run_hub(config, config_path, data_dir, control_path).await
+        run_hub(config, opts, control_path).await
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -157,12 +196,8 @@ async fn serve(
     }
 }
 
-async fn run_hub(
-    config: Config,
-    config_path: PathBuf,
-    data_dir: PathBuf,
-    control_path: PathBuf,
-) -> anyhow::Result<()> {
+async fn run_hub(config: Config, opts: HubOptions, control_path: PathBuf) -> anyhow::Result<()> {
+    let data_dir = opts.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
     // Bind everything first: if another hub runs, nothing gets started.
@@ -174,8 +209,6 @@ async fn run_hub(
         .context("reading the gateway address")?;
     let url = format!("http://{addr}/mcp");
     let origins = config.gateway.allowed_origins.clone();
-    let mut opts = HubOptions::new(data_dir);
-    opts.config_path = Some(config_path);
     let hub = Hub::start(config, opts);
     let gw = gateway::Gateway::new(hub.clone());
     let shutdown = CancellationToken::new();
@@ -205,12 +238,8 @@ async fn run_hub(
 
 /// One client on stdin/stdout. The control socket is optional here: a client may start this
 /// while another hub runs.
-async fn run_stdio(
-    config: Config,
-    config_path: PathBuf,
-    data_dir: PathBuf,
-    control_path: PathBuf,
-) -> anyhow::Result<()> {
+async fn run_stdio(config: Config, opts: HubOptions, control_path: PathBuf) -> anyhow::Result<()> {
+    let data_dir = opts.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
     let control = match ControlServer::bind(&control_path).await {
@@ -220,8 +249,6 @@ async fn run_stdio(
             None
         }
     };
-    let mut opts = HubOptions::new(data_dir);
-    opts.config_path = Some(config_path);
     let hub = Hub::start(config, opts);
     let gw = gateway::Gateway::new(hub.clone());
     let shutdown = CancellationToken::new();
@@ -336,6 +363,46 @@ async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
     let client = ControlClient::new(control_path);
     let result = match verb {
         Cmd::Serve { .. } | Cmd::Connect { .. } => return ExitCode::from(2),
+        Cmd::Approvals {
+            json,
+            forget: Some(target),
+        } => call(&client, Request::Forget { target }).await.map(|v| {
+            if json {
+                print_json(&v);
+            } else {
+                println!(
+                    "forgot {} remembered approval(s)",
+                    v.get("forgotten").and_then(Value::as_u64).unwrap_or(0)
+                );
+            }
+        }),
+        Cmd::Approvals { json, forget: None } => call(&client, Request::Approvals).await.map(|v| {
+            if json {
+                print_json(&v);
+            } else {
+                print_approvals(&v);
+            }
+        }),
+        Cmd::Approve { id, scope } => call(
+            &client,
+            Request::Approve {
+                id,
+                scope: Some(scope),
+            },
+        )
+        .await
+        .map(|v| {
+            println!(
+                "allowed {} ({scope:?})",
+                v.get("exposed").and_then(Value::as_str).unwrap_or("?")
+            )
+        }),
+        Cmd::Deny { id, reason } => call(&client, Request::Deny { id, reason }).await.map(|v| {
+            println!(
+                "denied {}",
+                v.get("exposed").and_then(Value::as_str).unwrap_or("?")
+            )
+        }),
         Cmd::Status { json } => call(&client, Request::Status).await.map(|v| {
             if json {
                 print_json(&v);
@@ -480,6 +547,50 @@ fn print_status_table(v: &Value) {
             n("tools").unwrap_or(0),
             s("last_error"),
         );
+    }
+}
+
+fn print_approvals(v: &Value) {
+    let rows = v.as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("No calls are waiting for approval.");
+        return;
+    }
+    let now = gatehouse::logs::now_ms();
+    for r in rows {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let client = r
+            .pointer("/client/name")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown client");
+        let left = r
+            .get("expires_at")
+            .and_then(Value::as_u64)
+            .map_or(0, |e| e.saturating_sub(now) / 1000);
+        println!(
+            "{}  {}  from {client}  ({left} s left)",
+            s("id"),
+            s("exposed")
+        );
+        if let Some(c) = r.get("changed").filter(|c| !c.is_null()) {
+            let fields: Vec<&str> = c
+                .get("fields")
+                .and_then(Value::as_array)
+                .map(|f| f.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            println!(
+                "    the tool's definition changed since it was trusted: {}",
+                fields.join(", ")
+            );
+        }
+        let args = r
+            .get("arguments")
+            .map(|a| serde_json::to_string_pretty(a).unwrap_or_default())
+            .unwrap_or_default();
+        for line in args.lines() {
+            println!("    {line}");
+        }
+        println!("    gatehouse approve {} [--scope once|session|always]   |   gatehouse deny {} [--reason TEXT]", s("id"), s("id"));
     }
 }
 

@@ -17,7 +17,7 @@
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
-//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name},
+//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, touch {path},
 //!   exotic (a result full of things a typed model would lose), progress {steps} (progress
 //!   notifications on the call's token, then a result), ask {question} (a sampling request to
 //!   the client; returns its answer).
@@ -419,6 +419,8 @@ fn tools(opts: &Opts) -> Vec<Value> {
         json!({"name":"exotic","description":"Returns a result full of unusual JSON","inputSchema": obj(json!({}), json!([])),"execution":{"taskSupport":"optional"},"x-vendor":{"n":12345678901234567890u64}}),
         json!({"name":"progress","description":"Reports progress, then finishes","inputSchema": obj(json!({"steps":{"type":"integer"}}), json!([]))}),
         json!({"name":"ask","description":"Asks the client to sample a message","inputSchema": obj(json!({"question":{"type":"string"}}), json!(["question"]))}),
+        json!({"name":"touch","description":"Creates the file at path (a visible side effect)","inputSchema": obj(json!({"path":{"type":"string"}}), json!(["path"])),
+               "annotations":{"destructiveHint":true}}),
         json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),
                "annotations":{"readOnlyHint":true}}),
     ];
@@ -459,6 +461,13 @@ fn call_tool(params: &Value) -> Result<Value, (i64, String)> {
             std::process::exit(code);
         }
         "pid" => text(std::process::id().to_string()),
+        "touch" => {
+            let path = args.get("path").and_then(Value::as_str).unwrap_or("");
+            match std::fs::write(path, b"touched") {
+                Ok(()) => text(format!("created {path}")),
+                Err(e) => Err((-32603, format!("cannot create {path}: {e}"))),
+            }
+        }
         "getenv" => {
             let var = args.get("name").and_then(Value::as_str).unwrap_or("");
             text(serde_json::to_string(&std::env::var(var).ok()).unwrap_or_default())

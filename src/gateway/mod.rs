@@ -21,6 +21,8 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::policy::{self, Decision};
+use crate::approval::{ApprovalRequest, ClientRef, Verdict};
 use crate::config::ServerId;
 use crate::events::Event;
 use crate::hub::HubHandle;
@@ -31,6 +33,7 @@ use crate::naming::exposed_name;
 use crate::supervisor::rpc::{CallEvent, CallRoute, ResponseBody, RpcPeer};
 use crate::supervisor::{Reply, ServerHandle};
 use catalog::Catalog;
+use serde_json::Value;
 
 /// Protocol versions we speak with clients, oldest first.
 pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -186,7 +189,7 @@ impl Gateway {
             };
             match ev {
                 Ok(Event::Status(_)) | Ok(Event::ToolsChanged { .. }) => self.refresh_catalog(),
-                Ok(Event::Log(_)) => {}
+                Ok(_) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.refresh_catalog(),
                 Err(_) => return,
             }
@@ -196,6 +199,14 @@ impl Gateway {
     /// Rebuilds the catalog; if the exposed tools changed, sends `list_changed` to every client.
     pub fn refresh_catalog(&self) {
         let new = Arc::new(Catalog::build(&self.inner.hub));
+        // First sight of a definition is what later changes are compared with.
+        for server in self.inner.hub.servers() {
+            let tools = server.tools();
+            self.inner.hub.approvals().pin_new(
+                server.id().as_str(),
+                tools.iter().map(|t| (t.name.as_str(), t.raw.get())),
+            );
+        }
         let changed = {
             let mut cur = lock(&self.inner.catalog);
             let changed = cur.fingerprint() != new.fingerprint();
@@ -465,11 +476,24 @@ impl Gateway {
             // and its state rather than calling the tool unknown.
             let server = crate::naming::split_server(&name)
                 .and_then(|(srv, _)| self.inner.hub.server(srv).ok());
-            if let Some(server) = server.filter(|s| s.status().state != crate::State::Running) {
-                return Outcome::Reply(jsonrpc::result_line(
-                    id,
-                    &tool_error(&not_running(&server, &name)),
-                ));
+            if let Some(server) = server {
+                if server.status().state != crate::State::Running {
+                    return Outcome::Reply(jsonrpc::result_line(
+                        id,
+                        &tool_error(&not_running(&server, &name)),
+                    ));
+                }
+                // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
+                let hidden = server
+                    .tools()
+                    .iter()
+                    .find(|t| exposed_name(server.id().as_str(), &t.name) == name)
+                    .map(|t| t.name.clone());
+                if let Some(tool) = hidden {
+                    if let Err(text) = self.approval_gate(s, &server, &tool, &name, None) {
+                        return Outcome::Reply(jsonrpc::result_line(id, &text));
+                    }
+                }
             }
             return Outcome::Reply(error_line(
                 id.get(),
@@ -487,11 +511,111 @@ impl Gateway {
                 &tool_error(&not_running(&server, &name)),
             ));
         }
+        let gate = match self.approval_gate(
+            s,
+            &server,
+            &entry.tool,
+            &name,
+            p.get("arguments").map(|a| &**a),
+        ) {
+            Ok(g) => g,
+            Err(reply) => return Outcome::Reply(jsonrpc::result_line(id, &reply)),
+        };
         let Ok(original) = RawValue::from_string(jsonrpc::json_string(&entry.tool)) else {
             return Outcome::Reply(error_line(id.get(), INVALID_PARAMS, "Invalid tool name"));
         };
         p.insert("name".into(), original);
-        self.forward(s, id, server, "tools/call", p, Some(name))
+        self.forward(
+            s,
+            id,
+            server,
+            "tools/call",
+            p,
+            Some(ToolCall { name, gate }),
+        )
+    }
+
+    /// The policy for one call: `Ok(None)` runs it, `Ok(Some(gate))` holds it for the person,
+    /// `Err(result)` refuses it (disabled tool).
+    fn approval_gate(
+        &self,
+        s: &Arc<ClientSession>,
+        server: &ServerHandle,
+        tool: &str,
+        exposed: &str,
+        arguments: Option<&RawValue>,
+    ) -> Result<Option<Gate>, String> {
+        let config = self.inner.hub.config();
+        let def = server
+            .tools()
+            .iter()
+            .find(|t| t.name == tool)
+            .map(|t| t.raw.clone());
+        let def_raw = def.as_ref().map_or("{}", |d| d.get());
+        let decision = match config.servers.get(server.id()) {
+            Some(cfg) => policy::evaluate(
+                cfg,
+                config.approval.default,
+                tool,
+                policy::read_only_hint(def_raw),
+            ),
+            None => Decision::Ask,
+        };
+        match decision {
+            Decision::Allow => return Ok(None),
+            Decision::Disabled => {
+                return Err(tool_error(&format!(
+                    "{exposed} is disabled in Gatehouse (\"enabled\": false), so it was not run."
+                )))
+            }
+            Decision::Ask => {}
+        }
+        let broker = self.inner.hub.approvals();
+        let (hash, changed) = broker.check_definition(server.id().as_str(), tool, def_raw);
+        if changed.is_none()
+            && broker
+                .granted(&s.id, server.id().as_str(), tool, &hash)
+                .is_some()
+        {
+            return Ok(None);
+        }
+        let def_value: Value = serde_json::from_str(def_raw).unwrap_or(Value::Null);
+        let text = |k: &str| def_value.get(k).and_then(Value::as_str).map(str::to_owned);
+        let annotations = def_value.get("annotations").cloned();
+        let title = text("title").or_else(|| {
+            annotations
+                .as_ref()
+                .and_then(|a| a.get("title"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
+        let timeout = std::time::Duration::from_secs(config.approval.timeout_secs.max(1));
+        let now = crate::logs::now_ms();
+        let info = s.info();
+        let request = ApprovalRequest {
+            id: broker.next_id(),
+            client: ClientRef {
+                name: info.name,
+                session: s.id.clone(),
+            },
+            server: server.id().to_string(),
+            tool: tool.to_owned(),
+            exposed: exposed.to_owned(),
+            title,
+            description: text("description"),
+            annotations,
+            arguments: arguments
+                .map(|a| a.to_owned())
+                .unwrap_or_else(|| RawValue::from_string("{}".into()).unwrap_or_default()),
+            requested_at: now,
+            expires_at: now + timeout.as_millis() as u64,
+            changed,
+        };
+        Ok(Some(Gate {
+            request,
+            hash,
+            timeout,
+        }))
     }
 
     fn prompts_get(
@@ -771,7 +895,7 @@ impl Gateway {
         server: ServerHandle,
         method: &'static str,
         mut params: BTreeMap<String, Box<RawValue>>,
-        tool: Option<String>,
+        tool: Option<ToolCall>,
     ) -> Outcome {
         // The client's progress token is replaced by one of ours, unique across clients.
         let client_token = params
@@ -807,6 +931,31 @@ impl Gateway {
         let task = tokio::spawn({
             let client_id = client_id.clone();
             async move {
+                let (tool, gate) = match tool {
+                    Some(ToolCall { name, gate }) => (Some(name), gate),
+                    None => (None, None),
+                };
+                if let Some(gate) = gate {
+                    let name = tool.clone().unwrap_or_default();
+                    match hold(&gw, gate, &tx, client_token.as_deref()).await {
+                        Held::Allowed => {}
+                        Held::Refused(text) => {
+                            lock(&session.inflight).remove(&client_id);
+                            let _ = tx
+                                .send(Out::Final(raw_result_line(
+                                    &client_id,
+                                    &tool_error(&text.replace("{tool}", &name)),
+                                )))
+                                .await;
+                            return;
+                        }
+                        Held::ClientGone => {
+                            // Withdrawn: the request is gone from the broker and the call never runs.
+                            lock(&session.inflight).remove(&client_id);
+                            return;
+                        }
+                    }
+                }
                 let call = server.request_routed(method, Some(&params), Some(route));
                 tokio::pin!(call);
                 let result = loop {
@@ -896,6 +1045,74 @@ impl Gateway {
                 Some(rewritten)
             }
         }
+    }
+}
+
+/// The tool-call specifics of a forwarded request: the exposed name (for error texts) and the
+/// approval gate it must pass first, if any.
+struct ToolCall {
+    name: String,
+    gate: Option<Gate>,
+}
+
+/// A call held for approval.
+struct Gate {
+    request: ApprovalRequest,
+    hash: String,
+    timeout: std::time::Duration,
+}
+
+enum Held {
+    Allowed,
+    /// Denied or timed out: the text for the isError result (`{tool}` is filled in).
+    Refused(String),
+    ClientGone,
+}
+
+/// How often a held call with a progress token hears that it is still waiting.
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Waits for the person's answer. Progress notifications keep the client's request alive when
+/// it sent a progress token; a client that goes away withdraws the request.
+async fn hold(
+    gw: &Gateway,
+    gate: Gate,
+    tx: &mpsc::Sender<Out>,
+    client_token: Option<&str>,
+) -> Held {
+    let broker = gw.inner.hub.approvals().clone();
+    let ask = broker.ask(gate.request, gate.hash, gate.timeout);
+    tokio::pin!(ask);
+    let mut keepalive =
+        tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+    let mut beats: u64 = 0;
+    let verdict = loop {
+        tokio::select! {
+            v = &mut ask => break v,
+            _ = keepalive.tick(), if client_token.is_some() => {
+                beats += 1;
+                let params = format!(
+                    "{{\"progressToken\":{},\"progress\":{beats},\"message\":\"Waiting for approval in Gatehouse\"}}",
+                    client_token.unwrap_or("null")
+                );
+                if let Ok(p) = RawValue::from_string(params) {
+                    if tx.send(Out::Event(jsonrpc::notification_line("notifications/progress", Some(&p)))).await.is_err() {
+                        return Held::ClientGone;
+                    }
+                }
+            }
+            _ = tx.closed() => return Held::ClientGone,
+        }
+    };
+    match verdict {
+        Verdict::Allowed { .. } => Held::Allowed,
+        Verdict::Denied { reason, .. } => Held::Refused(match reason {
+            Some(r) if !r.trim().is_empty() => format!("Denied by the user in Gatehouse: {r}"),
+            _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
+        }),
+        Verdict::TimedOut { secs } => Held::Refused(format!(
+            "Gatehouse asked the user to approve {{tool}}, but nobody answered within {secs} s; the call was not run (denied by timeout)."
+        )),
     }
 }
 

@@ -1,11 +1,9 @@
 //! Real MCP clients (Python SDK 2.x, TypeScript SDK, Inspector CLI) against the gateway fronting
 //! real peers, compared with direct connections. Needs `make test`'s installs (ignored otherwise).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-use gatehouse::control::{ControlClient, GatewayInfo, Request};
 use serde_json::{json, Value};
 
 use crate::support::*;
@@ -30,87 +28,6 @@ fn clients_script(name: &str) -> String {
         .join(name)
         .to_string_lossy()
         .into_owned()
-}
-
-/// A `gatehouse serve` child with its own control socket, data dir and a free port.
-struct Served {
-    child: Child,
-    sock: PathBuf,
-    log: PathBuf,
-    info: GatewayInfo,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-    }
-}
-
-async fn serve(dir: &Path, config_text: &str, expect_running: &[&str]) -> Served {
-    let cfg = dir.join("gatehouse.json");
-    std::fs::write(&cfg, config_text).unwrap();
-    let sock = dir.join("control.sock");
-    let log = dir.join("serve.log");
-    let child = Command::new(GATEHOUSE)
-        .args([
-            "serve",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--data-dir",
-            dir.join("data").to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .env("GATEHOUSE_CONTROL", &sock)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let client = ControlClient::new(sock.clone());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let info = loop {
-        if let Ok(r) = client.call(&Request::Gateway).await {
-            if let Some(v) = r.result {
-                break serde_json::from_value::<GatewayInfo>(v).unwrap();
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the hub did not come up: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    loop {
-        let status = client.call(&Request::Status).await.unwrap().result.unwrap();
-        let running = status
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| s["state"] == "running")
-            .filter(|s| expect_running.contains(&s["id"].as_str().unwrap_or("")))
-            .count();
-        if running == expect_running.len() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "servers not running: {status}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Served {
-        child,
-        sock,
-        log,
-        info,
-    }
 }
 
 fn run_json(cmd: &mut Command) -> Value {

@@ -29,7 +29,12 @@ impl Gw {
     }
 
     async fn start_with_origins(config_json: &str, origins: Vec<String>) -> Gw {
-        let th = TestHub::start(config_json);
+        // These tests are about routing: approvals stay out of the way unless a test asks.
+        let mut cfg: Value = serde_json::from_str(config_json).unwrap();
+        if cfg.get("approval").is_none() {
+            cfg["approval"] = json!({"default": "flagged-only"});
+        }
+        let th = TestHub::start(&cfg.to_string());
         for h in th.hub.servers() {
             wait_state(&h, State::Running, T).await;
         }
@@ -366,7 +371,7 @@ async fn results_and_definitions_pass_through_byte_for_byte() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 9);
+    assert_eq!(names.len(), 10);
     assert!(names.iter().all(|n| n.starts_with("fx__")), "{names:?}");
 
     // Arguments reach the server untouched (a float that f32 or f64 rounding would change).
@@ -589,7 +594,7 @@ async fn a_restart_shows_up_as_list_changed_and_the_tools_come_back() {
     loop {
         let list: Value =
             serde_json::from_str(&g.rpc(&sid, 3, "tools/list", json!({})).await).unwrap();
-        if list["result"]["tools"].as_array().unwrap().len() == 9 {
+        if list["result"]["tools"].as_array().unwrap().len() == 10 {
             break;
         }
         assert!(Instant::now() < deadline, "tools did not come back: {list}");

@@ -1,6 +1,7 @@
 //! Integration tests of the core against real processes: the fixture server built from this repo,
 //! the `gatehouse` binary, and (ignored by default; `make test` runs them) real third-party peers.
 
+mod approvals;
 mod cli;
 mod clients;
 mod gateway;
