@@ -59,6 +59,13 @@ pub enum Request {
     Forget {
         target: String,
     },
+    /// Recent routed calls, newest first.
+    Activity {
+        #[serde(default)]
+        limit: Option<usize>,
+        #[serde(default)]
+        server: Option<String>,
+    },
 }
 
 /// What `gatehouse connect` needs to reach the hub's HTTP endpoint.
@@ -277,6 +284,12 @@ async fn handle_conn(
             ),
         },
         Request::Approvals => Response::ok(hub.approvals().pending()),
+        Request::Activity { limit, server } => {
+            match hub.activity().recent(limit.unwrap_or(50), server).await {
+                Ok(rows) => Response::ok(rows),
+                Err(e) => Response::err("activity", e),
+            }
+        }
         Request::Approve { id, scope } => {
             let scope = scope.unwrap_or(crate::approval::Scope::Once);
             match hub.approvals().answer(

@@ -10,6 +10,7 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
+use crate::activity::{ActivityLog, NoRedaction};
 use crate::approval::ApprovalBroker;
 use crate::config::{Config, ServerId};
 use crate::events::{Event, EventBus};
@@ -80,9 +81,11 @@ impl Hub {
             log_dir: Some(opts.data_dir.join("logs")),
             tuning: opts.tuning,
         });
+        let activity = ActivityLog::open(opts.data_dir.join("activity.db"), Arc::new(NoRedaction));
         let inner = Arc::new(Inner {
             bus,
             approvals,
+            activity,
             ctx,
             config_path: opts.config_path,
             state: Mutex::new(HubState {
@@ -107,6 +110,7 @@ pub struct HubHandle {
 struct Inner {
     bus: EventBus,
     approvals: ApprovalBroker,
+    activity: ActivityLog,
     ctx: Arc<Context>,
     config_path: Option<PathBuf>,
     /// Guards one lookup or one change of the server table; never held across `.await`.
@@ -159,6 +163,11 @@ impl HubHandle {
 
     pub fn bus(&self) -> &EventBus {
         &self.inner.bus
+    }
+
+    /// The activity log of routed calls.
+    pub fn activity(&self) -> &ActivityLog {
+        &self.inner.activity
     }
 
     /// The approval broker: held calls, remembered answers, pins.

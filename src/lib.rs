@@ -1,6 +1,7 @@
 //! Gatehouse core: supervises a person's MCP servers and routes AI clients' calls to them.
 //!
 //! # Layout
+//! - [`activity`]: the SQLite activity log of routed calls (its own thread; never fails a call).
 //! - [`approval`]: the policy and the `ApprovalBroker` (held calls, remembered answers, pins).
 //! - [`config`]: the JSON config model, validation with file/line/column errors, atomic saves.
 //! - [`hub`]: [`Hub::start`] wires everything and returns the cloneable [`HubHandle`].
@@ -17,6 +18,7 @@
 //!
 //! This crate never depends on Tauri or a display.
 
+pub mod activity;
 pub mod approval;
 pub mod config;
 pub mod control;

@@ -62,6 +62,15 @@ enum Cmd {
         #[arg(long, default_value = "once")]
         scope: gatehouse::approval::Scope,
     },
+    /// Show recent routed calls: decision, who decided, duration, outcome
+    Activity {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long, value_name = "ID")]
+        server: Option<String>,
+    },
     /// Deny a waiting call; the client gets an error result with the reason
     Deny {
         id: String,
@@ -383,6 +392,25 @@ async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 print_approvals(&v);
             }
         }),
+        Cmd::Activity {
+            json,
+            limit,
+            server,
+        } => call(
+            &client,
+            Request::Activity {
+                limit: Some(limit),
+                server,
+            },
+        )
+        .await
+        .map(|v| {
+            if json {
+                print_json(&v);
+            } else {
+                print_activity(&v);
+            }
+        }),
         Cmd::Approve { id, scope } => call(
             &client,
             Request::Approve {
@@ -546,6 +574,34 @@ fn print_status_table(v: &Value) {
             n("restarts").unwrap_or(0),
             n("tools").unwrap_or(0),
             s("last_error"),
+        );
+    }
+}
+
+fn print_activity(v: &Value) {
+    let rows = v.as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        println!("No calls yet.");
+        return;
+    }
+    println!(
+        "{:<10} {:<32} {:<20} {:<8} {:>8} OUTCOME",
+        "AGO", "TOOL", "DECISION", "BY", "MS"
+    );
+    let now = gatehouse::logs::now_ms();
+    for r in rows {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let ago = human_secs(
+            now.saturating_sub(r.get("time_ms").and_then(Value::as_u64).unwrap_or(now)) / 1000,
+        );
+        println!(
+            "{:<10} {:<32} {:<20} {:<8} {:>8} {}",
+            ago,
+            format!("{}__{}", s("server"), s("tool")),
+            s("decision"),
+            s("decided_by"),
+            r.get("duration_ms").and_then(Value::as_u64).unwrap_or(0),
+            s("outcome")
         );
     }
 }

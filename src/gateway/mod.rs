@@ -21,8 +21,9 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::activity::CallRecord;
 use crate::approval::policy::{self, Decision};
-use crate::approval::{ApprovalRequest, ClientRef, Verdict};
+use crate::approval::{ApprovalRequest, ClientRef, Decider, Scope, Verdict};
 use crate::config::ServerId;
 use crate::events::Event;
 use crate::hub::HubHandle;
@@ -511,15 +512,29 @@ impl Gateway {
                 &tool_error(&not_running(&server, &name)),
             ));
         }
-        let gate = match self.approval_gate(
+        let arguments = p
+            .get("arguments")
+            .map(|a| a.get().to_owned())
+            .unwrap_or_else(|| "{}".into());
+        let meta = CallMeta {
+            server: server.id().to_string(),
+            tool: entry.tool.clone(),
+            arguments,
+            started: std::time::Instant::now(),
+        };
+        let (gate, decision) = match self.approval_gate(
             s,
             &server,
             &entry.tool,
             &name,
             p.get("arguments").map(|a| &**a),
         ) {
-            Ok(g) => g,
-            Err(reply) => return Outcome::Reply(jsonrpc::result_line(id, &reply)),
+            Ok(Admission::Free(d)) => (None, d),
+            Ok(Admission::Held(g)) => (Some(*g), "held"),
+            Err(reply) => {
+                self.record(s, &meta, "disabled", Decider::Policy, "not_run");
+                return Outcome::Reply(jsonrpc::result_line(id, &reply));
+            }
         };
         let Ok(original) = RawValue::from_string(jsonrpc::json_string(&entry.tool)) else {
             return Outcome::Reply(error_line(id.get(), INVALID_PARAMS, "Invalid tool name"));
@@ -531,12 +546,44 @@ impl Gateway {
             server,
             "tools/call",
             p,
-            Some(ToolCall { name, gate }),
+            Some(ToolCall {
+                name,
+                gate,
+                decision,
+                meta,
+            }),
         )
     }
 
-    /// The policy for one call: `Ok(None)` runs it, `Ok(Some(gate))` holds it for the person,
-    /// `Err(result)` refuses it (disabled tool).
+    fn record(
+        &self,
+        s: &Arc<ClientSession>,
+        m: &CallMeta,
+        decision: &str,
+        by: Decider,
+        outcome: &str,
+    ) {
+        let by = match by {
+            Decider::Policy => "policy",
+            Decider::Ui => "ui",
+            Decider::Cli => "cli",
+        };
+        self.inner.hub.activity().record(CallRecord {
+            time_ms: crate::logs::now_ms().saturating_sub(m.started.elapsed().as_millis() as u64),
+            client: s.info().name,
+            session: s.id.clone(),
+            server: m.server.clone(),
+            tool: m.tool.clone(),
+            arguments: m.arguments.clone(),
+            decision: decision.to_owned(),
+            decided_by: by.to_owned(),
+            duration_ms: m.started.elapsed().as_millis() as u64,
+            outcome: outcome.to_owned(),
+        });
+    }
+
+    /// The policy for one call: `Ok(Admission::Free)` runs it, `Ok(Admission::Held)` holds it
+    /// for the person, `Err(result)` refuses it (disabled tool).
     fn approval_gate(
         &self,
         s: &Arc<ClientSession>,
@@ -544,7 +591,7 @@ impl Gateway {
         tool: &str,
         exposed: &str,
         arguments: Option<&RawValue>,
-    ) -> Result<Option<Gate>, String> {
+    ) -> Result<Admission, String> {
         let config = self.inner.hub.config();
         let def = server
             .tools()
@@ -562,7 +609,7 @@ impl Gateway {
             None => Decision::Ask,
         };
         match decision {
-            Decision::Allow => return Ok(None),
+            Decision::Allow => return Ok(Admission::Free("allowed")),
             Decision::Disabled => {
                 return Err(tool_error(&format!(
                     "{exposed} is disabled in Gatehouse (\"enabled\": false), so it was not run."
@@ -572,12 +619,12 @@ impl Gateway {
         }
         let broker = self.inner.hub.approvals();
         let (hash, changed) = broker.check_definition(server.id().as_str(), tool, def_raw);
-        if changed.is_none()
-            && broker
-                .granted(&s.id, server.id().as_str(), tool, &hash)
-                .is_some()
-        {
-            return Ok(None);
+        if changed.is_none() {
+            match broker.granted(&s.id, server.id().as_str(), tool, &hash) {
+                Some(Scope::Always) => return Ok(Admission::Free("remembered_always")),
+                Some(_) => return Ok(Admission::Free("remembered_session")),
+                None => {}
+            }
         }
         let def_value: Value = serde_json::from_str(def_raw).unwrap_or(Value::Null);
         let text = |k: &str| def_value.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -611,11 +658,11 @@ impl Gateway {
             expires_at: now + timeout.as_millis() as u64,
             changed,
         };
-        Ok(Some(Gate {
+        Ok(Admission::Held(Box::new(Gate {
             request,
             hash,
             timeout,
-        }))
+        })))
     }
 
     fn prompts_get(
@@ -931,15 +978,33 @@ impl Gateway {
         let task = tokio::spawn({
             let client_id = client_id.clone();
             async move {
-                let (tool, gate) = match tool {
-                    Some(ToolCall { name, gate }) => (Some(name), gate),
-                    None => (None, None),
+                let (tool, gate, mut decision, meta) = match tool {
+                    Some(ToolCall {
+                        name,
+                        gate,
+                        decision,
+                        meta,
+                    }) => (
+                        Some(name),
+                        gate,
+                        (decision.to_owned(), Decider::Policy),
+                        Some(meta),
+                    ),
+                    None => (None, None, (String::new(), Decider::Policy), None),
+                };
+                let log = |decision: &(String, Decider), outcome: &str| {
+                    if let Some(m) = &meta {
+                        gw.record(&session, m, &decision.0, decision.1, outcome);
+                    }
                 };
                 if let Some(gate) = gate {
                     let name = tool.clone().unwrap_or_default();
                     match hold(&gw, gate, &tx, client_token.as_deref()).await {
-                        Held::Allowed => {}
-                        Held::Refused(text) => {
+                        Held::Allowed(scope, by) => {
+                            decision = (format!("approved_{}", scope_name(scope)), by);
+                        }
+                        Held::Refused(text, label, by) => {
+                            log(&(label.to_owned(), by), "not_run");
                             lock(&session.inflight).remove(&client_id);
                             let _ = tx
                                 .send(Out::Final(raw_result_line(
@@ -951,6 +1016,7 @@ impl Gateway {
                         }
                         Held::ClientGone => {
                             // Withdrawn: the request is gone from the broker and the call never runs.
+                            log(&("withdrawn".to_owned(), Decider::Policy), "not_run");
                             lock(&session.inflight).remove(&client_id);
                             return;
                         }
@@ -976,6 +1042,12 @@ impl Gateway {
                     // The client went away: dropping `call` cancels it upstream.
                     return;
                 };
+                let outcome = match &result {
+                    Ok(Reply::Result(r)) if is_error_result(r.get()) => "is_error",
+                    Ok(Reply::Result(_)) => "ok",
+                    Ok(Reply::Error(_)) => "protocol_error",
+                    Err(_) => "lost",
+                };
                 let line = match result {
                     Ok(Reply::Result(r)) => raw_result_line(&client_id, r.get()),
                     Ok(Reply::Error(e)) => raw_error_line(&client_id, e.get()),
@@ -988,6 +1060,8 @@ impl Gateway {
                     },
                 };
                 let _ = tx.send(Out::Final(line)).await;
+                // After the answer is on its way: logging never delays a call.
+                log(&decision, outcome);
             }
         });
         {
@@ -1053,6 +1127,9 @@ impl Gateway {
 struct ToolCall {
     name: String,
     gate: Option<Gate>,
+    /// The policy's decision if not held (`allowed`, `remembered_…`), else `held`.
+    decision: &'static str,
+    meta: CallMeta,
 }
 
 /// A call held for approval.
@@ -1063,10 +1140,42 @@ struct Gate {
 }
 
 enum Held {
-    Allowed,
-    /// Denied or timed out: the text for the isError result (`{tool}` is filled in).
-    Refused(String),
+    Allowed(Scope, Decider),
+    /// Denied or timed out: the text for the isError result (`{tool}` is filled in), the
+    /// decision's name for the activity log, and who decided.
+    Refused(String, &'static str, Decider),
     ClientGone,
+}
+
+/// What the activity log needs of a tool call.
+struct CallMeta {
+    server: String,
+    tool: String,
+    arguments: String,
+    started: std::time::Instant,
+}
+
+enum Admission {
+    /// Runs without asking; the decision's name for the activity log.
+    Free(&'static str),
+    Held(Box<Gate>),
+}
+
+fn scope_name(scope: Scope) -> &'static str {
+    match scope {
+        Scope::Once => "once",
+        Scope::Session => "session",
+        Scope::Always => "always",
+    }
+}
+
+fn is_error_result(raw: &str) -> bool {
+    #[derive(Deserialize)]
+    struct R {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<R>(raw).ok().and_then(|r| r.is_error) == Some(true)
 }
 
 /// How often a held call with a progress token hears that it is still waiting.
@@ -1105,14 +1214,22 @@ async fn hold(
         }
     };
     match verdict {
-        Verdict::Allowed { .. } => Held::Allowed,
-        Verdict::Denied { reason, .. } => Held::Refused(match reason {
-            Some(r) if !r.trim().is_empty() => format!("Denied by the user in Gatehouse: {r}"),
-            _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
-        }),
-        Verdict::TimedOut { secs } => Held::Refused(format!(
-            "Gatehouse asked the user to approve {{tool}}, but nobody answered within {secs} s; the call was not run (denied by timeout)."
-        )),
+                Verdict::Allowed { scope, by } => Held::Allowed(scope, by),
+                Verdict::Denied { reason, by } => Held::Refused(
+            match reason {
+                Some(r) if !r.trim().is_empty() => format!("Denied by the user in Gatehouse: {r}"),
+                _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
+            },
+            "denied",
+            by,
+        ),
+                Verdict::TimedOut { secs } => Held::Refused(
+            format!(
+                "Gatehouse asked the user to approve {{tool}}, but nobody answered within {secs} s; the call was not run (denied by timeout)."
+            ),
+            "timed_out",
+            Decider::Policy,
+        ),
     }
 }
 

@@ -253,6 +253,50 @@ async fn held_calls_follow_the_persons_answers() {
         text_of(&v).contains("nobody answered"),
         "another session is asked: {v}"
     );
+
+    // Every call above is in the activity log with its decision, who made it and the outcome.
+    let deadline = Instant::now() + T;
+    let rows = loop {
+        let out = gh(&s, &["activity", "--json", "--limit", "20"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        if rows.len() >= 7 || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let got: Vec<(String, String, String, String)> = rows
+        .iter()
+        .rev()
+        .map(|r| {
+            let f = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+            (f("tool"), f("decision"), f("decided_by"), f("outcome"))
+        })
+        .collect();
+    let want: Vec<(String, String, String, String)> = [
+        ("add", "allowed", "policy", "ok"),
+        ("echo", "approved_once", "cli", "ok"),
+        ("touch", "denied", "cli", "not_run"),
+        ("touch", "timed_out", "policy", "not_run"),
+        ("echo", "approved_session", "cli", "ok"),
+        ("echo", "remembered_session", "policy", "ok"),
+        ("echo", "timed_out", "policy", "not_run"),
+    ]
+    .iter()
+    .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), d.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    assert_eq!(rows.last().unwrap()["arguments"], "{\"a\":1,\"b\":2}");
+    assert_eq!(rows.last().unwrap()["client"], "test-client");
+    let human = String::from_utf8_lossy(&gh(&s, &["activity"]).stdout).into_owned();
+    assert!(
+        human.contains("fx__echo") && human.contains("approved_once"),
+        "{human}"
+    );
 }
 
 #[tokio::test]

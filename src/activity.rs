@@ -1,0 +1,375 @@
+//! The activity log: every routed tool call (time, client, server, tool, arguments with secret
+//! values redacted, the decision and who made it, duration, outcome) in SQLite in the data dir.
+//!
+//! One dedicated thread owns the connection; callers hand it records over a bounded channel and
+//! never wait on it, so a call can never fail or slow down because logging did. A database that
+//! cannot be opened or written (corrupt, locked) is reported and moved aside, and a fresh one
+//! takes its place. Retention: 30 days and at most 100,000 rows.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{params, Connection};
+use serde::Serialize;
+use tokio::sync::oneshot;
+
+pub const RETENTION_DAYS: u64 = 30;
+pub const MAX_ROWS: i64 = 100_000;
+const QUEUE: usize = 4096;
+
+/// One routed call.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallRecord {
+    pub time_ms: u64,
+    pub client: Option<String>,
+    pub session: String,
+    pub server: String,
+    pub tool: String,
+    /// The arguments as sent, with known secret values replaced by `[secret:NAME]`.
+    pub arguments: String,
+    /// `allowed` (policy), `approved_once|session|always`, `remembered_session|always`,
+    /// `denied`, `timed_out`, `withdrawn`, `disabled`, `not_running`.
+    pub decision: String,
+    /// `policy`, `ui` or `cli`.
+    pub decided_by: String,
+    pub duration_ms: u64,
+    /// `ok`, `is_error`, `protocol_error`, `lost` (the server died) or `not_run`.
+    pub outcome: String,
+}
+
+/// Replaces secret values with `[secret:NAME]` before anything is stored.
+pub trait Redactor: Send + Sync {
+    fn redact(&self, text: &str) -> String;
+}
+
+/// No known secret values (the keychain store registers its values once it exists).
+pub struct NoRedaction;
+
+impl Redactor for NoRedaction {
+    fn redact(&self, text: &str) -> String {
+        text.to_owned()
+    }
+}
+
+enum Msg {
+    Record(Box<CallRecord>),
+    Query {
+        limit: usize,
+        server: Option<String>,
+        reply: oneshot::Sender<Result<Vec<CallRecord>, String>>,
+    },
+}
+
+/// The log's handle. Cheap to clone.
+#[derive(Clone)]
+pub struct ActivityLog {
+    tx: SyncSender<Msg>,
+    redactor: Arc<dyn Redactor>,
+    /// Guards the count of records dropped because the writer fell behind (reported once).
+    dropped: Arc<Mutex<u64>>,
+}
+
+impl ActivityLog {
+    /// Opens (or creates) the log at `path` and starts its thread. The thread ends when every
+    /// handle is dropped.
+    pub fn open(path: PathBuf, redactor: Arc<dyn Redactor>) -> ActivityLog {
+        let (tx, rx) = sync_channel(QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("gatehouse-activity".into())
+            .spawn(move || writer(path, rx));
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the activity log thread; calls are not logged");
+        }
+        ActivityLog {
+            tx,
+            redactor,
+            dropped: Arc::new(Mutex::new(0)),
+        }
+    }
+
+    /// Queues a record; never blocks, never fails the caller.
+    pub fn record(&self, mut rec: CallRecord) {
+        rec.arguments = self.redactor.redact(&rec.arguments);
+        match self.tx.try_send(Msg::Record(Box::new(rec))) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                let mut d = self.dropped.lock().unwrap_or_else(|e| e.into_inner());
+                *d += 1;
+                if *d == 1 || d.is_power_of_two() {
+                    tracing::warn!(dropped = *d, "the activity log is behind; records dropped");
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// The newest `limit` records, optionally of one server, newest first.
+    pub async fn recent(
+        &self,
+        limit: usize,
+        server: Option<String>,
+    ) -> Result<Vec<CallRecord>, String> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Msg::Query {
+                limit,
+                server,
+                reply,
+            })
+            .map_err(|_| "the activity log is not running".to_owned())?;
+        rx.await
+            .map_err(|_| "the activity log is not running".to_owned())?
+    }
+}
+
+fn writer(path: PathBuf, rx: Receiver<Msg>) {
+    let mut db = open_or_rotate(&path);
+    let mut since_prune = 0u32;
+    while let Ok(msg) = rx.recv() {
+        match msg {
+            Msg::Record(rec) => {
+                let Some(conn) = db.as_ref() else { continue };
+                if let Err(e) = insert(conn, &rec) {
+                    tracing::error!(path = %path.display(), error = %e, "cannot write the activity log; moving it aside");
+                    drop(db.take()); // close the file before moving it aside
+                    rotate_aside(&path);
+                    db = open_or_rotate(&path);
+                    if let Some(conn) = db.as_ref() {
+                        let _ = insert(conn, &rec);
+                    }
+                }
+                since_prune += 1;
+                if since_prune >= 500 {
+                    since_prune = 0;
+                    if let Some(conn) = db.as_ref() {
+                        prune(conn, crate::logs::now_ms(), MAX_ROWS);
+                    }
+                }
+            }
+            Msg::Query {
+                limit,
+                server,
+                reply,
+            } => {
+                let result = match db.as_ref() {
+                    Some(conn) => query(conn, limit, server.as_deref()).map_err(|e| e.to_string()),
+                    None => Err(format!(
+                        "the activity log {} could not be opened",
+                        path.display()
+                    )),
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+fn open_or_rotate(path: &Path) -> Option<Connection> {
+    match open(path) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "the activity log is unreadable; moving it aside and starting a new one");
+            rotate_aside(path);
+            match open(path) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "cannot create the activity log; calls are not logged");
+                    None
+                }
+            }
+        }
+    }
+}
+
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(2))?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         PRAGMA synchronous=NORMAL;
+         CREATE TABLE IF NOT EXISTS calls (
+             id INTEGER PRIMARY KEY,
+             time_ms INTEGER NOT NULL,
+             client TEXT,
+             session TEXT NOT NULL,
+             server TEXT NOT NULL,
+             tool TEXT NOT NULL,
+             arguments TEXT NOT NULL,
+             decision TEXT NOT NULL,
+             decided_by TEXT NOT NULL,
+             duration_ms INTEGER NOT NULL,
+             outcome TEXT NOT NULL
+         );
+         CREATE INDEX IF NOT EXISTS calls_time ON calls(time_ms);
+         CREATE INDEX IF NOT EXISTS calls_server ON calls(server, time_ms);",
+    )?;
+    // A file that is not a database fails here, not at the first insert.
+    conn.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))?;
+    Ok(conn)
+}
+
+fn rotate_aside(path: &Path) {
+    let aside = path.with_extension(format!("corrupt-{}", crate::logs::now_ms()));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut from = path.as_os_str().to_owned();
+        from.push(suffix);
+        let mut to = aside.as_os_str().to_owned();
+        to.push(suffix);
+        let _ = std::fs::rename(&from, &to);
+    }
+    tracing::error!(aside = %aside.display(), "the old activity log was kept aside");
+}
+
+fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            r.time_ms as i64,
+            r.client,
+            r.session,
+            r.server,
+            r.tool,
+            r.arguments,
+            r.decision,
+            r.decided_by,
+            r.duration_ms as i64,
+            r.outcome
+        ],
+    )?;
+    Ok(())
+}
+
+fn prune(conn: &Connection, now_ms: u64, max_rows: i64) {
+    let cutoff = now_ms.saturating_sub(RETENTION_DAYS * 24 * 3600 * 1000) as i64;
+    let _ = conn.execute("DELETE FROM calls WHERE time_ms < ?1", params![cutoff]);
+    let _ = conn.execute(
+        "DELETE FROM calls WHERE id <= (SELECT max(id) FROM calls) - ?1",
+        params![max_rows],
+    );
+}
+
+fn query(
+    conn: &Connection,
+    limit: usize,
+    server: Option<&str>,
+) -> rusqlite::Result<Vec<CallRecord>> {
+    let mut stmt = conn.prepare(
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome
+         FROM calls WHERE (?1 IS NULL OR server = ?1) ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![server, limit as i64], |r| {
+        Ok(CallRecord {
+            time_ms: r.get::<_, i64>(0)? as u64,
+            client: r.get(1)?,
+            session: r.get(2)?,
+            server: r.get(3)?,
+            tool: r.get(4)?,
+            arguments: r.get(5)?,
+            decision: r.get(6)?,
+            decided_by: r.get(7)?,
+            duration_ms: r.get::<_, i64>(8)? as u64,
+            outcome: r.get(9)?,
+        })
+    })?;
+    rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(i: u64, server: &str) -> CallRecord {
+        CallRecord {
+            time_ms: crate::logs::now_ms(),
+            client: Some("c".into()),
+            session: "s".into(),
+            server: server.into(),
+            tool: "t".into(),
+            arguments: format!("{{\"i\":{i},\"token\":\"hunter2\"}}"),
+            decision: "allowed".into(),
+            decided_by: "policy".into(),
+            duration_ms: i,
+            outcome: "ok".into(),
+        }
+    }
+
+    struct Hide;
+    impl Redactor for Hide {
+        fn redact(&self, t: &str) -> String {
+            t.replace("hunter2", "[secret:pw]")
+        }
+    }
+
+    #[tokio::test]
+    async fn records_queries_and_redacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ActivityLog::open(dir.path().join("activity.db"), Arc::new(Hide));
+        for i in 0..5 {
+            log.record(rec(i, if i % 2 == 0 { "a" } else { "b" }));
+        }
+        let all = log.recent(10, None).await.unwrap();
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[0].duration_ms, 4, "newest first");
+        assert!(all
+            .iter()
+            .all(|r| r.arguments.contains("[secret:pw]") && !r.arguments.contains("hunter2")));
+        assert_eq!(log.recent(10, Some("b".into())).await.unwrap().len(), 2);
+        let raw = std::fs::read(dir.path().join("activity.db")).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&raw).contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_database_is_moved_aside_and_logging_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("activity.db");
+        std::fs::write(
+            &path,
+            b"this is not a database, it is a note the user cares about",
+        )
+        .unwrap();
+        let log = ActivityLog::open(path.clone(), Arc::new(NoRedaction));
+        log.record(rec(1, "a"));
+        assert_eq!(log.recent(10, None).await.unwrap().len(), 1);
+        let aside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+        assert!(std::fs::read_to_string(aside[0].path())
+            .unwrap()
+            .contains("the user cares about"));
+    }
+
+    #[test]
+    fn retention_keeps_at_most_max_rows_and_drops_old_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("a.db")).unwrap();
+        let mut old = rec(0, "a");
+        old.time_ms = 1;
+        insert(&conn, &old).unwrap();
+        for i in 0..10 {
+            insert(&conn, &rec(i, "a")).unwrap();
+        }
+        prune(&conn, crate::logs::now_ms(), MAX_ROWS);
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 10, "the 30-day-old row is gone");
+        prune(&conn, crate::logs::now_ms(), 3);
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 3, "only the newest rows are kept");
+        let newest: i64 = conn
+            .query_row("SELECT max(duration_ms) FROM calls", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(newest, 9);
+    }
+}
