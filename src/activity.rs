@@ -126,33 +126,51 @@ impl ActivityLog {
 
 fn writer(path: PathBuf, rx: Receiver<Msg>) {
     let mut db = open_or_rotate(&path);
-    let mut since_prune = 0u32;
-    while let Ok(msg) = rx.recv() {
-        match msg {
-            Msg::Record(rec) => {
-                let Some(conn) = db.as_ref() else { continue };
-                if let Err(e) = insert(conn, &rec) {
-                    tracing::error!(path = %path.display(), error = %e, "cannot write the activity log; moving it aside");
-                    drop(db.take()); // close the file before moving it aside
-                    rotate_aside(&path);
-                    db = open_or_rotate(&path);
-                    if let Some(conn) = db.as_ref() {
-                        let _ = insert(conn, &rec);
-                    }
-                }
-                since_prune += 1;
-                if since_prune >= 500 {
-                    since_prune = 0;
-                    if let Some(conn) = db.as_ref() {
-                        prune(conn, crate::logs::now_ms(), MAX_ROWS);
-                    }
+    let mut since_prune = 0usize;
+    while let Ok(first) = rx.recv() {
+        // Everything already queued goes in one transaction: at thousands of calls a second a
+        // transaction per record would cost more than the calls themselves.
+        let mut batch = Vec::new();
+        let mut queries = Vec::new();
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Record(r) => batch.push(r),
+                q @ Msg::Query { .. } => queries.push(q),
+            }
+            if batch.len() < 1024 {
+                next = rx.try_recv().ok();
+            }
+        }
+        if !batch.is_empty() {
+            let written = match db.as_mut() {
+                Some(conn) => insert_batch(conn, &batch),
+                None => Ok(()),
+            };
+            if let Err(e) = written {
+                tracing::error!(path = %path.display(), error = %e, "cannot write the activity log; moving it aside");
+                drop(db.take()); // close the file before moving it aside
+                rotate_aside(&path);
+                db = open_or_rotate(&path);
+                if let Some(conn) = db.as_mut() {
+                    let _ = insert_batch(conn, &batch);
                 }
             }
-            Msg::Query {
+            since_prune += batch.len();
+            if since_prune >= 500 {
+                since_prune = 0;
+                if let Some(conn) = db.as_ref() {
+                    prune(conn, crate::logs::now_ms(), MAX_ROWS);
+                }
+            }
+        }
+        for q in queries {
+            if let Msg::Query {
                 limit,
                 server,
                 reply,
-            } => {
+            } = q
+            {
                 let result = match db.as_ref() {
                     Some(conn) => query(conn, limit, server.as_deref()).map_err(|e| e.to_string()),
                     None => Err(format!(
@@ -164,6 +182,14 @@ fn writer(path: PathBuf, rx: Receiver<Msg>) {
             }
         }
     }
+}
+
+fn insert_batch(conn: &mut Connection, batch: &[Box<CallRecord>]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for r in batch {
+        insert(&tx, r)?;
+    }
+    tx.commit()
 }
 
 fn open_or_rotate(path: &Path) -> Option<Connection> {
@@ -226,10 +252,12 @@ fn rotate_aside(path: &Path) {
 }
 
 fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
-    conn.execute(
+    // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
+    conn.prepare_cached(
         "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        params![
+    )?
+    .execute(params![
             r.time_ms as i64,
             r.client,
             r.session,

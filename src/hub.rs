@@ -91,7 +91,7 @@ impl Hub {
             state: Mutex::new(HubState {
                 servers: BTreeMap::new(),
                 joins: Vec::new(),
-                config: Config::default(),
+                config: Arc::new(Config::default()),
                 shutting_down: false,
             }),
         });
@@ -120,7 +120,8 @@ struct Inner {
 struct HubState {
     servers: BTreeMap<ServerId, ServerHandle>,
     joins: Vec<JoinHandle<()>>,
-    config: Config,
+    /// Shared read-only: callers on the hot path take an `Arc`, never a deep copy.
+    config: Arc<Config>,
     shutting_down: bool,
 }
 
@@ -145,11 +146,12 @@ impl HubHandle {
                 }
             }
         }
-        st.config = config;
+        st.config = Arc::new(config);
         existing
     }
 
-    pub fn config(&self) -> Config {
+    /// The current config (shared; cheap to take on every call).
+    pub fn config(&self) -> Arc<Config> {
         self.lock().config.clone()
     }
 

@@ -17,7 +17,7 @@
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
-//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, touch {path},
+//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, touch {path}, stamp,
 //!   exotic (a result full of things a typed model would lose), progress {steps} (progress
 //!   notifications on the call's token, then a result), ask {question} (a sampling request to
 //!   the client; returns its answer).
@@ -216,9 +216,10 @@ fn serve(opts: &Opts) {
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": tools(opts)})),
             "tools/call" => {
+                let read_ns = now_ns();
                 let shared = shared.clone();
                 let opts = opts.clone();
-                std::thread::spawn(move || run_call(&shared, &opts, id, params));
+                std::thread::spawn(move || run_call(&shared, &opts, id, params, read_ns));
                 continue;
             }
             m if opts.conformance => conformance(m, &params),
@@ -228,7 +229,14 @@ fn serve(opts: &Opts) {
     }
 }
 
-fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value) {
+fn now_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u128) {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     if name == "exotic" {
         // Written raw: unknown content types, `execution`, `_meta`, integers above 2^53,
@@ -296,6 +304,8 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value) {
                 ),
             }
         }
+        // When the request line was read from stdin (ns since the epoch), for latency benches.
+        "stamp" => Ok(json!({"content":[{"type":"text","text":read_ns.to_string()}]})),
         _ => call_tool(&params),
     };
     if let Ok(v) = &r {
@@ -419,6 +429,7 @@ fn tools(opts: &Opts) -> Vec<Value> {
         json!({"name":"exotic","description":"Returns a result full of unusual JSON","inputSchema": obj(json!({}), json!([])),"execution":{"taskSupport":"optional"},"x-vendor":{"n":12345678901234567890u64}}),
         json!({"name":"progress","description":"Reports progress, then finishes","inputSchema": obj(json!({"steps":{"type":"integer"}}), json!([]))}),
         json!({"name":"ask","description":"Asks the client to sample a message","inputSchema": obj(json!({"question":{"type":"string"}}), json!(["question"]))}),
+        json!({"name":"stamp","description":"Returns when the request was read (ns since the epoch)","inputSchema": obj(json!({}), json!([]))}),
         json!({"name":"touch","description":"Creates the file at path (a visible side effect)","inputSchema": obj(json!({"path":{"type":"string"}}), json!(["path"])),
                "annotations":{"destructiveHint":true}}),
         json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),

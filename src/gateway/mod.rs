@@ -83,6 +83,8 @@ struct Inner {
     /// several servers, the first server in id order owns it.
     resources: Mutex<HashMap<String, ServerId>>,
     counter: AtomicU64,
+    /// Milliseconds between "still waiting for approval" progress notifications.
+    keepalive_ms: AtomicU64,
     shutdown: CancellationToken,
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -150,6 +152,7 @@ impl Gateway {
             prompts: Mutex::new(HashMap::new()),
             resources: Mutex::new(HashMap::new()),
             counter: AtomicU64::new(1),
+            keepalive_ms: AtomicU64::new(KEEPALIVE.as_millis() as u64),
             shutdown: CancellationToken::new(),
             watcher: Mutex::new(None),
         });
@@ -161,6 +164,13 @@ impl Gateway {
 
     pub fn hub(&self) -> &HubHandle {
         &self.inner.hub
+    }
+
+    /// How often a held call with a progress token hears it is still waiting (default 5 s).
+    pub fn set_keepalive(&self, every: std::time::Duration) {
+        self.inner
+            .keepalive_ms
+            .store(every.as_millis().max(1) as u64, Ordering::Relaxed);
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
@@ -1192,8 +1202,8 @@ async fn hold(
     let broker = gw.inner.hub.approvals().clone();
     let ask = broker.ask(gate.request, gate.hash, gate.timeout);
     tokio::pin!(ask);
-    let mut keepalive =
-        tokio::time::interval_at(tokio::time::Instant::now() + KEEPALIVE, KEEPALIVE);
+    let every = std::time::Duration::from_millis(gw.inner.keepalive_ms.load(Ordering::Relaxed));
+    let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     let mut beats: u64 = 0;
     let verdict = loop {
         tokio::select! {

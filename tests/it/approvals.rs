@@ -694,3 +694,140 @@ async fn real_filesystem_server_writes_only_with_approval() {
     assert_eq!(text_of(&v), "hi");
     assert!(none_pending(&s));
 }
+
+/// Random interleavings of calls, answers, timeouts, cancels and restarts (seeded, so a
+/// failure names its seed): a gated tool never runs without a matching approval, and every
+/// call that was not cancelled gets exactly one answer.
+#[tokio::test]
+async fn random_interleavings_never_run_a_gated_call_without_approval() {
+    let mut runs = tokio::task::JoinSet::new();
+    for seed in 1..=12u64 {
+        runs.spawn(interleaving(seed));
+    }
+    while let Some(r) = runs.join_next().await {
+        r.unwrap();
+    }
+}
+
+async fn interleaving(seed: u64) {
+    use gatehouse::approval::{Answer, Decider, Scope};
+    use gatehouse::gateway::{Gateway, Out, Outcome};
+    use std::collections::{HashMap, HashSet};
+    use std::sync::{Arc, Mutex};
+
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({"servers": {"fx": fixture(&[])}, "approval": {"default": "always", "timeout_secs": 1}});
+    let th = TestHub::start(&cfg.to_string());
+    wait_state(&th.server("fx"), gatehouse::State::Running, T).await;
+    let gw = Gateway::new(th.hub.clone());
+    gw.refresh_catalog();
+    let session = gw.open_session();
+    let broker = th.hub.approvals().clone();
+    // call number → how many final answers it got
+    let finals: Arc<Mutex<HashMap<u64, u32>>> = Arc::default();
+    let mut approved: HashSet<u64> = HashSet::new();
+    let mut cancelled: HashSet<u64> = HashSet::new();
+    let mut calls: Vec<u64> = Vec::new();
+    let marker = |i: u64| dir.path().join(format!("call-{i}"));
+    let call_of = |r: &gatehouse::approval::ApprovalRequest| -> Option<u64> {
+        let v: Value = serde_json::from_str(r.arguments.get()).ok()?;
+        v["path"].as_str()?.rsplit('-').next()?.parse().ok()
+    };
+    let mut log = Vec::new();
+    for step in 0..14 {
+        match rng.u8(0..10) {
+            0..=3 => {
+                let i = step as u64;
+                calls.push(i);
+                let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"fx__touch","arguments":{"path": marker(i)}}});
+                let out = gw.handle(&session, msg.to_string().as_bytes()).await;
+                let finals = finals.clone();
+                finals.lock().unwrap().insert(i, 0);
+                match out {
+                    Outcome::Stream(mut rx) => {
+                        tokio::spawn(async move {
+                            while let Some(o) = rx.recv().await {
+                                if let Out::Final(_) = o {
+                                    *finals.lock().unwrap().entry(i).or_default() += 1;
+                                }
+                            }
+                        });
+                    }
+                    Outcome::Reply(_) => *finals.lock().unwrap().entry(i).or_default() += 1,
+                    Outcome::Accepted => {}
+                }
+                log.push(format!("call {i}"));
+            }
+            4 | 5 => {
+                let pending = broker.pending();
+                if let Some(r) = pending.get(rng.usize(0..pending.len().max(1))) {
+                    if broker
+                        .answer(&r.id, Answer::Allow(Scope::Once), Decider::Cli)
+                        .is_ok()
+                    {
+                        if let Some(i) = call_of(r) {
+                            approved.insert(i);
+                            log.push(format!("approve {i}"));
+                        }
+                    }
+                }
+            }
+            6 => {
+                let pending = broker.pending();
+                if let Some(r) = pending.get(rng.usize(0..pending.len().max(1))) {
+                    let _ = broker.answer(&r.id, Answer::Deny(Some("no".into())), Decider::Cli);
+                    log.push(format!("deny {:?}", call_of(r)));
+                }
+            }
+            7 => {
+                if let Some(&i) = calls.get(rng.usize(0..calls.len().max(1))) {
+                    let msg = json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": i}});
+                    let _ = gw.handle(&session, msg.to_string().as_bytes()).await;
+                    cancelled.insert(i);
+                    log.push(format!("cancel {i}"));
+                }
+            }
+            8 => {
+                let _ = th.server("fx").restart().await;
+                log.push("restart".into());
+            }
+            _ => {
+                let ms = rng.u64(0..400);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                log.push(format!("sleep {ms}"));
+            }
+        }
+    }
+    // Let everything settle: held calls time out after 1 s.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let done = calls.iter().all(|i| {
+            cancelled.contains(i) || finals.lock().unwrap().get(i).copied().unwrap_or(0) >= 1
+        });
+        if done && broker.pending().is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "seed {seed}: calls never settled; {log:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for &i in &calls {
+        let n = finals.lock().unwrap().get(&i).copied().unwrap_or(0);
+        assert!(n <= 1, "seed {seed}: call {i} got {n} answers; {log:?}");
+        if !cancelled.contains(&i) {
+            assert_eq!(n, 1, "seed {seed}: call {i} got no answer; {log:?}");
+        }
+        if marker(i).exists() {
+            assert!(
+                approved.contains(&i),
+                "seed {seed}: call {i} ran without approval; {log:?}"
+            );
+        }
+    }
+    gw.shutdown().await;
+    th.hub.shutdown().await;
+}

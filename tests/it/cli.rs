@@ -215,7 +215,7 @@ fn serve_and_verbs_end_to_end() {
     for key in ["id", "state", "pid", "restarts", "tools", "last_error"] {
         assert!(a.get(key).is_some(), "status --json lacks {key}: {a}");
     }
-    assert_eq!(a["tools"], 10);
+    assert_eq!(a["tools"], FIXTURE_TOOLS);
     assert_eq!(a["restarts"], 0);
     assert!(a["pid"].is_u64());
     assert_eq!(a["last_error"], Value::Null);
@@ -263,7 +263,7 @@ fn serve_and_verbs_end_to_end() {
     assert_eq!(echo["title"], "Echo");
     assert_eq!(echo["annotations"], json!({"readOnlyHint": true}));
     let all = env.json(&["tools", "--json"]);
-    assert_eq!(all.as_array().unwrap().len(), 20);
+    assert_eq!(all.as_array().unwrap().len(), 2 * FIXTURE_TOOLS);
     let human = env.run(&["status"]);
     assert!(String::from_utf8_lossy(&human.stdout).contains("running"));
 

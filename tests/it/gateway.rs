@@ -371,7 +371,7 @@ async fn results_and_definitions_pass_through_byte_for_byte() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), FIXTURE_TOOLS);
     assert!(names.iter().all(|n| n.starts_with("fx__")), "{names:?}");
 
     // Arguments reach the server untouched (a float that f32 or f64 rounding would change).
@@ -594,7 +594,7 @@ async fn a_restart_shows_up_as_list_changed_and_the_tools_come_back() {
     loop {
         let list: Value =
             serde_json::from_str(&g.rpc(&sid, 3, "tools/list", json!({})).await).unwrap();
-        if list["result"]["tools"].as_array().unwrap().len() == 10 {
+        if list["result"]["tools"].as_array().unwrap().len() == FIXTURE_TOOLS {
             break;
         }
         assert!(Instant::now() < deadline, "tools did not come back: {list}");
@@ -766,4 +766,52 @@ async fn connect_bridges_a_stdio_client_to_the_running_hub() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("gatehouse serve"));
     g.stop().await;
     let _ = control_task.await;
+}
+
+#[tokio::test]
+async fn a_held_call_hears_progress_until_the_person_answers() {
+    let cfg = json!({"servers": {"fx": fixture(&[])}, "approval": {"default": "always", "timeout_secs": 30}});
+    let g = Gw::start(&cfg.to_string()).await;
+    g.gw.set_keepalive(Duration::from_millis(100));
+    let sid = g.session().await;
+    let mut events = g.th.hub.events();
+    let resp = g
+        .post(Some(&sid), &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"held"},"_meta":{"progressToken":"tok-1"}}}))
+        .send();
+    let resp = tokio::spawn(resp);
+    // The request is published for approvers; after a few keepalives, the person allows it.
+    let id = loop {
+        match tokio::time::timeout(T, events.recv())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            gatehouse::events::Event::ApprovalRequested(r) => break r.id,
+            _ => continue,
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    g.th.hub
+        .approvals()
+        .answer(
+            &id,
+            gatehouse::approval::Answer::Allow(gatehouse::approval::Scope::Once),
+            gatehouse::approval::Decider::Ui,
+        )
+        .unwrap();
+    let resp = resp.await.unwrap().unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let msgs = sse_messages(&resp.text().await.unwrap());
+    let waiting: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(waiting.len() >= 2, "{msgs:?}");
+    for (i, w) in waiting.iter().enumerate() {
+        assert_eq!(w["params"]["progressToken"], "tok-1");
+        assert_eq!(w["params"]["progress"], i as u64 + 1, "progress increases");
+        assert_eq!(w["params"]["message"], "Waiting for approval in Gatehouse");
+    }
+    assert_eq!(msgs.last().unwrap()["result"]["content"][0]["text"], "held");
+    g.stop().await;
 }

@@ -24,8 +24,8 @@ async fn runs_only_after_initialize_and_full_tools_list() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(h.status().state, State::Starting);
     let s = wait_state(&h, State::Running, T).await;
-    assert_eq!(s.tools, 10 + 3);
-    assert_eq!(h.tools().len(), 13);
+    assert_eq!(s.tools, FIXTURE_TOOLS + 3);
+    assert_eq!(h.tools().len(), FIXTURE_TOOLS + 3);
     assert_eq!(s.server_name.as_deref(), Some("gatehouse-fixture"));
     assert_eq!(
         call_tool(&h, "echo", json!({"text": "hi"})).await.unwrap(),

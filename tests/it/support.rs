@@ -15,6 +15,8 @@ use gatehouse::{Hub, HubHandle, HubOptions, ServerStatus, State};
 
 pub const FIXTURE: &str = env!("CARGO_BIN_EXE_gatehouse-fixture");
 pub const GATEHOUSE: &str = env!("CARGO_BIN_EXE_gatehouse");
+/// How many tools the fixture lists without `--tools N` (src/bin/fixture.rs, `tools()`).
+pub const FIXTURE_TOOLS: usize = 11;
 
 /// Short timings so lifecycle tests take seconds, not minutes. The real numbers are unit-tested.
 pub fn fast_tuning() -> Tuning {
