@@ -31,3 +31,5 @@ test: peers lint
 
 bench: peers
 	cargo bench --bench supervisor
+	cargo bench --bench gateway
+	cargo bench --bench approvals
