@@ -462,24 +462,9 @@ impl Gateway {
         id: &RawValue,
         params: Option<&RawValue>,
     ) -> Outcome {
-        let Some(mut p) = params
-            .and_then(|p| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(p.get()).ok())
-        else {
-            return Outcome::Reply(error_line(
-                id.get(),
-                INVALID_PARAMS,
-                "Invalid params: tools/call needs {\"name\": …, \"arguments\": {…}}",
-            ));
-        };
-        let Some(name) = p
-            .get("name")
-            .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
-        else {
-            return Outcome::Reply(error_line(
-                id.get(),
-                INVALID_PARAMS,
-                "Invalid params: tools/call needs a \"name\"",
-            ));
+        let (mut p, name) = match member_params(id, params, "tools/call", "name") {
+            Ok(x) => x,
+            Err(reply) => return reply,
         };
         let catalog = self.catalog();
         let Some(entry) = catalog.lookup(&name) else {
@@ -681,24 +666,9 @@ impl Gateway {
         id: &RawValue,
         params: Option<&RawValue>,
     ) -> Outcome {
-        let Some(mut p) = params
-            .and_then(|p| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(p.get()).ok())
-        else {
-            return Outcome::Reply(error_line(
-                id.get(),
-                INVALID_PARAMS,
-                "Invalid params: prompts/get needs {\"name\": …}",
-            ));
-        };
-        let Some(name) = p
-            .get("name")
-            .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
-        else {
-            return Outcome::Reply(error_line(
-                id.get(),
-                INVALID_PARAMS,
-                "Invalid params: prompts/get needs a \"name\"",
-            ));
+        let (mut p, name) = match member_params(id, params, "prompts/get", "name") {
+            Ok(x) => x,
+            Err(reply) => return reply,
         };
         let Some((server, prompt)) = self.resolve_prompt(&name) else {
             return Outcome::Reply(error_line(
@@ -738,24 +708,9 @@ impl Gateway {
         method: &'static str,
         params: Option<&RawValue>,
     ) -> Outcome {
-        let Some(p) = params
-            .and_then(|p| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(p.get()).ok())
-        else {
-            return Outcome::Reply(error_line(
-                id.get(),
-                INVALID_PARAMS,
-                &format!("Invalid params: {method} needs {{\"uri\": …}}"),
-            ));
-        };
-        let Some(uri) = p
-            .get("uri")
-            .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
-        else {
-            return Outcome::Reply(error_line(
-                id.get(),
-                INVALID_PARAMS,
-                &format!("Invalid params: {method} needs a \"uri\""),
-            ));
+        let (p, uri) = match member_params(id, params, method, "uri") {
+            Ok(x) => x,
+            Err(reply) => return reply,
         };
         let Some(server) = self.resource_owner(&uri).await else {
             return Outcome::Reply(error_line(
@@ -1241,6 +1196,32 @@ async fn hold(
             Decider::Policy,
         ),
     }
+}
+
+/// A request's params as raw members, plus the one string member `key` it cannot do without
+/// (`name`, `uri`); a missing or malformed one is answered with -32602.
+#[allow(clippy::result_large_err)]
+fn member_params(
+    id: &RawValue,
+    params: Option<&RawValue>,
+    method: &str,
+    key: &str,
+) -> Result<(BTreeMap<String, Box<RawValue>>, String), Outcome> {
+    let invalid = || {
+        Outcome::Reply(error_line(
+            id.get(),
+            INVALID_PARAMS,
+            &format!("Invalid params: {method} needs a string \"{key}\""),
+        ))
+    };
+    let p = params
+        .and_then(|p| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(p.get()).ok())
+        .ok_or_else(invalid)?;
+    let value = p
+        .get(key)
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .ok_or_else(invalid)?;
+    Ok((p, value))
 }
 
 /// All pages of a list method from one server; the items raw.

@@ -11,6 +11,7 @@ use crate::support::*;
 const T: Duration = Duration::from_secs(20);
 
 /// An MCP client session on the served gateway.
+#[derive(Clone)]
 struct Client {
     http: reqwest::Client,
     url: String,
@@ -147,12 +148,7 @@ async fn held_calls_follow_the_persons_answers() {
 
     // Flagged (despite readOnlyHint): held; the request shows server, tool, client, exact arguments.
     let call = tokio::spawn({
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         async move {
             c.call(
                 2,
@@ -190,12 +186,7 @@ async fn held_calls_follow_the_persons_answers() {
     let marker = dir.path().join("touched");
     let args = json!({"path": marker});
     let call = tokio::spawn({
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         async move { c.call(3, "fx__touch", args).await }
     });
     let r = pending(&s, "fx__touch").await;
@@ -227,12 +218,7 @@ async fn held_calls_follow_the_persons_answers() {
 
     // Session scope: this session is not asked again; another session is.
     let call = tokio::spawn({
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         async move { c.call(5, "fx__echo", json!({"text": "s1"})).await }
     });
     let r = pending(&s, "fx__echo").await;
@@ -306,12 +292,7 @@ async fn a_cancelled_request_disappears_and_never_runs() {
     let c = Client::connect(&s, "canceller").await;
     let marker = dir.path().join("never");
     let call = tokio::spawn({
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         let args = json!({"path": marker});
         async move { c.call(41, "fx__touch", args).await }
     });
@@ -365,12 +346,7 @@ async fn always_survives_a_restart_until_the_definition_changes() {
     let s = serve(dir.path(), &cfg_v1, &["fx"]).await;
     let c = Client::connect(&s, "c").await;
     let call = tokio::spawn({
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         async move { c.call(1, "fx__echo", json!({"text": "first"})).await }
     });
     let r = pending(&s, "fx__echo").await;
@@ -418,12 +394,7 @@ async fn always_survives_a_restart_until_the_definition_changes() {
     }
     let c = Client::connect(&s, "c3").await;
     let call = tokio::spawn({
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         async move { c.call(3, "fx__echo", json!({"text": "changed"})).await }
     });
     let r = pending(&s, "fx__echo").await;
@@ -614,12 +585,7 @@ async fn real_filesystem_server_writes_only_with_approval() {
     let c = Client::connect(&s, "agent").await;
     let file = |n: &str| scratch.join(n);
     let write = |id: u64, name: &str| {
-        let c = Client {
-            http: c.http.clone(),
-            url: c.url.clone(),
-            token: c.token.clone(),
-            sid: c.sid.clone(),
-        };
+        let c = c.clone();
         let path = file(name);
         tokio::spawn(async move {
             c.call(id, "fs__write_file", json!({"path": path, "content": "hi"}))

@@ -8,18 +8,8 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-fn peer(rel: &str) -> String {
-    let p = peers_dir().join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/install-peers.sh (make test does)",
-        p.display()
-    );
-    p.to_string_lossy().into_owned()
-}
-
 fn python() -> String {
-    peer("venv/bin/python")
+    peer_bin("venv/bin/python")
 }
 
 fn clients_script(name: &str) -> String {
@@ -47,15 +37,15 @@ fn peers_config(scratch: &Path) -> String {
     config(&[
         (
             "everything",
-            json!({"command": peer("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}),
+            json!({"command": peer_bin("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}),
         ),
         (
             "fs",
-            json!({"command": peer("npm/node_modules/.bin/mcp-server-filesystem"), "args": [scratch]}),
+            json!({"command": peer_bin("npm/node_modules/.bin/mcp-server-filesystem"), "args": [scratch]}),
         ),
         (
             "time",
-            json!({"command": peer("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
+            json!({"command": peer_bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
         ),
     ])
 }
@@ -122,7 +112,7 @@ async fn real_clients_get_what_a_direct_connection_gets() {
             "everything",
             "echo",
             vec![
-                peer("npm/node_modules/.bin/mcp-server-everything"),
+                peer_bin("npm/node_modules/.bin/mcp-server-everything"),
                 "stdio".into(),
             ],
         ),
@@ -130,7 +120,7 @@ async fn real_clients_get_what_a_direct_connection_gets() {
             "fs",
             "read_text_file",
             vec![
-                peer("npm/node_modules/.bin/mcp-server-filesystem"),
+                peer_bin("npm/node_modules/.bin/mcp-server-filesystem"),
                 scratch.to_string_lossy().into_owned(),
             ],
         ),
@@ -138,7 +128,7 @@ async fn real_clients_get_what_a_direct_connection_gets() {
             "time",
             "convert_time",
             vec![
-                peer("venv/bin/mcp-server-time"),
+                peer_bin("venv/bin/mcp-server-time"),
                 "--local-timezone".into(),
                 "UTC".into(),
             ],

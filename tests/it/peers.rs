@@ -8,16 +8,6 @@ use serde_json::json;
 
 use crate::support::*;
 
-fn bin(rel: &str) -> String {
-    let p = peers_dir().join(rel);
-    assert!(
-        p.exists(),
-        "{} is missing: run scripts/install-peers.sh (make test does)",
-        p.display()
-    );
-    p.to_string_lossy().into_owned()
-}
-
 #[tokio::test]
 #[ignore = "needs the real peers: run `make test`"]
 async fn real_peers_reach_running_with_their_real_tool_counts() {
@@ -26,15 +16,15 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
         &config(&[
             (
                 "everything",
-                json!({"command": bin("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}),
+                json!({"command": peer_bin("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}),
             ),
             (
                 "fs",
-                json!({"command": bin("npm/node_modules/.bin/mcp-server-filesystem"), "args": [scratch.path()]}),
+                json!({"command": peer_bin("npm/node_modules/.bin/mcp-server-filesystem"), "args": [scratch.path()]}),
             ),
             (
                 "time",
-                json!({"command": bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
+                json!({"command": peer_bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
             ),
         ]),
         gatehouse::Tuning::default(),
@@ -87,7 +77,7 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
 async fn a_real_peer_recovers_from_kill_9() {
     let th = TestHub::start(&config(&[(
         "time",
-        json!({"command": bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
+        json!({"command": peer_bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
     )]));
     let h = th.server("time");
     let pid = wait_state(&h, State::Running, Duration::from_secs(60))

@@ -163,6 +163,17 @@ pub async fn call_tool(
     }
 }
 
+/// A file of the installed peers, which must exist (`make test` installs them).
+pub fn peer_bin(rel: &str) -> String {
+    let p = peers_dir().join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-peers.sh (make test does)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
+}
+
 /// Where `make test` installed the real peers (PEERS.md).
 pub fn peers_dir() -> PathBuf {
     std::env::var_os("GATEHOUSE_PEERS_DIR")
