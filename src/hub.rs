@@ -10,12 +10,12 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
-use crate::activity::{ActivityLog, NoRedaction};
+use crate::activity::ActivityLog;
 use crate::approval::ApprovalBroker;
 use crate::config::{Config, ServerId};
 use crate::events::{Event, EventBus};
 use crate::naming::exposed_name;
-use crate::secrets::{NoSecretStore, SecretSource};
+use crate::secrets::{NoSecretStore, Redactions, SecretSource};
 use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
 
 pub struct HubOptions {
@@ -75,13 +75,15 @@ impl Hub {
             Some(opts.data_dir.join("approvals.json")),
             opts.deny_unattended,
         );
+        let redactions = Arc::new(Redactions::default());
         let ctx = Arc::new(Context {
             bus: bus.clone(),
             secrets: opts.secrets,
+            redactions: redactions.clone(),
             log_dir: Some(opts.data_dir.join("logs")),
             tuning: opts.tuning,
         });
-        let activity = ActivityLog::open(opts.data_dir.join("activity.db"), Arc::new(NoRedaction));
+        let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
         let inner = Arc::new(Inner {
             bus,
             approvals,

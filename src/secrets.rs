@@ -42,3 +42,68 @@ impl SecretSource for MemorySecretStore {
             })
     }
 }
+
+/// Every secret value resolved so far, kept in memory only, so that anything about to be stored
+/// or shown (activity rows, server logs, error texts) can be masked as `[secret:NAME]`.
+#[derive(Default)]
+pub struct Redactions {
+    /// (name, form of the value to find). Guards one registration or one masking pass.
+    values: std::sync::RwLock<Vec<(String, String)>>,
+}
+
+/// Values shorter than this are not masked: masking "a" would mangle every text.
+const MIN_MASKED_LEN: usize = 4;
+
+impl Redactions {
+    pub fn register(&self, name: &str, value: &str) {
+        if value.len() < MIN_MASKED_LEN {
+            return;
+        }
+        // Also the JSON-escaped form: arguments and events are JSON text.
+        let escaped = crate::jsonrpc::json_string(value);
+        let escaped = escaped[1..escaped.len() - 1].to_owned();
+        let mut v = self.values.write().unwrap_or_else(|e| e.into_inner());
+        for form in [value.to_owned(), escaped] {
+            if !v.iter().any(|(n, f)| n == name && *f == form) {
+                v.push((name.to_owned(), form));
+            }
+        }
+        // Longest first, so a value containing another is masked whole.
+        v.sort_by_key(|(_, f)| std::cmp::Reverse(f.len()));
+    }
+
+    pub fn mask(&self, text: &str) -> String {
+        let v = self.values.read().unwrap_or_else(|e| e.into_inner());
+        let mut out = text.to_owned();
+        for (name, form) in v.iter() {
+            if out.contains(form.as_str()) {
+                out = out.replace(form.as_str(), &format!("[secret:{name}]"));
+            }
+        }
+        out
+    }
+}
+
+impl crate::activity::Redactor for Redactions {
+    fn redact(&self, text: &str) -> String {
+        self.mask(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_raw_and_json_escaped_values_but_not_tiny_ones() {
+        let r = Redactions::default();
+        r.register("token", "sk-\"live\"-123");
+        r.register("pin", "12");
+        assert_eq!(r.mask("key sk-\"live\"-123 end"), "key [secret:token] end");
+        assert_eq!(
+            r.mask(r#"{"k":"sk-\"live\"-123"}"#),
+            r#"{"k":"[secret:token]"}"#
+        );
+        assert_eq!(r.mask("pin 12"), "pin 12");
+    }
+}

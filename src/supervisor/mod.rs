@@ -121,6 +121,8 @@ impl Default for Tuning {
 pub struct Context {
     pub bus: EventBus,
     pub secrets: Arc<dyn SecretSource>,
+    /// Resolved secret values, masked in everything stored or shown.
+    pub redactions: Arc<crate::secrets::Redactions>,
     pub log_dir: Option<PathBuf>,
     pub tuning: Tuning,
 }
@@ -150,6 +152,7 @@ struct Shared {
     /// The `capabilities` object of the server's `initialize` result while running.
     capabilities: Mutex<Option<Arc<serde_json::Value>>>,
     logs: LogStore,
+    redactions: Arc<crate::secrets::Redactions>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -192,6 +195,7 @@ impl ServerHandle {
             tools: Mutex::new(Arc::new(Vec::new())),
             capabilities: Mutex::new(None),
             logs: LogStore::new(log_file),
+            redactions: ctx.redactions.clone(),
         });
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
         let actor = Actor {
@@ -527,7 +531,13 @@ impl Actor {
             }
         };
         // Secrets are resolved at spawn time only, off the async threads.
-        let env = match resolve_env(&transport.env, self.ctx.secrets.clone()).await {
+        let env = match resolve_env(
+            &transport.env,
+            self.ctx.secrets.clone(),
+            self.ctx.redactions.clone(),
+        )
+        .await
+        {
             Ok(env) => env,
             Err(msg) => {
                 self.fail(msg, true, None);
@@ -970,6 +980,7 @@ async fn finish_tasks(mut tasks: JoinSet<()>) {
 }
 
 fn push_log(shared: &Shared, bus: &EventBus, stream: LogStream, line: String) {
+    let line = shared.redactions.mask(&line);
     let line = LogLine {
         server: shared.id.to_string(),
         stream,
@@ -983,6 +994,7 @@ fn push_log(shared: &Shared, bus: &EventBus, stream: LogStream, line: String) {
 async fn resolve_env(
     env: &BTreeMap<String, EnvValue>,
     secrets: Arc<dyn SecretSource>,
+    redactions: Arc<crate::secrets::Redactions>,
 ) -> Result<BTreeMap<String, String>, String> {
     if env.values().all(|v| matches!(v, EnvValue::Plain(_))) {
         // Nothing to look up: no trip to a blocking thread.
@@ -1002,6 +1014,7 @@ async fn resolve_env(
                 EnvValue::Plain(s) => s,
                 EnvValue::Secret { secret, prefix } => {
                     let value = secrets.get(&secret).map_err(|e| e.to_string())?;
+                    redactions.register(&secret, &value);
                     format!("{}{}", prefix.unwrap_or_default(), value)
                 }
             };

@@ -797,3 +797,76 @@ async fn interleaving(seed: u64) {
     gw.shutdown().await;
     th.hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn secret_values_in_arguments_are_stored_redacted() {
+    use gatehouse::gateway::{Gateway, Out, Outcome};
+    let secret = "sk-live-0123456789abcdef";
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({
+        "servers": {"fx": {"command": FIXTURE, "env": {"API_KEY": {"secret": "api-key"}}}},
+        "approval": {"default": "flagged-only"}
+    });
+    let config = gatehouse::Config::parse(&cfg.to_string(), "t".as_ref()).unwrap();
+    let mut opts = gatehouse::HubOptions::new(dir.path().to_owned());
+    // The keychain store arrives with the secrets issue; the in-memory one stands in here.
+    opts.secrets = std::sync::Arc::new(gatehouse::secrets::MemorySecretStore(
+        [("api-key".to_owned(), secret.to_owned())].into(),
+    ));
+    let hub = gatehouse::Hub::start(config, opts);
+    wait_state(&hub.server("fx").unwrap(), gatehouse::State::Running, T).await;
+    let gw = Gateway::new(hub.clone());
+    gw.refresh_catalog();
+    let session = gw.open_session();
+    let call = |id: u64, tool: &str, args: Value| {
+        let gw = gw.clone();
+        let session = session.clone();
+        let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}).to_string();
+        async move {
+            let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await else {
+                panic!("not forwarded")
+            };
+            let mut last = Vec::new();
+            while let Some(o) = rx.recv().await {
+                if let Out::Final(l) = o {
+                    last = l;
+                }
+            }
+            String::from_utf8(last).unwrap()
+        }
+    };
+    // The child got the value in its env (results pass through untouched).
+    assert!(call(1, "fx__getenv", json!({"name": "API_KEY"}))
+        .await
+        .contains(secret));
+    // A call whose arguments carry the value.
+    call(
+        2,
+        "fx__echo",
+        json!({"text": format!("use {secret} please")}),
+    )
+    .await;
+    let deadline = Instant::now() + T;
+    let rows = loop {
+        let rows = hub.activity().recent(10, None).await.unwrap();
+        if rows.len() >= 2 || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        rows[0].arguments,
+        "{\"text\":\"use [secret:api-key] please\"}"
+    );
+    assert!(rows.iter().all(|r| !r.arguments.contains(secret)));
+    gw.shutdown().await;
+    hub.shutdown().await;
+    for f in ["activity.db", "activity.db-wal"] {
+        let bytes = std::fs::read(dir.path().join(f)).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "{f} holds the raw value"
+        );
+    }
+}
