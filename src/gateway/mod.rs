@@ -588,19 +588,11 @@ impl Gateway {
         arguments: Option<&RawValue>,
     ) -> Result<Admission, String> {
         let config = self.inner.hub.config();
-        let def = server
-            .tools()
-            .iter()
-            .find(|t| t.name == tool)
-            .map(|t| t.raw.clone());
-        let def_raw = def.as_ref().map_or("{}", |d| d.get());
+        let def = server.tools().iter().find(|t| t.name == tool).cloned();
+        let def_raw = def.as_ref().map_or("{}", |d| d.raw.get());
+        let read_only = def.as_ref().is_some_and(|d| d.read_only);
         let decision = match config.servers.get(server.id()) {
-            Some(cfg) => policy::evaluate(
-                cfg,
-                config.approval.default,
-                tool,
-                policy::read_only_hint(def_raw),
-            ),
+            Some(cfg) => policy::evaluate(cfg, config.approval.default, tool, read_only),
             None => Decision::Ask,
         };
         match decision {
@@ -924,10 +916,8 @@ impl Gateway {
                 }
             }
         }
-        let params = match serde_json::to_string(&params)
-            .ok()
-            .and_then(|p| RawValue::from_string(p).ok())
-        {
+        // Serialised straight into a RawValue: the members are raw already, no re-validation.
+        let params = match serde_json::value::to_raw_value(&params).ok() {
             Some(p) => p,
             None => return Outcome::Reply(error_line(id.get(), INVALID_PARAMS, "Invalid params")),
         };

@@ -91,6 +91,8 @@ pub struct ServerStatus {
 pub struct ToolDef {
     pub name: String,
     pub raw: Arc<RawValue>,
+    /// `annotations.readOnlyHint` is literally `true` (read once, when the list is fetched).
+    pub read_only: bool,
 }
 
 /// Timing knobs. Production uses [`Tuning::default`] (DESIGN §3); tests and benches shrink them.
@@ -1124,6 +1126,7 @@ async fn list_tools(peer: &RpcPeer) -> Result<Vec<ToolDef>, String> {
                 .map_err(|e| format!("the server listed a tool without a name: {e}"))?;
             tools.push(ToolDef {
                 name: named.name,
+                read_only: crate::approval::policy::read_only_hint(raw.get()),
                 raw: Arc::from(raw),
             });
         }
