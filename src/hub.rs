@@ -88,6 +88,7 @@ impl Hub {
             bus,
             approvals,
             activity,
+            redactions: ctx.redactions.clone(),
             ctx,
             config_path: opts.config_path,
             state: Mutex::new(HubState {
@@ -113,6 +114,7 @@ struct Inner {
     bus: EventBus,
     approvals: ApprovalBroker,
     activity: ActivityLog,
+    redactions: Arc<Redactions>,
     ctx: Arc<Context>,
     config_path: Option<PathBuf>,
     /// Guards one lookup or one change of the server table; never held across `.await`.
@@ -167,6 +169,11 @@ impl HubHandle {
 
     pub fn bus(&self) -> &EventBus {
         &self.inner.bus
+    }
+
+    /// Resolved secret values, for masking anything shown or stored.
+    pub fn redactions(&self) -> &Redactions {
+        &self.inner.redactions
     }
 
     /// The activity log of routed calls.

@@ -638,9 +638,8 @@ impl Gateway {
             title,
             description: text("description"),
             annotations,
-            arguments: arguments
-                .map(|a| a.to_owned())
-                .unwrap_or_else(|| RawValue::from_string("{}".into()).unwrap_or_default()),
+            // Approvers see the arguments with known secret values masked, never the values.
+            arguments: masked_arguments(self.inner.hub.redactions(), arguments),
             requested_at: now,
             expires_at: now + timeout.as_millis() as u64,
             changed,
@@ -1254,6 +1253,19 @@ fn not_running(server: &ServerHandle, tool: &str) -> String {
         text.push_str(&format!(" Last error: {e}"));
     }
     text
+}
+
+fn masked_arguments(
+    redactions: &crate::secrets::Redactions,
+    arguments: Option<&RawValue>,
+) -> Box<RawValue> {
+    let raw = arguments.map_or("{}", |a| a.get());
+    let masked = redactions.mask(raw);
+    RawValue::from_string(masked)
+        .or_else(|_| {
+            RawValue::from_string("{\"(hidden)\":\"the arguments contain a secret value\"}".into())
+        })
+        .unwrap_or_default()
 }
 
 /// An `isError: true` tool result with one text.

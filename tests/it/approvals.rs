@@ -860,6 +860,40 @@ async fn secret_values_in_arguments_are_stored_redacted() {
         "{\"text\":\"use [secret:api-key] please\"}"
     );
     assert!(rows.iter().all(|r| !r.arguments.contains(secret)));
+
+    // An approver never sees the value either: a held call's request shows it masked.
+    let mut cfg2 = hub.config().as_ref().clone();
+    cfg2.approval.default = gatehouse::config::ApprovalDefault::Always;
+    cfg2.approval.timeout_secs = 30;
+    hub.apply_config(cfg2).await.unwrap();
+    let mut events = hub.events();
+    let held = tokio::spawn(call(
+        3,
+        "fx__echo",
+        json!({"text": format!("again {secret}")}),
+    ));
+    let request = loop {
+        match tokio::time::timeout(T, events.recv())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            gatehouse::events::Event::ApprovalRequested(r) => break r,
+            _ => continue,
+        }
+    };
+    assert_eq!(
+        request.arguments.get(),
+        "{\"text\":\"again [secret:api-key]\"}"
+    );
+    hub.approvals()
+        .answer(
+            &request.id,
+            gatehouse::approval::Answer::Deny(None),
+            gatehouse::approval::Decider::Cli,
+        )
+        .unwrap();
+    let _ = held.await;
     gw.shutdown().await;
     hub.shutdown().await;
     for f in ["activity.db", "activity.db-wal"] {
