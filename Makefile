@@ -26,8 +26,9 @@ lint:
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 
+# The whole suite runs in a private D-Bus session with a fresh gnome-keyring (keychain tests).
 test: peers lint
-	cargo test -- --include-ignored
+	scripts/with-keyring.sh cargo test -- --include-ignored
 
 bench: peers
 	cargo bench --bench supervisor

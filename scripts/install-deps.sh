@@ -20,6 +20,9 @@ have_cmd node || missing+=(nodejs)
 have_cmd npm || missing+=(npm)
 have_cmd python3 || missing+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+# The keychain tests run a private D-Bus session with an unlocked gnome-keyring (PEERS.md).
+have_cmd dbus-run-session || missing+=(dbus dbus-bin)
+have_cmd gnome-keyring-daemon || missing+=(gnome-keyring)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -59,6 +59,12 @@ pub enum Request {
     Forget {
         target: String,
     },
+    /// Secret names the config references, with the servers using each (never values).
+    Secrets,
+    /// A secret was set or removed: restart the servers that use it.
+    SecretChanged {
+        name: String,
+    },
     /// Recent routed calls, newest first.
     Activity {
         #[serde(default)]
@@ -284,6 +290,8 @@ async fn handle_conn(
             ),
         },
         Request::Approvals => Response::ok(hub.approvals().pending()),
+        Request::Secrets => Response::ok(hub.secret_users()),
+        Request::SecretChanged { name } => Response::ok(hub.secret_changed(&name).await),
         Request::Activity { limit, server } => {
             match hub.activity().recent(limit.unwrap_or(50), server).await {
                 Ok(rows) => Response::ok(rows),

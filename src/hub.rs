@@ -286,6 +286,33 @@ impl HubHandle {
         Ok(())
     }
 
+    /// Secret names referenced by the config, each with the servers that use it.
+    pub fn secret_users(&self) -> BTreeMap<String, Vec<String>> {
+        let config = self.config();
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (id, server) in &config.servers {
+            for name in server.secret_refs() {
+                out.entry(name.to_owned()).or_default().push(id.to_string());
+            }
+        }
+        out
+    }
+
+    /// A secret was set or removed: restarts the servers that use it (unless stopped on purpose).
+    /// Returns their ids.
+    pub async fn secret_changed(&self, name: &str) -> Vec<String> {
+        let users = self.secret_users().remove(name).unwrap_or_default();
+        let mut restarted = Vec::new();
+        for id in users {
+            if let Ok(h) = self.server(&id) {
+                if h.status().state != crate::State::Stopped && h.restart().await.is_ok() {
+                    restarted.push(id);
+                }
+            }
+        }
+        restarted
+    }
+
     /// Re-reads the config file the hub was started from.
     pub async fn reload(&self) -> Result<(), HubError> {
         let path = self.inner.config_path.clone().ok_or_else(|| {

@@ -62,6 +62,11 @@ enum Cmd {
         #[arg(long, default_value = "once")]
         scope: gatehouse::approval::Scope,
     },
+    /// Manage secrets in the OS keychain (values never on the command line)
+    Secret {
+        #[command(subcommand)]
+        cmd: SecretCmd,
+    },
     /// Show recent routed calls: decision, who decided, duration, outcome
     Activity {
         #[arg(long)]
@@ -112,6 +117,22 @@ enum Cmd {
     },
     /// Re-read the config file of the running hub
     Reload,
+}
+
+#[derive(Subcommand)]
+enum SecretCmd {
+    /// Store a value: from stdin, or typed at a hidden prompt on a terminal
+    Set { name: String },
+    /// Remove a value
+    Rm { name: String },
+    /// List the secrets the config references: set or not, and which servers use each
+    Ls {
+        #[arg(long)]
+        json: bool,
+        /// Config to read when no hub is running (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -191,10 +212,12 @@ async fn serve(
     let mut opts = HubOptions::new(data_dir.clone());
     opts.config_path = Some(config_path);
     opts.deny_unattended = deny_unattended;
+    let keychain = gatehouse::secrets::KeychainStore::start();
+    opts.secrets = std::sync::Arc::new(keychain.clone());
     let result = if stdio {
         run_stdio(config, opts, control_path).await
     } else {
-        run_hub(config, opts, control_path).await
+        run_hub(config, opts, keychain, control_path).await
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -205,14 +228,26 @@ async fn serve(
     }
 }
 
-async fn run_hub(config: Config, opts: HubOptions, control_path: PathBuf) -> anyhow::Result<()> {
+async fn run_hub(
+    config: Config,
+    opts: HubOptions,
+    keychain: gatehouse::secrets::KeychainStore,
+    control_path: PathBuf,
+) -> anyhow::Result<()> {
     let data_dir = opts.data_dir.clone();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
     // Bind everything first: if another hub runs, nothing gets started.
     let control = ControlServer::bind(&control_path).await?;
     let listener = gateway::http::bind(config.gateway.listen).await?;
-    let token = gateway::token::load_or_create(&data_dir)?;
+    let token = {
+        let dir = data_dir.clone();
+        tokio::task::spawn_blocking(move || {
+            gateway::token::load_or_create_in_keychain(&keychain, &dir)
+        })
+        .await
+        .context("reading the gateway token")??
+    };
     let addr = listener
         .local_addr()
         .context("reading the gateway address")?;
@@ -392,6 +427,7 @@ async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 print_approvals(&v);
             }
         }),
+        Cmd::Secret { cmd } => secret(&client, cmd).await,
         Cmd::Activity {
             json,
             limit,
@@ -459,6 +495,135 @@ async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
             eprintln!("gatehouse: {msg}");
             ExitCode::from(1)
         }
+    }
+}
+
+async fn secret(client: &ControlClient, cmd: SecretCmd) -> Result<(), String> {
+    let keychain = gatehouse::secrets::KeychainStore::start();
+    match cmd {
+        SecretCmd::Set { name } => {
+            gatehouse::config::validate_secret_name(&name)?;
+            let value = read_secret_value(&name)?;
+            let k = keychain.clone();
+            let n = name.clone();
+            tokio::task::spawn_blocking(move || k.set(&n, &value))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            println!("secret {name} is set");
+            tell_hub(client, &name).await;
+            Ok(())
+        }
+        SecretCmd::Rm { name } => {
+            let k = keychain.clone();
+            let n = name.clone();
+            let had = tokio::task::spawn_blocking(move || k.delete(&n))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            println!(
+                "secret {name} {}",
+                if had { "is removed" } else { "was not set" }
+            );
+            tell_hub(client, &name).await;
+            Ok(())
+        }
+        SecretCmd::Ls { json, config } => {
+            let users: std::collections::BTreeMap<String, Vec<String>> =
+                match call(client, Request::Secrets).await {
+                    Ok(v) => serde_json::from_value(v).map_err(|e| e.to_string())?,
+                    Err(_) => {
+                        let path = config.unwrap_or_else(config::default_config_path);
+                        let cfg = Config::load(&path).map_err(|e| e.to_string())?;
+                        let mut m = std::collections::BTreeMap::<String, Vec<String>>::new();
+                        for (id, s) in &cfg.servers {
+                            for n in s.secret_refs() {
+                                m.entry(n.to_owned()).or_default().push(id.to_string());
+                            }
+                        }
+                        m
+                    }
+                };
+            let k = keychain.clone();
+            let rows = tokio::task::spawn_blocking(move || {
+                users
+                    .into_iter()
+                    .map(|(name, servers)| {
+                        let set = k.is_set(&name).map_err(|e| e.to_string());
+                        (name, set, servers)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            if json {
+                let v: Vec<Value> = rows
+                    .iter()
+                    .map(|(n, set, servers)| match set {
+                        Ok(s) => serde_json::json!({"name": n, "set": s, "servers": servers}),
+                        Err(e) => serde_json::json!({"name": n, "set": null, "error": e, "servers": servers}),
+                    })
+                    .collect();
+                print_json(&Value::Array(v));
+            } else if rows.is_empty() {
+                println!("The config references no secrets. Use {{\"secret\": \"NAME\"}} in a server's env or headers.");
+            } else {
+                println!("{:<32} {:<8} USED BY", "NAME", "SET");
+                for (n, set, servers) in rows {
+                    let set = match set {
+                        Ok(true) => "yes".to_owned(),
+                        Ok(false) => "no".to_owned(),
+                        Err(e) => format!("? ({e})"),
+                    };
+                    println!("{n:<32} {set:<8} {}", servers.join(", "));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The value comes from stdin (piped) or a hidden prompt (terminal); never from argv.
+fn read_secret_value(name: &str) -> Result<String, String> {
+    use std::io::{IsTerminal, Read};
+    let value = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("Value for {name} (not shown): "))
+            .map_err(|e| e.to_string())?
+    } else {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| e.to_string())?;
+        let trimmed = s.strip_suffix('\n').unwrap_or(&s);
+        trimmed.strip_suffix('\r').unwrap_or(trimmed).to_owned()
+    };
+    if value.is_empty() {
+        return Err(format!(
+            "no value given for {name}: pipe it on stdin or type it at the prompt"
+        ));
+    }
+    Ok(value)
+}
+
+async fn tell_hub(client: &ControlClient, name: &str) {
+    match call(
+        client,
+        Request::SecretChanged {
+            name: name.to_owned(),
+        },
+    )
+    .await
+    {
+        Ok(v) => {
+            let ids: Vec<&str> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if !ids.is_empty() {
+                println!("restarted: {}", ids.join(", "));
+            }
+        }
+        Err(_) => println!("(no Gatehouse hub is running; servers pick it up when they start)"),
     }
 }
 

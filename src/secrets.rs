@@ -1,12 +1,12 @@
-//! Where secret references (`{"secret": "NAME"}`) get their values. The keychain-backed store
-//! arrives with the secrets issue; until then the hub runs with [`NoSecretStore`], which makes any
-//! server that needs a secret fail with a message saying so (never a plaintext fallback).
+//! Where secret references (`{"secret": "NAME"}`) get their values: [`KeychainStore`], the OS
+//! keychain through `keyring` 4 on one dedicated thread (never a plaintext fallback), and
+//! [`Redactions`], which masks every resolved value wherever text is stored or shown.
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {
     #[error("secret {name} is not set — run `gatehouse secret set {name}`")]
     Missing { name: String },
-    #[error("secret {name} cannot be read: {reason}")]
+    #[error("keychain error for secret {name}: {reason}")]
     Unavailable { name: String, reason: String },
 }
 
@@ -87,6 +87,158 @@ impl Redactions {
 impl crate::activity::Redactor for Redactions {
     fn redact(&self, text: &str) -> String {
         self.mask(text)
+    }
+}
+
+/// The keychain service every Gatehouse secret lives under; the account is the secret's name.
+pub const KEYCHAIN_SERVICE: &str = "gatehouse";
+/// Windows Credential Manager refuses longer values; we refuse them first, with a reason.
+pub const MAX_WINDOWS_VALUE: usize = 2560;
+const KEYCHAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+enum KeychainOp {
+    Get(String),
+    Set(String, String),
+    Delete(String),
+}
+
+struct KeychainJob {
+    op: KeychainOp,
+    reply: std::sync::mpsc::SyncSender<Result<Option<String>, SecretError>>,
+}
+
+/// The OS keychain via `keyring` 4: Secret Service (zbus) on Linux, Keychain on macOS,
+/// Credential Manager on Windows. Every keychain call runs on one dedicated thread; callers
+/// block (from blocking contexts only) for at most 30 s.
+#[derive(Clone)]
+pub struct KeychainStore {
+    tx: std::sync::mpsc::Sender<KeychainJob>,
+}
+
+impl KeychainStore {
+    /// Starts the keychain thread. It ends when every handle is dropped.
+    pub fn start() -> KeychainStore {
+        let (tx, rx) = std::sync::mpsc::channel::<KeychainJob>();
+        let spawned = std::thread::Builder::new()
+            .name("gatehouse-keychain".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    let result = match job.op {
+                        KeychainOp::Get(name) => keychain_get(&name).map(Some),
+                        KeychainOp::Set(name, value) => keychain_set(&name, &value).map(|()| None),
+                        KeychainOp::Delete(name) => {
+                            keychain_delete(&name).map(|had| had.then(String::new))
+                        }
+                    };
+                    let _ = job.reply.send(result);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the keychain thread");
+        }
+        KeychainStore { tx }
+    }
+
+    fn run(&self, name: &str, op: KeychainOp) -> Result<Option<String>, SecretError> {
+        let (reply, rx) = std::sync::mpsc::sync_channel(1);
+        let unavailable = |reason: &str| SecretError::Unavailable {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.tx
+            .send(KeychainJob { op, reply })
+            .map_err(|_| unavailable("the keychain thread is not running"))?;
+        rx.recv_timeout(KEYCHAIN_TIMEOUT).map_err(|_| {
+            unavailable("the keychain did not answer within 30 s (is it locked and waiting for a password?)")
+        })?
+    }
+
+    /// Stores a value (replacing any). Refuses values the platform would truncate.
+    pub fn set(&self, name: &str, value: &str) -> Result<(), SecretError> {
+        crate::config::validate_secret_name(name).map_err(|reason| SecretError::Unavailable {
+            name: name.to_owned(),
+            reason,
+        })?;
+        if cfg!(windows) && value.len() > MAX_WINDOWS_VALUE {
+            return Err(SecretError::Unavailable {
+                name: name.to_owned(),
+                reason: format!(
+                    "the value is {} bytes; Windows Credential Manager holds at most {MAX_WINDOWS_VALUE} (it is refused, not truncated)",
+                    value.len()
+                ),
+            });
+        }
+        self.run(name, KeychainOp::Set(name.to_owned(), value.to_owned()))
+            .map(|_| ())
+    }
+
+    /// Removes a value; `Ok(false)` if it was not set.
+    pub fn delete(&self, name: &str) -> Result<bool, SecretError> {
+        self.run(name, KeychainOp::Delete(name.to_owned()))
+            .map(|r| r.is_some())
+    }
+
+    /// Whether a value is set (never returns it).
+    pub fn is_set(&self, name: &str) -> Result<bool, SecretError> {
+        match self.get(name) {
+            Ok(_) => Ok(true),
+            Err(SecretError::Missing { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl SecretSource for KeychainStore {
+    fn get(&self, name: &str) -> Result<String, SecretError> {
+        self.run(name, KeychainOp::Get(name.to_owned()))?
+            .ok_or_else(|| SecretError::Missing {
+                name: name.to_owned(),
+            })
+    }
+}
+
+fn keychain_error(name: &str, e: keyring::Error) -> SecretError {
+    match e {
+        keyring::Error::NoEntry => SecretError::Missing {
+            name: name.to_owned(),
+        },
+        keyring::Error::NoDefaultStore
+        | keyring::Error::NoStorageAccess(_)
+        | keyring::Error::PlatformFailure(_) => {
+            let fix = if cfg!(target_os = "linux") {
+                "no keychain is reachable: Gatehouse keeps secrets in a Secret Service (GNOME Keyring or KWallet) on the session D-Bus; start one (or run inside a desktop session) and restart Gatehouse"
+            } else {
+                "the system keychain is not reachable; unlock it and try again"
+            };
+            SecretError::Unavailable {
+                name: name.to_owned(),
+                reason: fix.to_owned(),
+            }
+        }
+        other => SecretError::Unavailable {
+            name: name.to_owned(),
+            reason: format!("the keychain refused: {other}"),
+        },
+    }
+}
+
+fn keychain_get(name: &str) -> Result<String, SecretError> {
+    keyring::Entry::new(KEYCHAIN_SERVICE, name)
+        .and_then(|e| e.get_password())
+        .map_err(|e| keychain_error(name, e))
+}
+
+fn keychain_set(name: &str, value: &str) -> Result<(), SecretError> {
+    keyring::Entry::new(KEYCHAIN_SERVICE, name)
+        .and_then(|e| e.set_password(value))
+        .map_err(|e| keychain_error(name, e))
+}
+
+fn keychain_delete(name: &str) -> Result<bool, SecretError> {
+    match keyring::Entry::new(KEYCHAIN_SERVICE, name).and_then(|e| e.delete_credential()) {
+        Ok(()) => Ok(true),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(e) => Err(keychain_error(name, e)),
     }
 }
 

@@ -17,7 +17,8 @@
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
-//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, touch {path}, stamp,
+//! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, envhash {name},
+//!   leak {name}, touch {path}, stamp,
 //!   exotic (a result full of things a typed model would lose), progress {steps} (progress
 //!   notifications on the call's token, then a result), ask {question} (a sampling request to
 //!   the client; returns its answer).
@@ -430,6 +431,8 @@ fn tools(opts: &Opts) -> Vec<Value> {
         json!({"name":"progress","description":"Reports progress, then finishes","inputSchema": obj(json!({"steps":{"type":"integer"}}), json!([]))}),
         json!({"name":"ask","description":"Asks the client to sample a message","inputSchema": obj(json!({"question":{"type":"string"}}), json!(["question"]))}),
         json!({"name":"stamp","description":"Returns when the request was read (ns since the epoch)","inputSchema": obj(json!({}), json!([]))}),
+        json!({"name":"envhash","description":"Whether an env var is set, and its SHA-256","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),"annotations":{"readOnlyHint":true}}),
+        json!({"name":"leak","description":"Prints an env var to stderr and returns it in an error","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),"annotations":{"readOnlyHint":true}}),
         json!({"name":"touch","description":"Creates the file at path (a visible side effect)","inputSchema": obj(json!({"path":{"type":"string"}}), json!(["path"])),
                "annotations":{"destructiveHint":true}}),
         json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),
@@ -478,6 +481,28 @@ fn call_tool(params: &Value) -> Result<Value, (i64, String)> {
                 Ok(()) => text(format!("created {path}")),
                 Err(e) => Err((-32603, format!("cannot create {path}: {e}"))),
             }
+        }
+        "envhash" => {
+            // Whether a variable is set and its SHA-256 — never the value itself.
+            use sha2::Digest;
+            let var = args.get("name").and_then(Value::as_str).unwrap_or("");
+            match std::env::var(var) {
+                Ok(v) => {
+                    let hex: String = sha2::Sha256::digest(v.as_bytes())
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    text(json!({"present": true, "sha256": hex}).to_string())
+                }
+                Err(_) => text(json!({"present": false}).to_string()),
+            }
+        }
+        "leak" => {
+            // A careless server: prints a variable to stderr and returns it in an error.
+            let var = args.get("name").and_then(Value::as_str).unwrap_or("");
+            let v = std::env::var(var).unwrap_or_default();
+            eprintln!("debug: {var}={v}");
+            Err((-32000, format!("upstream rejected key {v}")))
         }
         "getenv" => {
             let var = args.get("name").and_then(Value::as_str).unwrap_or("");

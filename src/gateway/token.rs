@@ -38,15 +38,51 @@ fn try_random_hex(n: usize) -> Result<String, TokenError> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The token clients must present: `GATEHOUSE_TOKEN`, else the stored one, else a new one.
-pub fn load_or_create(data_dir: &Path) -> Result<String, TokenError> {
-    if let Ok(t) = std::env::var(TOKEN_ENV) {
-        if !t.is_empty() {
-            if t.len() < 32 {
-                return Err(TokenError::TooShort);
+/// The keychain entry holding the token.
+pub const KEYCHAIN_NAME: &str = "gateway-token";
+
+/// The token clients must present: `GATEHOUSE_TOKEN`, else the one in the keychain (created on
+/// first start). Without a reachable keychain it is kept in `DATA_DIR/gateway-token` (0600) and
+/// a warning says so. Blocking: call from a blocking context.
+pub fn load_or_create_in_keychain(
+    keychain: &crate::secrets::KeychainStore,
+    data_dir: &Path,
+) -> Result<String, TokenError> {
+    use crate::secrets::{SecretError, SecretSource};
+    if let Some(t) = env_token()? {
+        return Ok(t);
+    }
+    match keychain.get(KEYCHAIN_NAME) {
+        Ok(t) if t.len() >= 32 => return Ok(t),
+        Ok(_) | Err(SecretError::Missing { .. }) => {
+            let token = try_random_hex(32)?;
+            match keychain.set(KEYCHAIN_NAME, &token) {
+                Ok(()) => return Ok(token),
+                Err(e) => tracing::warn!("{e}"),
             }
-            return Ok(t);
         }
+        Err(e) => tracing::warn!("{e}"),
+    }
+    tracing::warn!(
+        "the gateway token is kept in {} (mode 0600) because no keychain is reachable; set GATEHOUSE_TOKEN or run a Secret Service to keep it in the keychain",
+        data_dir.join(TOKEN_FILE).display()
+    );
+    load_or_create(data_dir)
+}
+
+fn env_token() -> Result<Option<String>, TokenError> {
+    match std::env::var(TOKEN_ENV) {
+        Ok(t) if !t.is_empty() && t.len() < 32 => Err(TokenError::TooShort),
+        Ok(t) if !t.is_empty() => Ok(Some(t)),
+        _ => Ok(None),
+    }
+}
+
+/// The token clients must present: `GATEHOUSE_TOKEN`, else the one in `DATA_DIR/gateway-token`,
+/// else a new one written there (mode 0600).
+pub fn load_or_create(data_dir: &Path) -> Result<String, TokenError> {
+    if let Some(t) = env_token()? {
+        return Ok(t);
     }
     let path = data_dir.join(TOKEN_FILE);
     let io = |source| TokenError::Io {

@@ -6,5 +6,6 @@ mod cli;
 mod clients;
 mod gateway;
 mod peers;
+mod secrets;
 mod supervisor;
 mod support;

@@ -16,7 +16,7 @@ use gatehouse::{Hub, HubHandle, HubOptions, ServerStatus, State};
 pub const FIXTURE: &str = env!("CARGO_BIN_EXE_gatehouse-fixture");
 pub const GATEHOUSE: &str = env!("CARGO_BIN_EXE_gatehouse");
 /// How many tools the fixture lists without `--tools N` (src/bin/fixture.rs, `tools()`).
-pub const FIXTURE_TOOLS: usize = 11;
+pub const FIXTURE_TOOLS: usize = 13;
 
 /// Short timings so lifecycle tests take seconds, not minutes. The real numbers are unit-tested.
 pub fn fast_tuning() -> Tuning {
@@ -211,6 +211,16 @@ impl Drop for Served {
 }
 
 pub async fn serve(dir: &Path, config_text: &str, expect_running: &[&str]) -> Served {
+    serve_without_env(dir, config_text, expect_running, &[]).await
+}
+
+/// Like [`serve`], with some variables removed from the hub's environment.
+pub async fn serve_without_env(
+    dir: &Path,
+    config_text: &str,
+    expect_running: &[&str],
+    remove: &[&str],
+) -> Served {
     let cfg = dir.join("gatehouse.json");
     std::fs::write(&cfg, config_text).unwrap();
     let sock = dir.join("control.sock");
@@ -226,6 +236,7 @@ pub async fn serve(dir: &Path, config_text: &str, expect_running: &[&str]) -> Se
             "127.0.0.1:0",
         ])
         .env("GATEHOUSE_CONTROL", &sock)
+        .envs_remove(remove)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -268,5 +279,19 @@ pub async fn serve(dir: &Path, config_text: &str, expect_running: &[&str]) -> Se
         sock,
         log,
         info,
+    }
+}
+
+/// `Command::env_remove` for several names.
+pub trait EnvsRemove {
+    fn envs_remove(&mut self, names: &[&str]) -> &mut Self;
+}
+
+impl EnvsRemove for Command {
+    fn envs_remove(&mut self, names: &[&str]) -> &mut Self {
+        for n in names {
+            self.env_remove(n);
+        }
+        self
     }
 }
