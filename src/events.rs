@@ -31,17 +31,32 @@ pub enum Event {
 #[derive(Debug, Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Event>,
+    /// Counts status and tool-list changes: whoever caches a view of the servers (the gateway's
+    /// catalog) compares it to know it is stale without waiting for an event.
+    generation: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl EventBus {
     pub fn new(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity);
-        EventBus { tx }
+        EventBus {
+            tx,
+            generation: Default::default(),
+        }
     }
 
     pub fn publish(&self, event: Event) {
+        if matches!(event, Event::Status(_) | Event::ToolsChanged { .. }) {
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         // No subscriber is fine: events are a view, not a queue of work.
         let _ = self.tx.send(event);
+    }
+
+    /// The number of status and tool-list changes so far.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {

@@ -24,6 +24,8 @@ pub struct Catalog {
     /// `{"tools":[…]}`, each definition as the server sent it except for its `name`.
     list_result: String,
     fingerprint: u64,
+    /// The hub's change generation this catalog was built from.
+    generation: u64,
 }
 
 impl Catalog {
@@ -32,6 +34,8 @@ impl Catalog {
     }
 
     fn build_from(hub: &HubHandle, config: &Config) -> Catalog {
+        // Read first: a change during the build makes this catalog count as stale.
+        let generation = hub.bus().generation();
         let mut by_name = HashMap::new();
         let mut defs: Vec<String> = Vec::new();
         for server in hub.servers() {
@@ -73,6 +77,7 @@ impl Catalog {
             by_name,
             list_result,
             fingerprint: h.finish(),
+            generation,
         }
     }
 
@@ -82,6 +87,10 @@ impl Catalog {
 
     pub fn list_result(&self) -> &str {
         &self.list_result
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     pub fn fingerprint(&self) -> u64 {

@@ -173,7 +173,14 @@ impl Gateway {
             .store(every.as_millis().max(1) as u64, Ordering::Relaxed);
     }
 
+    /// The current catalog, rebuilt first if any server changed since it was built (so a call
+    /// right after a server starts never races the watcher).
     pub fn catalog(&self) -> Arc<Catalog> {
+        let current = lock(&self.inner.catalog).clone();
+        if current.generation() == self.inner.hub.bus().generation() {
+            return current;
+        }
+        self.refresh_catalog();
         lock(&self.inner.catalog).clone()
     }
 
@@ -466,8 +473,7 @@ impl Gateway {
             Ok(x) => x,
             Err(reply) => return reply,
         };
-        let catalog = self.catalog();
-        let Some(entry) = catalog.lookup(&name) else {
+        let Some(entry) = self.catalog().lookup(&name).cloned() else {
             // A client may hold a tool list from before its server stopped: name the server
             // and its state rather than calling the tool unknown.
             let server = crate::naming::split_server(&name)

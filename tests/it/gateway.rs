@@ -815,3 +815,27 @@ async fn a_held_call_hears_progress_until_the_person_answers() {
     assert_eq!(msgs.last().unwrap()["result"]["content"][0]["text"], "held");
     g.stop().await;
 }
+
+#[tokio::test]
+async fn a_call_right_after_a_server_starts_never_sees_a_stale_catalog() {
+    let th = TestHub::start(&json!({"servers": {"fx": fixture(&["--slow-start", "300"])}, "approval": {"default": "flagged-only"}}).to_string());
+    let gw = Gateway::new(th.hub.clone());
+    // Without its watcher, only the catalog's staleness check can bring the new server in.
+    gw.shutdown().await;
+    let s = gw.open_session();
+    wait_state(&th.server("fx"), State::Running, T).await;
+    let out = gw.handle(&s, br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"fresh"}}}"#).await;
+    let line = match out {
+        gateway::Outcome::Stream(mut rx) => loop {
+            match rx.recv().await {
+                Some(gateway::Out::Final(l)) => break String::from_utf8(l).unwrap(),
+                Some(_) => continue,
+                None => panic!("no answer"),
+            }
+        },
+        gateway::Outcome::Reply(l) => String::from_utf8(l).unwrap(),
+        gateway::Outcome::Accepted => panic!("no answer"),
+    };
+    assert!(line.contains("\"text\":\"fresh\""), "{line}");
+    th.hub.shutdown().await;
+}
