@@ -497,6 +497,24 @@ mod tests {
         }
     }
 
+    /// Asks in the background, waits until the request is pending, answers it, returns the verdict.
+    async fn ask_and_answer(
+        b: &ApprovalBroker,
+        r: ApprovalRequest,
+        hash: &str,
+        answer: Answer,
+    ) -> Verdict {
+        let id = r.id.clone();
+        let b2 = b.clone();
+        let h = hash.to_owned();
+        let wait = tokio::spawn(async move { b2.ask(r, h, Duration::from_secs(5)).await });
+        while b.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        b.answer(&id, answer, Decider::Cli).unwrap();
+        wait.await.unwrap()
+    }
+
     #[tokio::test]
     async fn answers_scopes_timeout_and_withdrawal() {
         let bus = EventBus::new(64);
@@ -537,16 +555,7 @@ mod tests {
 
         // session
         let r = request(&b, "s1");
-        let id = r.id.clone();
-        let b2 = b.clone();
-        let h = hash.clone();
-        let wait = tokio::spawn(async move { b2.ask(r, h, Duration::from_secs(5)).await });
-        while b.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        b.answer(&id, Answer::Allow(Scope::Session), Decider::Ui)
-            .unwrap();
-        wait.await.unwrap();
+        ask_and_answer(&b, r, &hash, Answer::Allow(Scope::Session)).await;
         assert_eq!(
             b.granted("s1", "fs", "write_file", &hash),
             Some(Scope::Session)
@@ -590,16 +599,7 @@ mod tests {
         let (h1, _) = b.check_definition("fs", "w", def1);
         let mut r = request(&b, "s1");
         r.tool = "w".into();
-        let id = r.id.clone();
-        let b2 = b.clone();
-        let h = h1.clone();
-        let wait = tokio::spawn(async move { b2.ask(r, h, Duration::from_secs(5)).await });
-        while b.pending().is_empty() {
-            tokio::task::yield_now().await;
-        }
-        b.answer(&id, Answer::Allow(Scope::Always), Decider::Cli)
-            .unwrap();
-        wait.await.unwrap();
+        ask_and_answer(&b, r, &h1, Answer::Allow(Scope::Always)).await;
 
         // A new broker (a hub restart) still knows, for the same definition only.
         let b = ApprovalBroker::new(EventBus::new(8), Some(path.clone()), false);

@@ -174,83 +174,71 @@ async fn guard_rules_in_order_with_their_status_codes() {
         r.send()
     };
     let body = init.to_string();
-    // Host first: even with a good token and no Origin.
-    assert_eq!(
-        send(Some("evil.example:7723"), None, Some(TOKEN), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    // Origin next: before the token is even looked at.
-    assert_eq!(
-        send(None, Some("http://evil.example"), None, body.clone())
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    assert_eq!(
-        send(None, Some("null"), Some(TOKEN), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    // Token.
-    let r = send(None, None, None, body.clone()).await.unwrap();
-    assert_eq!(r.status(), 401);
-    assert_eq!(r.headers()["www-authenticate"], "Bearer");
-    assert_eq!(
-        send(None, None, Some(&TOKEN.replace('0', "1")), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
-    assert_eq!(
-        send(None, None, Some(&TOKEN[..63]), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
-    // Another local port is another origin.
-    assert_eq!(
-        send(None, Some("http://localhost:1"), Some(TOKEN), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        403
-    );
-    // The gateway's own origin passes, as do allow-listed origins and no Origin at all.
     let own = g.url.trim_end_matches("/mcp").to_owned();
-    assert_eq!(
-        send(None, Some(&own), Some(TOKEN), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        200
+    let wrong_token = TOKEN.replace('0', "1");
+    // (Host, Origin, token, expected status): each rule in order, each checked before the next.
+    type Case<'a> = (
+        Option<&'a str>,
+        Option<&'a str>,
+        Option<&'a str>,
+        u16,
+        &'a str,
     );
-    assert_eq!(
-        send(
+    let cases: Vec<Case> = vec![
+        (
+            Some("evil.example:7723"),
+            None,
+            Some(TOKEN),
+            403,
+            "Host first, even with a good token",
+        ),
+        (
+            None,
+            Some("http://evil.example"),
+            None,
+            403,
+            "Origin before the token is looked at",
+        ),
+        (None, Some("null"), Some(TOKEN), 403, "a null Origin"),
+        (
+            None,
+            Some("http://localhost:1"),
+            Some(TOKEN),
+            403,
+            "another local port is another origin",
+        ),
+        (None, None, None, 401, "no token"),
+        (None, None, Some(&wrong_token), 401, "a wrong token"),
+        (None, None, Some(&TOKEN[..63]), 401, "a truncated token"),
+        (
+            None,
+            Some(&own),
+            Some(TOKEN),
+            200,
+            "the gateway's own origin",
+        ),
+        (
             None,
             Some("http://localhost:6274"),
             Some(TOKEN),
-            body.clone()
-        )
-        .await
-        .unwrap()
-        .status(),
-        200
-    );
-    assert_eq!(
-        send(Some("localhost:1"), None, Some(TOKEN), body.clone())
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+            200,
+            "an allow-listed origin",
+        ),
+        (
+            Some("localhost:1"),
+            None,
+            Some(TOKEN),
+            200,
+            "a loopback Host without Origin",
+        ),
+    ];
+    for (host, origin, token, want, what) in cases {
+        let r = send(host, origin, token, body.clone()).await.unwrap();
+        assert_eq!(r.status(), want, "{what}");
+        if want == 401 {
+            assert_eq!(r.headers()["www-authenticate"], "Bearer", "{what}");
+        }
+    }
     // Size, then batches.
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
