@@ -101,7 +101,13 @@ pub struct ClientSession {
     inflight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// Server→client requests forwarded to this client, by our raw id.
     forwarded: Mutex<HashMap<String, Forwarded>>,
+    /// When the client last sent anything (ms since the epoch), for evicting idle sessions.
+    last_seen: AtomicU64,
 }
+
+/// Sessions kept at most; beyond it the least recently active one is ended (clients that never
+/// send DELETE must not grow the hub forever).
+pub const MAX_SESSIONS: usize = 1024;
 
 /// A server→client request awaiting the client's answer: the server's connection and the
 /// request's id as the server sent it.
@@ -276,8 +282,26 @@ impl Gateway {
             standalone: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
             forwarded: Mutex::new(HashMap::new()),
+            last_seen: AtomicU64::new(crate::logs::now_ms()),
         });
-        lock(&self.inner.sessions).insert(s.id.clone(), s.clone());
+        let evicted = {
+            let mut sessions = lock(&self.inner.sessions);
+            let evicted = if sessions.len() >= MAX_SESSIONS {
+                let oldest = sessions
+                    .values()
+                    .min_by_key(|x| x.last_seen.load(Ordering::Relaxed))
+                    .map(|x| x.id.clone());
+                oldest.and_then(|id| sessions.remove(&id))
+            } else {
+                None
+            };
+            sessions.insert(s.id.clone(), s.clone());
+            evicted
+        };
+        if let Some(old) = evicted {
+            tracing::info!(session = %old.id, "ended the least recently active client session ({MAX_SESSIONS} is the limit)");
+            old.close();
+        }
         s
     }
 
@@ -303,6 +327,7 @@ impl Gateway {
 
     /// Handles one message from the client.
     pub async fn handle(&self, s: &Arc<ClientSession>, message: &[u8]) -> Outcome {
+        s.last_seen.store(crate::logs::now_ms(), Ordering::Relaxed);
         let message = trim(message);
         if message.first() == Some(&b'[') {
             return Outcome::Reply(error_line(

@@ -827,3 +827,30 @@ async fn a_call_right_after_a_server_starts_never_sees_a_stale_catalog() {
     assert!(line.contains("\"text\":\"fresh\""), "{line}");
     th.hub.shutdown().await;
 }
+
+#[tokio::test]
+async fn idle_sessions_beyond_the_limit_are_ended_oldest_first() {
+    let th = TestHub::start(&config(&[]));
+    let gw = Gateway::new(th.hub.clone());
+    let first = gw.open_session();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let active = gw.open_session();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let mut later = Vec::new();
+    for _ in 0..gateway::MAX_SESSIONS - 2 {
+        later.push(gw.open_session());
+    }
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    // `active` talks; `first` stays idle. One more session pushes the idlest one out.
+    let _ = gw
+        .handle(&active, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .await;
+    let _extra = gw.open_session();
+    assert!(
+        gw.session(&first.id).is_none(),
+        "the least recently active session was ended"
+    );
+    assert!(gw.session(&active.id).is_some(), "an active session stays");
+    gw.shutdown().await;
+    th.hub.shutdown().await;
+}
