@@ -15,7 +15,7 @@ pub trait SecretSource: Send + Sync {
     fn get(&self, name: &str) -> Result<String, SecretError>;
 }
 
-/// No secret store: every lookup fails with a clear reason.
+/// No secret store (the library default, for hubs that need none): every lookup fails, saying so.
 #[derive(Debug, Default)]
 pub struct NoSecretStore;
 
@@ -23,7 +23,7 @@ impl SecretSource for NoSecretStore {
     fn get(&self, name: &str) -> Result<String, SecretError> {
         Err(SecretError::Unavailable {
             name: name.to_owned(),
-            reason: "this build of Gatehouse has no keychain support yet; put the value in the server's \"env\" as a plain string for now".into(),
+            reason: "this hub was started without a secret store (HubOptions::secrets); `gatehouse serve` uses the OS keychain".into(),
         })
     }
 }

@@ -498,27 +498,45 @@ impl Gateway {
             Ok(x) => x,
             Err(reply) => return reply,
         };
+        let arguments = p
+            .get("arguments")
+            .map(|a| a.get().to_owned())
+            .unwrap_or_else(|| "{}".into());
+        let meta = |server: &ServerHandle, tool: &str| CallMeta {
+            server: server.id().to_string(),
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+            started: std::time::Instant::now(),
+        };
         let Some(entry) = self.catalog().lookup(&name).cloned() else {
             // A client may hold a tool list from before its server stopped: name the server
             // and its state rather than calling the tool unknown.
             let server = crate::naming::split_server(&name)
                 .and_then(|(srv, _)| self.inner.hub.server(srv).ok());
             if let Some(server) = server {
-                if server.status().state != crate::State::Running {
-                    return Outcome::Reply(jsonrpc::result_line(
-                        id,
-                        &tool_error(&not_running(&server, &name)),
-                    ));
-                }
-                // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
-                let hidden = server
+                let tool = server
                     .tools()
                     .iter()
                     .find(|t| exposed_name(server.id().as_str(), &t.name) == name)
                     .map(|t| t.name.clone());
-                if let Some(tool) = hidden {
+                // A stopped server lists no tools: the name after `__` is the best we know.
+                let tool_or_exposed = tool.clone().unwrap_or_else(|| {
+                    crate::naming::split_server(&name).map_or(name.clone(), |(_, t)| t.to_owned())
+                });
+                if server.status().state != crate::State::Running {
+                    let text = tool_error(&not_running(&server, &name));
+                    return self.refuse(
+                        s,
+                        id,
+                        &meta(&server, &tool_or_exposed),
+                        "not_running",
+                        text,
+                    );
+                }
+                // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
+                if let Some(tool) = tool {
                     if let Err(text) = self.approval_gate(s, &server, &tool, &name, None) {
-                        return Outcome::Reply(jsonrpc::result_line(id, &text));
+                        return self.refuse(s, id, &meta(&server, &tool), "disabled", text);
                     }
                 }
             }
@@ -532,22 +550,11 @@ impl Gateway {
             Ok(h) => h,
             Err(e) => return Outcome::Reply(error_line(id.get(), INVALID_PARAMS, &e.to_string())),
         };
+        let meta = meta(&server, &entry.tool);
         if server.status().state != crate::State::Running {
-            return Outcome::Reply(jsonrpc::result_line(
-                id,
-                &tool_error(&not_running(&server, &name)),
-            ));
+            let text = tool_error(&not_running(&server, &name));
+            return self.refuse(s, id, &meta, "not_running", text);
         }
-        let arguments = p
-            .get("arguments")
-            .map(|a| a.get().to_owned())
-            .unwrap_or_else(|| "{}".into());
-        let meta = CallMeta {
-            server: server.id().to_string(),
-            tool: entry.tool.clone(),
-            arguments,
-            started: std::time::Instant::now(),
-        };
         let (gate, decision) = match self.approval_gate(
             s,
             &server,
@@ -557,10 +564,7 @@ impl Gateway {
         ) {
             Ok(Admission::Free(d)) => (None, d),
             Ok(Admission::Held(g)) => (Some(*g), "held"),
-            Err(reply) => {
-                self.record(s, &meta, "disabled", Decider::Policy, "not_run");
-                return Outcome::Reply(jsonrpc::result_line(id, &reply));
-            }
+            Err(text) => return self.refuse(s, id, &meta, "disabled", text),
         };
         let Ok(original) = RawValue::from_string(jsonrpc::json_string(&entry.tool)) else {
             return Outcome::Reply(error_line(id.get(), INVALID_PARAMS, "Invalid tool name"));
@@ -579,6 +583,19 @@ impl Gateway {
                 meta,
             }),
         )
+    }
+
+    /// A call Gatehouse refuses without running it: recorded, answered with an isError result.
+    fn refuse(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        m: &CallMeta,
+        decision: &str,
+        result: String,
+    ) -> Outcome {
+        self.record(s, m, decision, Decider::Policy, "not_run");
+        Outcome::Reply(jsonrpc::result_line(id, &result))
     }
 
     fn record(

@@ -466,6 +466,21 @@ async fn policies_flagged_only_always_disabled_and_deny_unattended() {
     let v = c.call(4, "free__pid", json!({})).await;
     assert_eq!(v["result"]["isError"], true, "{v}");
     assert!(text_of(&v).contains("disabled"), "{v}");
+    // A call to a stopped server is refused too; both refusals are in the activity log.
+    assert!(gh(&s, &["stop", "strict"]).status.success());
+    let v = c.call(41, "strict__add", json!({"a": 1, "b": 1})).await;
+    assert!(text_of(&v).contains("is stopped"), "{v}");
+    let rows: Vec<Value> = serde_json::from_slice(&gh(&s, &["activity", "--json"]).stdout).unwrap();
+    let has = |server: &str, tool: &str, decision: &str| {
+        rows.iter().any(|r| {
+            r["server"] == server
+                && r["tool"] == tool
+                && r["decision"] == decision
+                && r["outcome"] == "not_run"
+        })
+    };
+    assert!(has("free", "pid", "disabled"), "{rows:?}");
+    assert!(has("strict", "add", "not_running"), "{rows:?}");
     drop(s);
 
     // always: even read-only tools ask, unless flagged free.
