@@ -23,6 +23,14 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 # The keychain tests run a private D-Bus session with an unlocked gnome-keyring (PEERS.md).
 have_cmd dbus-run-session || missing+=(dbus dbus-bin)
 have_cmd gnome-keyring-daemon || missing+=(gnome-keyring)
+# The desktop app (Tauri 2 on WebKitGTK) and its end-to-end tests under Xvfb (PEERS.md).
+have_pkg libwebkit2gtk-4.1-dev || missing+=(libwebkit2gtk-4.1-dev)
+have_pkg libayatana-appindicator3-1 || missing+=(libayatana-appindicator3-1)
+have_pkg libayatana-appindicator3-dev || missing+=(libayatana-appindicator3-dev)
+have_cmd WebKitWebDriver || missing+=(webkit2gtk-driver)
+have_cmd xvfb-run || missing+=(xvfb)
+have_cmd xauth || missing+=(xauth)
+have_cmd rsvg-convert || missing+=(librsvg2-bin)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -545,6 +545,55 @@ impl Config {
     }
 }
 
+impl Config {
+    /// This config with one server entry added or replaced. `entry` is the entry in the file format
+    /// and is validated as a load would; `original` is the id being edited (a rename when it differs).
+    pub fn with_server(
+        &self,
+        original: Option<&str>,
+        id: &str,
+        entry: &serde_json::Value,
+    ) -> Result<Config, String> {
+        let new_id = ServerId::parse(id)?;
+        let server = ServerConfig::deserialize(entry).map_err(|e| {
+            let m = e.to_string();
+            match m.strip_prefix("unknown field ") {
+                Some(rest) => format!("unknown setting {rest}"),
+                None => m,
+            }
+        })?;
+        for name in server.secret_refs() {
+            validate_secret_name(name)?;
+        }
+        let mut next = self.clone();
+        if let Some(orig) = original {
+            let orig_id = ServerId::parse(orig)?;
+            if next.servers.remove(&orig_id).is_none() {
+                return Err(format!(
+                    "there is no server \"{orig}\" any more; reload and try again"
+                ));
+            }
+        }
+        if original != Some(id) && next.servers.contains_key(&new_id) {
+            return Err(format!(
+                "a server \"{id}\" already exists: pick another id or edit that one"
+            ));
+        }
+        next.servers.insert(new_id, server);
+        Ok(next)
+    }
+
+    /// This config without server `id`.
+    pub fn without_server(&self, id: &str) -> Result<Config, String> {
+        let mut next = self.clone();
+        let key = ServerId::parse(id)?;
+        if next.servers.remove(&key).is_none() {
+            return Err(format!("there is no server \"{id}\""));
+        }
+        Ok(next)
+    }
+}
+
 /// `gatehouse.json` → `gatehouse.json.bak`.
 pub fn backup_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();

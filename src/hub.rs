@@ -62,6 +62,8 @@ pub struct ToolInfo {
     pub title: Option<String>,
     pub description: Option<String>,
     pub annotations: Option<serde_json::Value>,
+    /// What a call to it does under the current policy: `ask`, `allow` or `disabled`.
+    pub approval: &'static str,
 }
 
 pub struct Hub;
@@ -97,6 +99,7 @@ impl Hub {
                 config: Arc::new(Config::default()),
                 shutting_down: false,
             }),
+            config_edit: tokio::sync::Mutex::new(()),
         });
         let hub = HubHandle { inner };
         hub.install(config);
@@ -119,6 +122,9 @@ struct Inner {
     config_path: Option<PathBuf>,
     /// Guards one lookup or one change of the server table; never held across `.await`.
     state: Mutex<HubState>,
+    /// Serialises edits of the config file (read → edit → save → apply) so two edits never
+    /// interleave; an async mutex because applying awaits the actors.
+    config_edit: tokio::sync::Mutex<()>,
 }
 
 struct HubState {
@@ -233,9 +239,23 @@ impl HubHandle {
             Some(id) => vec![self.server(id)?],
             None => self.servers(),
         };
+        let config = self.config();
         let mut out = Vec::new();
         for h in servers {
+            let server_cfg = config.servers.get(h.id());
             for t in h.tools().iter() {
+                let approval = match server_cfg.map(|c| {
+                    crate::approval::policy::evaluate(
+                        c,
+                        config.approval.default,
+                        &t.name,
+                        t.read_only,
+                    )
+                }) {
+                    Some(crate::approval::policy::Decision::Allow) => "allow",
+                    Some(crate::approval::policy::Decision::Disabled) => "disabled",
+                    Some(crate::approval::policy::Decision::Ask) | None => "ask",
+                };
                 let v: serde_json::Value = serde_json::from_str(t.raw.get()).unwrap_or_default();
                 let annotations = v.get("annotations").cloned();
                 let title = v
@@ -253,6 +273,7 @@ impl HubHandle {
                         .and_then(|d| d.as_str())
                         .map(str::to_owned),
                     annotations,
+                    approval,
                 });
             }
         }
@@ -284,6 +305,40 @@ impl HubHandle {
             let _ = h.update(cfg).await;
         }
         Ok(())
+    }
+
+    /// Adds or replaces one server in the config file (validated, saved atomically with a `.bak`)
+    /// and applies the result. The desktop's add/edit form and `import` use this.
+    pub async fn save_server(
+        &self,
+        original: Option<&str>,
+        id: &str,
+        entry: &serde_json::Value,
+    ) -> Result<(), HubError> {
+        self.edit_config(|c| c.with_server(original, id, entry))
+            .await
+    }
+
+    /// Removes one server from the config file and stops it.
+    pub async fn remove_server(&self, id: &str) -> Result<(), HubError> {
+        self.edit_config(|c| c.without_server(id)).await
+    }
+
+    /// Edits the config file the hub runs from: the file as it is now (it must parse: a file the
+    /// user is mid-way through editing is never overwritten), the edit, an atomic save, then apply.
+    async fn edit_config(
+        &self,
+        edit: impl FnOnce(&Config) -> Result<Config, String>,
+    ) -> Result<(), HubError> {
+        let path = self.inner.config_path.clone().ok_or_else(|| {
+            HubError::Config("this hub was not started from a config file".into())
+        })?;
+        let _edit = self.inner.config_edit.lock().await;
+        let current = Config::load(&path).map_err(|e| HubError::Config(e.to_string()))?;
+        let next = edit(&current).map_err(HubError::Config)?;
+        next.save(&path)
+            .map_err(|e| HubError::Config(e.to_string()))?;
+        self.apply_config(next).await
     }
 
     /// Secret names referenced by the config, each with the servers that use it.

@@ -2,6 +2,7 @@
 //!
 //! # Layout
 //! - [`activity`]: the SQLite activity log of routed calls (its own thread; never fails a call).
+//! - [`clients`]: the AI clients (Claude Desktop, Claude Code, Cursor, VS Code) and their config files.
 //! - [`approval`]: the policy and the `ApprovalBroker` (held calls, remembered answers, pins).
 //! - [`config`]: the JSON config model, validation with file/line/column errors, atomic saves.
 //! - [`hub`]: [`Hub::start`] wires everything and returns the cloneable [`HubHandle`].
@@ -15,11 +16,13 @@
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
 //! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
+//! - [`service`]: the hub with its gateway and control socket, as `serve` and the app run it.
 //!
 //! This crate never depends on Tauri or a display.
 
 pub mod activity;
 pub mod approval;
+pub mod clients;
 pub mod config;
 pub mod control;
 pub mod events;
@@ -29,6 +32,7 @@ pub mod jsonrpc;
 pub mod logs;
 pub mod naming;
 pub mod secrets;
+pub mod service;
 pub mod supervisor;
 
 pub use config::{Config, ServerId};

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use gatehouse::config::{self, Config};
 use gatehouse::control::{self, ControlClient, ControlServer, Request, Response};
 use gatehouse::gateway;
+use gatehouse::service::{Service, ServiceError, ServiceOptions};
 use gatehouse::{Hub, HubOptions};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -183,107 +184,86 @@ async fn serve(
 ) -> ExitCode {
     init_tracing();
     let config_path = config.unwrap_or_else(config::default_config_path);
-    let mut config = match Config::load(&config_path) {
-        Ok(c) => c,
+    let listen = match listen.map(|a| config::parse_loopback_addr(&a)).transpose() {
+        Ok(l) => l,
         Err(e) => {
-            eprintln!("gatehouse: invalid config, nothing started\n{e}");
-            let bak = config::backup_path(&config_path);
-            if bak.exists() {
-                eprintln!("  the last good copy is {}", bak.display());
-            }
+            eprintln!("gatehouse: --listen: {e}; nothing started");
             return ExitCode::from(2);
         }
     };
-    if let Some(addr) = listen {
-        match config::parse_loopback_addr(&addr) {
-            Ok(a) => config.gateway.listen = a,
-            Err(e) => {
-                eprintln!("gatehouse: --listen: {e}; nothing started");
-                return ExitCode::from(2);
-            }
-        }
-    }
-    if let Ok(text) = std::fs::read_to_string(&config_path) {
-        if let Err(e) = config::keep_last_good(&config_path, &text) {
-            tracing::warn!(error = %e, "could not keep a backup of the config");
-        }
-    }
-    let data_dir = data_dir.unwrap_or_else(config::default_data_dir);
-    let mut opts = HubOptions::new(data_dir.clone());
-    opts.config_path = Some(config_path);
-    opts.deny_unattended = deny_unattended;
+    let opts = ServiceOptions {
+        config_path,
+        data_dir: data_dir.unwrap_or_else(config::default_data_dir),
+        control_path,
+        listen,
+        deny_unattended,
+    };
     let keychain = gatehouse::secrets::KeychainStore::start();
-    opts.secrets = std::sync::Arc::new(keychain.clone());
     let result = if stdio {
-        run_stdio(config, opts, control_path).await
+        run_stdio(opts, keychain).await
     } else {
-        run_hub(config, opts, keychain, control_path).await
+        run_hub(opts, keychain).await
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(ServeError::Config(e, path)) => {
+            eprintln!("gatehouse: invalid config, nothing started\n{e}");
+            let bak = config::backup_path(&path);
+            if bak.exists() {
+                eprintln!("  the last good copy is {}", bak.display());
+            }
+            ExitCode::from(2)
+        }
+        Err(ServeError::Other(e)) => {
             eprintln!("gatehouse: {e:#}");
             ExitCode::from(1)
         }
     }
 }
 
+enum ServeError {
+    Config(config::ConfigError, PathBuf),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for ServeError {
+    fn from(e: anyhow::Error) -> Self {
+        ServeError::Other(e)
+    }
+}
+
 async fn run_hub(
-    config: Config,
-    opts: HubOptions,
+    opts: ServiceOptions,
     keychain: gatehouse::secrets::KeychainStore,
-    control_path: PathBuf,
-) -> anyhow::Result<()> {
-    let data_dir = opts.data_dir.clone();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    // Bind everything first: if another hub runs, nothing gets started.
-    let control = ControlServer::bind(&control_path).await?;
-    let listener = gateway::http::bind(config.gateway.listen).await?;
-    let token = {
-        let dir = data_dir.clone();
-        tokio::task::spawn_blocking(move || {
-            gateway::token::load_or_create_in_keychain(&keychain, &dir)
-        })
-        .await
-        .context("reading the gateway token")??
+) -> Result<(), ServeError> {
+    let config_path = opts.config_path.clone();
+    let service = match Service::start(opts, keychain).await {
+        Ok(s) => s,
+        Err(ServiceError::Config(e)) => return Err(ServeError::Config(e, config_path)),
+        Err(e) => return Err(ServeError::Other(e.into())),
     };
-    let addr = listener
-        .local_addr()
-        .context("reading the gateway address")?;
-    let url = format!("http://{addr}/mcp");
-    let origins = config.gateway.allowed_origins.clone();
-    let hub = Hub::start(config, opts);
-    let gw = gateway::Gateway::new(hub.clone());
-    let shutdown = CancellationToken::new();
-    let http_task = tokio::spawn(gateway::http::serve(
-        listener,
-        gw.clone(),
-        token.clone(),
-        origins,
-        shutdown.clone(),
-    ));
-    let info = control::GatewayInfo {
-        url: url.clone(),
-        token,
-    };
-    let control_task = tokio::spawn(control.serve(hub.clone(), Some(info), shutdown.clone()));
-    tracing::info!(gateway = %url, control = %control_path.display(), "hub started");
-    wait_for_shutdown_signal(&hub, None).await;
-    tracing::info!("stopping every server");
-    shutdown.cancel();
-    gw.shutdown().await;
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), http_task).await;
-    hub.shutdown().await;
-    let _ = control_task.await;
-    tracing::info!("stopped");
+    wait_for_shutdown_signal(service.hub(), None).await;
+    service.stop().await;
     Ok(())
 }
 
 /// One client on stdin/stdout. The control socket is optional here: a client may start this
 /// while another hub runs.
-async fn run_stdio(config: Config, opts: HubOptions, control_path: PathBuf) -> anyhow::Result<()> {
-    let data_dir = opts.data_dir.clone();
+async fn run_stdio(
+    service: ServiceOptions,
+    keychain: gatehouse::secrets::KeychainStore,
+) -> Result<(), ServeError> {
+    let mut config = Config::load(&service.config_path)
+        .map_err(|e| ServeError::Config(e, service.config_path.clone()))?;
+    if let Some(addr) = service.listen {
+        config.gateway.listen = addr;
+    }
+    let control_path = service.control_path;
+    let data_dir = service.data_dir;
+    let mut opts = HubOptions::new(data_dir.clone());
+    opts.config_path = Some(service.config_path);
+    opts.deny_unattended = service.deny_unattended;
+    opts.secrets = std::sync::Arc::new(keychain);
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
     let control = match ControlServer::bind(&control_path).await {

@@ -1,0 +1,386 @@
+//! The commands the UI invokes. Each maps onto one `HubHandle` (or keychain) operation; no logic
+//! of its own beyond shaping data for the views.
+
+use std::sync::Arc;
+
+use gatehouse::approval::{Answer, ApprovalRequest, Decider, Scope};
+use gatehouse::clients::{self, ClientKind};
+use gatehouse::config::{EnvValue, Transport};
+use gatehouse::hub::ToolInfo;
+use gatehouse::logs::LogLine;
+use gatehouse::ServerStatus;
+use serde::Serialize;
+use serde_json::Value;
+use tauri::ipc::Channel;
+use tauri::{AppHandle, State};
+
+use crate::error::{CommandError, CommandResult};
+use crate::state::{AppState, PhaseView};
+
+type AppStateRef<'a> = State<'a, Arc<AppState>>;
+
+#[tauri::command]
+pub fn app_state(state: AppStateRef<'_>) -> PhaseView {
+    state.view()
+}
+
+/// Tries to start the hub again after a failed start (the user fixed the config, stopped the other
+/// hub, freed the port).
+#[tauri::command]
+pub async fn retry_start(app: AppHandle, state: AppStateRef<'_>) -> CommandResult<PhaseView> {
+    if state.hub().is_ok() || state.is_starting() {
+        return Ok(state.view());
+    }
+    crate::lifecycle::start_service(app, state.inner().clone()).await;
+    Ok(state.view())
+}
+
+/// One row of the Servers panel: the live status plus what the config says about it.
+#[derive(Serialize)]
+pub struct ServerRow {
+    #[serde(flatten)]
+    status: ServerStatus,
+    /// The exact command line (stdio) or URL (remote).
+    target: String,
+    /// Env or header names and whether each is a secret reference (values never sent).
+    settings: Vec<SettingName>,
+    requires_approval: Option<bool>,
+}
+
+#[derive(Serialize)]
+pub struct SettingName {
+    name: String,
+    secret: Option<String>,
+}
+
+#[tauri::command]
+pub fn servers(state: AppStateRef<'_>) -> CommandResult<Vec<ServerRow>> {
+    let hub = state.hub()?;
+    let config = hub.config();
+    let mut rows: Vec<ServerRow> = hub
+        .status()
+        .into_iter()
+        .map(|status| {
+            let cfg = config
+                .servers
+                .iter()
+                .find(|(id, _)| id.as_str() == status.id)
+                .map(|(_, c)| c);
+            let (target, values) = match cfg.map(|c| &c.transport) {
+                Some(Transport::Stdio(t)) => (
+                    std::iter::once(t.command.as_str())
+                        .chain(t.args.iter().map(String::as_str))
+                        .map(shell_quote)
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    Some(&t.env),
+                ),
+                Some(Transport::Remote(r)) => (r.url.clone(), Some(&r.headers)),
+                None => (String::new(), None),
+            };
+            let settings = values
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| SettingName {
+                    name: k.clone(),
+                    secret: match v {
+                        EnvValue::Secret { secret, .. } => Some(secret.clone()),
+                        EnvValue::Plain(_) => None,
+                    },
+                })
+                .collect();
+            ServerRow {
+                target,
+                settings,
+                requires_approval: cfg.and_then(|c| c.requires_approval),
+                status,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| a.status.id.cmp(&b.status.id));
+    Ok(rows)
+}
+
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,~".contains(&b));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+#[tauri::command]
+pub fn server_tools(state: AppStateRef<'_>, id: String) -> CommandResult<Vec<ToolInfo>> {
+    Ok(state.hub()?.tools(Some(&id))?)
+}
+
+#[tauri::command]
+pub async fn start_server(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
+    Ok(state.hub()?.start_server(&id).await?)
+}
+
+#[tauri::command]
+pub async fn stop_server(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
+    Ok(state.hub()?.stop_server(&id).await?)
+}
+
+#[tauri::command]
+pub async fn restart_server(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
+    Ok(state.hub()?.restart_server(&id).await?)
+}
+
+/// A server's entry in the config file format, for the edit form.
+#[tauri::command]
+pub fn server_entry(state: AppStateRef<'_>, id: String) -> CommandResult<Value> {
+    let hub = state.hub()?;
+    let config = hub.config();
+    let (_, cfg) = config
+        .servers
+        .iter()
+        .find(|(k, _)| k.as_str() == id)
+        .ok_or_else(|| CommandError::invalid(format!("there is no server \"{id}\"")))?;
+    serde_json::to_value(cfg).map_err(CommandError::failed)
+}
+
+/// Adds (`original` null) or replaces a server; the core validates the entry and saves the file.
+#[tauri::command]
+pub async fn save_server(
+    state: AppStateRef<'_>,
+    original: Option<String>,
+    id: String,
+    entry: Value,
+) -> CommandResult<()> {
+    Ok(state
+        .hub()?
+        .save_server(original.as_deref(), id.trim(), &entry)
+        .await?)
+}
+
+#[tauri::command]
+pub async fn remove_server(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
+    Ok(state.hub()?.remove_server(&id).await?)
+}
+
+#[derive(Serialize)]
+pub struct Following {
+    follower: u64,
+    lines: Vec<LogLine>,
+}
+
+/// The recent log of a server, then every new line on `on_line` until `unfollow_logs`.
+#[tauri::command]
+pub fn follow_logs(
+    state: AppStateRef<'_>,
+    id: String,
+    on_line: Channel<LogLine>,
+) -> CommandResult<Following> {
+    let hub = state.hub()?;
+    let server = hub.server(&id)?;
+    let mut events = hub.events();
+    let lines = server.logs().tail(Some(200));
+    let (follower, stop) = state.add_follower();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                ev = events.recv() => match ev {
+                    Ok(gatehouse::events::Event::Log(line)) if line.server == id => {
+                        if on_line.send(line).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+            }
+        }
+    });
+    Ok(Following { follower, lines })
+}
+
+#[tauri::command]
+pub fn unfollow_logs(state: AppStateRef<'_>, follower: u64) {
+    state.remove_follower(follower);
+}
+
+#[tauri::command]
+pub fn pending_approvals(state: AppStateRef<'_>) -> CommandResult<Vec<ApprovalRequest>> {
+    Ok(state.hub()?.approvals().pending())
+}
+
+/// The person's answer from the modal: `once`, `session`, `always` or `deny`.
+#[tauri::command]
+pub fn answer_approval(
+    state: AppStateRef<'_>,
+    id: String,
+    decision: String,
+    reason: Option<String>,
+) -> CommandResult<()> {
+    let answer = match decision.as_str() {
+        "deny" => Answer::Deny(reason.or_else(|| Some("denied in the Gatehouse app".to_owned()))),
+        other => Answer::Allow(other.parse::<Scope>().map_err(CommandError::invalid)?),
+    };
+    state
+        .hub()?
+        .approvals()
+        .answer(&id, answer, Decider::Ui)
+        .map(|_| ())
+        .map_err(CommandError::failed)
+}
+
+#[derive(Serialize)]
+pub struct SecretRow {
+    name: String,
+    /// `set`, `missing` or `unknown` (the keychain could not be asked).
+    state: &'static str,
+    error: Option<String>,
+    used_by: Vec<String>,
+}
+
+/// The secrets the config references, set or not (values never leave the keychain thread).
+#[tauri::command]
+pub async fn secrets(state: AppStateRef<'_>) -> CommandResult<Vec<SecretRow>> {
+    let users = state.hub()?.secret_users();
+    let keychain = state.keychain.clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        users
+            .into_iter()
+            .map(|(name, used_by)| {
+                let (st, error) = match keychain.is_set(&name) {
+                    Ok(true) => ("set", None),
+                    Ok(false) => ("missing", None),
+                    Err(e) => ("unknown", Some(e.to_string())),
+                };
+                SecretRow {
+                    name,
+                    state: st,
+                    error,
+                    used_by,
+                }
+            })
+            .collect()
+    })
+    .await
+    .map_err(CommandError::failed)
+}
+
+/// Stores a value in the keychain and restarts the servers that use it; returns their ids.
+#[tauri::command]
+pub async fn set_secret(
+    state: AppStateRef<'_>,
+    name: String,
+    value: String,
+) -> CommandResult<Vec<String>> {
+    gatehouse::config::validate_secret_name(&name).map_err(CommandError::invalid)?;
+    if value.is_empty() {
+        return Err(CommandError::invalid(
+            "the value is empty: paste the token, or use Delete to remove it",
+        ));
+    }
+    let hub = state.hub()?;
+    let keychain = state.keychain.clone();
+    let n = name.clone();
+    tauri::async_runtime::spawn_blocking(move || keychain.set(&n, &value))
+        .await
+        .map_err(CommandError::failed)?
+        .map_err(CommandError::failed)?;
+    Ok(hub.secret_changed(&name).await)
+}
+
+#[tauri::command]
+pub async fn delete_secret(state: AppStateRef<'_>, name: String) -> CommandResult<Vec<String>> {
+    let hub = state.hub()?;
+    let keychain = state.keychain.clone();
+    let n = name.clone();
+    tauri::async_runtime::spawn_blocking(move || keychain.delete(&n))
+        .await
+        .map_err(CommandError::failed)?
+        .map_err(CommandError::failed)?;
+    Ok(hub.secret_changed(&name).await)
+}
+
+#[tauri::command]
+pub async fn activity(
+    state: AppStateRef<'_>,
+    limit: Option<usize>,
+    server: Option<String>,
+) -> CommandResult<Vec<gatehouse::activity::CallRecord>> {
+    state
+        .hub()?
+        .activity()
+        .recent(
+            limit.unwrap_or(200).min(2000),
+            server.filter(|s| !s.is_empty()),
+        )
+        .await
+        .map_err(CommandError::failed)
+}
+
+#[derive(Serialize)]
+pub struct ConnectInfo {
+    url: String,
+    token: String,
+    clients: Vec<ClientSnippet>,
+}
+
+#[derive(Serialize)]
+pub struct ClientSnippet {
+    id: &'static str,
+    label: &'static str,
+    /// Where the client keeps this file on this machine.
+    path: Option<String>,
+    transport: &'static str,
+    snippet: String,
+}
+
+/// The gateway URL, its token, and a ready-made config for each client.
+#[tauri::command]
+pub fn connect_info(state: AppStateRef<'_>) -> CommandResult<ConnectInfo> {
+    let info = state
+        .gateway_info()
+        .ok_or_else(|| CommandError::not_ready("the gateway is not running"))?;
+    let bin = clients::gatehouse_bin();
+    let clients = ClientKind::ALL
+        .into_iter()
+        .map(|k| ClientSnippet {
+            id: k.id(),
+            label: k.label(),
+            path: k.config_path().map(|p| p.display().to_string()),
+            transport: if k.speaks_http() { "http" } else { "stdio" },
+            snippet: serde_json::to_string_pretty(&clients::snippet(
+                k,
+                &info.url,
+                &info.token,
+                &bin,
+            ))
+            .unwrap_or_default(),
+        })
+        .collect();
+    Ok(ConnectInfo {
+        url: info.url,
+        token: info.token,
+        clients,
+    })
+}
+
+#[tauri::command]
+pub fn autostart(app: AppHandle) -> bool {
+    use tauri_plugin_autostart::ManagerExt;
+    app.autolaunch().is_enabled().unwrap_or(false)
+}
+
+#[tauri::command]
+pub fn set_autostart(app: AppHandle, enabled: bool) -> CommandResult<bool> {
+    use tauri_plugin_autostart::ManagerExt;
+    let launcher = app.autolaunch();
+    let result = if enabled {
+        launcher.enable()
+    } else {
+        launcher.disable()
+    };
+    result.map_err(CommandError::failed)?;
+    Ok(launcher.is_enabled().unwrap_or(false))
+}

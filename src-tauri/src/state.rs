@@ -1,0 +1,146 @@
+//! What the app holds while it runs: the service (hub + gateway + control socket) once started,
+//! the options it was started with, and the log followers the UI opened.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use gatehouse::control::GatewayInfo;
+use gatehouse::secrets::KeychainStore;
+use gatehouse::service::{Service, ServiceOptions};
+use gatehouse::HubHandle;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::CommandError;
+
+pub enum Phase {
+    Starting,
+    Running(Box<Service>),
+    /// Start failed (bad config, another hub running, port taken): the message says what to fix.
+    Failed(String),
+    Stopped,
+}
+
+pub struct AppState {
+    pub opts: ServiceOptions,
+    pub keychain: KeychainStore,
+    /// Guards reading or swapping the phase; never held across `.await`.
+    phase: Mutex<Phase>,
+    /// Log tails the UI follows, by follower id; each task ends when its token is cancelled.
+    /// Guards one insert or removal.
+    followers: Mutex<HashMap<u64, CancellationToken>>,
+    next_follower: AtomicU64,
+    pub quitting: AtomicBool,
+}
+
+/// The app's phase as the UI sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseView {
+    pub phase: &'static str,
+    pub error: Option<String>,
+    pub config_path: String,
+    pub data_dir: String,
+    pub control_path: String,
+    pub gateway_url: Option<String>,
+}
+
+impl AppState {
+    pub fn new(opts: ServiceOptions, keychain: KeychainStore) -> Self {
+        AppState {
+            opts,
+            keychain,
+            phase: Mutex::new(Phase::Starting),
+            followers: Mutex::new(HashMap::new()),
+            next_follower: AtomicU64::new(1),
+            quitting: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_phase(&self, phase: Phase) {
+        *self.lock() = phase;
+    }
+
+    /// Takes the running service out (to stop it); the phase becomes `Stopped`.
+    pub fn take_service(&self) -> Option<Service> {
+        match std::mem::replace(&mut *self.lock(), Phase::Stopped) {
+            Phase::Running(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    pub fn is_starting(&self) -> bool {
+        matches!(*self.lock(), Phase::Starting)
+    }
+
+    pub fn hub(&self) -> Result<HubHandle, CommandError> {
+        match &*self.lock() {
+            Phase::Running(s) => Ok(s.hub().clone()),
+            Phase::Starting => Err(CommandError::not_ready("Gatehouse is still starting")),
+            Phase::Failed(e) => Err(CommandError::not_ready(e.clone())),
+            Phase::Stopped => Err(CommandError::not_ready("Gatehouse is quitting")),
+        }
+    }
+
+    pub fn gateway_info(&self) -> Option<GatewayInfo> {
+        match &*self.lock() {
+            Phase::Running(s) => Some(s.gateway_info().clone()),
+            _ => None,
+        }
+    }
+
+    pub fn view(&self) -> PhaseView {
+        let (phase, error, gateway_url) = match &*self.lock() {
+            Phase::Starting => ("starting", None, None),
+            Phase::Running(s) => ("running", None, Some(s.gateway_info().url.clone())),
+            Phase::Failed(e) => ("failed", Some(e.clone()), None),
+            Phase::Stopped => ("stopped", None, None),
+        };
+        PhaseView {
+            phase,
+            error,
+            config_path: self.opts.config_path.display().to_string(),
+            data_dir: self.opts.data_dir.display().to_string(),
+            control_path: self.opts.control_path.display().to_string(),
+            gateway_url,
+        }
+    }
+
+    pub fn add_follower(&self) -> (u64, CancellationToken) {
+        let id = self.next_follower.fetch_add(1, Ordering::Relaxed);
+        let token = CancellationToken::new();
+        self.followers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, token.clone());
+        (id, token)
+    }
+
+    pub fn remove_follower(&self, id: u64) {
+        if let Some(t) = self
+            .followers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id)
+        {
+            t.cancel();
+        }
+    }
+
+    pub fn stop_followers(&self) {
+        let all: Vec<CancellationToken> = self
+            .followers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, t)| t)
+            .collect();
+        for t in all {
+            t.cancel();
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The tray icon and its menu: Open, the approvals waiting, each server with its status and
+//! Restart, Quit. The menu is a pure model (`model`) rendered by `refresh` on every change.
+
+use std::sync::Arc;
+
+use tauri::image::Image;
+use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Manager, Wry};
+
+use crate::state::AppState;
+
+const TRAY_ID: &str = "gatehouse";
+const ICON_IDLE: &[u8] = include_bytes!("../../icons/tray.png");
+const ICON_PENDING: &[u8] = include_bytes!("../../icons/tray-pending.png");
+
+/// One entry of the tray menu, independent of the toolkit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Item {
+        id: String,
+        text: String,
+        enabled: bool,
+    },
+    Server {
+        id: String,
+        text: String,
+    },
+    Separator,
+}
+
+/// The menu for `pending` approvals and these servers (`(id, state)`), in order.
+pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) -> Vec<Entry> {
+    let mut out = vec![Entry::Item {
+        id: "open".into(),
+        text: "Open Gatehouse".into(),
+        enabled: true,
+    }];
+    out.push(Entry::Item {
+        id: "approvals".into(),
+        text: match pending {
+            0 => "No approvals waiting".into(),
+            1 => "1 approval waiting".into(),
+            n => format!("{n} approvals waiting"),
+        },
+        enabled: pending > 0,
+    });
+    out.push(Entry::Separator);
+    if phase_error {
+        out.push(Entry::Item {
+            id: "open-error".into(),
+            text: "Not running: open to see why".into(),
+            enabled: true,
+        });
+    } else if servers.is_empty() {
+        out.push(Entry::Item {
+            id: "none".into(),
+            text: "No servers configured".into(),
+            enabled: false,
+        });
+    }
+    for (id, state) in servers {
+        out.push(Entry::Server {
+            id: id.clone(),
+            text: format!("{id} — {state}"),
+        });
+    }
+    out.push(Entry::Separator);
+    out.push(Entry::Item {
+        id: "quit".into(),
+        text: "Quit Gatehouse".into(),
+        enabled: true,
+    });
+    out
+}
+
+pub fn create(app: &AppHandle) -> tauri::Result<()> {
+    let menu = render(app, &current_model(app))?;
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(Image::from_bytes(ICON_IDLE)?)
+        .tooltip("Gatehouse")
+        .menu(&menu)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
+        .build(app)?;
+    Ok(())
+}
+
+/// Re-renders the menu, icon and tooltip from the current state.
+pub fn refresh(app: &AppHandle) {
+    let Some(tray) = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    let model = current_model(app);
+    let pending = pending_count(app);
+    match render(app, &model) {
+        Ok(menu) => {
+            let _ = tray.set_menu(Some(menu));
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot update the tray menu"),
+    }
+    let icon = if pending > 0 { ICON_PENDING } else { ICON_IDLE };
+    if let Ok(image) = Image::from_bytes(icon) {
+        let _ = tray.set_icon(Some(image));
+    }
+    let tip = match pending {
+        0 => "Gatehouse".to_owned(),
+        n => format!("Gatehouse — {n} waiting for approval"),
+    };
+    let _ = tray.set_tooltip(Some(tip));
+}
+
+fn pending_count(app: &AppHandle) -> usize {
+    let state = app.state::<Arc<AppState>>();
+    state
+        .hub()
+        .map(|h| h.approvals().pending().len())
+        .unwrap_or(0)
+}
+
+fn current_model(app: &AppHandle) -> Vec<Entry> {
+    let state = app.state::<Arc<AppState>>();
+    let failed = state.view().phase == "failed";
+    let (pending, servers) = match state.hub() {
+        Ok(hub) => {
+            let mut servers: Vec<(String, String)> = hub
+                .status()
+                .into_iter()
+                .map(|s| (s.id, s.state.to_string()))
+                .collect();
+            servers.sort();
+            (hub.approvals().pending().len(), servers)
+        }
+        Err(_) => (0, Vec::new()),
+    };
+    model(pending, &servers, failed)
+}
+
+fn render(app: &AppHandle, model: &[Entry]) -> tauri::Result<Menu<Wry>> {
+    let menu = Menu::new(app)?;
+    for entry in model {
+        match entry {
+            Entry::Item { id, text, enabled } => {
+                menu.append(&MenuItem::with_id(app, id, text, *enabled, None::<&str>)?)?
+            }
+            Entry::Separator => menu.append(&PredefinedMenuItem::separator(app)?)?,
+            Entry::Server { id, text } => {
+                let restart =
+                    MenuItem::with_id(app, format!("restart:{id}"), "Restart", true, None::<&str>)?;
+                let items: [&dyn IsMenuItem<Wry>; 1] = [&restart];
+                menu.append(&Submenu::with_items(app, text, true, &items)?)?
+            }
+        }
+    }
+    Ok(menu)
+}
+
+fn on_menu(app: &AppHandle, id: &str) {
+    match id {
+        "open" | "approvals" | "open-error" => crate::lifecycle::show_main(app),
+        "quit" => confirm_quit(app),
+        other => {
+            if let Some(server) = other.strip_prefix("restart:") {
+                let server = server.to_owned();
+                let state = app.state::<Arc<AppState>>().inner().clone();
+                tauri::async_runtime::spawn(async move {
+                    if let Ok(hub) = state.hub() {
+                        if let Err(e) = hub.restart_server(&server).await {
+                            tracing::warn!(server, error = %e, "restart from the tray failed");
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// Quit at once, unless calls are waiting for an answer: then ask first.
+fn confirm_quit(app: &AppHandle) {
+    let pending = pending_count(app);
+    if pending == 0 {
+        crate::lifecycle::quit(app);
+        return;
+    }
+    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+    let handle = app.clone();
+    app.dialog()
+        .message(format!(
+            "{pending} call(s) are waiting for your approval. Quitting denies them and stops every server."
+        ))
+        .title("Quit Gatehouse?")
+        .kind(MessageDialogKind::Warning)
+        .buttons(MessageDialogButtons::OkCancelCustom(
+            "Quit".into(),
+            "Cancel".into(),
+        ))
+        .show(move |quit| {
+            if quit {
+                crate::lifecycle::quit(&handle);
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn menu_lists_approvals_and_each_server_with_its_state() {
+        let servers = vec![
+            ("fs".to_owned(), "running".to_owned()),
+            ("time".to_owned(), "restarting".to_owned()),
+        ];
+        let m = model(2, &servers, false);
+        assert!(m.contains(&Entry::Item {
+            id: "approvals".into(),
+            text: "2 approvals waiting".into(),
+            enabled: true
+        }));
+        assert!(m.contains(&Entry::Server {
+            id: "time".into(),
+            text: "time — restarting".into()
+        }));
+        assert_eq!(
+            m.last(),
+            Some(&Entry::Item {
+                id: "quit".into(),
+                text: "Quit Gatehouse".into(),
+                enabled: true
+            })
+        );
+        let empty = model(0, &[], false);
+        assert!(empty
+            .iter()
+            .any(|e| matches!(e, Entry::Item { id, enabled: false, .. } if id == "approvals")));
+        assert!(empty
+            .iter()
+            .any(|e| matches!(e, Entry::Item { id, .. } if id == "none")));
+        let failed = model(0, &[], true);
+        assert!(failed
+            .iter()
+            .any(|e| matches!(e, Entry::Item { id, .. } if id == "open-error")));
+    }
+}

@@ -1,0 +1,57 @@
+// The only module that touches window.__TAURI__: every call to the app goes through here.
+
+const tauri = window.__TAURI__;
+
+function call(cmd, args) {
+  return tauri.core.invoke(cmd, args);
+}
+
+export function on(event, handler) {
+  return tauri.event.listen(event, (e) => handler(e.payload));
+}
+
+export function errorText(e) {
+  if (e && typeof e === 'object' && 'message' in e) return String(e.message);
+  return String(e);
+}
+
+/** A native yes/no dialog for destructive actions (approvals have their own modal). */
+export function confirm(message, title, okLabel = 'Remove') {
+  return tauri.dialog.ask(message, { title, kind: 'warning', okLabel, cancelLabel: 'Cancel' });
+}
+export const confirmDelete = (message, title) => confirm(message, title, 'Delete');
+
+export const appState = () => call('app_state');
+export const retryStart = () => call('retry_start');
+
+export const servers = () => call('servers');
+export const serverTools = (id) => call('server_tools', { id });
+export const startServer = (id) => call('start_server', { id });
+export const stopServer = (id) => call('stop_server', { id });
+export const restartServer = (id) => call('restart_server', { id });
+export const serverEntry = (id) => call('server_entry', { id });
+export const saveServer = (original, id, entry) => call('save_server', { original, id, entry });
+export const removeServer = (id) => call('remove_server', { id });
+
+/** Recent lines now, then each new line to onLine until the returned stop() is called. */
+export async function followLogs(id, onLine) {
+  const channel = new tauri.core.Channel();
+  channel.onmessage = onLine;
+  const { follower, lines } = await call('follow_logs', { id, onLine: channel });
+  return { lines, stop: () => call('unfollow_logs', { follower }) };
+}
+
+export const pendingApprovals = () => call('pending_approvals');
+export const answerApproval = (id, decision) => call('answer_approval', { id, decision });
+
+export const secrets = () => call('secrets');
+export const setSecret = (name, value) => call('set_secret', { name, value });
+export const deleteSecret = (name) => call('delete_secret', { name });
+
+export const activity = (server) => call('activity', { limit: 300, server: server || null });
+export const connectInfo = () => call('connect_info');
+export const autostart = () => call('autostart');
+export const setAutostart = (enabled) => call('set_autostart', { enabled });
+
+export const uiPainted = (servers) => call('ui_painted', { servers });
+export const approvalShown = (id) => call('approval_shown', { id });

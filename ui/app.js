@@ -1,0 +1,86 @@
+// Entry point: navigation between views, the hub's phase (starting / running / failed), and the
+// wiring of each view module.
+
+import * as api from './api.js';
+import { $, $$ } from './dom.js';
+import * as servers from './servers.js';
+import * as approval from './approval.js';
+import * as secrets from './secrets.js';
+import * as activity from './activity.js';
+import * as connect from './connect.js';
+
+const views = { servers, activity, secrets, connect };
+let current = 'servers';
+
+function show(view) {
+  if (!views[view]) return;
+  current = view;
+  for (const b of $$('.nav')) {
+    if (b.dataset.view === view) b.setAttribute('aria-current', 'page');
+    else b.removeAttribute('aria-current');
+  }
+  for (const name of Object.keys(views)) $(`#view-${name}`).hidden = name !== view;
+  views[view].shown?.();
+}
+
+function renderPhase(p) {
+  const banner = $('#banner');
+  const state = $('#hub-state');
+  document.body.dataset.phase = p.phase;
+  if (p.phase === 'failed') {
+    $('#banner-title').textContent = 'Gatehouse is not running';
+    $('#banner-text').textContent = p.error || 'Start failed.';
+    $('#banner-retry').hidden = false;
+    banner.hidden = false;
+    state.textContent = 'Not running';
+  } else if (p.phase === 'starting') {
+    $('#banner-title').textContent = 'Starting…';
+    $('#banner-text').textContent = `Config: ${p.config_path}`;
+    $('#banner-retry').hidden = true;
+    banner.hidden = false;
+    state.textContent = 'Starting…';
+  } else {
+    banner.hidden = true;
+    state.textContent = p.gateway_url ? `Gateway ${p.gateway_url.replace(/^http:\/\//, '')}` : '';
+    state.title = `Config: ${p.config_path}\nData: ${p.data_dir}\nControl socket: ${p.control_path}`;
+  }
+}
+
+async function refreshAll() {
+  const p = await api.appState();
+  renderPhase(p);
+  if (p.phase === 'running') {
+    await Promise.allSettled([servers.refresh(), approval.refresh()]);
+    views[current].shown?.();
+  }
+}
+
+function init() {
+  for (const b of $$('.nav')) b.addEventListener('click', () => show(b.dataset.view));
+  for (const a of $$('[data-goto]')) {
+    a.addEventListener('click', (e) => { e.preventDefault(); show(a.dataset.goto); });
+  }
+  $('#banner-retry').addEventListener('click', async () => {
+    $('#banner-retry').disabled = true;
+    try { renderPhase(await api.retryStart()); } finally { $('#banner-retry').disabled = false; }
+    refreshAll();
+  });
+  $('#pending-link').addEventListener('click', () => approval.open());
+  // Ctrl+1..4 switch views.
+  document.addEventListener('keydown', (e) => {
+    if (!(e.ctrlKey || e.metaKey) || document.querySelector('dialog[open]')) return;
+    const names = Object.keys(views);
+    const i = Number(e.key) - 1;
+    if (i >= 0 && i < names.length) { e.preventDefault(); show(names[i]); }
+  });
+  servers.init();
+  approval.init();
+  secrets.init();
+  activity.init();
+  connect.init();
+  api.on('hub-phase', (p) => { renderPhase(p); if (p.phase === 'running') refreshAll(); });
+  api.on('resync', refreshAll);
+  refreshAll();
+}
+
+init();

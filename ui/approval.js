@@ -1,0 +1,117 @@
+// The approval modal: one held call at a time, oldest first, with everything needed to decide.
+// Deny has the focus; Esc denies; the countdown shows when the call is denied on its own.
+
+import * as api from './api.js';
+import { $, el, toast } from './dom.js';
+
+let queue = []; // ApprovalRequest, oldest first
+let shownId = null;
+let timer = null;
+
+const dialog = () => $('#approval-dialog');
+
+export function init() {
+  api.on('approval-requested', (req) => {
+    if (!queue.some((r) => r.id === req.id)) queue.push(req);
+    update();
+  });
+  api.on('approval-resolved', ({ id }) => {
+    queue = queue.filter((r) => r.id !== id);
+    update();
+  });
+  const d = dialog();
+  // Esc (the dialog's cancel) means deny, never "dismiss and leave the call hanging".
+  d.addEventListener('cancel', (e) => { e.preventDefault(); answer('deny'); });
+  for (const b of d.querySelectorAll('footer button')) {
+    b.addEventListener('click', () => answer(b.value));
+  }
+}
+
+export async function refresh() {
+  try {
+    queue = await api.pendingApprovals();
+  } catch {
+    queue = [];
+  }
+  update();
+}
+
+export function open() { update(true); }
+
+function update() {
+  const badge = $('#pending-link');
+  badge.hidden = queue.length === 0;
+  badge.textContent = queue.length === 1 ? '1 approval waiting' : `${queue.length} approvals waiting`;
+  const d = dialog();
+  if (queue.length === 0) {
+    shownId = null;
+    clearInterval(timer);
+    if (d.open) d.close();
+    return;
+  }
+  const req = queue[0];
+  $('#approval-queue').textContent = queue.length > 1 ? `1 of ${queue.length} waiting` : '';
+  if (shownId === req.id && d.open) return;
+  fill(req);
+  shownId = req.id;
+  if (!d.open) d.showModal();
+  $('#approval-deny').focus();
+  requestAnimationFrame(() => api.approvalShown(req.id));
+}
+
+function fill(req) {
+  $('#approval-client').textContent = req.client.name || 'Unknown client';
+  $('#approval-client').title = `session ${req.client.session}`;
+  $('#approval-server').textContent = req.server;
+  const tool = $('#approval-tool');
+  tool.replaceChildren(el('strong', { text: req.title || req.tool }), ' ', el('code', { text: req.exposed }));
+  $('#approval-description').textContent = req.description || '';
+  $('#approval-description').hidden = !req.description;
+  const ann = $('#approval-annotations');
+  const hints = [];
+  const a = req.annotations || {};
+  if (a.readOnlyHint === true) hints.push(['read-only', 'says it only reads']);
+  if (a.destructiveHint === true) hints.push(['destructive', 'may delete or overwrite']);
+  if (a.destructiveHint === false) hints.push(['additive', 'says it does not destroy data']);
+  if (a.idempotentHint === true) hints.push(['idempotent', 'repeating it has no further effect']);
+  if (a.openWorldHint === true) hints.push(['open-world', 'reaches outside systems']);
+  ann.replaceChildren(...hints.map(([k, t]) => el('li', { class: `hint-${k}`, title: t, text: k })));
+  ann.hidden = hints.length === 0;
+  let args;
+  try {
+    args = JSON.stringify(req.arguments, null, 2);
+  } catch {
+    args = String(req.arguments);
+  }
+  $('#approval-arguments').textContent = args;
+  const changed = $('#approval-changed');
+  changed.hidden = !req.changed;
+  if (req.changed) {
+    $('#approval-changed-fields').textContent = ` ${req.changed.fields.join(', ')}`;
+    $('#approval-changed-old').textContent = JSON.stringify(req.changed.old, null, 2);
+    $('#approval-changed-new').textContent = JSON.stringify(req.changed.new, null, 2);
+  }
+  clearInterval(timer);
+  const tick = () => {
+    const left = Math.max(0, Math.round((req.expires_at - Date.now()) / 1000));
+    $('#approval-countdown').textContent = `Denied automatically in ${left} s`;
+  };
+  tick();
+  timer = setInterval(tick, 500);
+}
+
+async function answer(decision) {
+  const req = queue[0];
+  if (!req) return;
+  for (const b of dialog().querySelectorAll('footer button')) b.disabled = true;
+  try {
+    await api.answerApproval(req.id, decision);
+  } catch (e) {
+    toast(api.errorText(e), 'error'); // already answered elsewhere, withdrawn or timed out
+  } finally {
+    for (const b of dialog().querySelectorAll('footer button')) b.disabled = false;
+    queue = queue.filter((r) => r.id !== req.id);
+    shownId = null;
+    update();
+  }
+}

@@ -1,0 +1,51 @@
+// The Connect view: the gateway URL, its token (copy only, never shown), and a ready-made config
+// for each AI client.
+
+import * as api from './api.js';
+import { $, el, toast, copyText } from './dom.js';
+
+let info = null;
+
+export function init() {
+  $('#copy-url').addEventListener('click', () => copy(info?.url, 'URL copied'));
+  $('#copy-token').addEventListener('click', () => copy(info?.token, 'Token copied'));
+  $('#autostart').addEventListener('change', async (e) => {
+    try {
+      e.target.checked = await api.setAutostart(e.target.checked);
+    } catch (x) {
+      e.target.checked = !e.target.checked;
+      toast(api.errorText(x), 'error');
+    }
+  });
+}
+
+async function copy(text, done) {
+  if (!text) return;
+  toast(await copyText(text) ? done : 'Could not copy to the clipboard', 'info');
+}
+
+function masked(text) {
+  return info?.token ? text.split(info.token).join('••••••••') : text;
+}
+
+export async function shown() {
+  try {
+    info = await api.connectInfo();
+  } catch (e) {
+    $('#gateway-url').textContent = api.errorText(e);
+    return;
+  }
+  $('#gateway-url').textContent = info.url;
+  $('#autostart').checked = await api.autostart().catch(() => false);
+  $('#client-snippets').replaceChildren(...info.clients.map((c) => {
+    const card = el('div', { class: 'card snippet', dataset: { client: c.id } },
+      el('h2', { text: c.label }),
+      el('p', { class: 'hint' },
+        c.transport === 'http' ? 'Connects over HTTP with the token. ' : 'Launches the gatehouse connect bridge (stdio). ',
+        c.path ? 'Merge into ' : '', c.path ? el('code', { text: c.path }) : ''),
+      el('pre', { text: masked(c.snippet) }),
+      el('button', { type: 'button' }, 'Copy'));
+    card.querySelector('button').addEventListener('click', () => copy(c.snippet, `${c.label} config copied`));
+    return card;
+  }));
+}

@@ -1,0 +1,330 @@
+// The Servers panel: one row per server with its live status, actions, and on expand its tools
+// (with their approval flags) and a live log tail. Also the add/edit/remove form.
+
+import * as api from './api.js';
+import { $, el, duration, clock, toast } from './dom.js';
+
+const rows = new Map(); // id -> {node, status, expanded, stopLogs}
+let painted = false;
+
+export function init() {
+  $('#add-server').addEventListener('click', () => openForm(null));
+  $('#add-server-empty').addEventListener('click', () => openForm(null));
+  api.on('server-status', (s) => upsert(s));
+  api.on('tools-changed', ({ server }) => {
+    const row = rows.get(server);
+    if (row?.expanded) loadTools(row);
+  });
+  setInterval(tickUptimes, 1000);
+  initForm();
+}
+
+export async function refresh() {
+  let list;
+  try {
+    list = await api.servers();
+  } catch (e) {
+    return;
+  }
+  const seen = new Set(list.map((s) => s.id));
+  for (const [id, row] of rows) {
+    if (!seen.has(id)) { row.stopLogs?.(); row.node.remove(); rows.delete(id); }
+  }
+  for (const s of list) upsert(s);
+  reorder();
+  $('#servers-empty').hidden = rows.size > 0;
+  if (!painted) {
+    painted = true;
+    requestAnimationFrame(() => api.uiPainted(rows.size));
+  }
+}
+
+export function shown() { refresh(); }
+
+function reorder() {
+  const list = $('#server-list');
+  for (const id of [...rows.keys()].sort()) list.append(rows.get(id).node);
+}
+
+function upsert(s) {
+  let row = rows.get(s.id);
+  if (!row) {
+    if (s.target === undefined) { refresh(); return; } // a status event for a server we have not listed yet
+    row = { node: buildRow(s.id), status: s, expanded: false };
+    rows.set(s.id, row);
+    $('#server-list').append(row.node);
+    reorder();
+    $('#servers-empty').hidden = true;
+  }
+  row.status = { ...row.status, ...s };
+  render(row);
+}
+
+function buildRow(id) {
+  const node = el('article', { class: 'server', dataset: { id } },
+    el('header', { class: 'server-head' },
+      el('button', { type: 'button', class: 'expand', 'aria-expanded': 'false', 'aria-label': `Show tools and log of ${id}` }, '▸'),
+      el('span', { class: 'name', text: id }),
+      el('span', { class: 'badge' }),
+      el('span', { class: 'meta' },
+        el('span', { class: 'pid' }), el('span', { class: 'uptime' }),
+        el('span', { class: 'restarts' }), el('span', { class: 'tools-count' })),
+      el('span', { class: 'actions' },
+        el('button', { type: 'button', dataset: { act: 'start' } }, 'Start'),
+        el('button', { type: 'button', dataset: { act: 'stop' } }, 'Stop'),
+        el('button', { type: 'button', dataset: { act: 'restart' } }, 'Restart'),
+        el('button', { type: 'button', dataset: { act: 'edit' } }, 'Edit'))),
+    el('code', { class: 'target' }),
+    el('p', { class: 'last-error', hidden: true }),
+    el('div', { class: 'details', hidden: true },
+      el('h3', {}, 'Tools'),
+      el('table', { class: 'table tools' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'Exposed as'), el('th', {}, 'Description'), el('th', {}, 'Calls'))),
+        el('tbody')),
+      el('p', { class: 'tools-empty hint', hidden: true }),
+      el('h3', {}, 'Log'),
+      el('pre', { class: 'log', tabindex: '0', 'aria-label': `Log of ${id}` })));
+  node.querySelector('.expand').addEventListener('click', () => toggle(id));
+  node.querySelector('.actions').addEventListener('click', (e) => {
+    const act = e.target.closest('button')?.dataset.act;
+    if (act) action(id, act, e.target);
+  });
+  return node;
+}
+
+function render(row) {
+  const s = row.status;
+  const n = row.node;
+  n.dataset.state = s.state;
+  const badge = n.querySelector('.badge');
+  badge.textContent = s.state;
+  badge.className = `badge state-${s.state}`;
+  if (s.state === 'restarting' && s.next_retry_ms) {
+    badge.title = `next attempt at ${clock(s.next_retry_ms)} (failure ${s.consecutive_failures})`;
+  } else badge.title = '';
+  n.querySelector('.pid').textContent = s.pid ? `pid ${s.pid}` : '';
+  n.querySelector('.pid').dataset.pid = s.pid ?? '';
+  n.querySelector('.restarts').textContent = `${s.restarts} restart${s.restarts === 1 ? '' : 's'}`;
+  n.querySelector('.restarts').dataset.restarts = s.restarts;
+  n.querySelector('.tools-count').textContent = `${s.tools} tool${s.tools === 1 ? '' : 's'}`;
+  n.querySelector('.tools-count').dataset.tools = s.tools;
+  if (s.target !== undefined) n.querySelector('.target').textContent = s.target;
+  const err = n.querySelector('.last-error');
+  const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
+  err.hidden = !showErr && !(s.state === 'failed');
+  err.textContent = s.last_error || '';
+  const running = s.state === 'running' || s.state === 'starting' || s.state === 'restarting';
+  n.querySelector('[data-act=start]').disabled = running;
+  n.querySelector('[data-act=stop]').disabled = s.state === 'stopped';
+  n.querySelector('[data-act=restart]').disabled = !s.enabled && s.state === 'stopped';
+  tickUptime(row);
+}
+
+function tickUptime(row) {
+  const s = row.status;
+  const up = row.node.querySelector('.uptime');
+  up.textContent = s.state === 'running' ? `up ${duration(Date.now() - s.since_ms)}` : '';
+}
+
+function tickUptimes() {
+  for (const row of rows.values()) tickUptime(row);
+}
+
+async function action(id, act, button) {
+  if (act === 'edit') { openForm(id); return; }
+  button.disabled = true;
+  try {
+    if (act === 'start') await api.startServer(id);
+    if (act === 'stop') await api.stopServer(id);
+    if (act === 'restart') await api.restartServer(id);
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+  } finally {
+    const row = rows.get(id);
+    if (row) render(row);
+  }
+}
+
+async function toggle(id) {
+  const row = rows.get(id);
+  if (!row) return;
+  row.expanded = !row.expanded;
+  row.node.querySelector('.expand').setAttribute('aria-expanded', String(row.expanded));
+  row.node.querySelector('.expand').textContent = row.expanded ? '▾' : '▸';
+  row.node.querySelector('.details').hidden = !row.expanded;
+  if (row.expanded) {
+    loadTools(row);
+    const log = row.node.querySelector('.log');
+    log.textContent = '';
+    try {
+      const f = await api.followLogs(id, (line) => appendLog(log, line));
+      for (const line of f.lines) appendLog(log, line);
+      row.stopLogs = f.stop;
+    } catch (e) {
+      log.textContent = api.errorText(e);
+    }
+  } else {
+    row.stopLogs?.();
+    row.stopLogs = null;
+  }
+}
+
+function appendLog(pre, line) {
+  const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+  const tag = line.stream === 'gatehouse' ? '· ' : '';
+  pre.append(el('span', { class: `log-${line.stream}` }, `${clock(line.time_ms)} ${tag}${line.line}\n`));
+  while (pre.childNodes.length > 1000) pre.firstChild.remove();
+  if (atBottom) pre.scrollTop = pre.scrollHeight;
+}
+
+async function loadTools(row) {
+  const body = row.node.querySelector('.tools tbody');
+  const empty = row.node.querySelector('.tools-empty');
+  let tools = [];
+  try {
+    tools = await api.serverTools(row.status.id);
+  } catch (e) {
+    empty.textContent = api.errorText(e);
+  }
+  body.replaceChildren(...tools.map((t) => el('tr', { dataset: { tool: t.tool } },
+    el('td', {}, el('code', { text: t.name })),
+    el('td', { text: t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? '') }),
+    el('td', {}, el('span', { class: `flag flag-${t.approval}`, text: { ask: 'asks you', allow: 'runs', disabled: 'disabled' }[t.approval] })))));
+  empty.hidden = tools.length > 0;
+  if (!tools.length) empty.textContent = row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.';
+}
+
+// ---- add / edit / remove ----
+
+let editing = null; // original id, or null when adding
+let baseEntry = {};
+
+function initForm() {
+  const form = $('#server-form');
+  for (const r of form.querySelectorAll('input[name=kind]')) r.addEventListener('change', syncKind);
+  $('#server-cancel').addEventListener('click', () => $('#server-dialog').close());
+  $('#server-remove').addEventListener('click', removeCurrent);
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const errBox = $('#server-form-error');
+    let entry;
+    try {
+      entry = entryFromForm(form);
+    } catch (err) {
+      errBox.textContent = err.message; errBox.hidden = false; return;
+    }
+    $('#server-save').disabled = true;
+    try {
+      await api.saveServer(editing, form.elements.id.value.trim(), entry);
+      $('#server-dialog').close();
+      toast(editing ? 'Saved' : 'Server added');
+      refresh();
+    } catch (err) {
+      errBox.textContent = api.errorText(err);
+      errBox.hidden = false;
+    } finally {
+      $('#server-save').disabled = false;
+    }
+  });
+}
+
+function syncKind() {
+  const form = $('#server-form');
+  const remote = form.elements.kind.value === 'remote';
+  form.querySelector('.stdio-only').hidden = remote;
+  form.querySelector('.remote-only').hidden = !remote;
+}
+
+function valueText(v) {
+  if (typeof v === 'string') return v;
+  return `${v.prefix ?? ''}secret:${v.secret}`;
+}
+
+function parseValue(text) {
+  const m = /^(.*?)secret:([A-Za-z0-9._-]{1,64})$/.exec(text);
+  if (!m) return text;
+  return m[1] ? { secret: m[2], prefix: m[1] } : { secret: m[2] };
+}
+
+function parsePairs(text, sep, what) {
+  const out = {};
+  text.split('\n').map((l) => l.trim()).filter(Boolean).forEach((line, i) => {
+    const at = line.indexOf(sep);
+    if (at <= 0) throw new Error(`${what} line ${i + 1} ("${line}") needs the form NAME${sep === '=' ? '=' : ': '}value`);
+    out[line.slice(0, at).trim()] = parseValue(line.slice(at + 1).trim());
+  });
+  return out;
+}
+
+function entryFromForm(form) {
+  const f = form.elements;
+  // Start from the entry being edited so settings the form does not show (per-tool flags,
+  // startup timeout) are kept.
+  const entry = { ...baseEntry };
+  for (const k of ['command', 'args', 'env', 'cwd', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled']) delete entry[k];
+  if (f.kind.value === 'remote') {
+    entry.url = f.url.value.trim();
+    const headers = parsePairs(f.headers.value, ':', 'Headers');
+    if (Object.keys(headers).length) entry.headers = headers;
+    if (f.allow_insecure.checked) entry.allow_insecure = true;
+  } else {
+    entry.command = f.command.value.trim();
+    const args = f.args.value.split('\n').map((a) => a.trim()).filter(Boolean);
+    if (args.length) entry.args = args;
+    const env = parsePairs(f.env.value, '=', 'Environment');
+    if (Object.keys(env).length) entry.env = env;
+    if (f.cwd.value.trim()) entry.cwd = f.cwd.value.trim();
+  }
+  if (f.requires_approval.value) entry.requires_approval = f.requires_approval.value === 'true';
+  if (!f.enabled.checked) entry.enabled = false;
+  return entry;
+}
+
+async function openForm(id) {
+  const form = $('#server-form');
+  form.reset();
+  $('#server-form-error').hidden = true;
+  editing = id;
+  baseEntry = {};
+  $('#server-dialog-title').textContent = id ? `Edit ${id}` : 'Add server';
+  $('#server-remove').hidden = !id;
+  if (id) {
+    try {
+      baseEntry = await api.serverEntry(id);
+    } catch (e) {
+      toast(api.errorText(e), 'error');
+      return;
+    }
+    const f = form.elements;
+    f.id.value = id;
+    f.kind.value = baseEntry.url ? 'remote' : 'stdio';
+    f.command.value = baseEntry.command ?? '';
+    f.args.value = (baseEntry.args ?? []).join('\n');
+    f.env.value = Object.entries(baseEntry.env ?? {}).map(([k, v]) => `${k}=${valueText(v)}`).join('\n');
+    f.cwd.value = baseEntry.cwd ?? '';
+    f.url.value = baseEntry.url ?? '';
+    f.headers.value = Object.entries(baseEntry.headers ?? {}).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
+    f.allow_insecure.checked = !!baseEntry.allow_insecure;
+    f.requires_approval.value = baseEntry.requires_approval === undefined ? '' : String(baseEntry.requires_approval);
+    f.enabled.checked = baseEntry.enabled !== false;
+  }
+  syncKind();
+  $('#server-dialog').showModal();
+  form.elements.id.focus();
+}
+
+async function removeCurrent() {
+  const id = editing;
+  if (!id) return;
+  const sure = await api.confirm(`Remove "${id}"? It is stopped and taken out of your config (a backup of the config is kept).`, 'Remove server');
+  if (!sure) return;
+  try {
+    await api.removeServer(id);
+    $('#server-dialog').close();
+    toast(`Removed ${id}`);
+    refresh();
+  } catch (e) {
+    $('#server-form-error').textContent = api.errorText(e);
+    $('#server-form-error').hidden = false;
+  }
+}
