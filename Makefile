@@ -1,12 +1,16 @@
-# Gatehouse: `make run` starts it, `make test` runs the whole suite. Both install what is missing
-# (system packages, test peers) first and are safe to run again.
+# Gatehouse: `make run` builds and opens the desktop app, `make test` runs the whole suite. Both
+# install what is missing (system packages, test peers, tauri-driver) first and are safe to run again.
 
 SHELL := /bin/bash
 PEERS_DIR ?= $(HOME)/.cache/gatehouse-peers
 export GATEHOUSE_PEERS_DIR := $(PEERS_DIR)
 DEMO_DIR ?= /tmp/gatehouse-demo
+# The user's config (what the app and `gatehouse serve` read by default).
+USER_CONFIG := $(shell printf '%s' "$${XDG_CONFIG_HOME:-$$HOME/.config}")/gatehouse/gatehouse.json
+# The desktop tests and bench need a display: a private Xvfb server.
+XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
 
-.PHONY: run test deps peers build lint bench
+.PHONY: run serve test deps peers build lint bench deb
 
 deps:
 	@scripts/install-deps.sh
@@ -15,22 +19,44 @@ peers: deps
 	@scripts/install-peers.sh >/dev/null
 
 build: deps
-	cargo build --release --bin gatehouse
+	cargo build --release --bins
+	cargo build --release -p gatehouse-app
 
-# Until the desktop app lands: the headless hub on the example config.
+# The desktop app on your config; the first run seeds it from examples/gatehouse.json.
 run: peers build
 	@mkdir -p $(DEMO_DIR)
-	cargo run --release --quiet --bin gatehouse -- serve --config examples/gatehouse.json
+	@if [ ! -f "$(USER_CONFIG)" ]; then \
+	  mkdir -p "$$(dirname "$(USER_CONFIG)")" && cp examples/gatehouse.json "$(USER_CONFIG)" && \
+	  echo "created $(USER_CONFIG) from examples/gatehouse.json"; fi
+	target/release/gatehouse-app
+
+# The headless hub on the example config.
+serve: peers build
+	@mkdir -p $(DEMO_DIR)
+	target/release/gatehouse serve --config examples/gatehouse.json
+
+# A .deb with the Tauri bundler (cargo-tauri from crates.io; nothing else is downloaded).
+deb: deps
+	@command -v cargo-tauri >/dev/null || cargo install tauri-cli --version '^2' --locked
+	cargo build --release --bins
+	cd src-tauri && cargo tauri build --bundles deb
+	@ls -1 target/release/bundle/deb/*.deb
 
 lint:
-	cargo fmt --check
+	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy -p gatehouse-app --all-targets -- -D warnings
 
-# The whole suite runs in a private D-Bus session with a fresh gnome-keyring (keychain tests).
+# The whole suite in a private D-Bus session with a fresh gnome-keyring (keychain tests); the
+# desktop e2e tests also get a private Xvfb display. The app is built once, by the first cargo test.
 test: peers lint
+	cargo build --bins
 	scripts/with-keyring.sh cargo test -- --include-ignored
+	scripts/with-keyring.sh $(XVFB) cargo test -p gatehouse-app -- --include-ignored --test-threads=1
 
 bench: peers
 	cargo bench --bench supervisor
 	cargo bench --bench gateway
 	cargo bench --bench approvals
+	cargo build --release --bins
+	scripts/with-keyring.sh $(XVFB) cargo bench -p gatehouse-app --bench desktop

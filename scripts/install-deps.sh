@@ -31,6 +31,7 @@ have_cmd WebKitWebDriver || missing+=(webkit2gtk-driver)
 have_cmd xvfb-run || missing+=(xvfb)
 have_cmd xauth || missing+=(xauth)
 have_cmd rsvg-convert || missing+=(librsvg2-bin)
+have_cmd xdotool || missing+=(xdotool)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -56,4 +56,10 @@ if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then
   printf '%s' "${PY_PKGS[*]}" > "$py_stamp"
 fi
 
+# The desktop e2e tests drive the app through tauri-driver (PEERS.md), built from crates.io.
+if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
+  log "installing tauri-driver (cargo install, about a minute)"
+  cargo install tauri-driver --locked --version '^2' >&2
+fi
+
 echo "$PEERS_DIR"

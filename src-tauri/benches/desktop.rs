@@ -1,1 +1,307 @@
-fn main() {}
+//! Desktop benchmark (prints figures): cold start to the first paint of the Servers panel, RSS of
+//! the app plus its WebKit processes idle with 5 servers, and the approval round trip (request
+//! published → modal visible). Needs a display: `make bench` runs it under Xvfb.
+//!
+//! The app reports the two UI moments itself (`servers panel painted`, `approval modal visible`
+//! with `latency_us`) on stderr; this program starts it, reads those lines and drives calls through
+//! the gateway with a plain HTTP/1.1 client.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use gatehouse::control::{ControlClient, Request};
+
+const TOKEN: &str = "bench-token-0123456789abcdef0123456789abcdef";
+const STARTS: usize = 5;
+const APPROVALS: usize = 30;
+
+fn main() {
+    if std::env::var_os("DISPLAY").is_none() {
+        eprintln!("desktop bench: no DISPLAY; run it under xvfb-run (make bench does)");
+        std::process::exit(2);
+    }
+    let bins = bin_dir();
+    let app = bins.join("gatehouse-app");
+    let fixture = fixture_bin(&bins);
+    let dir = std::env::temp_dir().join(format!("gatehouse-desktop-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    let port = free_port();
+    let mut servers = serde_json::Map::new();
+    for i in 0..5 {
+        let mut entry = serde_json::json!({ "command": fixture.to_string_lossy() });
+        if i == 0 {
+            entry["tools"] = serde_json::json!({ "echo": { "requires_approval": true } });
+        }
+        servers.insert(format!("s{i}"), entry);
+    }
+    let config = serde_json::json!({
+        "servers": servers,
+        "approval": { "timeout_secs": 60 },
+        "gateway": { "listen": format!("127.0.0.1:{port}") }
+    });
+    let config_path = dir.join("gatehouse.json");
+    std::fs::write(&config_path, config.to_string()).expect("config");
+    println!("desktop bench: {} (5 fixture servers)", app.display());
+
+    // 1. Cold start → first paint (a fresh process each time; data dir reused after the first).
+    let mut starts = Vec::new();
+    for i in 0..STARTS {
+        let t0 = Instant::now();
+        let mut run = App::start(&app, &config_path, &dir);
+        run.wait_line("servers panel painted", Duration::from_secs(60));
+        starts.push(t0.elapsed());
+        if i + 1 < STARTS {
+            run.quit();
+        } else {
+            // 2. Idle footprint with 5 running servers.
+            std::thread::sleep(Duration::from_secs(3));
+            let (app_kib, webkit_kib, n_webkit) = footprint(run.child.id());
+            println!(
+                "RSS idle, 5 servers: app {:.1} MiB + {} WebKit processes {:.1} MiB = {:.1} MiB (MCP servers not counted)",
+                app_kib as f64 / 1024.0,
+                n_webkit,
+                webkit_kib as f64 / 1024.0,
+                (app_kib + webkit_kib) as f64 / 1024.0
+            );
+            // 3. Approval round trip.
+            approvals(&mut run, port, &dir);
+            run.quit();
+        }
+    }
+    starts.sort();
+    println!(
+        "cold start → Servers panel painted: p50 {} ms, min {} ms, max {} ms ({STARTS} starts)",
+        starts[STARTS / 2].as_millis(),
+        starts[0].as_millis(),
+        starts[STARTS - 1].as_millis()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn approvals(run: &mut App, port: u16, dir: &Path) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let control = ControlClient::new(dir.join("control.sock"));
+    let session = initialize(port);
+    let mut latencies = Vec::new();
+    for i in 0..APPROVALS {
+        let (tx, rx) = mpsc::channel();
+        let s = session.clone();
+        std::thread::spawn(move || {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"s0__echo","arguments":{{"text":"call {i}"}}}}}}"#,
+                i + 10
+            );
+            let _ = tx.send(post(port, Some(&s), &body).1);
+        });
+        let line = run.wait_line("approval modal visible", Duration::from_secs(30));
+        let id = field(&line, "id").expect("approval id in the log line");
+        let us: u64 = field(&line, "latency_us")
+            .and_then(|v| v.parse().ok())
+            .expect("latency in the log line");
+        latencies.push(us);
+        let answered = runtime.block_on(control.call(&Request::Approve {
+            id: id.clone(),
+            scope: None,
+        }));
+        assert!(answered.is_ok(), "approve {id}: {answered:?}");
+        let reply = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("call answered");
+        assert!(
+            reply.contains(&format!("call {i}")),
+            "unexpected reply: {reply}"
+        );
+    }
+    latencies.sort();
+    let pct =
+        |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize] as f64 / 1000.0;
+    println!(
+        "approval request published → modal visible: p50 {:.2} ms, p90 {:.2} ms, max {:.2} ms ({APPROVALS} requests)",
+        pct(0.5),
+        pct(0.9),
+        pct(1.0)
+    );
+}
+
+/// `key=value` or `key="value"` from a tracing line.
+fn field(line: &str, key: &str) -> Option<String> {
+    let at = line.find(&format!("{key}="))? + key.len() + 1;
+    let rest = &line[at..];
+    let v = if let Some(r) = rest.strip_prefix('"') {
+        r.split('"').next()?
+    } else {
+        rest.split_whitespace().next()?
+    };
+    Some(v.to_owned())
+}
+
+struct App {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl App {
+    fn start(app: &Path, config: &Path, dir: &Path) -> App {
+        let mut child = Command::new(app)
+            .env("GATEHOUSE_CONFIG", config)
+            .env("GATEHOUSE_DATA_DIR", dir.join("data"))
+            .env("GATEHOUSE_CONTROL", dir.join("control.sock"))
+            .env("GATEHOUSE_TOKEN", TOKEN)
+            .env("GATEHOUSE_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start gatehouse-app");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        App { child, lines }
+    }
+
+    fn wait_line(&mut self, needle: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("the app never logged \"{needle}\""),
+            }
+        }
+    }
+
+    fn quit(mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// KiB of VmRSS: the app itself, and its WebKit helper processes (web, network).
+fn footprint(app: u32) -> (u64, u64, usize) {
+    let rss = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
+    };
+    let mut webkit = 0;
+    let mut n = 0;
+    for pid in descendants(app) {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.starts_with("WebKit") {
+            webkit += rss(pid);
+            n += 1;
+        }
+    }
+    (rss(app), webkit, n)
+}
+
+fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parent_of.push((pid, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(c, pp) in &parent_of {
+            if pp == p {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
+}
+
+fn initialize(port: u16) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"desktop-bench","version":"1"}}}"#;
+    let (headers, _) = post(port, None, body);
+    let session = headers
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| v.trim().to_owned())
+        })
+        .expect("a session id");
+    post(
+        port,
+        Some(&session),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    session
+}
+
+/// One POST to the gateway; returns (headers, body).
+fn post(port: u16, session: Option<&str>, body: &str) -> (String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to the gateway");
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("send");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let (h, b) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (h.to_owned(), b.to_owned())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The directory holding this bench's build of `gatehouse-app` (target/release under `cargo bench`).
+fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("bench exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .expect("target dir")
+}
+
+/// The fixture server from the same target dir (built by `cargo build --release --bins` at the root).
+fn fixture_bin(bins: &Path) -> PathBuf {
+    let p = bins.join("gatehouse-fixture");
+    if !p.is_file() {
+        eprintln!(
+            "desktop bench: {} is missing; run `cargo build --release --bins` first (make bench does)",
+            p.display()
+        );
+        std::process::exit(2);
+    }
+    p
+}

@@ -1,0 +1,416 @@
+//! End-to-end tests of the desktop app: the real `gatehouse-app` in a real WebKitGTK window under
+//! Xvfb, driven by tauri-driver; real fixture servers, a real MCP client (Python SDK) through the
+//! gateway, the real keychain (gnome-keyring in the test's D-Bus session). `make test` runs them:
+//! `scripts/with-keyring.sh xvfb-run -a cargo test -p gatehouse-app --test e2e -- --include-ignored`.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::*;
+
+async fn lock() -> tokio::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().await
+}
+
+fn is_error(out: &Value, tool: &str) -> bool {
+    out["results"][tool]["isError"] == json!(true)
+}
+
+fn text_of(out: &Value, tool: &str) -> String {
+    out["results"][tool]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn servers_panel_shows_live_status_and_its_buttons_work() {
+    let _serial = lock().await;
+    let d = Desktop::launch(json!({ "alpha": fixture(), "beta": fixture() })).await;
+
+    let alpha = d.wait_state("alpha", "running").await;
+    let beta = d.wait_state("beta", "running").await;
+    assert_eq!(alpha["tools"], json!(13), "{alpha}");
+    assert_eq!(beta["tools"], json!(13), "{beta}");
+    d.shot("servers").await;
+
+    // The CLI works against the app exactly as against a headless hub.
+    let (code, out, err) = d.cli(&["status", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let status: Value = serde_json::from_str(&out).expect("status json");
+    let cli_pid = status
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["id"] == "alpha"))
+        .map(|s| s["pid"].to_string())
+        .unwrap_or_default();
+    assert_eq!(cli_pid, alpha["pid"].as_str().unwrap_or("-"));
+
+    // Restart: a new pid and one more restart.
+    d.click("article.server[data-id=alpha] [data-act=restart]")
+        .await;
+    let old_pid = alpha["pid"].as_str().unwrap_or_default().to_owned();
+    d.wait_js(
+        "a new pid for alpha",
+        &format!(
+            "const r = document.querySelector('article.server[data-id=alpha]');
+             return r.dataset.state === 'running' && r.querySelector('.pid').dataset.pid !== '{old_pid}'
+                    && r.querySelector('.pid').dataset.pid !== '';"
+        ),
+    )
+    .await;
+    let after = d.row("alpha").await;
+    assert_eq!(
+        after["restarts"].as_u64(),
+        alpha["restarts"].as_u64().map(|r| r + 1),
+        "{after}"
+    );
+
+    // Stop, then Start.
+    d.click("article.server[data-id=beta] [data-act=stop]")
+        .await;
+    let stopped = d.wait_state("beta", "stopped").await;
+    assert_eq!(stopped["pid"], json!(""), "{stopped}");
+    let old: u32 = beta["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        !alive(old),
+        "the stopped server's process {old} is still alive"
+    );
+    d.click("article.server[data-id=beta] [data-act=start]")
+        .await;
+    d.wait_state("beta", "running").await;
+
+    // A crash shows `restarting`, then `running` again (recorded by an observer on the row).
+    d.js("window.__states = [];
+          const row = document.querySelector('article.server[data-id=alpha]');
+          new MutationObserver(() => window.__states.push(row.dataset.state))
+            .observe(row, { attributes: true, attributeFilter: ['data-state'] });
+          return true;")
+        .await;
+    let pid: u32 = d.row("alpha").await["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("alpha pid");
+    assert!(nix_kill(pid, 9), "kill -9 {pid}");
+    d.wait_js(
+        "alpha restarting then running",
+        "const s = window.__states; const i = s.indexOf('restarting');
+         return i >= 0 && s.slice(i).includes('running');",
+    )
+    .await;
+    let crashed = d.row("alpha").await;
+    assert_ne!(crashed["pid"], json!(pid.to_string()));
+
+    // Expanded: the tools with their approval flags and the live log.
+    d.click("article.server[data-id=alpha] .expand").await;
+    let flags = d
+        .wait_js(
+            "alpha's tools",
+            "const rows = document.querySelectorAll('article.server[data-id=alpha] .tools tbody tr');
+             if (rows.length < 13) return null;
+             const f = {}; rows.forEach(r => f[r.dataset.tool] = r.querySelector('.flag').className);
+             return f;",
+        )
+        .await;
+    assert!(
+        flags["touch"].as_str().unwrap_or("").contains("flag-ask"),
+        "{flags}"
+    );
+    assert!(
+        flags["echo"].as_str().unwrap_or("").contains("flag-allow"),
+        "{flags}"
+    );
+    d.wait_js(
+        "alpha's log tail",
+        "return document.querySelector('article.server[data-id=alpha] .log').textContent.includes('killed by signal 9');",
+    )
+    .await;
+    d.shot("servers-expanded").await;
+
+    // Add a server through the form: the core's validation message first, then success.
+    d.click("#add-server").await;
+    d.type_into("#server-form [name=id]", "Bad Id").await;
+    d.type_into(
+        "#server-form [name=command]",
+        &bin("gatehouse-fixture").to_string_lossy(),
+    )
+    .await;
+    d.click("#server-save").await;
+    let message = d
+        .wait_js(
+            "the id error",
+            "const e = document.getElementById('server-form-error'); return !e.hidden && e.textContent;",
+        )
+        .await;
+    assert!(
+        message.as_str().unwrap_or("").contains("invalid server id"),
+        "{message}"
+    );
+    d.shot("server-form").await;
+    d.js("document.querySelector('#server-form [name=id]').value = ''; return true;")
+        .await;
+    d.type_into("#server-form [name=id]", "gamma").await;
+    d.click("#server-save").await;
+    d.wait_state("gamma", "running").await;
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(saved.contains("\"gamma\""), "{saved}");
+    let bak = std::fs::read_to_string(d.config_path.with_extension("json.bak")).expect(".bak");
+    assert!(
+        bak.contains("\"alpha\"") && !bak.contains("\"gamma\""),
+        "the previous config is kept as .bak: {bak}"
+    );
+
+    d.view("connect").await;
+    d.wait_js(
+        "the client snippets",
+        "return document.querySelectorAll('#client-snippets .snippet').length === 4;",
+    )
+    .await;
+    let page = d.js("return document.documentElement.outerHTML").await;
+    assert!(
+        !page.as_str().unwrap_or("").contains(TOKEN),
+        "the gateway token is on the page"
+    );
+    d.shot("connect").await;
+    d.quit().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn approval_modal_allows_denies_and_remembers() {
+    let _serial = lock().await;
+    let d = Desktop::launch(json!({ "files": fixture() })).await;
+    d.wait_state("files", "running").await;
+    let target = |n: u32| d.dir.path().join(format!("touched-{n}"));
+    let call = |n: u32| {
+        d.client_call(json!([[
+            "files__touch",
+            { "path": target(n).to_string_lossy() }
+        ]]))
+    };
+    let modal_for = |n: u32| {
+        let path = target(n).to_string_lossy().into_owned();
+        format!(
+            "const d = document.getElementById('approval-dialog');
+             return d.open && document.getElementById('approval-arguments').textContent.includes({path:?});"
+        )
+    };
+
+    // 1. Allow once: the modal shows server, tool and the exact arguments; the call runs.
+    let c1 = call(1);
+    d.wait_js("the modal for call 1", &modal_for(1)).await;
+    let shown = d
+        .js(
+            "return { server: document.getElementById('approval-server').textContent,
+                      tool: document.getElementById('approval-tool').textContent,
+                      args: document.getElementById('approval-arguments').textContent,
+                      focused: document.activeElement.id };",
+        )
+        .await;
+    assert_eq!(shown["server"], "files");
+    assert!(
+        shown["tool"]
+            .as_str()
+            .unwrap_or("")
+            .contains("files__touch"),
+        "{shown}"
+    );
+    let args: Value =
+        serde_json::from_str(shown["args"].as_str().unwrap_or("")).expect("args json");
+    assert_eq!(args, json!({ "path": target(1).to_string_lossy() }));
+    assert_eq!(shown["focused"], "approval-deny", "Deny has the focus");
+    d.shot("approval").await;
+    d.click("#approval-once").await;
+    let out = c1.finish();
+    assert!(!is_error(&out, "files__touch"), "{out}");
+    assert!(target(1).exists(), "the approved call ran");
+
+    // 2. Deny: the client gets isError, nothing runs.
+    let c2 = call(2);
+    d.wait_js("the modal for call 2", &modal_for(2)).await;
+    d.click("#approval-deny").await;
+    let out = c2.finish();
+    assert!(is_error(&out, "files__touch"), "{out}");
+    assert!(!target(2).exists());
+
+    // 3. Esc denies.
+    let c3 = call(3);
+    d.wait_js("the modal for call 3", &modal_for(3)).await;
+    d.press_on_focused("\u{E00C}").await;
+    let out = c3.finish();
+    assert!(is_error(&out, "files__touch"), "{out}");
+    assert!(text_of(&out, "files__touch").contains("denied"), "{out}");
+    assert!(!target(3).exists());
+
+    // 4. Always: runs, and the next call runs without asking.
+    let c4 = call(4);
+    d.wait_js("the modal for call 4", &modal_for(4)).await;
+    d.click("#approval-always").await;
+    assert!(!is_error(&c4.finish(), "files__touch"));
+    d.wait_js(
+        "the modal closed",
+        "return !document.getElementById('approval-dialog').open;",
+    )
+    .await;
+    let out = call(5).finish();
+    assert!(!is_error(&out, "files__touch"), "{out}");
+    assert!(target(5).exists());
+    let opened = d
+        .js("return document.getElementById('approval-dialog').open")
+        .await;
+    assert_eq!(opened, json!(false), "the remembered call did not ask");
+    let (_, activity, _) = d.cli(&["activity", "--json"]);
+    assert!(activity.contains("remembered_always"), "{activity}");
+    assert!(activity.contains("approved_always"), "{activity}");
+    d.view("activity").await;
+    d.wait_js(
+        "the calls in the Activity view",
+        "return document.querySelectorAll('#activity-table tbody tr').length >= 5;",
+    )
+    .await;
+    d.shot("activity").await;
+    d.quit().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn closing_hides_the_window_and_calls_keep_flowing() {
+    let _serial = lock().await;
+    let mut gh = fixture();
+    gh["env"] = json!({ "GH_TOKEN": { "secret": "e2e-gh-token" } });
+    let d = Desktop::launch(json!({ "files": fixture(), "gh": gh })).await;
+    d.wait_state("files", "running").await;
+    assert!(!d.visible_windows().is_empty(), "the window starts visible");
+    let app = d.app_pid().expect("the app's pid");
+
+    d.close_window();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !d.visible_windows().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(d.visible_windows().is_empty(), "closing hides the window");
+    assert!(alive(app), "closing the window does not quit the app");
+
+    // Calls still flow while hidden.
+    let out = d
+        .client_call(json!([["files__echo", { "text": "still here" }]]))
+        .finish();
+    assert_eq!(text_of(&out, "files__echo"), "still here", "{out}");
+
+    // A call that needs approval brings the window back with the modal.
+    let held = d.client_call(
+        json!([["files__touch", { "path": d.dir.path().join("x").to_string_lossy() }]]),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while d.visible_windows().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !d.visible_windows().is_empty(),
+        "an approval request shows the window"
+    );
+    d.wait_js(
+        "the modal",
+        "return document.getElementById('approval-dialog').open;",
+    )
+    .await;
+    d.click("#approval-deny").await;
+    assert!(is_error(&held.finish(), "files__touch"));
+
+    // Secrets: the server waits for its secret; setting it in the view restarts the server with it.
+    d.wait_state("gh", "failed").await;
+    d.view("secrets").await;
+    d.wait_js(
+        "the secret row",
+        "return document.querySelector('tr[data-secret=\"e2e-gh-token\"] .badge')?.textContent === 'not set';",
+    )
+    .await;
+    d.shot("secrets").await;
+    let value = "e2e-secret-value-7f3a9c";
+    d.click("tr[data-secret=\"e2e-gh-token\"] [data-act=set]")
+        .await;
+    d.type_into("#secret-form [name=value]", value).await;
+    d.click("#secret-save").await;
+    d.wait_js(
+        "the secret set",
+        "return document.querySelector('tr[data-secret=\"e2e-gh-token\"] .badge')?.textContent === 'set';",
+    )
+    .await;
+    d.view("servers").await;
+    let gh = d.wait_state("gh", "running").await;
+    assert_ne!(gh["pid"], json!(""), "{gh}");
+    let out = d
+        .client_call(json!([["gh__envhash", { "name": "GH_TOKEN" }]]))
+        .finish();
+    let hash: Value = serde_json::from_str(&text_of(&out, "gh__envhash")).expect("envhash json");
+    assert_eq!(hash["present"], json!(true), "{out}");
+    let in_dom = d
+        .js(&format!(
+            "return document.documentElement.outerHTML.includes('{value}') ||
+                    [...document.querySelectorAll('input, textarea')].some(i => i.value.includes('{value}'));"
+        ))
+        .await;
+    assert_eq!(in_dom, json!(false), "the secret value is in the DOM");
+    d.quit().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn one_instance_and_quit_stops_every_server() {
+    let _serial = lock().await;
+    let d = Desktop::launch(json!({ "a": fixture(), "b": fixture() })).await;
+    let a: u32 = d.wait_state("a", "running").await["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("pid a");
+    let b: u32 = d.wait_state("b", "running").await["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("pid b");
+    let app = d.app_pid().expect("the app's pid");
+
+    // A second launch hands over to the first and exits.
+    let second = std::process::Command::new(bin("gatehouse-app"))
+        .env("GATEHOUSE_CONFIG", &d.config_path)
+        .env("GATEHOUSE_CONTROL", &d.control)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("second instance");
+    let mut second = second;
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Ok(Some(s)) = second.try_wait() {
+            break Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = second.kill();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        status.map(|s| s.success()) == Some(true),
+        "the second instance kept running or failed: {status:?}"
+    );
+    assert!(alive(app), "the first instance is still running");
+
+    // Quit (SIGTERM takes the same path as the tray's Quit): every server is stopped first.
+    let groups = [a, b];
+    assert!(nix_kill(app, 15));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while alive(app) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(app), "the app did not exit");
+    for pgid in groups {
+        let left = gatehouse::supervisor::process::group_members(pgid);
+        assert!(left.is_empty(), "server group {pgid} left {left:?} behind");
+    }
+    d.quit().await;
+}

@@ -1,0 +1,422 @@
+//! The desktop e2e harness: a private config with fixture servers, tauri-driver driving the real
+//! `gatehouse-app` binary in a real WebKitGTK window (Xvfb), and helpers to read the page, talk to
+//! the gateway with a real MCP client (Python SDK) and use the `gatehouse` CLI against the app.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+
+/// One app at a time: the app is single-instance per D-Bus session, and tauri-driver binds ports.
+pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+pub const TOKEN: &str = "e2e-token-0123456789abcdef0123456789abcdef";
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// `target/debug` (or wherever this test binary was built): the app, the CLI and the fixture.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test exe path");
+    exe.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .expect("target dir")
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: build it first (`cargo build --bins` at the repo root; `make test` does)",
+        p.display()
+    );
+    p
+}
+
+pub fn peers_dir() -> PathBuf {
+    std::env::var_os("GATEHOUSE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/gatehouse-peers")
+        })
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A fixture server entry (the repo's own MCP server with switchable behaviours).
+pub fn fixture() -> Value {
+    json!({ "command": bin("gatehouse-fixture").to_string_lossy() })
+}
+
+pub struct Desktop {
+    pub dir: tempfile::TempDir,
+    pub config_path: PathBuf,
+    pub control: PathBuf,
+    pub url: String,
+    driver: Child,
+    pub client: Client,
+    pub shots: PathBuf,
+}
+
+impl Desktop {
+    /// Starts tauri-driver and, through it, the app on a config holding `servers`.
+    pub async fn launch(servers: Value) -> Desktop {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config_path = dir.path().join("gatehouse.json");
+        let port = free_port();
+        let config = json!({
+            "servers": servers,
+            "approval": { "default": "ask-unless-read-only", "timeout_secs": 60 },
+            "gateway": { "listen": format!("127.0.0.1:{port}") }
+        });
+        std::fs::write(
+            &config_path,
+            serde_json::to_string_pretty(&config).expect("config json"),
+        )
+        .expect("write config");
+        let control = dir.path().join("control.sock");
+        let driver_port = free_port();
+        let native_port = free_port();
+        let driver = Command::new(tauri_driver())
+            .args([
+                "--port",
+                &driver_port.to_string(),
+                "--native-port",
+                &native_port.to_string(),
+            ])
+            // tauri-driver → WebKitWebDriver → the app: the environment reaches the app.
+            .env("GATEHOUSE_CONFIG", &config_path)
+            .env("GATEHOUSE_DATA_DIR", dir.path().join("data"))
+            .env("GATEHOUSE_CONTROL", &control)
+            .env("GATEHOUSE_TOKEN", TOKEN)
+            .env("GATEHOUSE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("driver.log")).expect("driver log"),
+            ))
+            .spawn()
+            .expect("tauri-driver (cargo install tauri-driver --locked; make test installs it)");
+        let mut caps = serde_json::Map::new();
+        caps.insert("browserName".into(), json!("wry"));
+        caps.insert(
+            "tauri:options".into(),
+            json!({ "application": bin("gatehouse-app").to_string_lossy() }),
+        );
+        let webdriver = format!("http://127.0.0.1:{driver_port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&webdriver)
+                .await
+            {
+                Ok(c) => break c,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => panic!("no WebDriver session with the app: {e}"),
+            }
+        };
+        let shots = repo().join("target").join("e2e-shots");
+        let _ = std::fs::create_dir_all(&shots);
+        let d = Desktop {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            dir,
+            config_path,
+            control,
+            driver,
+            client,
+            shots,
+        };
+        d.wait_js(
+            "the hub running",
+            "return document.body.dataset.phase === 'running'",
+        )
+        .await;
+        d
+    }
+
+    /// Runs `script` in the page and returns its value.
+    pub async fn js(&self, script: &str) -> Value {
+        self.client
+            .execute(script, vec![])
+            .await
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
+    }
+
+    /// Waits (15 s) until `script` returns something truthy; returns it.
+    pub async fn wait_js(&self, what: &str, script: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let v = self
+                .client
+                .execute(script, vec![])
+                .await
+                .unwrap_or(Value::Null);
+            let truthy =
+                !matches!(&v, Value::Null | Value::Bool(false)) && v != json!("") && v != json!(0);
+            if truthy {
+                return v;
+            }
+            if Instant::now() > deadline {
+                let _ = self
+                    .shot(&format!("timeout-{}", what.replace(' ', "-")))
+                    .await;
+                panic!("timed out waiting for {what}; last value {v}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+            .send_keys(text)
+            .await
+            .unwrap_or_else(|e| panic!("cannot type into {css}: {e}"));
+    }
+
+    /// Presses a key on the focused element (WebDriver key codes, e.g. "\u{E00C}" for Escape).
+    pub async fn press_on_focused(&self, key: &str) {
+        self.client
+            .active_element()
+            .await
+            .expect("a focused element")
+            .send_keys(key)
+            .await
+            .expect("key press");
+    }
+
+    pub async fn view(&self, name: &str) {
+        self.click(&format!(".nav[data-view={name}]")).await;
+        self.wait_js(
+            &format!("the {name} view"),
+            &format!("return !document.getElementById('view-{name}').hidden"),
+        )
+        .await;
+    }
+
+    /// A server row's fields as the page shows them.
+    pub async fn row(&self, id: &str) -> Value {
+        self.js(&format!(
+            "const r = document.querySelector('article.server[data-id=\"{id}\"]');
+             if (!r) return null;
+             return {{ state: r.dataset.state,
+                      pid: r.querySelector('.pid').dataset.pid,
+                      restarts: Number(r.querySelector('.restarts').dataset.restarts),
+                      tools: Number(r.querySelector('.tools-count').dataset.tools),
+                      error: r.querySelector('.last-error').textContent }};"
+        ))
+        .await
+    }
+
+    pub async fn wait_state(&self, id: &str, state: &str) -> Value {
+        self.wait_js(
+            &format!("{id} {state}"),
+            &format!(
+                "const r = document.querySelector('article.server[data-id=\"{id}\"]');
+                 return r && r.dataset.state === '{state}';"
+            ),
+        )
+        .await;
+        self.row(id).await
+    }
+
+    /// Saves a PNG of the window's page under `target/e2e-shots/`.
+    pub async fn shot(&self, name: &str) -> PathBuf {
+        let path = self.shots.join(format!("{name}.png"));
+        // Let the page paint what the last step changed.
+        let _ = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));",
+                vec![],
+            )
+            .await;
+        match self.client.screenshot().await {
+            Ok(png) => {
+                let _ = std::fs::write(&path, png);
+            }
+            Err(e) => eprintln!("screenshot {name} failed: {e}"),
+        }
+        path
+    }
+
+    /// Runs a `gatehouse` CLI verb against the app's control socket.
+    pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(bin("gatehouse"))
+            .arg("--control")
+            .arg(&self.control)
+            .args(args)
+            .output()
+            .expect("run gatehouse");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Starts a real MCP client (Python SDK, Streamable HTTP + bearer token) making `calls`;
+    /// `finish` returns its JSON output.
+    pub fn client_call(&self, calls: Value) -> McpClient {
+        let python = peers_dir().join("venv/bin/python");
+        let child = Command::new(python)
+            .arg(repo().join("tests/clients/py_client.py"))
+            .args(["http", &self.url, TOKEN, &calls.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python client (make peers installs it)");
+        McpClient { child: Some(child) }
+    }
+
+    /// The app's own process (the one WebKitWebDriver started for this test).
+    pub fn app_pid(&self) -> Option<u32> {
+        let app = bin("gatehouse-app");
+        let marker = format!("GATEHOUSE_CONTROL={}", self.control.display());
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+            if exe != app {
+                return None;
+            }
+            let env = std::fs::read(e.path().join("environ")).ok()?;
+            env.split(|b| *b == 0)
+                .any(|kv| kv == marker.as_bytes())
+                .then_some(pid)
+        })
+    }
+
+    /// X window ids of the app's main window that are currently mapped (visible).
+    pub fn visible_windows(&self) -> Vec<String> {
+        let out = Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--name", "^Gatehouse$"])
+            .output()
+            .expect("xdotool (make deps installs it)");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Clicks the window's close button, as far as X is concerned: WM_DELETE_WINDOW.
+    pub fn close_window(&self) {
+        let windows = self.visible_windows();
+        assert!(!windows.is_empty(), "no visible Gatehouse window to close");
+        let status = Command::new("python3")
+            .arg(repo().join("tests/desktop/xwin.py"))
+            .arg("close")
+            .args(&windows)
+            .status()
+            .expect("xwin.py");
+        assert!(status.success(), "xwin.py close failed");
+    }
+
+    pub async fn quit(mut self) {
+        // Bounded: when the app is already gone, the driver may never answer.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.client.clone().close()).await;
+        // SIGTERM, not SIGKILL: tauri-driver then stops WebKitWebDriver too.
+        let _ = nix_kill(self.driver.id(), 15);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.driver.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn tauri_driver() -> PathBuf {
+    let cargo_bin =
+        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cargo/bin/tauri-driver");
+    if cargo_bin.is_file() {
+        cargo_bin
+    } else {
+        PathBuf::from("tauri-driver")
+    }
+}
+
+pub fn nix_kill(pid: u32, sig: i32) -> bool {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Whether `pid` is a live process (zombies count as gone: PID 1 here does not reap).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+pub struct McpClient {
+    child: Option<Child>,
+}
+
+impl McpClient {
+    pub fn finish(mut self) -> Value {
+        let child = self.child.take().expect("client");
+        let out = child.wait_with_output().expect("client output");
+        assert!(
+            out.status.success(),
+            "MCP client failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "client printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
