@@ -4,6 +4,7 @@
 
 pub mod backoff;
 pub mod process;
+pub mod remote;
 pub mod rpc;
 
 use std::collections::BTreeMap;
@@ -359,7 +360,10 @@ enum SessionEvent {
 /// One child process and its connection.
 struct Session {
     generation: u64,
+    /// The child's pid (and process group); 0 for a remote server's connection.
     pid: u32,
+    /// Why a remote connection ended (set by its bridge before it reports the "exit").
+    remote_reason: Option<Arc<Mutex<Option<String>>>>,
     peer: Arc<RpcPeer>,
     /// Cancelling closes the child's stdin and ends the reader.
     stop: CancellationToken,
@@ -524,11 +528,8 @@ impl Actor {
         let transport = match &self.cfg.transport {
             Transport::Stdio(t) => t.clone(),
             Transport::Remote(r) => {
-                let msg = format!(
-                    "remote servers (\"url\": {}) are not supported yet in this version of Gatehouse; run a local stdio server instead or remove this entry",
-                    r.url
-                );
-                self.fail(msg, true, None);
+                let r = r.clone();
+                self.begin_remote(&r).await;
                 return;
             }
         };
@@ -655,6 +656,7 @@ impl Actor {
             stop,
             exit: exit_rx,
             stderr_done: Some(stderr_done),
+            remote_reason: None,
             tasks,
             started: Instant::now(),
             ready: false,
@@ -662,6 +664,113 @@ impl Actor {
         });
         self.update_status(|s| s.pid = Some(pid));
         tracing::info!(server = %self.shared.id, pid, "spawned");
+    }
+
+    /// A remote server: the same `RpcPeer` as a child's, over an in-memory pipe whose other end
+    /// the HTTP bridge (`remote::run`) carries to the server.
+    async fn begin_remote(&mut self, r: &crate::config::RemoteTransport) {
+        let url = match remote::check_url(&r.url, r.allow_insecure) {
+            Ok(u) => u,
+            Err(msg) => return self.fail(msg, true, None),
+        };
+        // Header secrets are resolved at connect time only, like env secrets at spawn time.
+        let headers = match resolve_env(
+            &r.headers,
+            self.ctx.secrets.clone(),
+            self.ctx.redactions.clone(),
+        )
+        .await
+        {
+            Ok(h) => h,
+            Err(msg) => return self.fail(msg, true, None),
+        };
+        let headers = match remote::header_map(&headers) {
+            Ok(h) => h,
+            Err(msg) => return self.fail(msg, true, None),
+        };
+        let http = match remote::client() {
+            Ok(c) => c,
+            Err(msg) => return self.fail(msg, true, None),
+        };
+        let generation = self.generation;
+        let mut tasks = JoinSet::new();
+        let stop = CancellationToken::new();
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let (peer_io, bridge_io) = tokio::io::duplex(1 << 20);
+        let (peer_read, peer_write) = tokio::io::split(peer_io);
+        let (bridge_read, bridge_write) = tokio::io::split(bridge_io);
+        let reason = Arc::new(Mutex::new(None));
+        {
+            let reason = reason.clone();
+            let stop = stop.clone();
+            tasks.spawn(async move {
+                let why = remote::run(
+                    http,
+                    url,
+                    headers,
+                    BufReader::new(bridge_read),
+                    bridge_write,
+                    stop,
+                )
+                .await;
+                *lock(&reason) = why;
+                let _ = exit_tx.send(Some(ExitInfo {
+                    code: None,
+                    signal: None,
+                }));
+                exit_tx.closed().await;
+            });
+        }
+        let (in_tx, mut in_rx) = mpsc::unbounded_channel();
+        let ev_tx = self.ev_tx.clone();
+        tasks.spawn(async move {
+            while let Some(msg) = in_rx.recv().await {
+                if ev_tx
+                    .send((generation, SessionEvent::Inbound(msg)))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let note: rpc::NoteFn = {
+            let shared = self.shared.clone();
+            let bus = self.ctx.bus.clone();
+            Arc::new(move |line| push_log(&shared, &bus, LogStream::Gatehouse, line))
+        };
+        let peer = RpcPeer::start(
+            self.shared.id.as_str(),
+            peer_write,
+            BufReader::new(peer_read),
+            stop.clone(),
+            in_tx,
+            note,
+            &mut tasks,
+        );
+        {
+            let peer = peer.clone();
+            let ev_tx = self.ev_tx.clone();
+            let timeout = Duration::from_secs(self.cfg.startup_timeout_secs);
+            tasks.spawn(async move {
+                let ev = handshake(&peer, timeout).await;
+                let _ = ev_tx.send((generation, ev));
+            });
+        }
+        *lock(&self.shared.peer) = Some(peer.clone());
+        self.session = Some(Session {
+            generation,
+            pid: 0,
+            remote_reason: Some(reason),
+            peer,
+            stop,
+            exit: exit_rx,
+            stderr_done: None,
+            tasks,
+            started: Instant::now(),
+            ready: false,
+            refresh_after_ready: false,
+        });
+        self.note(format!("connecting to {}", r.url));
     }
 
     async fn on_session_event(&mut self, ev: SessionEvent) {
@@ -772,13 +881,23 @@ impl Actor {
         };
         let uptime = self.session.as_ref().map(|s| s.started.elapsed());
         let was_ready = self.session.as_ref().is_some_and(|s| s.ready);
-        let mut msg = info.to_string();
+        let remote_reason = self
+            .session
+            .as_ref()
+            .and_then(|s| s.remote_reason.as_ref())
+            .map(|r| {
+                lock(r)
+                    .clone()
+                    .unwrap_or_else(|| "connection closed".to_owned())
+            });
+        let mut msg = remote_reason.clone().unwrap_or_else(|| info.to_string());
         if !was_ready {
             msg.push_str(" before finishing the MCP handshake");
         }
         // In-flight calls are answered now, before any cleanup.
         if let Some(s) = self.session.as_ref() {
-            s.peer.close(&info.to_string());
+            s.peer
+                .close(remote_reason.as_deref().unwrap_or(&info.to_string()));
         }
         // Let the reader drain the child's last stderr lines so the error can quote them. A
         // surviving grandchild may hold the pipe open, hence the bound.
@@ -793,7 +912,11 @@ impl Actor {
             msg.push_str(": ");
             msg.push_str(&tail);
         }
-        self.note(format!("process {msg}"));
+        if remote_reason.is_some() {
+            self.note(msg.clone());
+        } else {
+            self.note(format!("process {msg}"));
+        }
         self.update_status(|s| s.last_exit = Some(info));
         self.end_session_after_exit().await;
         self.fail(msg, false, uptime);
@@ -859,6 +982,12 @@ impl Actor {
             let mut rx = s.exit.clone();
             async move { rx.wait_for(|e| e.is_some()).await.is_ok() }
         };
+        if s.pid == 0 {
+            // A remote connection: the bridge ends when `stop` is cancelled.
+            let _ = tokio::time::timeout(grace, exited(&mut s)).await;
+            finish_tasks(s.tasks).await;
+            return;
+        }
         #[cfg(unix)]
         {
             use nix::sys::signal::Signal;
@@ -899,7 +1028,9 @@ impl Actor {
         let grace = self.ctx.tuning.stop_grace;
         self.cleanup.spawn(async move {
             #[cfg(unix)]
-            reap_group(pid, grace).await;
+            if pid != 0 {
+                reap_group(pid, grace).await;
+            }
             #[cfg(not(unix))]
             let _ = (pid, grace);
             finish_tasks(s.tasks).await;

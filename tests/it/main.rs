@@ -6,6 +6,7 @@ mod cli;
 mod clients;
 mod gateway;
 mod peers;
+mod remote;
 mod secrets;
 mod supervisor;
 mod support;

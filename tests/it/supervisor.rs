@@ -309,7 +309,7 @@ async fn child_gets_minimal_env_plus_declared() {
 }
 
 #[tokio::test]
-async fn spawn_errors_and_remote_servers_fail_clearly() {
+async fn spawn_errors_and_insecure_remote_servers_fail_clearly() {
     let th = TestHub::start(&config(&[
         (
             "missing",
@@ -319,7 +319,8 @@ async fn spawn_errors_and_remote_servers_fail_clearly() {
             "badcwd",
             json!({"command": FIXTURE, "cwd": "/nonexistent/dir"}),
         ),
-        ("remote", json!({"url": "http://127.0.0.1:9/mcp"})),
+        ("remote", json!({"url": "http://example.com/mcp"})),
+        ("refused", json!({"url": "http://127.0.0.1:9/mcp"})),
         ("ok", fixture(&[])),
     ]));
     let s = wait_state(&th.server("missing"), State::Failed, T).await;
@@ -332,8 +333,13 @@ async fn spawn_errors_and_remote_servers_fail_clearly() {
         .last_error
         .unwrap()
         .contains("working directory \"/nonexistent/dir\" does not exist"));
+    // Plain http to a non-loopback host is refused before any connection is made.
     let s = wait_state(&th.server("remote"), State::Failed, T).await;
-    assert!(s.last_error.unwrap().contains("remote servers"));
+    assert!(s.last_error.unwrap().contains("allow_insecure"));
+    // Nothing listening: restarting with the reason, like a crashing process.
+    let s = wait_state(&th.server("refused"), State::Restarting, T).await;
+    let e = s.last_error.unwrap();
+    assert!(e.contains("cannot reach http://127.0.0.1:9/mcp"), "{e}");
     // The others are unaffected.
     wait_state(&th.server("ok"), State::Running, T).await;
     th.hub.shutdown().await;

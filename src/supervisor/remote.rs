@@ -1,0 +1,630 @@
+//! A remote server's connection, made to look like a child's stdio: the `RpcPeer` writes lines
+//! into one end of an in-memory pipe and reads lines from another, and this bridge carries them
+//! over Streamable HTTP (one POST per message, answers as JSON or SSE, a GET stream for what the
+//! server sends on its own), falling back to the 2024-11-05 HTTP+SSE transport when the server
+//! only speaks that. When the connection is lost the bridge ends with the reason, and the actor
+//! treats that like a child's exit (in-flight calls answered, restart with backoff).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{read_line, Line, MAX_LINE_BYTES as MAX_LINE};
+
+/// How long an idle connection may go unchecked: a ping is sent when nothing else went out.
+const KEEPALIVE: Duration = Duration::from_secs(3);
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Whether `url` may be reached: https anywhere; plain http only on loopback unless allowed.
+pub fn check_url(url: &str, allow_insecure: bool) -> Result<reqwest::Url, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("invalid url \"{url}\": {e}"))?;
+    match parsed.scheme() {
+        "https" => Ok(parsed),
+        "http" => {
+            let host = parsed.host_str().unwrap_or("");
+            let bare = host.trim_start_matches('[').trim_end_matches(']');
+            let loopback = host == "localhost"
+                || bare
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if loopback || allow_insecure {
+                Ok(parsed)
+            } else {
+                Err(format!(
+                    "refusing plain http:// to {}: use https://, or add \"allow_insecure\": true to this server if you trust the network",
+                    parsed.host_str().unwrap_or("?")
+                ))
+            }
+        }
+        other => Err(format!(
+            "invalid url \"{url}\": the scheme must be http or https, not {other}"
+        )),
+    }
+}
+
+pub fn client() -> Result<reqwest::Client, String> {
+    // rustls with the ring provider; OpenSSL is never linked. Installing twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+}
+
+/// Header values resolved (secrets included) into a `HeaderMap`.
+pub fn header_map(
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::new();
+    for (k, v) in headers {
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("invalid header name \"{k}\""))?;
+        let mut value = HeaderValue::from_str(v).map_err(|_| {
+            format!("the value of header \"{k}\" has characters a header cannot carry")
+        })?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// The transport the bridge ended up on.
+#[derive(Clone)]
+enum Mode {
+    Streamable {
+        session: Option<String>,
+    },
+    /// 2024-11-05: POST to `endpoint`, everything comes back on the GET stream.
+    Sse {
+        endpoint: reqwest::Url,
+    },
+}
+
+struct Bridge {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    /// Lines for the peer (answers, notifications, server requests).
+    to_peer: mpsc::Sender<Vec<u8>>,
+    /// The first fatal error ends the bridge.
+    lost: mpsc::Sender<String>,
+    protocol: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+/// Runs until `stop` is cancelled (returns `None`) or the connection is lost (returns the reason).
+pub async fn run<R, W>(
+    http: reqwest::Client,
+    url: reqwest::Url,
+    headers: HeaderMap,
+    mut from_peer: R,
+    mut to_peer_io: W,
+    stop: CancellationToken,
+) -> Option<String>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (to_peer, mut to_peer_rx) = mpsc::channel::<Vec<u8>>(256);
+    let (lost_tx, mut lost_rx) = mpsc::channel::<String>(4);
+    let writer = tokio::spawn(async move {
+        while let Some(mut line) = to_peer_rx.recv().await {
+            line.push(b'\n');
+            if to_peer_io.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+    });
+    let bridge = Arc::new(Bridge {
+        http,
+        url,
+        headers,
+        to_peer,
+        lost: lost_tx,
+        protocol: Arc::new(std::sync::Mutex::new(None)),
+    });
+    let tasks = CancellationToken::new();
+    let mut mode: Option<Mode> = None;
+    let mut buf = Vec::new();
+    let mut last_sent = tokio::time::Instant::now();
+    let reason = loop {
+        let keepalive = tokio::time::sleep_until(last_sent + KEEPALIVE);
+        tokio::select! {
+            _ = stop.cancelled() => break None,
+            Some(reason) = lost_rx.recv() => break Some(reason),
+            _ = keepalive, if mode.is_some() => {
+                last_sent = tokio::time::Instant::now();
+                let b = bridge.clone();
+                let m = mode.clone();
+                let t = tasks.clone();
+                tokio::spawn(async move {
+                    if let Some(m) = m {
+                        tokio::select! {
+                            _ = t.cancelled() => {}
+                            _ = b.ping(&m) => {}
+                        }
+                    }
+                });
+            }
+            line = read_line(&mut from_peer, &mut buf, MAX_LINE) => {
+                let msg = match line {
+                    Ok(Line::Data(l)) => l,
+                    Ok(Line::TooLong(_)) => continue,
+                    _ => break None, // the peer closed: we are being stopped
+                };
+                last_sent = tokio::time::Instant::now();
+                match &mode {
+                    None => match bridge.connect(&msg, &tasks).await {
+                        Ok(m) => mode = Some(m),
+                        Err(reason) => break Some(reason),
+                    },
+                    // A request may wait long for its answer: it gets its own task. Anything
+                    // else (notifications, answers to the server) goes out in order, at once.
+                    Some(m) if is_request(&msg) => {
+                        let b = bridge.clone();
+                        let m = m.clone();
+                        let t = tasks.clone();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                _ = t.cancelled() => {}
+                                _ = b.send(&m, msg) => {}
+                            }
+                        });
+                    }
+                    Some(m) => {
+                        let sent = tokio::select! {
+                            _ = stop.cancelled() => break None,
+                            r = bridge.send_checked(m, msg) => r,
+                        };
+                        if let Err(reason) = sent {
+                            break Some(reason);
+                        }
+                    }
+                }
+            }
+        }
+    };
+    tasks.cancel();
+    if let (None, Some(Mode::Streamable { session: Some(id) })) = (&reason, &mode) {
+        // A clean stop ends the server's session (best effort, bounded).
+        let req = bridge
+            .http
+            .delete(bridge.url.clone())
+            .headers(bridge.headers.clone())
+            .header(SESSION_HEADER, id.as_str());
+        let _ = tokio::time::timeout(Duration::from_secs(1), req.send()).await;
+    }
+    drop(bridge);
+    writer.abort();
+    reason
+}
+
+impl Bridge {
+    fn base_headers(&self, session: Option<&str>) -> HeaderMap {
+        let mut h = self.headers.clone();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        if let Some(s) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+            h.insert(SESSION_HEADER, s);
+        }
+        let protocol = self
+            .protocol
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(v) = protocol.and_then(|p| HeaderValue::from_str(&p).ok()) {
+            h.insert("mcp-protocol-version", v);
+        }
+        h
+    }
+
+    /// The first message (initialize): Streamable HTTP, or the old SSE transport if the server
+    /// answers the POST with 400/404/405.
+    async fn connect(
+        self: &Arc<Self>,
+        init: &[u8],
+        tasks: &CancellationToken,
+    ) -> Result<Mode, String> {
+        let resp = self
+            .http
+            .post(self.url.clone())
+            .headers(self.base_headers(None))
+            .body(init.to_vec())
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
+        let status = resp.status().as_u16();
+        if matches!(status, 400 | 404 | 405) {
+            return self.connect_sse(init, tasks).await;
+        }
+        check_status(&resp)?;
+        let session = resp
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.relay(resp, true).await?;
+        let mode = Mode::Streamable { session };
+        // The GET stream carries what the server sends outside a call (list_changed…).
+        let b = self.clone();
+        let m = mode.clone();
+        let t = tasks.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = t.cancelled() => {}
+                _ = b.listen(&m) => {}
+            }
+        });
+        Ok(mode)
+    }
+
+    async fn connect_sse(
+        self: &Arc<Self>,
+        init: &[u8],
+        tasks: &CancellationToken,
+    ) -> Result<Mode, String> {
+        let mut h = self.headers.clone();
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let resp = self
+            .http
+            .get(self.url.clone())
+            .headers(h)
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
+        check_status(&resp)?;
+        let mut events = SseReader::new(resp);
+        let endpoint = loop {
+            match events.next().await {
+                Some(Ok((event, data))) if event == "endpoint" => {
+                    break self
+                        .url
+                        .join(data.trim())
+                        .map_err(|e| format!("the server sent a bad endpoint \"{data}\": {e}"))?;
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e),
+                None => {
+                    return Err(format!(
+                        "{} is neither a Streamable HTTP nor an SSE MCP endpoint (no \"endpoint\" event)",
+                        self.url
+                    ))
+                }
+            }
+        };
+        let b = self.clone();
+        let t = tasks.clone();
+        tokio::spawn(async move {
+            let reason = tokio::select! {
+                _ = t.cancelled() => return,
+                r = async {
+                    while let Some(ev) = events.next().await {
+                        match ev {
+                            Ok((event, data)) if event == "message" || event.is_empty() => {
+                                if b.to_peer.send(data.into_bytes()).await.is_err() {
+                                    return String::new();
+                                }
+                            }
+                            Ok(_) => {}
+                            Err(e) => return e,
+                        }
+                    }
+                    "the server closed its SSE stream".to_owned()
+                } => r,
+            };
+            let _ = b.lost.send(format!("connection lost: {reason}")).await;
+        });
+        let mode = Mode::Sse { endpoint };
+        self.send_checked(&mode, init.to_vec()).await?;
+        Ok(mode)
+    }
+
+    /// Sends one message; a transport failure ends the bridge.
+    async fn send(&self, mode: &Mode, msg: Vec<u8>) {
+        if let Err(reason) = self.send_checked(mode, msg).await {
+            let _ = self.lost.send(reason).await;
+        }
+    }
+
+    async fn send_checked(&self, mode: &Mode, msg: Vec<u8>) -> Result<(), String> {
+        let is_request = is_request(&msg);
+        let (url, session) = match mode {
+            Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
+            Mode::Sse { endpoint } => (endpoint.clone(), None),
+        };
+        let resp = self
+            .http
+            .post(url)
+            .headers(self.base_headers(session))
+            .body(msg)
+            .send()
+            .await
+            .map_err(|e| format!("connection lost: {}", error_chain(&e)))?;
+        if resp.status().as_u16() == 404 && session.is_some() {
+            return Err("the server ended our session (HTTP 404)".into());
+        }
+        check_status(&resp)?;
+        match mode {
+            Mode::Streamable { .. } => self.relay(resp, is_request).await,
+            Mode::Sse { .. } => Ok(()),
+        }
+    }
+
+    /// Forwards a POST's answer (JSON or an SSE stream) to the peer. A request whose stream ends
+    /// before its answer means the server went away mid-call.
+    async fn relay(&self, resp: reqwest::Response, expect_answer: bool) -> Result<(), String> {
+        if resp.status().as_u16() == 202 {
+            return Ok(());
+        }
+        let sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !sse {
+            let body = resp
+                .bytes()
+                .await
+                .map_err(|e| format!("connection lost: {}", error_chain(&e)))?;
+            if body.iter().all(u8::is_ascii_whitespace) {
+                return Ok(());
+            }
+            self.note_protocol(&body);
+            let _ = self.to_peer.send(body.to_vec()).await;
+            return Ok(());
+        }
+        let mut events = SseReader::new(resp);
+        let mut answered = false;
+        while let Some(ev) = events.next().await {
+            let (_, data) = ev?;
+            if data.is_empty() {
+                continue;
+            }
+            if is_response(data.as_bytes()) {
+                answered = true;
+                self.note_protocol(data.as_bytes());
+            }
+            let _ = self.to_peer.send(data.into_bytes()).await;
+        }
+        if expect_answer && !answered {
+            return Err("connection lost: the server's stream ended before it answered".into());
+        }
+        Ok(())
+    }
+
+    /// Remembers the negotiated protocol version from an initialize answer (sent as a header on
+    /// every later request, as the spec asks).
+    fn note_protocol(&self, body: &[u8]) {
+        #[derive(serde::Deserialize)]
+        struct R {
+            result: Option<Init>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Init {
+            #[serde(rename = "protocolVersion")]
+            protocol_version: Option<String>,
+        }
+        if let Ok(R {
+            result: Some(Init {
+                protocol_version: Some(v),
+            }),
+        }) = serde_json::from_slice::<R>(body)
+        {
+            let mut p = self.protocol.lock().unwrap_or_else(|e| e.into_inner());
+            if p.is_none() {
+                *p = Some(v);
+            }
+        }
+    }
+
+    /// The GET stream of a Streamable HTTP session. A server without one (405) is checked by the
+    /// keepalive instead; a stream that breaks means the server is gone.
+    async fn listen(&self, mode: &Mode) {
+        let Mode::Streamable { session } = mode else {
+            return;
+        };
+        let mut h = self.headers.clone();
+        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(s) = session
+            .as_deref()
+            .and_then(|s| HeaderValue::from_str(s).ok())
+        {
+            h.insert(SESSION_HEADER, s);
+        }
+        let resp = match self.http.get(self.url.clone()).headers(h).send().await {
+            Ok(r) if r.status().is_success() => r,
+            Ok(_) => return,
+            Err(e) => {
+                let _ = self
+                    .lost
+                    .send(format!("connection lost: {}", error_chain(&e)))
+                    .await;
+                return;
+            }
+        };
+        let mut events = SseReader::new(resp);
+        while let Some(ev) = events.next().await {
+            match ev {
+                Ok((_, data)) if !data.is_empty() => {
+                    if self.to_peer.send(data.into_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = self.lost.send(e).await;
+                    return;
+                }
+            }
+        }
+        // The server closed the stream on purpose; the keepalive still watches the connection.
+    }
+
+    async fn ping(&self, mode: &Mode) {
+        let msg = br#"{"jsonrpc":"2.0","id":"gatehouse-keepalive","method":"ping"}"#.to_vec();
+        let (url, session) = match mode {
+            Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
+            // On the old transport the answer would arrive on the event stream, which the GET
+            // reader already watches; nothing to send.
+            Mode::Sse { .. } => return,
+        };
+        let sent = tokio::time::timeout(
+            Duration::from_secs(10),
+            self.http
+                .post(url)
+                .headers(self.base_headers(session))
+                .body(msg)
+                .send(),
+        )
+        .await;
+        let reason = match sent {
+            Ok(Ok(r)) if r.status().as_u16() == 404 && session.is_some() => {
+                "the server ended our session (HTTP 404)".to_owned()
+            }
+            Ok(Ok(r)) => {
+                // Drain the answer so the connection can be reused; it is not the peer's.
+                let _ = r.bytes().await;
+                return;
+            }
+            Ok(Err(e)) => format!("connection lost: {}", error_chain(&e)),
+            Err(_) => "connection lost: no answer to a ping within 10 s".to_owned(),
+        };
+        let _ = self.lost.send(reason).await;
+    }
+}
+
+fn check_status(resp: &reqwest::Response) -> Result<(), String> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    Err(match status.as_u16() {
+        401 | 403 => format!(
+            "the server refused the credentials (HTTP {}): check this server's \"headers\" and the secrets they refer to",
+            status.as_u16()
+        ),
+        code => format!("the server answered HTTP {code}"),
+    })
+}
+
+fn error_chain(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+fn is_request(msg: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        id: Option<serde::de::IgnoredAny>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_some())
+}
+
+fn is_response(msg: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        id: Option<serde::de::IgnoredAny>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_none())
+}
+
+/// Server-sent events from a response body: `(event, data)` per event.
+struct SseReader {
+    body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buf: Vec<u8>,
+    event: String,
+    data: String,
+}
+
+impl SseReader {
+    fn new(resp: reqwest::Response) -> Self {
+        SseReader {
+            body: resp.bytes_stream().boxed(),
+            buf: Vec::new(),
+            event: String::new(),
+            data: String::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Option<Result<(String, String), String>> {
+        loop {
+            while let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
+                let mut line: Vec<u8> = self.buf.drain(..=nl).collect();
+                line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                let line = String::from_utf8_lossy(&line).into_owned();
+                if line.is_empty() {
+                    if self.data.is_empty() && self.event.is_empty() {
+                        continue;
+                    }
+                    let data = std::mem::take(&mut self.data);
+                    let event = std::mem::take(&mut self.event);
+                    return Some(Ok((event, data)));
+                }
+                if let Some(v) = line.strip_prefix("data:") {
+                    if !self.data.is_empty() {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    self.event = v.trim().to_owned();
+                }
+                // id:, retry: and comments are not needed here.
+            }
+            if self.buf.len() > MAX_LINE {
+                return Some(Err("the server sent an oversized event".into()));
+            }
+            match self.body.next().await {
+                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
+                Some(Err(e)) => return Some(Err(format!("connection lost: {}", error_chain(&e)))),
+                None => return None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_to_loopback_unless_allowed() {
+        assert!(check_url("http://127.0.0.1:9000/mcp", false).is_ok());
+        assert!(check_url("http://localhost/mcp", false).is_ok());
+        assert!(check_url("http://[::1]:1/mcp", false).is_ok());
+        let err = check_url("http://example.com/mcp", false).unwrap_err();
+        assert!(err.contains("allow_insecure"), "{err}");
+        assert!(check_url("http://example.com/mcp", true).is_ok());
+        assert!(check_url("https://example.com/mcp", false).is_ok());
+        assert!(check_url("ftp://example.com", true).is_err());
+    }
+
+    #[test]
+    fn requests_and_responses_are_told_apart() {
+        assert!(is_request(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        ));
+        assert!(!is_request(
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        ));
+        assert!(is_response(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(!is_response(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#));
+    }
+}
