@@ -245,7 +245,7 @@ struct HttpClient {
 
 impl HttpClient {
     async fn new(url: &str) -> HttpClient {
-        let http = reqwest::Client::builder()
+        let http = gatehouse::http_client_builder()
             .no_proxy()
             .pool_max_idle_per_host(64)
             .build()

@@ -5,6 +5,7 @@
 //! - [`clients`]: the AI clients (Claude Desktop, Claude Code, Cursor, VS Code) and their config files.
 //! - [`approval`]: the policy and the `ApprovalBroker` (held calls, remembered answers, pins).
 //! - [`config`]: the JSON config model, validation with file/line/column errors, atomic saves.
+//! - [`import`]: servers from AI clients' config files and Gremia manifests into a Gatehouse config.
 //! - [`hub`]: [`Hub::start`] wires everything and returns the cloneable [`HubHandle`].
 //! - [`supervisor`]: one actor per server — spawn, handshake, restart with backoff, stop.
 //!   - `supervisor::process`: process groups, minimal env, group signals.
@@ -28,6 +29,7 @@ pub mod control;
 pub mod events;
 pub mod gateway;
 pub mod hub;
+pub mod import;
 pub mod jsonrpc;
 pub mod logs;
 pub mod naming;
@@ -36,5 +38,13 @@ pub mod service;
 pub mod supervisor;
 
 pub use config::{Config, ServerId};
+
+/// An HTTP client builder with TLS ready: rustls with the ring provider (OpenSSL is never
+/// linked). Every reqwest client in Gatehouse starts here.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    // Installing the process-wide provider twice is harmless (the second call is refused).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+}
 pub use hub::{Hub, HubHandle, HubOptions};
 pub use supervisor::{ServerStatus, State, Tuning};

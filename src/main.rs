@@ -1,6 +1,8 @@
 //! `gatehouse`: the headless hub (`serve`) and the CLI verbs that talk to a running hub.
 //! Exit codes: 0 ok; 1 a verb failed (unknown id, no hub running…); 2 bad usage or bad config.
 
+mod import_cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -118,6 +120,38 @@ enum Cmd {
     },
     /// Re-read the config file of the running hub
     Reload,
+    /// Import servers from Claude Desktop, Claude Code, Cursor, VS Code or a Gremia manifest
+    Import {
+        /// claude-desktop, claude-code, cursor, vscode, or a file (default: every client found)
+        #[arg(long, value_name = "CLIENT|PATH")]
+        from: Option<String>,
+        /// The Gatehouse config to add them to (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// Show what would be imported; write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Move credential-looking env/header values (*_TOKEN, *_KEY, *_SECRET, PASSWORD…) into the keychain
+        #[arg(long)]
+        move_secrets: bool,
+        /// Import a server under another id (repeatable)
+        #[arg(long, value_name = "OLD=NEW")]
+        rename: Vec<String>,
+    },
+    /// Print the config that connects a client to Gatehouse (or merge it into the client's file)
+    ClientConfig {
+        /// claude-desktop, claude-code, cursor or vscode
+        target: String,
+        /// Merge it into the client's file (a timestamped backup is kept)
+        #[arg(long)]
+        write: bool,
+        /// With --write: also remove the client's entries for servers Gatehouse now runs
+        #[arg(long)]
+        replace_imported: bool,
+        /// With --write: the client's file, if not in its usual place
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -387,6 +421,36 @@ async fn run_verb(verb: Cmd, control_path: PathBuf) -> ExitCode {
     let client = ControlClient::new(control_path);
     let result = match verb {
         Cmd::Serve { .. } | Cmd::Connect { .. } => return ExitCode::from(2),
+        Cmd::Import {
+            from,
+            config,
+            dry_run,
+            move_secrets,
+            rename,
+        } => {
+            let args = import_cli::ImportArgs {
+                from,
+                config,
+                dry_run,
+                move_secrets,
+                renames: rename,
+            };
+            import_cli::import(args, &client).await
+        }
+        Cmd::ClientConfig {
+            target,
+            write,
+            replace_imported,
+            file,
+        } => {
+            let args = import_cli::ClientConfigArgs {
+                target,
+                write,
+                replace_imported,
+                file,
+            };
+            import_cli::client_config(args, &client).await
+        }
         Cmd::Approvals {
             json,
             forget: Some(target),

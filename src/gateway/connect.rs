@@ -35,7 +35,7 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let http = reqwest::Client::builder()
+    let http = crate::http_client_builder()
         .no_proxy()
         .build()
         .map_err(|e| BridgeError::Client(e.to_string()))?;

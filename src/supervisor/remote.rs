@@ -48,9 +48,7 @@ pub fn check_url(url: &str, allow_insecure: bool) -> Result<reqwest::Url, String
 }
 
 pub fn client() -> Result<reqwest::Client, String> {
-    // rustls with the ring provider; OpenSSL is never linked. Installing twice is harmless.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
+    crate::http_client_builder()
         .connect_timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| format!("cannot set up the HTTP client: {e}"))

@@ -25,7 +25,7 @@ impl Client {
     }
 
     async fn connect_to(info: &gatehouse::control::GatewayInfo, name: &str) -> Client {
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
         let r = http
             .post(&info.url)
             .bearer_auth(&info.token)

@@ -56,7 +56,7 @@ impl Gw {
             th,
             gw,
             url,
-            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+            http: gatehouse::http_client_builder().no_proxy().build().unwrap(),
             stop,
             task,
         }

@@ -5,6 +5,7 @@ mod approvals;
 mod cli;
 mod clients;
 mod gateway;
+mod import;
 mod peers;
 mod remote;
 mod secrets;

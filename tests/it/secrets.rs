@@ -74,7 +74,7 @@ async fn status_of(s: &Served, id: &str, pred: impl Fn(&Value) -> bool) -> Value
 
 /// Calls a tool over the served gateway and returns the first content text.
 async fn call_text(s: &Served, tool: &str, args: Value) -> String {
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
     let post = |body: Value, sid: Option<String>| {
         let mut r = http
             .post(&s.info.url)
@@ -396,4 +396,60 @@ fn url_encode(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[tokio::test]
+#[ignore = "needs a Secret Service: run inside scripts/with-keyring.sh (make test does)"]
+async fn import_moves_plaintext_tokens_into_the_keychain() {
+    require_keychain();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    let out = Command::new(GATEHOUSE)
+        .args(["--control"])
+        .arg(dir.path().join("none.sock"))
+        .args(["import", "--move-secrets", "--from"])
+        .arg(format!(
+            "{}/tests/fixtures/import/cursor_mcp.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout
+            .contains("SLACK_BOT_TOKEN: moved to the keychain as secret \"slack-slack-bot-token\""),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    for plain in ["xoxb-plaintext-example", "docs-plaintext-example"] {
+        assert!(!text.contains(plain), "{plain} left in the config:\n{text}");
+    }
+    let c: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        c["servers"]["slack"]["env"]["SLACK_BOT_TOKEN"],
+        json!({"secret": "slack-slack-bot-token"})
+    );
+    assert_eq!(c["servers"]["slack"]["env"]["SLACK_TEAM_ID"], "T0123");
+    assert_eq!(
+        c["servers"]["docs"]["headers"]["Authorization"],
+        json!({"secret": "docs-authorization", "prefix": "Bearer "})
+    );
+    let store = KeychainStore::start();
+    assert_eq!(
+        store.get("slack-slack-bot-token").unwrap(),
+        "xoxb-plaintext-example"
+    );
+    assert_eq!(
+        store.get("docs-authorization").unwrap(),
+        "docs-plaintext-example"
+    );
+    store.delete("slack-slack-bot-token").unwrap();
+    store.delete("docs-authorization").unwrap();
 }

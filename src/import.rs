@@ -1,0 +1,441 @@
+//! Importing servers from AI clients' config files (Claude Desktop, Claude Code, Cursor:
+//! `mcpServers`; VS Code: `servers`) and Gremia manifests (`mcp_requirements`) into a Gatehouse
+//! config. Pure: reading files, keychain moves and printing are the caller's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::config::{Config, ServerId};
+
+/// One server found in a client file, mapped onto a Gatehouse entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The name in the source file.
+    pub source_name: String,
+    /// The Gatehouse id it gets (normalised, or renamed).
+    pub id: String,
+    /// The entry in the Gatehouse file format.
+    pub entry: Value,
+    /// Env (or header) names whose values look like credentials and are plain text.
+    pub credentials: Vec<String>,
+    /// Gremia's `tools_used`: tools the workflow expects the server to have.
+    pub tools_used: Vec<String>,
+}
+
+impl Candidate {
+    /// The exact command line (or URL) this entry runs, for the person to review.
+    pub fn command_line(&self) -> String {
+        if let Some(url) = self.entry.get("url").and_then(Value::as_str) {
+            return url.to_owned();
+        }
+        let mut parts = vec![self
+            .entry
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()];
+        for a in self
+            .entry
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            parts.push(a.as_str().unwrap_or_default().to_owned());
+        }
+        parts
+            .iter()
+            .map(|p| shell_quote(p))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,~".contains(&b));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Reads a client file or Gremia manifest. Errors name the file, the position and the fix.
+pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_source(&text, path)
+}
+
+pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "{}:{}:{}: not valid JSON ({}); fix the file in its client first — nothing was imported",
+            path.display(),
+            e.line(),
+            e.column(),
+            e.to_string().split(" at line ").next().unwrap_or_default()
+        )
+    })?;
+    let obj = root
+        .as_object()
+        .ok_or_else(|| format!("{}: expected a JSON object at the top", path.display()))?;
+    if let Some(reqs) = obj.get("mcp_requirements") {
+        return gremia(reqs, path);
+    }
+    let servers = obj
+        .get("mcpServers")
+        .or_else(|| obj.get("servers"))
+        .ok_or_else(|| {
+            format!(
+                "{}: no \"mcpServers\" (Claude Desktop, Claude Code, Cursor), \"servers\" (VS Code) or \"mcp_requirements\" (Gremia) found",
+                path.display()
+            )
+        })?;
+    let servers = servers.as_object().ok_or_else(|| {
+        format!(
+            "{}: the server list must be an object of name → server",
+            path.display()
+        )
+    })?;
+    servers
+        .iter()
+        .map(|(name, v)| client_entry(name, v, path))
+        .collect()
+}
+
+fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| format!("{}: server \"{name}\" is not an object", path.display()))?;
+    let mut entry = Map::new();
+    let mut credentials = Vec::new();
+    let url = o
+        .get("url")
+        .or_else(|| o.get("serverUrl"))
+        .and_then(Value::as_str);
+    if let Some(url) = url {
+        entry.insert("url".into(), Value::String(url.to_owned()));
+        if let Some(h) = o.get("headers").and_then(Value::as_object) {
+            let headers = string_map(h, name, "headers", path)?;
+            credentials.extend(headers.keys().filter(|k| looks_like_credential(k)).cloned());
+            entry.insert("headers".into(), to_value(headers));
+        }
+    } else {
+        let command = o.get("command").and_then(Value::as_str).ok_or_else(|| {
+            format!(
+                "{}: server \"{name}\" has neither \"command\" nor \"url\"",
+                path.display()
+            )
+        })?;
+        entry.insert("command".into(), Value::String(command.to_owned()));
+        if let Some(args) = o.get("args").and_then(Value::as_array) {
+            let args: Option<Vec<Value>> = args
+                .iter()
+                .map(|a| a.as_str().map(|s| Value::String(s.to_owned())))
+                .collect();
+            let args = args.ok_or_else(|| {
+                format!(
+                    "{}: server \"{name}\": every arg must be a string",
+                    path.display()
+                )
+            })?;
+            if !args.is_empty() {
+                entry.insert("args".into(), Value::Array(args));
+            }
+        }
+        if let Some(env) = o.get("env").and_then(Value::as_object) {
+            let env = string_map(env, name, "env", path)?;
+            credentials.extend(env.keys().filter(|k| looks_like_credential(k)).cloned());
+            if !env.is_empty() {
+                entry.insert("env".into(), to_value(env));
+            }
+        }
+        if let Some(cwd) = o.get("cwd").and_then(Value::as_str) {
+            entry.insert("cwd".into(), Value::String(cwd.to_owned()));
+        }
+    }
+    if o.get("disabled").and_then(Value::as_bool) == Some(true) {
+        entry.insert("enabled".into(), Value::Bool(false));
+    }
+    Ok(Candidate {
+        source_name: name.to_owned(),
+        id: normalise_id(name),
+        entry: Value::Object(entry),
+        credentials,
+        tools_used: Vec::new(),
+    })
+}
+
+fn gremia(reqs: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
+    let list = reqs
+        .as_array()
+        .ok_or_else(|| format!("{}: \"mcp_requirements\" must be a list", path.display()))?;
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let name = r
+                .get("server_id")
+                .or_else(|| r.get("name"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    format!(
+                        "{}: mcp_requirements[{i}] has no \"server_id\"",
+                        path.display()
+                    )
+                })?;
+            let mut c = client_entry(name, r, path)?;
+            c.tools_used = r
+                .get("tools_used")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                // Gremia writes `server:tool`; Gatehouse wants the server's own name.
+                .map(|t| t.rsplit(':').next().unwrap_or(t).to_owned())
+                .collect();
+            Ok(c)
+        })
+        .collect()
+}
+
+fn string_map(
+    m: &Map<String, Value>,
+    name: &str,
+    what: &str,
+    path: &Path,
+) -> Result<BTreeMap<String, String>, String> {
+    m.iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            _ => Err(format!(
+                "{}: server \"{name}\": {what} value \"{k}\" must be a string",
+                path.display()
+            )),
+        })
+        .collect()
+}
+
+fn to_value(m: BTreeMap<String, String>) -> Value {
+    Value::Object(m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+}
+
+/// Env or header names whose values are usually credentials.
+pub fn looks_like_credential(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "_KEY",
+        "APIKEY",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "_PAT",
+        "AUTHORIZATION",
+        "CREDENTIAL",
+        "PRIVATE",
+    ]
+    .iter()
+    .any(|p| n.contains(p))
+        || n == "KEY"
+}
+
+/// A client's server name as a Gatehouse id: lower case, `[a-z0-9-]`, at most 32 characters.
+pub fn normalise_id(name: &str) -> String {
+    let mut id: String = name
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' => c.to_ascii_lowercase(),
+            'a'..='z' | '0'..='9' | '-' => c,
+            _ => '-',
+        })
+        .collect();
+    while id.contains("--") {
+        id = id.replace("--", "-");
+    }
+    let id = id.trim_matches('-');
+    let id: String = id.chars().take(32).collect();
+    if id.is_empty() {
+        "server".to_owned()
+    } else {
+        id.trim_end_matches('-').to_owned()
+    }
+}
+
+/// What an import will do with each candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Add,
+    /// The id is taken (in the config or earlier in this import); the message says how to rename.
+    Skip(String),
+}
+
+/// Applies `renames` (source name or id → new id), then decides for each candidate.
+pub fn plan(
+    config: &Config,
+    mut candidates: Vec<Candidate>,
+    renames: &BTreeMap<String, String>,
+) -> Vec<(Candidate, Outcome)> {
+    let mut taken: Vec<String> = config.servers.keys().map(|k| k.to_string()).collect();
+    let mut out = Vec::new();
+    for c in candidates.iter_mut() {
+        if let Some(new) = renames.get(&c.source_name).or_else(|| renames.get(&c.id)) {
+            c.id = new.clone();
+        }
+    }
+    for c in candidates {
+        let outcome = if let Err(e) = ServerId::parse(&c.id) {
+            Outcome::Skip(format!("{e}; pass --rename {}=NEW-ID", c.source_name))
+        } else if taken.contains(&c.id) {
+            Outcome::Skip(format!(
+                "a server \"{}\" already exists; pass --rename {}=NEW-ID to import it under another id",
+                c.id, c.source_name
+            ))
+        } else {
+            taken.push(c.id.clone());
+            Outcome::Add
+        };
+        out.push((c, outcome));
+    }
+    out
+}
+
+/// The secret name a moved credential gets: `ID-NAME` in the keychain's alphabet.
+pub fn secret_name(id: &str, var: &str) -> String {
+    let var: String = var
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' => c.to_ascii_lowercase(),
+            'a'..='z' | '0'..='9' | '.' | '-' => c,
+            _ => '-',
+        })
+        .collect();
+    let mut name = format!("{id}-{}", var.trim_matches('-'));
+    name.truncate(64);
+    name
+}
+
+/// UTC `YYYYMMDD-HHMMSS` for backup names.
+pub fn timestamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Copies `path` to `PATH.TIMESTAMP.bak` (if it exists); returns the backup's path.
+pub fn backup(path: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{}.bak", timestamp()));
+    let bak = std::path::PathBuf::from(name);
+    std::fs::copy(path, &bak)?;
+    Ok(Some(bak))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<Vec<Candidate>, String> {
+        parse_source(&v.to_string(), Path::new("client.json"))
+    }
+
+    #[test]
+    fn client_formats_map_onto_entries() {
+        let c = parse(json!({"mcpServers": {
+            "GitHub Server": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                               "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x", "LOG": "1"}},
+            "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t"}}
+        }}))
+        .unwrap();
+        assert_eq!(c[0].id, "github-server");
+        assert_eq!(c[0].credentials, ["GITHUB_PERSONAL_ACCESS_TOKEN"]);
+        assert_eq!(
+            c[0].command_line(),
+            "npx -y @modelcontextprotocol/server-github"
+        );
+        assert_eq!(c[1].entry["url"], "https://example.com/mcp");
+        assert_eq!(c[1].credentials, ["Authorization"]);
+        let vs =
+            parse(json!({"servers": {"fs": {"type": "stdio", "command": "uvx", "args": ["x y"]}}}))
+                .unwrap();
+        assert_eq!(vs[0].command_line(), "uvx 'x y'");
+        let err = parse_source("{\"mcpServers\": {", Path::new("b.json")).unwrap_err();
+        assert!(err.starts_with("b.json:1:"), "{err}");
+        assert!(parse(json!({"other": 1}))
+            .unwrap_err()
+            .contains("mcpServers"));
+    }
+
+    #[test]
+    fn gremia_manifests_keep_tools_used() {
+        let c = parse(json!({"mcp_requirements": [
+            {"server_id": "fs", "name": "Files", "transport": "stdio", "command": "npx",
+             "args": ["-y", "x"], "tools_used": ["fs:read_file", "write_file"]}
+        ]}))
+        .unwrap();
+        assert_eq!(c[0].id, "fs");
+        assert_eq!(c[0].tools_used, ["read_file", "write_file"]);
+    }
+
+    #[test]
+    fn taken_ids_are_skipped_unless_renamed() {
+        let config = Config::parse(
+            r#"{"servers": {"fs": {"command": "x"}}}"#,
+            Path::new("g.json"),
+        )
+        .unwrap();
+        let c = parse(json!({"mcpServers": {"fs": {"command": "a"}, "FS": {"command": "b"}, "new": {"command": "c"}}})).unwrap();
+        let p = plan(&config, c.clone(), &BTreeMap::new());
+        assert!(
+            p.iter()
+                .filter(|(_, o)| matches!(o, Outcome::Skip(_)))
+                .count()
+                == 2
+        );
+        let mut renames = BTreeMap::new();
+        renames.insert("FS".to_owned(), "fs-2".to_owned());
+        let p = plan(&config, c, &renames);
+        let added: Vec<_> = p
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Add)
+            .map(|(c, _)| c.id.as_str())
+            .collect();
+        assert_eq!(added, ["fs-2", "new"]);
+    }
+
+    #[test]
+    fn names_and_timestamps() {
+        assert_eq!(secret_name("github", "GITHUB_TOKEN"), "github-github-token");
+        assert!(looks_like_credential("OPENAI_API_KEY"));
+        assert!(!looks_like_credential("LOG_LEVEL"));
+        let t = timestamp();
+        assert_eq!(t.len(), 15, "{t}");
+        assert!(t.starts_with("20"), "{t}");
+    }
+}

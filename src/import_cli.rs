@@ -1,0 +1,397 @@
+//! `gatehouse import` and `gatehouse client-config`: the CLI side (files, keychain, printing) of
+//! `gatehouse::import` and `gatehouse::clients`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use gatehouse::clients::{self, ClientKind};
+use gatehouse::config::{self, Config};
+use gatehouse::control::{ControlClient, Request};
+use gatehouse::import::{self, Candidate, Outcome};
+use serde_json::{json, Value};
+
+pub struct ImportArgs {
+    pub from: Option<String>,
+    pub config: Option<PathBuf>,
+    pub dry_run: bool,
+    pub move_secrets: bool,
+    pub renames: Vec<String>,
+}
+
+/// Where to read from: one client, one file, or every client file found on this machine.
+fn sources(from: Option<&str>) -> Result<Vec<(String, PathBuf)>, String> {
+    match from {
+        Some(f) => match ClientKind::parse(f) {
+            Ok(kind) => {
+                let path = kind.config_path().ok_or_else(|| {
+                    format!("no home directory to find {}'s config", kind.label())
+                })?;
+                if !path.exists() {
+                    return Err(format!(
+                        "{} has no config at {} on this machine; pass the file with --from PATH",
+                        kind.label(),
+                        path.display()
+                    ));
+                }
+                Ok(vec![(kind.label().to_owned(), path)])
+            }
+            Err(_) => {
+                let path = PathBuf::from(f);
+                if !path.exists() {
+                    return Err(format!(
+                        "--from {f}: no such file, and not one of {}",
+                        ClientKind::ALL.map(|k| k.id()).join(", ")
+                    ));
+                }
+                Ok(vec![(path.display().to_string(), path)])
+            }
+        },
+        None => {
+            let found: Vec<_> = ClientKind::ALL
+                .into_iter()
+                .filter_map(|k| {
+                    k.config_path()
+                        .filter(|p| p.exists())
+                        .map(|p| (k.label().to_owned(), p))
+                })
+                .collect();
+            if found.is_empty() {
+                return Err(format!(
+                    "no client config found ({}); pass --from PATH",
+                    ClientKind::ALL
+                        .into_iter()
+                        .filter_map(|k| k.config_path())
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            Ok(found)
+        }
+    }
+}
+
+pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), String> {
+    let mut renames = BTreeMap::new();
+    for r in &args.renames {
+        let (old, new) = r
+            .split_once('=')
+            .ok_or_else(|| format!("--rename {r}: use OLD=NEW"))?;
+        renames.insert(old.to_owned(), new.to_owned());
+    }
+    // Read every source first: a broken file stops the import before anything is written.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (label, path) in sources(args.from.as_deref())? {
+        let found = import::read_source(&path)?;
+        eprintln!("{label}: {} server(s) in {}", found.len(), path.display());
+        candidates.extend(found);
+    }
+    let config_path = args.config.unwrap_or_else(config::default_config_path);
+    let current = if config_path.exists() {
+        Config::load(&config_path).map_err(|e| e.to_string())?
+    } else {
+        Config::default()
+    };
+    let plan = import::plan(&current, candidates, &renames);
+    let keychain =
+        (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
+    let mut next = current.clone();
+    let mut added = Vec::new();
+    let mut checks: Vec<(String, Vec<String>)> = Vec::new();
+    for (c, outcome) in plan {
+        println!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
+        if let Outcome::Skip(why) = outcome {
+            println!("  skipped: {why}");
+            continue;
+        }
+        let mut entry = c.entry.clone();
+        for var in &c.credentials {
+            if args.move_secrets {
+                let name = import::secret_name(&c.id, var);
+                if let Some(k) = &keychain {
+                    move_secret(k, &mut entry, var, &name).await?;
+                }
+                println!("  {var}: moved to the keychain as secret \"{name}\"");
+            } else {
+                println!(
+                    "  warning: {var} looks like a credential and stays in plain text in the config; run again with --move-secrets to keep it in the keychain"
+                );
+            }
+        }
+        next = next.with_server(None, &c.id, &entry)?;
+        if !c.tools_used.is_empty() {
+            checks.push((c.id.clone(), c.tools_used.clone()));
+        }
+        added.push(c.id.clone());
+    }
+    if added.is_empty() {
+        println!("nothing to import");
+        return Ok(());
+    }
+    if args.dry_run {
+        println!(
+            "dry run: would add {} to {}",
+            added.join(", "),
+            config_path.display()
+        );
+        return Ok(());
+    }
+    if let Some(dir) = config_path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    if let Some(bak) = import::backup(&config_path)
+        .map_err(|e| format!("cannot back up {}: {e}", config_path.display()))?
+    {
+        println!("backup: {}", bak.display());
+    }
+    next.save(&config_path).map_err(|e| e.to_string())?;
+    println!("added {} to {}", added.join(", "), config_path.display());
+    // A running hub on this config picks the change up at once.
+    match control.call(&Request::Reload).await {
+        Ok(r) if r.ok => {
+            println!("the running hub reloaded its config");
+            check_tools_used(control, &checks).await;
+        }
+        _ => {
+            if !checks.is_empty() {
+                println!("start Gatehouse to check the tools these servers are expected to have");
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn move_secret(
+    keychain: &gatehouse::secrets::KeychainStore,
+    entry: &mut Value,
+    var: &str,
+    name: &str,
+) -> Result<(), String> {
+    let slot = ["env", "headers"]
+        .iter()
+        .find_map(|k| entry.get(*k).and_then(|m| m.get(var)).map(|_| *k))
+        .ok_or_else(|| format!("{var} vanished while importing"))?;
+    let value = entry[slot][var].as_str().unwrap_or_default().to_owned();
+    // "Bearer abc" in a header keeps its scheme in the config, the token in the keychain.
+    let (prefix, secret) = match value.split_once(' ') {
+        Some((scheme, rest)) if slot == "headers" && scheme.eq_ignore_ascii_case("bearer") => {
+            (Some(format!("{scheme} ")), rest.to_owned())
+        }
+        _ => (None, value),
+    };
+    let k = keychain.clone();
+    let n = name.to_owned();
+    tokio::task::spawn_blocking(move || k.set(&n, &secret))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("{e}; nothing was imported (run without --move-secrets to keep values in the config)"))?;
+    entry[slot][var] = match prefix {
+        Some(p) => json!({ "secret": name, "prefix": p }),
+        None => json!({ "secret": name }),
+    };
+    Ok(())
+}
+
+/// Gremia's `tools_used` against what each imported server really lists once running.
+async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String>)]) {
+    for (id, wanted) in checks {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let tools: Option<Vec<String>> = loop {
+            let status = control
+                .call(&Request::Status)
+                .await
+                .ok()
+                .and_then(|r| r.result);
+            let state = status
+                .as_ref()
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().find(|s| s["id"] == id.as_str()))
+                .and_then(|s| s["state"].as_str().map(str::to_owned));
+            match state.as_deref() {
+                Some("running") => {
+                    let r = control
+                        .call(&Request::Tools {
+                            id: Some(id.clone()),
+                        })
+                        .await
+                        .ok()
+                        .and_then(|r| r.result);
+                    break r.and_then(|v| v.as_array().cloned()).map(|a| {
+                        a.iter()
+                            .filter_map(|t| t["tool"].as_str().map(str::to_owned))
+                            .collect()
+                    });
+                }
+                Some("failed") | None => break None,
+                _ if std::time::Instant::now() > deadline => break None,
+                _ => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            }
+        };
+        match tools {
+            Some(have) => {
+                let missing: Vec<&String> = wanted.iter().filter(|t| !have.contains(t)).collect();
+                if missing.is_empty() {
+                    println!(
+                        "{id}: all {} tools the manifest uses are there",
+                        wanted.len()
+                    );
+                } else {
+                    println!(
+                        "{id}: missing tool(s) the manifest uses: {} (the server lists {})",
+                        missing
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        have.join(", ")
+                    );
+                }
+            }
+            None => println!(
+                "{id}: not running, so its tools could not be checked; see `gatehouse status`"
+            ),
+        }
+    }
+}
+
+pub struct ClientConfigArgs {
+    pub target: String,
+    pub write: bool,
+    pub replace_imported: bool,
+    pub file: Option<PathBuf>,
+}
+
+/// Prints (or merges into the client's file) the entry connecting a client to Gatehouse.
+pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> Result<(), String> {
+    let kind = ClientKind::parse(&args.target)?;
+    let (url, token) = if kind.speaks_http() {
+        let r = control
+            .call(&Request::Gateway)
+            .await
+            .map_err(|e| format!("{e}\n(the snippet needs the running hub's URL and token)"))?;
+        let v = r.result.unwrap_or(Value::Null);
+        (
+            v["url"].as_str().unwrap_or_default().to_owned(),
+            v["token"].as_str().unwrap_or_default().to_owned(),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    let bin = clients::gatehouse_bin();
+    if !args.write {
+        let snippet = clients::snippet(kind, &url, &token, &bin);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&snippet).unwrap_or_default()
+        );
+        let place = kind
+            .config_path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "its config file".into());
+        eprintln!(
+            "Merge this into {place} under \"{}\" (or run `gatehouse client-config {} --write`).",
+            kind.servers_key(),
+            kind.id()
+        );
+        if kind.speaks_http() {
+            eprintln!("It holds the gateway token: keep the file private.");
+        } else {
+            eprintln!("{} starts `gatehouse connect`, which asks the running Gatehouse for its URL and token.", kind.label());
+        }
+        return Ok(());
+    }
+    let path = args
+        .file
+        .or_else(|| kind.config_path())
+        .ok_or_else(|| "no home directory: pass the client's file with --file".to_owned())?;
+    let managed: Vec<String> = if args.replace_imported {
+        Config::load(&config::default_config_path())
+            .map(|c| c.servers.keys().map(|k| k.to_string()).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let (backup, removed) = write_entry(
+        &path,
+        kind,
+        &clients::entry(kind, &url, &token, &bin),
+        &managed,
+    )?;
+    if let Some(b) = backup {
+        eprintln!("backup: {}", b.display());
+    }
+    for r in &removed {
+        eprintln!("removed \"{r}\" (Gatehouse runs it now)");
+    }
+    eprintln!(
+        "wrote the \"{}\" entry into {}",
+        clients::ENTRY_NAME,
+        path.display()
+    );
+    Ok(())
+}
+
+/// Merges Gatehouse's entry into a client's file, keeping everything else; `managed` entries (by
+/// normalised name) are removed. The file is backed up first and written atomically.
+pub fn write_entry(
+    path: &Path,
+    kind: ClientKind,
+    entry: &Value,
+    managed: &[String],
+) -> Result<(Option<PathBuf>, Vec<String>), String> {
+    let mut root = if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if text.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str::<Value>(&text).map_err(|e| {
+                format!(
+                    "{}:{}:{}: not valid JSON; fix it first — nothing was written",
+                    path.display(),
+                    e.line(),
+                    e.column()
+                )
+            })?
+        }
+    } else {
+        json!({})
+    };
+    let obj = root.as_object_mut().ok_or_else(|| {
+        format!(
+            "{}: expected a JSON object at the top; nothing was written",
+            path.display()
+        )
+    })?;
+    let servers = obj
+        .entry(kind.servers_key())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| {
+            format!(
+                "{}: \"{}\" is not an object; nothing was written",
+                path.display(),
+                kind.servers_key()
+            )
+        })?;
+    let mut removed = Vec::new();
+    servers.retain(|name, _| {
+        let drop = name != clients::ENTRY_NAME && managed.contains(&import::normalise_id(name));
+        if drop {
+            removed.push(name.clone());
+        }
+        !drop
+    });
+    servers.insert(clients::ENTRY_NAME.to_owned(), entry.clone());
+    let backup =
+        import::backup(path).map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
+    config::write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok((backup, removed))
+}

@@ -1,0 +1,288 @@
+//! `gatehouse import` and `gatehouse client-config` through the real binary: each client's file
+//! format, duplicate ids, plaintext tokens, a broken file, backups, a Gremia manifest checked
+//! against a running hub, and the snippets each client reads.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+fn fixture_file(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/import/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// Runs `gatehouse ARGS` with a control socket that has no hub (unless `sock` is given).
+fn run(dir: &Path, sock: Option<&Path>, args: &[&str]) -> (i32, String, String) {
+    let none = dir.join("no-hub.sock");
+    let out = Command::new(GATEHOUSE)
+        .arg("--control")
+        .arg(sock.unwrap_or(&none))
+        .args(args)
+        .env("HOME", dir)
+        .env("XDG_CONFIG_HOME", dir.join(".config"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn backups(dir: &Path, stem: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(stem) && n.ends_with(".bak") && n != &format!("{stem}.bak"))
+        .collect()
+}
+
+#[test]
+fn import_maps_each_client_format_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, config(&[("fs", json!({"command": "existing"}))])).unwrap();
+    let cfg_s = cfg.to_str().unwrap();
+
+    // Claude Desktop: both servers, the exact command lines shown, the token flagged.
+    let (code, out, err) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            &fixture_file("claude_desktop_config.json"),
+            "--config",
+            cfg_s,
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("filesystem ← \"filesystem\": npx -y @modelcontextprotocol/server-filesystem /Users/me/Desktop"), "{out}");
+    assert!(out.contains("github ← \"GitHub\""), "{out}");
+    assert!(
+        out.contains("GITHUB_PERSONAL_ACCESS_TOKEN looks like a credential"),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(c["servers"]["fs"]["command"], "existing");
+    assert_eq!(
+        c["servers"]["github"]["args"],
+        json!(["-y", "@modelcontextprotocol/server-github"])
+    );
+    assert_eq!(c["servers"]["github"]["env"]["LOG_LEVEL"], "info");
+    assert_eq!(
+        backups(dir.path(), "gatehouse.json").len(),
+        1,
+        "a timestamped backup"
+    );
+
+    // Cursor: "fs" exists → skipped with the fix; renamed → imported; remote entry kept as url.
+    let (code, out, _) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            &fixture_file("cursor_mcp.json"),
+            "--config",
+            cfg_s,
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("a server \"fs\" already exists; pass --rename fs=NEW-ID"),
+        "{out}"
+    );
+    assert!(
+        out.contains("SLACK_BOT_TOKEN looks like a credential"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Authorization looks like a credential"),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(
+        c["servers"]["fs"]["command"], "existing",
+        "an existing id is never overwritten"
+    );
+    assert_eq!(c["servers"]["docs"]["url"], "https://docs.example.com/mcp");
+    let (code, out, _) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            &fixture_file("cursor_mcp.json"),
+            "--config",
+            cfg_s,
+            "--rename",
+            "fs=cursor-fs",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("cursor-fs ← \"fs\": uvx mcp-server-fs --root '/home/me/my notes'"),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(c["servers"]["cursor-fs"]["args"][2], "/home/me/my notes");
+
+    // VS Code's "servers" key.
+    let (code, out, _) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            &fixture_file("vscode_mcp.json"),
+            "--config",
+            cfg_s,
+            "--dry-run",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("dry run: would add remote-api, time"), "{out}");
+    let before = std::fs::read(&cfg).unwrap();
+
+    // A broken file: a precise error, nothing written, no new backup.
+    let n_backups = backups(dir.path(), "gatehouse.json").len();
+    let (code, out, err) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            &fixture_file("broken.json"),
+            "--config",
+            cfg_s,
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("broken.json:4:3: not valid JSON (trailing comma)"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was imported"), "{err}");
+    assert_eq!(std::fs::read(&cfg).unwrap(), before);
+    assert_eq!(backups(dir.path(), "gatehouse.json").len(), n_backups);
+    // The dry run wrote nothing either.
+    assert!(!String::from_utf8_lossy(&before).contains("remote-api"));
+}
+
+#[tokio::test]
+async fn gremia_manifest_tools_used_are_checked_against_the_running_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &config(&[("base", fixture(&[]))]), &["base"]).await;
+    let manifest = dir.path().join("workflow.json");
+    std::fs::write(
+        &manifest,
+        json!({"name": "triage", "mcp_requirements": [{
+            "server_id": "helper", "name": "Helper", "transport": "stdio",
+            "command": FIXTURE, "args": [],
+            "tools_used": ["helper:echo", "helper:add", "helper:summarize"]
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    let (code, out, err) = run(
+        dir.path(),
+        Some(&served.sock),
+        &[
+            "import",
+            "--from",
+            manifest.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("the running hub reloaded its config"), "{out}");
+    assert!(
+        out.contains("helper: missing tool(s) the manifest uses: summarize"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn client_config_snippets_parse_and_write_keeps_other_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &config(&[("base", fixture(&[]))]), &["base"]).await;
+    for target in ["claude-desktop", "claude-code", "cursor", "vscode"] {
+        let (code, out, err) = run(dir.path(), Some(&served.sock), &["client-config", target]);
+        assert_eq!(code, 0, "{target}: {err}");
+        let v: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{target}: {e}\n{out}"));
+        let key = if target == "vscode" {
+            "servers"
+        } else {
+            "mcpServers"
+        };
+        let entry = &v[key]["gatehouse"];
+        if target == "claude-desktop" {
+            assert_eq!(entry["args"], json!(["connect"]), "{v}");
+        } else {
+            assert_eq!(entry["url"], served.info.url.as_str(), "{v}");
+            assert_eq!(
+                entry["headers"]["Authorization"],
+                format!("Bearer {}", served.info.token),
+                "{v}"
+            );
+        }
+        assert!(!err.is_empty(), "explanations go to stderr");
+    }
+
+    // --write merges into the client's file, keeps its other entries and settings, backs it up.
+    let file = dir.path().join("cursor.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {"base": {"command": "old"}, "other": {"command": "keep-me"}}, "theme": "dark"})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, _, err) = run(
+        dir.path(),
+        Some(&served.sock),
+        &[
+            "client-config",
+            "cursor",
+            "--write",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(v["theme"], "dark");
+    assert_eq!(v["mcpServers"]["other"]["command"], "keep-me");
+    assert_eq!(v["mcpServers"]["base"]["command"], "old");
+    assert_eq!(
+        v["mcpServers"]["gatehouse"]["url"],
+        served.info.url.as_str()
+    );
+    assert_eq!(backups(dir.path(), "cursor.json").len(), 1);
+
+    // A broken client file is left alone.
+    std::fs::write(&file, "{ not json").unwrap();
+    let (code, _, err) = run(
+        dir.path(),
+        Some(&served.sock),
+        &[
+            "client-config",
+            "cursor",
+            "--write",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
+}
