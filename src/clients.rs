@@ -130,6 +130,70 @@ pub fn gatehouse_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
+/// Merges Gatehouse's entry into a client's file, keeping everything else; `managed` entries (by
+/// normalised name) are removed. The file is backed up first and written atomically.
+pub fn write_entry(
+    path: &Path,
+    kind: ClientKind,
+    entry: &Value,
+    managed: &[String],
+) -> Result<(Option<PathBuf>, Vec<String>), String> {
+    let mut root = if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if text.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str::<Value>(&text).map_err(|e| {
+                format!(
+                    "{}:{}:{}: not valid JSON; fix it first — nothing was written",
+                    path.display(),
+                    e.line(),
+                    e.column()
+                )
+            })?
+        }
+    } else {
+        json!({})
+    };
+    let obj = root.as_object_mut().ok_or_else(|| {
+        format!(
+            "{}: expected a JSON object at the top; nothing was written",
+            path.display()
+        )
+    })?;
+    let servers = obj
+        .entry(kind.servers_key())
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| {
+            format!(
+                "{}: \"{}\" is not an object; nothing was written",
+                path.display(),
+                kind.servers_key()
+            )
+        })?;
+    let mut removed = Vec::new();
+    servers.retain(|name, _| {
+        let drop = name != ENTRY_NAME && managed.contains(&crate::import::normalise_id(name));
+        if drop {
+            removed.push(name.clone());
+        }
+        !drop
+    });
+    servers.insert(ENTRY_NAME.to_owned(), entry.clone());
+    let backup = crate::import::backup(path)
+        .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
+    crate::config::write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok((backup, removed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

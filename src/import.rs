@@ -319,6 +319,49 @@ pub fn secret_name(id: &str, var: &str) -> String {
     name
 }
 
+/// Moves the credential-looking `vars` of `entry` (env or headers) into the keychain and puts
+/// references in their place; `Bearer x` headers keep the scheme as the reference's prefix.
+/// Blocking (keychain calls). Nothing is changed in `entry` if a value cannot be stored.
+pub fn move_credentials(
+    entry: &mut Value,
+    id: &str,
+    vars: &[String],
+    keychain: &crate::secrets::KeychainStore,
+) -> Result<Vec<(String, String)>, String> {
+    let mut moved = Vec::new();
+    let mut next = entry.clone();
+    for var in vars {
+        let Some(slot) = ["env", "headers"].into_iter().find(|k| {
+            entry
+                .get(*k)
+                .and_then(|m| m.get(var))
+                .is_some_and(Value::is_string)
+        }) else {
+            continue;
+        };
+        let value = entry[slot][var].as_str().unwrap_or_default().to_owned();
+        let (prefix, secret) = match value.split_once(' ') {
+            Some((scheme, rest)) if slot == "headers" && scheme.eq_ignore_ascii_case("bearer") => {
+                (Some(format!("{scheme} ")), rest.to_owned())
+            }
+            _ => (None, value),
+        };
+        let name = secret_name(id, var);
+        keychain.set(&name, &secret).map_err(|e| {
+            format!(
+                "{e}; nothing was imported (leave out --move-secrets to keep values in the config)"
+            )
+        })?;
+        next[slot][var] = match prefix {
+            Some(p) => serde_json::json!({ "secret": name, "prefix": p }),
+            None => serde_json::json!({ "secret": name }),
+        };
+        moved.push((var.clone(), name));
+    }
+    *entry = next;
+    Ok(moved)
+}
+
 /// UTC `YYYYMMDD-HHMMSS` for backup names.
 pub fn timestamp() -> String {
     let secs = std::time::SystemTime::now()

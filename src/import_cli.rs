@@ -2,13 +2,13 @@
 //! `gatehouse::import` and `gatehouse::clients`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gatehouse::clients::{self, ClientKind};
 use gatehouse::config::{self, Config};
 use gatehouse::control::{ControlClient, Request};
 use gatehouse::import::{self, Candidate, Outcome};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub struct ImportArgs {
     pub from: Option<String>,
@@ -105,12 +105,17 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
             continue;
         }
         let mut entry = c.entry.clone();
+        if let Some(k) = keychain.clone() {
+            let (id, vars, mut e) = (c.id.clone(), c.credentials.clone(), entry);
+            entry = tokio::task::spawn_blocking(move || {
+                import::move_credentials(&mut e, &id, &vars, &k).map(|_| e)
+            })
+            .await
+            .map_err(|e| e.to_string())??;
+        }
         for var in &c.credentials {
             if args.move_secrets {
                 let name = import::secret_name(&c.id, var);
-                if let Some(k) = &keychain {
-                    move_secret(k, &mut entry, var, &name).await?;
-                }
                 println!("  {var}: moved to the keychain as secret \"{name}\"");
             } else {
                 println!(
@@ -159,37 +164,6 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
             }
         }
     }
-    Ok(())
-}
-
-async fn move_secret(
-    keychain: &gatehouse::secrets::KeychainStore,
-    entry: &mut Value,
-    var: &str,
-    name: &str,
-) -> Result<(), String> {
-    let slot = ["env", "headers"]
-        .iter()
-        .find_map(|k| entry.get(*k).and_then(|m| m.get(var)).map(|_| *k))
-        .ok_or_else(|| format!("{var} vanished while importing"))?;
-    let value = entry[slot][var].as_str().unwrap_or_default().to_owned();
-    // "Bearer abc" in a header keeps its scheme in the config, the token in the keychain.
-    let (prefix, secret) = match value.split_once(' ') {
-        Some((scheme, rest)) if slot == "headers" && scheme.eq_ignore_ascii_case("bearer") => {
-            (Some(format!("{scheme} ")), rest.to_owned())
-        }
-        _ => (None, value),
-    };
-    let k = keychain.clone();
-    let n = name.to_owned();
-    tokio::task::spawn_blocking(move || k.set(&n, &secret))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("{e}; nothing was imported (run without --move-secrets to keep values in the config)"))?;
-    entry[slot][var] = match prefix {
-        Some(p) => json!({ "secret": name, "prefix": p }),
-        None => json!({ "secret": name }),
-    };
     Ok(())
 }
 
@@ -312,7 +286,7 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
     } else {
         Vec::new()
     };
-    let (backup, removed) = write_entry(
+    let (backup, removed) = clients::write_entry(
         &path,
         kind,
         &clients::entry(kind, &url, &token, &bin),
@@ -330,68 +304,4 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
         path.display()
     );
     Ok(())
-}
-
-/// Merges Gatehouse's entry into a client's file, keeping everything else; `managed` entries (by
-/// normalised name) are removed. The file is backed up first and written atomically.
-pub fn write_entry(
-    path: &Path,
-    kind: ClientKind,
-    entry: &Value,
-    managed: &[String],
-) -> Result<(Option<PathBuf>, Vec<String>), String> {
-    let mut root = if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if text.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str::<Value>(&text).map_err(|e| {
-                format!(
-                    "{}:{}:{}: not valid JSON; fix it first — nothing was written",
-                    path.display(),
-                    e.line(),
-                    e.column()
-                )
-            })?
-        }
-    } else {
-        json!({})
-    };
-    let obj = root.as_object_mut().ok_or_else(|| {
-        format!(
-            "{}: expected a JSON object at the top; nothing was written",
-            path.display()
-        )
-    })?;
-    let servers = obj
-        .entry(kind.servers_key())
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or_else(|| {
-            format!(
-                "{}: \"{}\" is not an object; nothing was written",
-                path.display(),
-                kind.servers_key()
-            )
-        })?;
-    let mut removed = Vec::new();
-    servers.retain(|name, _| {
-        let drop = name != clients::ENTRY_NAME && managed.contains(&import::normalise_id(name));
-        if drop {
-            removed.push(name.clone());
-        }
-        !drop
-    });
-    servers.insert(clients::ENTRY_NAME.to_owned(), entry.clone());
-    let backup =
-        import::backup(path).map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
-    config::write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok((backup, removed))
 }

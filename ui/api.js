@@ -55,3 +55,7 @@ export const setAutostart = (enabled) => call('set_autostart', { enabled });
 
 export const uiPainted = (servers) => call('ui_painted', { servers });
 export const approvalShown = (id) => call('approval_shown', { id });
+
+export const writeClientConfig = (target) => call('write_client_config', { target });
+export const importPreview = (path) => call('import_preview', { path: path || null });
+export const importServers = (path, names, moveSecrets) => call('import_servers', { path, names, moveSecrets });

@@ -8,8 +8,9 @@ import * as approval from './approval.js';
 import * as secrets from './secrets.js';
 import * as activity from './activity.js';
 import * as connect from './connect.js';
+import * as importer from './import.js';
 
-const views = { servers, activity, secrets, connect };
+const views = { servers, activity, secrets, connect, import: importer };
 let current = 'servers';
 
 function show(view) {
@@ -78,6 +79,7 @@ function init() {
   secrets.init();
   activity.init();
   connect.init();
+  importer.init();
   api.on('hub-phase', (p) => { renderPhase(p); if (p.phase === 'running') refreshAll(); });
   api.on('resync', refreshAll);
   refreshAll();

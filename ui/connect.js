@@ -44,8 +44,18 @@ export async function shown() {
         c.transport === 'http' ? 'Connects over HTTP with the token. ' : 'Launches the gatehouse connect bridge (stdio). ',
         c.path ? 'Merge into ' : '', c.path ? el('code', { text: c.path }) : ''),
       el('pre', { text: masked(c.snippet) }),
-      el('button', { type: 'button' }, 'Copy'));
-    card.querySelector('button').addEventListener('click', () => copy(c.snippet, `${c.label} config copied`));
+      el('div', { class: 'row-actions left' },
+        el('button', { type: 'button', dataset: { act: 'copy' } }, 'Copy'),
+        c.path ? el('button', { type: 'button', dataset: { act: 'write' } }, `Write to ${c.label}'s config`) : null));
+    card.querySelector('[data-act=copy]').addEventListener('click', () => copy(c.snippet, `${c.label} config copied`));
+    card.querySelector('[data-act=write]')?.addEventListener('click', async () => {
+      if (!await api.confirm(`Add Gatehouse to ${c.path}? Its other entries are kept and a backup is made.`, `Write to ${c.label}`, 'Write')) return;
+      try {
+        toast(await api.writeClientConfig(c.id));
+      } catch (e) {
+        toast(api.errorText(e), 'error');
+      }
+    });
     return card;
   }));
 }

@@ -384,3 +384,128 @@ pub fn set_autostart(app: AppHandle, enabled: bool) -> CommandResult<bool> {
     result.map_err(CommandError::failed)?;
     Ok(launcher.is_enabled().unwrap_or(false))
 }
+
+/// Writes Gatehouse's entry into a client's own config file (backup kept, other entries kept).
+#[tauri::command]
+pub fn write_client_config(state: AppStateRef<'_>, target: String) -> CommandResult<String> {
+    let kind = ClientKind::parse(&target).map_err(CommandError::invalid)?;
+    let info = state
+        .gateway_info()
+        .ok_or_else(|| CommandError::not_ready("the gateway is not running"))?;
+    let path = kind
+        .config_path()
+        .ok_or_else(|| CommandError::failed("no home directory to find the client's file"))?;
+    let entry = clients::entry(kind, &info.url, &info.token, &clients::gatehouse_bin());
+    let (backup, _) =
+        clients::write_entry(&path, kind, &entry, &[]).map_err(CommandError::failed)?;
+    Ok(match backup {
+        Some(b) => format!("Wrote {} (backup: {})", path.display(), b.display()),
+        None => format!("Wrote {}", path.display()),
+    })
+}
+
+#[derive(Serialize)]
+pub struct ImportSource {
+    label: String,
+    path: String,
+    error: Option<String>,
+    servers: Vec<ImportRow>,
+}
+
+#[derive(Serialize)]
+pub struct ImportRow {
+    source_name: String,
+    id: String,
+    command_line: String,
+    credentials: Vec<String>,
+    /// Why it cannot be imported as is (the id is taken…), or null.
+    skip: Option<String>,
+}
+
+/// Client files found on this machine (or `path`), with what importing each server would do.
+#[tauri::command]
+pub fn import_preview(
+    state: AppStateRef<'_>,
+    path: Option<String>,
+) -> CommandResult<Vec<ImportSource>> {
+    let config = state.hub()?.config();
+    let sources: Vec<(String, std::path::PathBuf)> = match path.filter(|p| !p.trim().is_empty()) {
+        Some(p) => vec![(p.clone(), std::path::PathBuf::from(p))],
+        None => ClientKind::ALL
+            .into_iter()
+            .filter_map(|k| {
+                k.config_path()
+                    .filter(|p| p.exists())
+                    .map(|p| (k.label().to_owned(), p))
+            })
+            .collect(),
+    };
+    Ok(sources
+        .into_iter()
+        .map(|(label, p)| {
+            let (servers, error) = match gatehouse::import::read_source(&p) {
+                Ok(c) => (
+                    gatehouse::import::plan(&config, c, &Default::default())
+                        .into_iter()
+                        .map(|(c, o)| ImportRow {
+                            command_line: c.command_line(),
+                            skip: match o {
+                                gatehouse::import::Outcome::Add => None,
+                                gatehouse::import::Outcome::Skip(why) => Some(why),
+                            },
+                            source_name: c.source_name,
+                            id: c.id,
+                            credentials: c.credentials,
+                        })
+                        .collect(),
+                    None,
+                ),
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            ImportSource {
+                label,
+                path: p.display().to_string(),
+                error,
+                servers,
+            }
+        })
+        .collect())
+}
+
+/// Imports the chosen servers (by their name in the file) from `path`; returns the ids added.
+#[tauri::command]
+pub async fn import_servers(
+    state: AppStateRef<'_>,
+    path: String,
+    names: Vec<String>,
+    move_secrets: bool,
+) -> CommandResult<Vec<String>> {
+    let hub = state.hub()?;
+    let candidates = gatehouse::import::read_source(std::path::Path::new(&path))
+        .map_err(CommandError::invalid)?;
+    let plan = gatehouse::import::plan(&hub.config(), candidates, &Default::default());
+    if let Some(config_path) = hub.config_path() {
+        gatehouse::import::backup(&config_path).map_err(CommandError::failed)?;
+    }
+    let mut added = Vec::new();
+    for (c, outcome) in plan {
+        if !names.contains(&c.source_name) || outcome != gatehouse::import::Outcome::Add {
+            continue;
+        }
+        let mut entry = c.entry.clone();
+        if move_secrets && !c.credentials.is_empty() {
+            let keychain = state.keychain.clone();
+            let (id, vars) = (c.id.clone(), c.credentials.clone());
+            entry = tauri::async_runtime::spawn_blocking(move || {
+                gatehouse::import::move_credentials(&mut entry, &id, &vars, &keychain)
+                    .map(|_| entry)
+            })
+            .await
+            .map_err(CommandError::failed)?
+            .map_err(CommandError::failed)?;
+        }
+        hub.save_server(None, &c.id, &entry).await?;
+        added.push(c.id);
+    }
+    Ok(added)
+}

@@ -106,6 +106,9 @@ fn main() -> std::process::ExitCode {
             commands::connect_info,
             commands::autostart,
             commands::set_autostart,
+            commands::write_client_config,
+            commands::import_preview,
+            commands::import_servers,
             ui_timing::ui_painted,
             ui_timing::approval_shown,
         ])

@@ -414,3 +414,76 @@ async fn one_instance_and_quit_stops_every_server() {
     }
     d.quit().await;
 }
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn import_view_reviews_and_imports_a_clients_servers() {
+    let _serial = lock().await;
+    let fixture_cmd = bin("gatehouse-fixture").to_string_lossy().into_owned();
+    let d = Desktop::launch_with(json!({ "base": fixture() }), |home| {
+        let cursor = home.join(".cursor");
+        std::fs::create_dir_all(&cursor).expect("cursor dir");
+        std::fs::write(
+            cursor.join("mcp.json"),
+            json!({ "mcpServers": {
+                "base": { "command": "taken-id" },
+                "Helper": { "command": fixture_cmd, "args": [], "env": { "HELPER_API_KEY": "plain-e2e-key" } }
+            }})
+            .to_string(),
+        )
+        .expect("cursor config");
+    })
+    .await;
+    d.wait_state("base", "running").await;
+    d.view("import").await;
+    let rows = d
+        .wait_js(
+            "the Cursor servers",
+            "const rows = [...document.querySelectorAll('.import-source tbody tr')];
+             if (rows.length < 2) return null;
+             return rows.map(r => ({ name: r.dataset.name, text: r.textContent,
+                                     disabled: r.querySelector('input').disabled }));",
+        )
+        .await;
+    let rows = rows.as_array().cloned().unwrap_or_default();
+    let helper = rows
+        .iter()
+        .find(|r| r["name"] == "Helper")
+        .expect("Helper row");
+    assert!(
+        helper["text"].as_str().unwrap_or("").contains(&fixture_cmd),
+        "{helper}"
+    );
+    assert!(
+        helper["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("HELPER_API_KEY"),
+        "{helper}"
+    );
+    let taken = rows.iter().find(|r| r["name"] == "base").expect("base row");
+    assert_eq!(
+        taken["disabled"],
+        json!(true),
+        "an existing id cannot be imported over"
+    );
+    d.shot("import").await;
+    d.click(".import-source .import-actions button").await;
+    d.view("servers").await;
+    d.wait_state("helper", "running").await;
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(saved.contains("\"helper\""), "{saved}");
+    assert!(
+        !saved.contains("plain-e2e-key"),
+        "the key stayed in plain text: {saved}"
+    );
+    assert!(saved.contains("helper-helper-api-key"), "{saved}");
+    let out = d
+        .client_call(json!([["helper__envhash", { "name": "HELPER_API_KEY" }]]))
+        .finish();
+    assert!(
+        text_of(&out, "helper__envhash").contains("\"present\":true"),
+        "{out}"
+    );
+    d.quit().await;
+}

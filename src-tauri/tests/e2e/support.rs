@@ -75,7 +75,14 @@ pub struct Desktop {
 impl Desktop {
     /// Starts tauri-driver and, through it, the app on a config holding `servers`.
     pub async fn launch(servers: Value) -> Desktop {
+        Self::launch_with(servers, |_| {}).await
+    }
+
+    /// Like `launch`; `prepare` may put files in the test dir (e.g. a client's config under a
+    /// private HOME) before the app starts. The app's HOME is the test dir.
+    pub async fn launch_with(servers: Value, prepare: impl FnOnce(&Path)) -> Desktop {
         let dir = tempfile::tempdir().expect("tempdir");
+        prepare(dir.path());
         let config_path = dir.path().join("gatehouse.json");
         let port = free_port();
         let config = json!({
@@ -104,6 +111,8 @@ impl Desktop {
             .env("GATEHOUSE_CONTROL", &control)
             .env("GATEHOUSE_TOKEN", TOKEN)
             .env("GATEHOUSE_LOG", "info")
+            .env("HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path().join(".config"))
             .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::File::create(dir.path().join("driver.log")).expect("driver log"),
