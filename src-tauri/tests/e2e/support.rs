@@ -129,17 +129,26 @@ impl Desktop {
         let deadline = Instant::now() + Duration::from_secs(30);
         let client = loop {
             let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector)
-                .capabilities(caps.clone())
-                .connect(&webdriver)
-                .await
-            {
-                Ok(c) => break c,
-                Err(e) if Instant::now() < deadline => {
+            // Bounded: if the app never comes up (e.g. it handed over to another instance), the
+            // driver may never answer.
+            let attempt = tokio::time::timeout(
+                Duration::from_secs(60),
+                ClientBuilder::new(connector)
+                    .capabilities(caps.clone())
+                    .connect(&webdriver),
+            )
+            .await;
+            match attempt {
+                Ok(Ok(c)) => break c,
+                Ok(Err(e)) if Instant::now() < deadline => {
                     let _ = e;
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
-                Err(e) => panic!("no WebDriver session with the app: {e}"),
+                Ok(Err(e)) => panic!("no WebDriver session with the app: {e}"),
+                Err(_) => panic!(
+                    "the WebDriver session did not start within 60 s (is another gatehouse-app running? see {})",
+                    dir.path().join("driver.log").display()
+                ),
             }
         };
         let shots = repo().join("target").join("e2e-shots");
@@ -163,9 +172,9 @@ impl Desktop {
 
     /// Runs `script` in the page and returns its value.
     pub async fn js(&self, script: &str) -> Value {
-        self.client
-            .execute(script, vec![])
+        tokio::time::timeout(Duration::from_secs(20), self.client.execute(script, vec![]))
             .await
+            .unwrap_or_else(|_| panic!("the driver did not answer within 20 s:\n{script}"))
             .unwrap_or_else(|e| panic!("script failed: {e}\n{script}"))
     }
 
@@ -173,11 +182,13 @@ impl Desktop {
     pub async fn wait_js(&self, what: &str, script: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            let v = self
-                .client
-                .execute(script, vec![])
-                .await
-                .unwrap_or(Value::Null);
+            let v =
+                tokio::time::timeout(Duration::from_secs(20), self.client.execute(script, vec![]))
+                    .await
+                    .unwrap_or_else(|_| {
+                        panic!("the driver did not answer within 20 s waiting for {what}")
+                    })
+                    .unwrap_or(Value::Null);
             let truthy =
                 !matches!(&v, Value::Null | Value::Bool(false)) && v != json!("") && v != json!(0);
             if truthy {
@@ -351,9 +362,18 @@ impl Desktop {
         assert!(status.success(), "xwin.py close failed");
     }
 
-    pub async fn quit(mut self) {
+    /// Ends the WebDriver session; dropping then stops the driver and makes sure the app is gone.
+    pub async fn quit(self) {
         // Bounded: when the app is already gone, the driver may never answer.
         let _ = tokio::time::timeout(Duration::from_secs(5), self.client.clone().close()).await;
+    }
+}
+
+impl Drop for Desktop {
+    /// Also runs when a test panics, so one failure never leaves an app behind for the next test
+    /// (whose app would then be a second instance that hands over and exits).
+    fn drop(&mut self) {
+        let app = self.app_pid();
         // SIGTERM, not SIGKILL: tauri-driver then stops WebKitWebDriver too.
         let _ = nix_kill(self.driver.id(), 15);
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -365,6 +385,25 @@ impl Desktop {
         }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        // The app usually exits with its driver, but may still be stopping its servers: wait
+        // for it, and end it the way Quit does if it lingers.
+        if let Some(pid) = app {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while alive(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if alive(pid) {
+                eprintln!("e2e: the app ({pid}) outlived its driver; quitting it");
+                nix_kill(pid, 15);
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while alive(pid) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if alive(pid) {
+                    nix_kill(pid, 9);
+                }
+            }
+        }
     }
 }
 
