@@ -10,7 +10,7 @@ let painted = false;
 export function init() {
   $('#add-server').addEventListener('click', () => openForm(null));
   $('#add-server-empty').addEventListener('click', () => openForm(null));
-  api.on('server-status', (s) => upsert(s));
+  api.on('server-status', (s) => { upsert(s); refreshSoon(); });
   api.on('tools-changed', ({ server }) => {
     const row = rows.get(server);
     if (row?.expanded) loadTools(row);
@@ -40,6 +40,14 @@ export async function refresh() {
 }
 
 export function shown() { refresh(); }
+
+// Servers added or removed by a reload or another front end (the CLI, an import) show up
+// without waiting for the person to switch views.
+let soon = null;
+function refreshSoon() {
+  clearTimeout(soon);
+  soon = setTimeout(refresh, 400);
+}
 
 function reorder() {
   const list = $('#server-list');
@@ -177,21 +185,56 @@ function appendLog(pre, line) {
   if (atBottom) pre.scrollTop = pre.scrollHeight;
 }
 
+const FLAG_LABELS = { ask: 'asks you', allow: 'runs', disabled: 'disabled' };
+
 async function loadTools(row) {
+  const id = row.status.id;
   const body = row.node.querySelector('.tools tbody');
   const empty = row.node.querySelector('.tools-empty');
   let tools = [];
+  let entry = {};
   try {
-    tools = await api.serverTools(row.status.id);
+    [tools, entry] = await Promise.all([api.serverTools(id), api.serverEntry(id)]);
   } catch (e) {
     empty.textContent = api.errorText(e);
   }
-  body.replaceChildren(...tools.map((t) => el('tr', { dataset: { tool: t.tool } },
-    el('td', {}, el('code', { text: t.name })),
-    el('td', { text: t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? '') }),
-    el('td', {}, el('span', { class: `flag flag-${t.approval}`, text: { ask: 'asks you', allow: 'runs', disabled: 'disabled' }[t.approval] })))));
+  body.replaceChildren(...tools.map((t) => {
+    const policy = (entry.tools ?? {})[t.tool] ?? {};
+    const explicit = policy.enabled === false ? 'disabled'
+      : policy.requires_approval === true ? 'ask'
+        : policy.requires_approval === false ? 'allow' : '';
+    const select = el('select', { class: 'tool-policy', 'aria-label': `Calls to ${t.name}` },
+      el('option', { value: '', text: 'Default policy' }),
+      el('option', { value: 'ask', text: 'Always ask' }),
+      el('option', { value: 'allow', text: 'Never ask' }),
+      el('option', { value: 'disabled', text: 'Disabled' }));
+    select.value = explicit;
+    select.addEventListener('change', () => setToolPolicy(row, t.tool, select.value));
+    return el('tr', { dataset: { tool: t.tool } },
+      el('td', {}, el('code', { text: t.name })),
+      el('td', { text: t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? '') }),
+      el('td', {}, el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] }), select));
+  }));
   empty.hidden = tools.length > 0;
   if (!tools.length) empty.textContent = row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.';
+}
+
+/** Saves one tool's flag in the server's entry (the core validates and writes the config). */
+async function setToolPolicy(row, tool, value) {
+  const id = row.status.id;
+  try {
+    const entry = await api.serverEntry(id);
+    const tools = { ...(entry.tools ?? {}) };
+    if (value === '') delete tools[tool];
+    else if (value === 'disabled') tools[tool] = { enabled: false };
+    else tools[tool] = { requires_approval: value === 'ask' };
+    if (Object.keys(tools).length) entry.tools = tools; else delete entry.tools;
+    await api.saveServer(id, id, entry);
+    toast(`${id}__${tool}: ${value === '' ? 'follows the default policy' : { ask: 'always asks', allow: 'never asks', disabled: 'disabled' }[value]}`);
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+  }
+  loadTools(row);
 }
 
 // ---- add / edit / remove ----

@@ -57,7 +57,8 @@ pub fn quit(app: &AppHandle) {
     });
 }
 
-/// Quits on SIGTERM, SIGINT and SIGHUP like the headless hub does (a logout, `kill`, a test).
+/// Quits on SIGTERM and SIGINT (a logout, `kill`, a test); SIGHUP re-reads the config, as it
+/// does for the headless hub.
 #[cfg(unix)]
 pub fn watch_signals(app: AppHandle) {
     use tokio::signal::unix::{signal, SignalKind};
@@ -70,10 +71,20 @@ pub fn watch_signals(app: AppHandle) {
             tracing::error!("cannot install signal handlers");
             return;
         };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-            _ = hup.recv() => {}
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = hup.recv() => {
+                    let state = app.state::<Arc<AppState>>().inner().clone();
+                    if let Ok(hub) = state.hub() {
+                        match hub.reload().await {
+                            Ok(()) => tracing::info!("config reloaded"),
+                            Err(e) => tracing::error!("config not reloaded: {e}"),
+                        }
+                    }
+                }
+            }
         }
         tracing::info!("signal received: quitting");
         quit(&app);

@@ -132,6 +132,27 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     .await;
     d.shot("servers-expanded").await;
 
+    // A tool's flag set from the panel lands in the config and changes what the tool does.
+    d.select(
+        "article.server[data-id=alpha] tr[data-tool=echo] select.tool-policy",
+        "ask",
+    )
+    .await;
+    d.wait_js(
+        "echo now asks",
+        "return document.querySelector('article.server[data-id=alpha] tr[data-tool=echo] .flag')
+                 ?.classList.contains('flag-ask');",
+    )
+    .await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(
+        saved["servers"]["alpha"]["tools"]["echo"],
+        json!({ "requires_approval": true }),
+        "{saved}"
+    );
+
     // Add a server through the form: the core's validation message first, then success.
     d.click("#add-server").await;
     d.type_into("#server-form [name=id]", "Bad Id").await;

@@ -224,6 +224,17 @@ impl Desktop {
             .unwrap_or_else(|e| panic!("cannot type into {css}: {e}"));
     }
 
+    /// Picks an option of a `<select>` by value, as a person would.
+    pub async fn select(&self, css: &str, value: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+            .select_by_value(value)
+            .await
+            .unwrap_or_else(|e| panic!("cannot select {value} in {css}: {e}"));
+    }
+
     /// Presses a key on the focused element (WebDriver key codes, e.g. "\u{E00C}" for Escape).
     pub async fn press_on_focused(&self, key: &str) {
         self.client
