@@ -323,6 +323,19 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         .finish();
     assert_eq!(text_of(&out, "files__echo"), "still here", "{out}");
 
+    // Watch the session bus for the OS notification the app posts (there is no notification
+    // daemon under Xvfb; the call itself is what we check).
+    let mut monitor = std::process::Command::new("dbus-monitor")
+        .args([
+            "--session",
+            "interface='org.freedesktop.Notifications',member='Notify'",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("dbus-monitor (dbus-bin)");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
     // A call that needs approval brings the window back with the modal.
     let held = d.client_call(
         json!([["files__touch", { "path": d.dir.path().join("x").to_string_lossy() }]]),
@@ -340,6 +353,13 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         "return document.getElementById('approval-dialog').open;",
     )
     .await;
+    let _ = monitor.kill();
+    let seen = monitor.wait_with_output().expect("dbus-monitor output");
+    let seen = String::from_utf8_lossy(&seen.stdout);
+    assert!(
+        seen.contains("Approval needed") && seen.contains("touch"),
+        "no notification was posted:\n{seen}"
+    );
     d.click("#approval-deny").await;
     assert!(is_error(&held.finish(), "files__touch"));
 
