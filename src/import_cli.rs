@@ -43,7 +43,7 @@ fn sources(from: Option<&str>) -> Result<Vec<(String, PathBuf)>, String> {
                         ClientKind::ALL.map(|k| k.id()).join(", ")
                     ));
                 }
-                Ok(vec![(path.display().to_string(), path)])
+                Ok(vec![("file".to_owned(), path)])
             }
         },
         None => {
@@ -98,11 +98,24 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     let mut next = current.clone();
     let mut added = Vec::new();
     let mut checks: Vec<(String, Vec<String>)> = Vec::new();
-    for (c, outcome) in plan {
+    let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    for (mut c, outcome) in plan {
         println!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
         if let Outcome::Skip(why) = outcome {
-            println!("  skipped: {why}");
-            continue;
+            // On a terminal, ask for another id instead of skipping.
+            match interactive
+                .then(|| ask_new_id(&c.id, &why, &next))
+                .flatten()
+            {
+                Some(id) => {
+                    println!("  importing as {id}");
+                    c.id = id;
+                }
+                None => {
+                    println!("  skipped: {why}");
+                    continue;
+                }
+            }
         }
         let mut entry = c.entry.clone();
         if let Some(k) = keychain.clone() {
@@ -165,6 +178,31 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+/// Asks on the terminal for an id to use instead of a taken or invalid one; empty skips.
+fn ask_new_id(id: &str, why: &str, config: &Config) -> Option<String> {
+    use std::io::Write;
+    println!("  {why}");
+    loop {
+        print!("  new id for \"{id}\" (empty to skip): ");
+        let _ = std::io::stdout().flush();
+        let mut line = String::new();
+        if std::io::stdin().read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let new = line.trim();
+        if new.is_empty() {
+            return None;
+        }
+        match gatehouse::config::ServerId::parse(new) {
+            Err(e) => println!("  {e}"),
+            Ok(sid) if config.servers.contains_key(&sid) => {
+                println!("  \"{new}\" is taken too")
+            }
+            Ok(_) => return Some(new.to_owned()),
+        }
+    }
 }
 
 /// Gremia's `tools_used` against what each imported server really lists once running.

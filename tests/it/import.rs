@@ -286,3 +286,38 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
     assert!(err.contains("nothing was written"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
 }
+
+#[test]
+fn import_on_a_terminal_asks_for_another_id() {
+    // `script` gives the CLI a terminal; the answers arrive on it as typed lines.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, config(&[("fs", json!({"command": "existing"}))])).unwrap();
+    let cmd = format!(
+        "{GATEHOUSE} --control {} import --from {} --config {}",
+        dir.path().join("none.sock").display(),
+        fixture_file("cursor_mcp.json"),
+        cfg.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qc", &cmd, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"Bad Id\nfs\nfs-cursor\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("invalid server id \"Bad Id\""), "{text}");
+    assert!(text.contains("\"fs\" is taken too"), "{text}");
+    assert!(text.contains("importing as fs-cursor"), "{text}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(c["servers"]["fs"]["command"], "existing");
+    assert_eq!(c["servers"]["fs-cursor"]["command"], "uvx");
+}
