@@ -67,7 +67,7 @@ function init() {
     refreshAll();
   });
   $('#pending-link').addEventListener('click', () => approval.open());
-  // Ctrl+1..4 switch views.
+  // Ctrl+1..5 switch views.
   document.addEventListener('keydown', (e) => {
     if (!(e.ctrlKey || e.metaKey) || document.querySelector('dialog[open]')) return;
     const names = Object.keys(views);
