@@ -186,6 +186,27 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         "the previous config is kept as .bak: {bak}"
     );
 
+    // Remove, confirmed in the native dialog: gone from the panel and the config, process stopped.
+    let gamma_pid: u32 = d.row("gamma").await["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("gamma pid");
+    d.click("article.server[data-id=gamma] [data-act=edit]")
+        .await;
+    d.click("#server-remove").await;
+    d.answer_native_dialog("Remove server", "Return").await;
+    d.wait_js(
+        "gamma gone",
+        "return !document.querySelector('article.server[data-id=gamma]');",
+    )
+    .await;
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(!saved.contains("\"gamma\""), "{saved}");
+    assert!(
+        !alive(gamma_pid),
+        "the removed server's process is still alive"
+    );
+
     d.view("connect").await;
     d.wait_js(
         "the client snippets",
@@ -525,6 +546,32 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
     assert!(
         text_of(&out, "helper__envhash").contains("\"present\":true"),
         "{out}"
+    );
+
+    // Connect → "Write to Cursor's config": confirmed in the native dialog, merged into the file.
+    d.view("connect").await;
+    d.click(".snippet[data-client=cursor] [data-act=write]")
+        .await;
+    d.answer_native_dialog("Write to Cursor", "Return").await;
+    let cursor_file = d.dir.path().join(".cursor/mcp.json");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let written = loop {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(&cursor_file).expect("cursor file"))
+                .expect("cursor json");
+        if v["mcpServers"].get("gatehouse").is_some() || std::time::Instant::now() > deadline {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        written["mcpServers"]["gatehouse"]["url"],
+        d.url.as_str(),
+        "{written}"
+    );
+    assert_eq!(
+        written["mcpServers"]["Helper"]["env"]["HELPER_API_KEY"],
+        "plain-e2e-key"
     );
     d.quit().await;
 }

@@ -348,6 +348,27 @@ impl Desktop {
         })
     }
 
+    /// Answers a native (GTK) dialog titled `title` with a key press: focus it, then type.
+    pub async fn answer_native_dialog(&self, title: &str, key: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let id = loop {
+            let out = Command::new("xdotool")
+                .args(["search", "--onlyvisible", "--name", title])
+                .output()
+                .expect("xdotool");
+            if let Some(id) = String::from_utf8_lossy(&out.stdout).lines().next() {
+                break id.to_owned();
+            }
+            assert!(Instant::now() < deadline, "no dialog \"{title}\" appeared");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let ok = Command::new("xdotool")
+            .args(["windowfocus", "--sync", &id, "key", "--clearmodifiers", key])
+            .status()
+            .expect("xdotool");
+        assert!(ok.success(), "xdotool could not answer the dialog");
+    }
+
     /// X window ids of the app's main window that are currently mapped (visible).
     pub fn visible_windows(&self) -> Vec<String> {
         let out = Command::new("xdotool")
