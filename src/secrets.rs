@@ -4,7 +4,7 @@
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {
-    #[error("secret {name} is not set — run `gatehouse secret set {name}`")]
+    #[error("secret {name} is not set — set it in the app's Secrets view or run `gatehouse secret set {name}`")]
     Missing { name: String },
     #[error("keychain error for secret {name}: {reason}")]
     Unavailable { name: String, reason: String },

@@ -119,7 +119,7 @@ async fn keychain_secrets_reach_servers_restart_them_and_fail_clearly() {
     let fx = status_of(&s, "fx", |v| v["state"] == "failed").await;
     assert_eq!(
         fx["last_error"],
-        format!("secret {name} is not set — run `gatehouse secret set {name}`")
+        format!("secret {name} is not set — set it in the app's Secrets view or run `gatehouse secret set {name}`")
     );
 
     // Set (value on stdin): the server restarts and sees it.
@@ -186,7 +186,7 @@ async fn keychain_secrets_reach_servers_restart_them_and_fail_clearly() {
     let fx = status_of(&s, "fx", |v| v["state"] == "failed").await;
     assert_eq!(
         fx["last_error"],
-        format!("secret {name} is not set — run `gatehouse secret set {name}`")
+        format!("secret {name} is not set — set it in the app's Secrets view or run `gatehouse secret set {name}`")
     );
 }
 
