@@ -709,6 +709,24 @@ fn levenshtein(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// A command and its arguments as one shell-quoted line, for people to review (never executed).
+pub fn command_line<'a>(parts: impl IntoIterator<Item = &'a str>) -> String {
+    parts
+        .into_iter()
+        .map(|p| {
+            let plain = !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,~".contains(&b));
+            if plain {
+                p.to_owned()
+            } else {
+                format!("'{}'", p.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Expands a leading `~/` to the user's home directory (commands, args and cwd in configs).
 pub fn expand_tilde(s: &str) -> String {
     match (s.strip_prefix("~/"), dirs::home_dir()) {

@@ -30,37 +30,15 @@ impl Candidate {
         if let Some(url) = self.entry.get("url").and_then(Value::as_str) {
             return url.to_owned();
         }
-        let mut parts = vec![self
-            .entry
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()];
-        for a in self
-            .entry
-            .get("args")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            parts.push(a.as_str().unwrap_or_default().to_owned());
-        }
-        parts
-            .iter()
-            .map(|p| shell_quote(p))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,~".contains(&b));
-    if plain {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
+        let command = self.entry.get("command").and_then(Value::as_str);
+        let args = self.entry.get("args").and_then(Value::as_array);
+        crate::config::command_line(
+            command.into_iter().chain(
+                args.into_iter()
+                    .flatten()
+                    .map(|a| a.as_str().unwrap_or_default()),
+            ),
+        )
     }
 }
 

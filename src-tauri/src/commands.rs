@@ -68,11 +68,10 @@ pub fn servers(state: AppStateRef<'_>) -> CommandResult<Vec<ServerRow>> {
                 .map(|(_, c)| c);
             let (target, values) = match cfg.map(|c| &c.transport) {
                 Some(Transport::Stdio(t)) => (
-                    std::iter::once(t.command.as_str())
-                        .chain(t.args.iter().map(String::as_str))
-                        .map(shell_quote)
-                        .collect::<Vec<_>>()
-                        .join(" "),
+                    gatehouse::config::command_line(
+                        std::iter::once(t.command.as_str())
+                            .chain(t.args.iter().map(String::as_str)),
+                    ),
                     Some(&t.env),
                 ),
                 Some(Transport::Remote(r)) => (r.url.clone(), Some(&r.headers)),
@@ -99,17 +98,6 @@ pub fn servers(state: AppStateRef<'_>) -> CommandResult<Vec<ServerRow>> {
         .collect();
     rows.sort_by(|a, b| a.status.id.cmp(&b.status.id));
     Ok(rows)
-}
-
-fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,~".contains(&b));
-    if plain {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 #[tauri::command]

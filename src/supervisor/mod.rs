@@ -586,32 +586,7 @@ impl Actor {
             exit_tx.closed().await;
             drop(child);
         });
-        let (in_tx, mut in_rx) = mpsc::unbounded_channel();
-        let ev_tx = self.ev_tx.clone();
-        tasks.spawn(async move {
-            while let Some(msg) = in_rx.recv().await {
-                if ev_tx
-                    .send((generation, SessionEvent::Inbound(msg)))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let note: rpc::NoteFn = {
-            let shared = self.shared.clone();
-            let bus = self.ctx.bus.clone();
-            Arc::new(move |line| push_log(&shared, &bus, LogStream::Gatehouse, line))
-        };
-        let peer = RpcPeer::start(
-            self.shared.id.as_str(),
-            stdin,
-            BufReader::new(stdout),
-            stop.clone(),
-            in_tx,
-            note,
-            &mut tasks,
-        );
+        let peer = self.start_peer(generation, stdin, BufReader::new(stdout), &stop, &mut tasks);
         let (stderr_tx, stderr_done) = oneshot::channel();
         {
             let shared = self.shared.clone();
@@ -639,15 +614,6 @@ impl Actor {
                 }
             });
         }
-        {
-            let peer = peer.clone();
-            let ev_tx = self.ev_tx.clone();
-            let timeout = Duration::from_secs(self.cfg.startup_timeout_secs);
-            tasks.spawn(async move {
-                let ev = handshake(&peer, timeout).await;
-                let _ = ev_tx.send((generation, ev));
-            });
-        }
         *lock(&self.shared.peer) = Some(peer.clone());
         self.session = Some(Session {
             generation,
@@ -664,6 +630,58 @@ impl Actor {
         });
         self.update_status(|s| s.pid = Some(pid));
         tracing::info!(server = %self.shared.id, pid, "spawned");
+    }
+
+    /// The session's MCP connection over any byte stream (a child's pipes, a remote bridge):
+    /// the peer, the task relaying what the server sends on its own, and the handshake.
+    fn start_peer<W, R>(
+        &self,
+        generation: u64,
+        writer: W,
+        reader: R,
+        stop: &CancellationToken,
+        tasks: &mut JoinSet<()>,
+    ) -> Arc<RpcPeer>
+    where
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+    {
+        let (in_tx, mut in_rx) = mpsc::unbounded_channel();
+        let ev_tx = self.ev_tx.clone();
+        tasks.spawn(async move {
+            while let Some(msg) = in_rx.recv().await {
+                if ev_tx
+                    .send((generation, SessionEvent::Inbound(msg)))
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let note: rpc::NoteFn = {
+            let shared = self.shared.clone();
+            let bus = self.ctx.bus.clone();
+            Arc::new(move |line| push_log(&shared, &bus, LogStream::Gatehouse, line))
+        };
+        let peer = RpcPeer::start(
+            self.shared.id.as_str(),
+            writer,
+            reader,
+            stop.clone(),
+            in_tx,
+            note,
+            tasks,
+        );
+        {
+            let peer = peer.clone();
+            let ev_tx = self.ev_tx.clone();
+            let timeout = Duration::from_secs(self.cfg.startup_timeout_secs);
+            tasks.spawn(async move {
+                let ev = handshake(&peer, timeout).await;
+                let _ = ev_tx.send((generation, ev));
+            });
+        }
+        peer
     }
 
     /// A remote server: the same `RpcPeer` as a child's, over an in-memory pipe whose other end
@@ -721,41 +739,13 @@ impl Actor {
                 exit_tx.closed().await;
             });
         }
-        let (in_tx, mut in_rx) = mpsc::unbounded_channel();
-        let ev_tx = self.ev_tx.clone();
-        tasks.spawn(async move {
-            while let Some(msg) = in_rx.recv().await {
-                if ev_tx
-                    .send((generation, SessionEvent::Inbound(msg)))
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let note: rpc::NoteFn = {
-            let shared = self.shared.clone();
-            let bus = self.ctx.bus.clone();
-            Arc::new(move |line| push_log(&shared, &bus, LogStream::Gatehouse, line))
-        };
-        let peer = RpcPeer::start(
-            self.shared.id.as_str(),
+        let peer = self.start_peer(
+            generation,
             peer_write,
             BufReader::new(peer_read),
-            stop.clone(),
-            in_tx,
-            note,
+            &stop,
             &mut tasks,
         );
-        {
-            let peer = peer.clone();
-            let ev_tx = self.ev_tx.clone();
-            let timeout = Duration::from_secs(self.cfg.startup_timeout_secs);
-            tasks.spawn(async move {
-                let ev = handshake(&peer, timeout).await;
-                let _ = ev_tx.send((generation, ev));
-            });
-        }
         *lock(&self.shared.peer) = Some(peer.clone());
         self.session = Some(Session {
             generation,
