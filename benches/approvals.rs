@@ -99,17 +99,16 @@ async fn run() {
     for _ in 0..n {
         let config = hub.config();
         let tools = fx.tools();
-        let def = tools
+        let read_only = tools
             .iter()
             .find(|t| t.name == "add")
-            .map(|t| t.raw.clone());
-        let raw = def.as_ref().map_or("{}", |d| d.get());
+            .is_some_and(|t| t.read_only);
         if let Some(server) = config.servers.get(fx.id()) {
             if policy::evaluate(
                 server,
                 gatehouse::config::ApprovalDefault::AskUnlessReadOnly,
                 "add",
-                policy::read_only_hint(raw),
+                read_only,
             ) != policy::Decision::Allow
             {
                 asked += 1;

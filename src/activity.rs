@@ -12,31 +12,211 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{params, Connection};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
+
+use crate::approval::request::{Decider, Scope};
 
 pub const RETENTION_DAYS: u64 = 30;
 pub const MAX_ROWS: i64 = 100_000;
 const QUEUE: usize = 4096;
 
 /// One routed call.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CallRecord {
+    /// When the call arrived (ms since the Unix epoch).
     pub time_ms: u64,
+    /// `clientInfo.name`, when the client gave one.
     pub client: Option<String>,
+    /// The client's session id.
     pub session: String,
+    /// The server's id.
     pub server: String,
+    /// The server's own name for the tool.
     pub tool: String,
     /// The arguments as sent, with known secret values replaced by `[secret:NAME]`.
     pub arguments: String,
-    /// `allowed` (policy), `approved_once|session|always`, `remembered_session|always`,
-    /// `denied`, `timed_out`, `withdrawn`, `disabled`, `not_running`.
-    pub decision: String,
-    /// `policy`, `ui` or `cli`.
-    pub decided_by: String,
+    /// Whether and how the call was let through.
+    pub decision: Decision,
+    /// Who decided.
+    pub decided_by: Decider,
+    /// From arrival to the answer, waiting for the person included.
     pub duration_ms: u64,
-    /// `ok`, `is_error`, `protocol_error`, `lost` (the server died) or `not_run`.
-    pub outcome: String,
+    /// How it ended.
+    pub outcome: CallOutcome,
+}
+
+/// Whether and how a call was let through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The policy let it run without asking.
+    Allowed,
+    /// The person allowed this call.
+    ApprovedOnce,
+    /// The person allowed it for the session.
+    ApprovedSession,
+    /// The person allowed it always (this definition).
+    ApprovedAlways,
+    /// An earlier "session" answer covered it.
+    RememberedSession,
+    /// An earlier "always" answer covered it.
+    RememberedAlways,
+    /// The person denied it (or nobody attends: `--deny-unattended`).
+    Denied,
+    /// Nobody answered in time.
+    TimedOut,
+    /// The client cancelled or went away while it was held.
+    Withdrawn,
+    /// The tool is disabled in the config.
+    Disabled,
+    /// The server was not running.
+    NotRunning,
+    /// Written by a newer Gatehouse; kept as it was.
+    #[serde(other)]
+    Unknown,
+}
+
+/// Decisions grouped the way a person filters them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionGroup {
+    /// Ran by policy.
+    Allowed,
+    /// Ran because the person said so now.
+    Approved,
+    /// Ran because of an earlier answer.
+    Remembered,
+    /// Refused by the person.
+    Denied,
+    /// Refused because nobody answered.
+    TimedOut,
+    /// Never ran: disabled, not running, withdrawn (or unknown).
+    Refused,
+}
+
+impl Decision {
+    const ALL: [Decision; 11] = [
+        Decision::Allowed,
+        Decision::ApprovedOnce,
+        Decision::ApprovedSession,
+        Decision::ApprovedAlways,
+        Decision::RememberedSession,
+        Decision::RememberedAlways,
+        Decision::Denied,
+        Decision::TimedOut,
+        Decision::Withdrawn,
+        Decision::Disabled,
+        Decision::NotRunning,
+    ];
+
+    /// The decision's name, as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::ApprovedOnce => "approved_once",
+            Decision::ApprovedSession => "approved_session",
+            Decision::ApprovedAlways => "approved_always",
+            Decision::RememberedSession => "remembered_session",
+            Decision::RememberedAlways => "remembered_always",
+            Decision::Denied => "denied",
+            Decision::TimedOut => "timed_out",
+            Decision::Withdrawn => "withdrawn",
+            Decision::Disabled => "disabled",
+            Decision::NotRunning => "not_running",
+            Decision::Unknown => "unknown",
+        }
+    }
+
+    /// The decision named `s` (`Unknown` for a name this version does not know).
+    pub fn parse(s: &str) -> Decision {
+        Decision::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .unwrap_or(Decision::Unknown)
+    }
+
+    /// "Approved" for the scope the person chose.
+    pub fn approved(scope: Scope) -> Decision {
+        match scope {
+            Scope::Once => Decision::ApprovedOnce,
+            Scope::Session => Decision::ApprovedSession,
+            Scope::Always => Decision::ApprovedAlways,
+        }
+    }
+
+    /// The group a person filters by.
+    pub fn group(self) -> DecisionGroup {
+        match self {
+            Decision::Allowed => DecisionGroup::Allowed,
+            Decision::ApprovedOnce | Decision::ApprovedSession | Decision::ApprovedAlways => {
+                DecisionGroup::Approved
+            }
+            Decision::RememberedSession | Decision::RememberedAlways => DecisionGroup::Remembered,
+            Decision::Denied => DecisionGroup::Denied,
+            Decision::TimedOut => DecisionGroup::TimedOut,
+            Decision::Withdrawn | Decision::Disabled | Decision::NotRunning | Decision::Unknown => {
+                DecisionGroup::Refused
+            }
+        }
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// A result.
+    Ok,
+    /// A result with `isError: true`.
+    IsError,
+    /// A JSON-RPC error from the server.
+    ProtocolError,
+    /// The server died or the connection was lost mid-call: the outcome is unknown.
+    Lost,
+    /// Gatehouse never sent it to the server.
+    NotRun,
+    /// Written by a newer Gatehouse; kept as it was.
+    #[serde(other)]
+    Unknown,
+}
+
+impl CallOutcome {
+    const ALL: [CallOutcome; 5] = [
+        CallOutcome::Ok,
+        CallOutcome::IsError,
+        CallOutcome::ProtocolError,
+        CallOutcome::Lost,
+        CallOutcome::NotRun,
+    ];
+
+    /// The outcome's name, as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::IsError => "is_error",
+            CallOutcome::ProtocolError => "protocol_error",
+            CallOutcome::Lost => "lost",
+            CallOutcome::NotRun => "not_run",
+            CallOutcome::Unknown => "unknown",
+        }
+    }
+
+    /// The outcome named `s` (`Unknown` for a name this version does not know).
+    pub fn parse(s: &str) -> CallOutcome {
+        CallOutcome::ALL
+            .into_iter()
+            .find(|d| d.as_str() == s)
+            .unwrap_or(CallOutcome::Unknown)
+    }
+}
+
+fn decider(s: &str) -> Decider {
+    match s {
+        "ui" => Decider::Ui,
+        "cli" => Decider::Cli,
+        _ => Decider::Policy,
+    }
 }
 
 /// Replaces secret values with `[secret:NAME]` before anything is stored.
@@ -266,10 +446,10 @@ fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
             r.server,
             r.tool,
             r.arguments,
-            r.decision,
-            r.decided_by,
+            r.decision.as_str(),
+            r.decided_by.as_str(),
             r.duration_ms as i64,
-            r.outcome
+            r.outcome.as_str()
         ],
     )?;
     Ok(())
@@ -301,10 +481,10 @@ fn query(
             server: r.get(3)?,
             tool: r.get(4)?,
             arguments: r.get(5)?,
-            decision: r.get(6)?,
-            decided_by: r.get(7)?,
+            decision: Decision::parse(&r.get::<_, String>(6)?),
+            decided_by: decider(&r.get::<_, String>(7)?),
             duration_ms: r.get::<_, i64>(8)? as u64,
-            outcome: r.get(9)?,
+            outcome: CallOutcome::parse(&r.get::<_, String>(9)?),
         })
     })?;
     rows.collect()
@@ -322,10 +502,10 @@ mod tests {
             server: server.into(),
             tool: "t".into(),
             arguments: format!("{{\"i\":{i},\"token\":\"hunter2\"}}"),
-            decision: "allowed".into(),
-            decided_by: "policy".into(),
+            decision: Decision::Allowed,
+            decided_by: Decider::Policy,
             duration_ms: i,
-            outcome: "ok".into(),
+            outcome: CallOutcome::Ok,
         }
     }
 

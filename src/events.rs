@@ -1,14 +1,17 @@
 //! The event bus: one broadcast channel carrying status changes and log lines to every subscriber
 //! (control socket followers, the desktop shell, tests). Slow subscribers lose old events
-//! (`RecvError::Lagged`), they never slow the hub down.
+//! (`RecvError::Lagged`), they never slow the hub down. The payload types live in leaf modules
+//! (`supervisor::status`, `approval::request`, `logs`), so this file depends on nothing that
+//! publishes.
 
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::approval::{ApprovalRequest, Decider};
+use crate::approval::request::{ApprovalRequest, Decider, Resolution};
 use crate::logs::LogLine;
-use crate::supervisor::ServerStatus;
+use crate::supervisor::status::ServerStatus;
 
+/// Something that happened in the hub.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -17,17 +20,26 @@ pub enum Event {
     /// A line from a server's stderr, or a note from Gatehouse about that server.
     Log(LogLine),
     /// A server's tool list was (re)fetched.
-    ToolsChanged { server: String, tools: usize },
+    ToolsChanged {
+        /// The server's id.
+        server: String,
+        /// How many tools it lists now.
+        tools: usize,
+    },
     /// A call is held until the person answers.
     ApprovalRequested(ApprovalRequest),
     /// A held call was allowed, denied, timed out or withdrawn.
     ApprovalResolved {
+        /// The request's id.
         id: String,
-        outcome: String,
+        /// How it ended.
+        outcome: Resolution,
+        /// Who answered (none for a timeout or a withdrawal).
         by: Option<Decider>,
     },
 }
 
+/// The bus. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Event>,
@@ -37,6 +49,7 @@ pub struct EventBus {
 }
 
 impl EventBus {
+    /// A bus that keeps up to `capacity` events for slow subscribers.
     pub fn new(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity);
         EventBus {
@@ -45,6 +58,7 @@ impl EventBus {
         }
     }
 
+    /// Sends an event to every subscriber (none is fine).
     pub fn publish(&self, event: Event) {
         if matches!(event, Event::Status(_) | Event::ToolsChanged { .. }) {
             self.generation
@@ -59,6 +73,7 @@ impl EventBus {
         self.generation.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Every event from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.tx.subscribe()
     }

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::activity::ActivityLog;
+use crate::approval::policy::{self, Decision};
 use crate::approval::ApprovalBroker;
 use crate::config::{Config, ServerId};
 use crate::events::{Event, EventBus};
@@ -52,18 +53,22 @@ pub enum HubError {
 }
 
 /// One tool as `gatehouse tools` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolInfo {
+    /// The server's id.
     pub server: String,
     /// The name clients see: `server__tool`.
     pub name: String,
     /// The server's own name for it.
     pub tool: String,
+    /// Its title.
     pub title: Option<String>,
+    /// Its description.
     pub description: Option<String>,
+    /// Its annotations (hints), whole.
     pub annotations: Option<serde_json::Value>,
     /// What a call to it does under the current policy: `ask`, `allow` or `disabled`.
-    pub approval: &'static str,
+    pub approval: Decision,
 }
 
 pub struct Hub;
@@ -78,13 +83,13 @@ impl Hub {
             opts.deny_unattended,
         );
         let redactions = Arc::new(Redactions::default());
-        let ctx = Arc::new(Context {
-            bus: bus.clone(),
-            secrets: opts.secrets,
-            redactions: redactions.clone(),
-            log_dir: Some(opts.data_dir.join("logs")),
-            tuning: opts.tuning,
-        });
+        let ctx = Arc::new(Context::new(
+            bus.clone(),
+            opts.secrets,
+            redactions.clone(),
+            Some(opts.data_dir.join("logs")),
+            opts.tuning,
+        ));
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
         let inner = Arc::new(Inner {
             bus,
@@ -244,35 +249,17 @@ impl HubHandle {
         for h in servers {
             let server_cfg = config.servers.get(h.id());
             for t in h.tools().iter() {
-                let approval = match server_cfg.map(|c| {
-                    crate::approval::policy::evaluate(
-                        c,
-                        config.approval.default,
-                        &t.name,
-                        t.read_only,
-                    )
-                }) {
-                    Some(crate::approval::policy::Decision::Allow) => "allow",
-                    Some(crate::approval::policy::Decision::Disabled) => "disabled",
-                    Some(crate::approval::policy::Decision::Ask) | None => "ask",
-                };
-                let v: serde_json::Value = serde_json::from_str(t.raw.get()).unwrap_or_default();
-                let annotations = v.get("annotations").cloned();
-                let title = v
-                    .get("title")
-                    .or_else(|| annotations.as_ref().and_then(|a| a.get("title")))
-                    .and_then(|t| t.as_str())
-                    .map(str::to_owned);
+                let approval = server_cfg.map_or(Decision::Ask, |c| {
+                    policy::evaluate(c, config.approval.default, &t.name, t.read_only)
+                });
+                let meta = t.meta();
                 out.push(ToolInfo {
                     server: h.id().to_string(),
                     name: exposed_name(h.id().as_str(), &t.name),
                     tool: t.name.clone(),
-                    title,
-                    description: v
-                        .get("description")
-                        .and_then(|d| d.as_str())
-                        .map(str::to_owned),
-                    annotations,
+                    title: meta.title.clone(),
+                    description: meta.description.clone(),
+                    annotations: meta.annotations.clone(),
                     approval,
                 });
             }

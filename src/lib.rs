@@ -25,6 +25,7 @@ pub mod activity;
 pub mod approval;
 pub mod clients;
 pub mod config;
+pub mod connect;
 pub mod control;
 pub mod events;
 pub mod gateway;

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Lines kept in memory per server.
 pub const RING_LINES: usize = 1000;
@@ -15,7 +15,7 @@ pub const RING_LINES: usize = 1000;
 pub const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
 pub const LOG_KEEP: usize = 3;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LogLine {
     pub server: String,
     /// `stderr` for the child's own output, `gatehouse` for what Gatehouse noted about it.
@@ -25,7 +25,7 @@ pub struct LogLine {
     pub line: String,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LogStream {
     Stderr,
@@ -55,24 +55,38 @@ impl LogStore {
         }
     }
 
-    pub fn push(&self, line: LogLine) {
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+    /// Keeps a line (ring buffer and file) and hands it to `publish` while no other line can be
+    /// pushed or followed, so a follower never misses or repeats one.
+    pub fn push(&self, line: LogLine, publish: impl FnOnce(&LogLine)) {
+        let mut inner = self.lock();
         if let Some(f) = inner.file.as_mut() {
             f.write_line(&line);
         }
+        publish(&line);
         if inner.ring.len() == RING_LINES {
             inner.ring.pop_front();
         }
         inner.ring.push_back(line);
     }
 
+    /// The last `n` lines (all kept when `None`) and `subscribe()`'s result, taken together: every
+    /// line pushed later is published after the subscription, every earlier one is in the
+    /// snapshot.
+    pub fn follow<R>(&self, n: Option<usize>, subscribe: impl FnOnce() -> R) -> (Vec<LogLine>, R) {
+        let inner = self.lock();
+        let skip = n.map_or(0, |n| inner.ring.len().saturating_sub(n));
+        let snapshot = inner.ring.iter().skip(skip).cloned().collect();
+        (snapshot, subscribe())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A poisoned store only means a writer panicked mid-push; the ring is still valid.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The last `n` lines (all kept lines when `n` is `None`).
     pub fn tail(&self, n: Option<usize>) -> Vec<LogLine> {
-        let Ok(inner) = self.inner.lock() else {
-            return Vec::new();
-        };
+        let inner = self.lock();
         let skip = n.map_or(0, |n| inner.ring.len().saturating_sub(n));
         inner.ring.iter().skip(skip).cloned().collect()
     }
@@ -80,7 +94,7 @@ impl LogStore {
     /// The last `n` stderr lines written at or after `since_ms`, joined, for error messages
     /// ("exited with code 1: …"). Old lines (a startup banner) would only mislead.
     pub fn last_stderr(&self, n: usize, since_ms: u64) -> Option<String> {
-        let inner = self.inner.lock().ok()?;
+        let inner = self.lock();
         let lines: Vec<&str> = inner
             .ring
             .iter()
@@ -206,7 +220,7 @@ mod tests {
     fn ring_keeps_last_lines() {
         let store = LogStore::new(None);
         for i in 0..RING_LINES + 10 {
-            store.push(line(i));
+            store.push(line(i), |_| {});
         }
         let all = store.tail(None);
         assert_eq!(all.len(), RING_LINES);
@@ -227,7 +241,7 @@ mod tests {
         // ~130 bytes a line: enough lines to rotate more than LOG_KEEP times.
         let n = (LOG_ROTATE_BYTES as usize / 120) * (LOG_KEEP + 2);
         for i in 0..n {
-            store.push(line(i));
+            store.push(line(i), |_| {});
         }
         assert!(path.exists());
         for i in 1..=LOG_KEEP {

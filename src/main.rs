@@ -358,7 +358,7 @@ async fn connect(url: Option<String>, control_path: PathBuf) -> ExitCode {
         }
     };
     let input = tokio::io::BufReader::new(tokio::io::stdin());
-    match gateway::connect::run(url, token, input, tokio::io::stdout()).await {
+    match gatehouse::connect::run(url, token, input, tokio::io::stdout()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gatehouse connect: {e}");

@@ -1,8 +1,13 @@
-//! Which calls need the person's approval (DESIGN §5). Pure logic.
+//! Which calls need the person's approval. Pure logic: an explicit flag (tool, then server) wins;
+//! an unflagged tool follows `approval.default`, where only `readOnlyHint: true` counts as
+//! read-only.
 
 use crate::config::{ApprovalDefault, ServerConfig};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a call to a tool does under the policy (`gatehouse tools` shows it as `allow`, `ask`
+/// or `disabled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Runs without asking.
     Allow,
@@ -38,25 +43,6 @@ pub fn evaluate(
             ApprovalDefault::AskUnlessReadOnly => Decision::Ask,
         },
     }
-}
-
-/// Whether a raw tool definition declares `annotations.readOnlyHint: true`.
-pub fn read_only_hint(definition: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Def {
-        #[serde(default)]
-        annotations: Option<Ann>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Ann {
-        #[serde(rename = "readOnlyHint", default)]
-        read_only: Option<serde_json::Value>,
-    }
-    serde_json::from_str::<Def>(definition)
-        .ok()
-        .and_then(|d| d.annotations)
-        .and_then(|a| a.read_only)
-        == Some(serde_json::Value::Bool(true))
 }
 
 #[cfg(test)]
@@ -100,19 +86,5 @@ mod tests {
             Decision::Allow,
             "a tool flag beats the server flag"
         );
-    }
-
-    #[test]
-    fn read_only_hint_must_be_literally_true() {
-        assert!(read_only_hint(
-            r#"{"name":"a","annotations":{"readOnlyHint":true}}"#
-        ));
-        assert!(!read_only_hint(
-            r#"{"name":"a","annotations":{"readOnlyHint":"true"}}"#
-        ));
-        assert!(!read_only_hint(
-            r#"{"name":"a","annotations":{"destructiveHint":false}}"#
-        ));
-        assert!(!read_only_hint(r#"{"name":"a"}"#));
     }
 }

@@ -4,20 +4,25 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
 use crate::config::{Config, ServerId};
 use crate::hub::HubHandle;
 use crate::naming::exposed_name;
-use crate::supervisor::State;
+use crate::supervisor::status::{State, ToolDef};
 
+/// One exposed tool: its server and its definition as the server listed it.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The server's id.
     pub server: ServerId,
-    pub tool: String,
+    /// The tool (its own name, raw definition, and what was read from it).
+    pub tool: Arc<ToolDef>,
 }
 
+/// Every running server's tools under their exposed names.
 #[derive(Debug, Default)]
 pub struct Catalog {
     by_name: HashMap<String, Entry>,
@@ -29,6 +34,7 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The catalog of the hub as it is now.
     pub fn build(hub: &HubHandle) -> Catalog {
         Self::build_from(hub, &hub.config())
     }
@@ -65,7 +71,7 @@ impl Catalog {
                     name,
                     Entry {
                         server: server.id().clone(),
-                        tool: tool.name.clone(),
+                        tool: tool.clone(),
                     },
                 );
             }
@@ -81,26 +87,32 @@ impl Catalog {
         }
     }
 
+    /// The tool exposed as `exposed`.
     pub fn lookup(&self, exposed: &str) -> Option<&Entry> {
         self.by_name.get(exposed)
     }
 
+    /// `{"tools":[…]}`, built once per change.
     pub fn list_result(&self) -> &str {
         &self.list_result
     }
 
+    /// The hub's change generation this catalog was built from.
     pub fn generation(&self) -> u64 {
         self.generation
     }
 
+    /// A hash of the list result: equal fingerprints, equal lists.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
     }
 
+    /// How many tools are exposed.
     pub fn len(&self) -> usize {
         self.by_name.len()
     }
 
+    /// No tool is exposed.
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }

@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::token::constant_time_eq;
-use super::{error_line, Gateway, Out, Outcome, SUPPORTED_VERSIONS};
-use crate::jsonrpc::INVALID_REQUEST;
+use super::{Gateway, Out, Outcome, SUPPORTED_VERSIONS};
+use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
 
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -196,8 +196,8 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
         return json(
             StatusCode::BAD_REQUEST,
             error_line(
-                "null",
-                INVALID_REQUEST,
+                NULL_ID,
+                ErrorCode::InvalidRequest,
                 "JSON-RPC batches are not supported: send one message per request",
             ),
             None,
@@ -221,8 +221,8 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
             return json(
                 StatusCode::BAD_REQUEST,
                 error_line(
-                    "null",
-                    INVALID_REQUEST,
+                    NULL_ID,
+                    ErrorCode::InvalidRequest,
                     &format!(
                         "Unsupported MCP-Protocol-Version {v}; supported: {}",
                         SUPPORTED_VERSIONS.join(", ")
@@ -243,8 +243,8 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
                         return json(
                             StatusCode::NOT_FOUND,
                             error_line(
-                                "null",
-                                INVALID_REQUEST,
+                                NULL_ID,
+                                ErrorCode::InvalidRequest,
                                 "Session not found: initialize again",
                             ),
                             None,
@@ -261,8 +261,8 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
                 None => return json(
                     StatusCode::BAD_REQUEST,
                     error_line(
-                        "null",
-                        INVALID_REQUEST,
+                        NULL_ID,
+                        ErrorCode::InvalidRequest,
                         "Bad Request: Mcp-Session-Id header is required (send initialize first)",
                     ),
                     None,
@@ -290,16 +290,16 @@ async fn outcome_response(outcome: Outcome, session_id: Option<String>) -> Respo
                         }
                         if let Some(line) = first {
                             return Some((
-                                Ok::<Bytes, Infallible>(sse_frame(&line)),
+                                Ok::<Bytes, Infallible>(sse::frame(&line)),
                                 (None, rx, false),
                             ));
                         }
                         match rx.recv().await {
                             Some(Out::Event(line)) => {
-                                Some((Ok(sse_frame(&line)), (None, rx, false)))
+                                Some((Ok(sse::frame(&line)), (None, rx, false)))
                             }
                             Some(Out::Final(line)) => {
-                                Some((Ok(sse_frame(&line)), (None, rx, true)))
+                                Some((Ok(sse::frame(&line)), (None, rx, true)))
                             }
                             None => None,
                         }
@@ -342,7 +342,7 @@ fn get(st: &AppState, h: &HeaderMap) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
-            .map(|line| (Ok::<Bytes, Infallible>(sse_frame(&line)), rx))
+            .map(|line| (Ok::<Bytes, Infallible>(sse::frame(&line)), rx))
     });
     // An opening comment flushes the headers so the client knows the stream is up.
     let opening = futures_util::stream::once(async {
@@ -363,15 +363,6 @@ fn delete(st: &AppState, h: &HeaderMap) -> Response {
             "Bad Request: Mcp-Session-Id header is required",
         ),
     }
-}
-
-fn sse_frame(line: &[u8]) -> Bytes {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    let mut out = Vec::with_capacity(line.len() + 24);
-    out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(line);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
 }
 
 fn json(status: StatusCode, mut line: Vec<u8>, session_id: Option<String>) -> Response {

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Gateway, Out, Outcome};
-use crate::jsonrpc::{self, Line};
+use crate::jsonrpc::{self, ErrorCode, Line, NULL_ID};
 
 /// Serves until the client closes its input or `shutdown` is cancelled.
 pub async fn serve<R, W>(gw: Gateway, mut input: R, output: W, shutdown: CancellationToken)
@@ -19,7 +19,11 @@ where
     let session = gw.open_session();
     let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(256);
     session.set_standalone(out_tx.clone());
-    let writer = tokio::spawn(write_loop(output, out_rx));
+    let writer = tokio::spawn(jsonrpc::write_lines(
+        output,
+        out_rx,
+        CancellationToken::new(),
+    ));
     let mut tasks = tokio::task::JoinSet::new();
     let mut buf = Vec::new();
     loop {
@@ -57,9 +61,9 @@ where
             Ok(Line::TooLong(n)) => {
                 tracing::warn!(bytes = n, "dropped an over-long message from the client");
                 let _ = out_tx
-                    .send(super::error_line(
-                        "null",
-                        jsonrpc::INVALID_REQUEST,
+                    .send(jsonrpc::error_line(
+                        NULL_ID,
+                        ErrorCode::InvalidRequest,
                         "message too large",
                     ))
                     .await;
@@ -72,20 +76,4 @@ where
     tasks.shutdown().await;
     drop(out_tx);
     let _ = writer.await;
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::Receiver<Vec<u8>>) {
-    while let Some(line) = rx.recv().await {
-        if w.write_all(&line).await.is_err() {
-            return;
-        }
-        while let Ok(more) = rx.try_recv() {
-            if w.write_all(&more).await.is_err() {
-                return;
-            }
-        }
-        if w.flush().await.is_err() {
-            return;
-        }
-    }
 }

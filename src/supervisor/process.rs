@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::Stdio;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
-use serde::Serialize;
 
 use crate::config::{expand_tilde, StdioTransport};
 
@@ -48,48 +47,6 @@ const INHERITED_ENV: &[&str] = &[
     "PROGRAMDATA",
     "PROGRAMFILES",
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ExitInfo {
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-}
-
-impl std::fmt::Display for ExitInfo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.code, self.signal) {
-            (Some(c), _) => write!(f, "exited with code {c}"),
-            (None, Some(s)) => write!(f, "was killed by signal {s} ({})", signal_name(s)),
-            (None, None) => write!(f, "exited"),
-        }
-    }
-}
-
-fn signal_name(s: i32) -> &'static str {
-    match s {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        6 => "SIGABRT",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        _ => "signal",
-    }
-}
-
-impl From<std::process::ExitStatus> for ExitInfo {
-    fn from(s: std::process::ExitStatus) -> Self {
-        #[cfg(unix)]
-        let signal = std::os::unix::process::ExitStatusExt::signal(&s);
-        #[cfg(not(unix))]
-        let signal = None;
-        ExitInfo {
-            code: s.code(),
-            signal,
-        }
-    }
-}
 
 /// The child's environment: the inherited basics plus the declared (already resolved) env.
 pub fn child_env(declared: &BTreeMap<String, String>) -> Vec<(String, String)> {
@@ -222,25 +179,5 @@ mod tests {
         assert!(env
             .iter()
             .all(|(k, _)| k == "FOO" || INHERITED_ENV.contains(&k.as_str())));
-    }
-
-    #[test]
-    fn exit_info_reads_well() {
-        assert_eq!(
-            ExitInfo {
-                code: Some(3),
-                signal: None
-            }
-            .to_string(),
-            "exited with code 3"
-        );
-        assert_eq!(
-            ExitInfo {
-                code: None,
-                signal: Some(9)
-            }
-            .to_string(),
-            "was killed by signal 9 (SIGKILL)"
-        );
     }
 }

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{read_line, Line, MAX_LINE_BYTES as MAX_LINE};
+use crate::jsonrpc::sse::{SseError, SseEvent, SseReader};
+use crate::jsonrpc::{read_line, write_lines, Line, MAX_LINE_BYTES as MAX_LINE};
 
 /// How long an idle connection may go unchecked: a ping is sent when nothing else went out.
 const KEEPALIVE: Duration = Duration::from_secs(3);
@@ -100,23 +101,20 @@ pub async fn run<R, W>(
     url: reqwest::Url,
     headers: HeaderMap,
     mut from_peer: R,
-    mut to_peer_io: W,
+    to_peer_io: W,
     stop: CancellationToken,
 ) -> Option<String>
 where
     R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (to_peer, mut to_peer_rx) = mpsc::channel::<Vec<u8>>(256);
+    let (to_peer, to_peer_rx) = mpsc::channel::<Vec<u8>>(256);
     let (lost_tx, mut lost_rx) = mpsc::channel::<String>(4);
-    let writer = tokio::spawn(async move {
-        while let Some(mut line) = to_peer_rx.recv().await {
-            line.push(b'\n');
-            if to_peer_io.write_all(&line).await.is_err() {
-                break;
-            }
-        }
-    });
+    let writer = tokio::spawn(write_lines(
+        to_peer_io,
+        to_peer_rx,
+        CancellationToken::new(),
+    ));
     let bridge = Arc::new(Bridge {
         http,
         url,
@@ -278,17 +276,18 @@ impl Bridge {
             .await
             .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
         check_status(&resp)?;
-        let mut events = SseReader::new(resp);
+        let mut events = sse_events(resp);
         let endpoint = loop {
             match events.next().await {
-                Some(Ok((event, data))) if event == "endpoint" => {
+                Some(Ok(SseEvent { event, data })) if event == "endpoint" => {
+                    let data = String::from_utf8_lossy(&data);
                     break self
                         .url
                         .join(data.trim())
                         .map_err(|e| format!("the server sent a bad endpoint \"{data}\": {e}"))?;
                 }
                 Some(Ok(_)) => continue,
-                Some(Err(e)) => return Err(e),
+                Some(Err(e)) => return Err(lost(e)),
                 None => {
                     return Err(format!(
                         "{} is neither a Streamable HTTP nor an SSE MCP endpoint (no \"endpoint\" event)",
@@ -305,13 +304,13 @@ impl Bridge {
                 r = async {
                     while let Some(ev) = events.next().await {
                         match ev {
-                            Ok((event, data)) if event == "message" || event.is_empty() => {
-                                if b.to_peer.send(data.into_bytes()).await.is_err() {
+                            Ok(SseEvent { event, data }) if event == "message" || event.is_empty() => {
+                                if b.to_peer.send(line(data)).await.is_err() {
                                     return String::new();
                                 }
                             }
                             Ok(_) => {}
-                            Err(e) => return e,
+                            Err(e) => return e.to_string(),
                         }
                     }
                     "the server closed its SSE stream".to_owned()
@@ -375,21 +374,21 @@ impl Bridge {
                 return Ok(());
             }
             self.note_protocol(&body);
-            let _ = self.to_peer.send(body.to_vec()).await;
+            let _ = self.to_peer.send(line(body.to_vec())).await;
             return Ok(());
         }
-        let mut events = SseReader::new(resp);
+        let mut events = sse_events(resp);
         let mut answered = false;
         while let Some(ev) = events.next().await {
-            let (_, data) = ev?;
+            let data = ev.map_err(lost)?.data;
             if data.is_empty() {
                 continue;
             }
-            if is_response(data.as_bytes()) {
+            if is_response(&data) {
                 answered = true;
-                self.note_protocol(data.as_bytes());
+                self.note_protocol(&data);
             }
-            let _ = self.to_peer.send(data.into_bytes()).await;
+            let _ = self.to_peer.send(line(data)).await;
         }
         if expect_answer && !answered {
             return Err("connection lost: the server's stream ended before it answered".into());
@@ -447,17 +446,17 @@ impl Bridge {
                 return;
             }
         };
-        let mut events = SseReader::new(resp);
+        let mut events = sse_events(resp);
         while let Some(ev) = events.next().await {
             match ev {
-                Ok((_, data)) if !data.is_empty() => {
-                    if self.to_peer.send(data.into_bytes()).await.is_err() {
+                Ok(SseEvent { data, .. }) if !data.is_empty() => {
+                    if self.to_peer.send(line(data)).await.is_err() {
                         return;
                     }
                 }
                 Ok(_) => {}
                 Err(e) => {
-                    let _ = self.lost.send(e).await;
+                    let _ = self.lost.send(lost(e)).await;
                     return;
                 }
             }
@@ -541,61 +540,34 @@ fn is_response(msg: &[u8]) -> bool {
     serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_none())
 }
 
-/// Server-sent events from a response body: `(event, data)` per event.
-struct SseReader {
-    body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buf: Vec<u8>,
-    event: String,
-    data: String,
+/// The events of a response body, one event bounded like a stdio line.
+fn sse_events(
+    resp: reqwest::Response,
+) -> SseReader<impl futures_util::Stream<Item = Result<bytes::Bytes, String>> + Unpin> {
+    SseReader::new(
+        resp.bytes_stream().map(|r| r.map_err(|e| error_chain(&e))),
+        MAX_LINE,
+    )
 }
 
-impl SseReader {
-    fn new(resp: reqwest::Response) -> Self {
-        SseReader {
-            body: resp.bytes_stream().boxed(),
-            buf: Vec::new(),
-            event: String::new(),
-            data: String::new(),
-        }
+fn lost(e: SseError) -> String {
+    match e {
+        SseError::Body(b) => format!("connection lost: {b}"),
+        other => other.to_string(),
     }
+}
 
-    async fn next(&mut self) -> Option<Result<(String, String), String>> {
-        loop {
-            while let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
-                let mut line: Vec<u8> = self.buf.drain(..=nl).collect();
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                let line = String::from_utf8_lossy(&line).into_owned();
-                if line.is_empty() {
-                    if self.data.is_empty() && self.event.is_empty() {
-                        continue;
-                    }
-                    let data = std::mem::take(&mut self.data);
-                    let event = std::mem::take(&mut self.event);
-                    return Some(Ok((event, data)));
-                }
-                if let Some(v) = line.strip_prefix("data:") {
-                    if !self.data.is_empty() {
-                        self.data.push('\n');
-                    }
-                    self.data.push_str(v.strip_prefix(' ').unwrap_or(v));
-                } else if let Some(v) = line.strip_prefix("event:") {
-                    self.event = v.trim().to_owned();
-                }
-                // id:, retry: and comments are not needed here.
-            }
-            if self.buf.len() > MAX_LINE {
-                return Some(Err("the server sent an oversized event".into()));
-            }
-            match self.body.next().await {
-                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
-                Some(Err(e)) => return Some(Err(format!("connection lost: {}", error_chain(&e)))),
-                None => return None,
-            }
+/// One message for the peer's line reader. JSON allows raw newlines only as whitespace between
+/// tokens (inside strings they are escaped), so turning them into spaces keeps the value and
+/// keeps a pretty-printed body on one line.
+fn line(mut msg: Vec<u8>) -> Vec<u8> {
+    for b in msg.iter_mut() {
+        if *b == b'\n' || *b == b'\r' {
+            *b = b' ';
         }
     }
+    msg.push(b'\n');
+    msg
 }
 
 #[cfg(test)]

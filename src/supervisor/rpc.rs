@@ -7,11 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Envelope, Kind, Line};
+use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, Line};
 
 /// A reply to one of our requests, exactly as the server sent it.
 #[derive(Debug)]
@@ -116,7 +116,7 @@ impl RpcPeer {
             pending: Mutex::new(Pending::default()),
             next_id: AtomicU64::new(1),
         });
-        tasks.spawn(write_loop(stdin, out_rx, stop.clone()));
+        tasks.spawn(jsonrpc::write_lines(stdin, out_rx, stop.clone()));
         tasks.spawn(read_loop(peer.clone(), stdout, inbound, note, stop));
         peer
     }
@@ -176,15 +176,10 @@ impl RpcPeer {
     }
 
     /// Sends the client's answer to a server→client request back to the server.
-    pub async fn respond(&self, id: &RawValue, line_without_id: ResponseBody<'_>) {
-        let line = match line_without_id {
-            ResponseBody::Result(r) => jsonrpc::result_line(id, r.get()),
-            ResponseBody::Error(e) => format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{}}}\n",
-                id.get(),
-                e.get()
-            )
-            .into_bytes(),
+    pub async fn respond(&self, id: &RawValue, body: ResponseBody<'_>) {
+        let line = match body {
+            ResponseBody::Result(r) => jsonrpc::result_line(id.get(), r.get()),
+            ResponseBody::Error(e) => jsonrpc::error_object_line(id.get(), e.get()),
         };
         self.send_raw(line).await;
     }
@@ -273,33 +268,6 @@ impl Drop for PendingGuard<'_> {
             }
         }
     }
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut stdin: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-    stop: CancellationToken,
-) {
-    loop {
-        let line = tokio::select! {
-            _ = stop.cancelled() => break,
-            line = rx.recv() => match line { Some(l) => l, None => break },
-        };
-        if stdin.write_all(&line).await.is_err() {
-            break;
-        }
-        // Batch whatever else is already queued before flushing.
-        while let Ok(more) = rx.try_recv() {
-            if stdin.write_all(&more).await.is_err() {
-                return;
-            }
-        }
-        if stdin.flush().await.is_err() {
-            break;
-        }
-    }
-    // Dropping stdin here is what "close stdin" means in the stop sequence.
-    let _ = stdin.shutdown().await;
 }
 
 async fn read_loop<R: AsyncBufRead + Unpin>(
@@ -426,11 +394,11 @@ async fn handle_line(
             }
             // Outside any call, Gatehouse answers itself.
             let reply = match method {
-                "ping" => jsonrpc::result_line(id, "{}"),
-                "roots/list" => jsonrpc::result_line(id, "{\"roots\":[]}"),
+                "ping" => jsonrpc::result_line(id.get(), "{}"),
+                "roots/list" => jsonrpc::result_line(id.get(), "{\"roots\":[]}"),
                 other => jsonrpc::error_line(
-                    id,
-                    jsonrpc::METHOD_NOT_FOUND,
+                    id.get(),
+                    ErrorCode::MethodNotFound,
                     &format!("Gatehouse does not support {other} outside a client's call"),
                 ),
             };
@@ -446,7 +414,7 @@ async fn handle_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     /// A peer wired to in-memory pipes: `their_in` is what the "server" reads, `their_out`
     /// what it writes.

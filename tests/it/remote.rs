@@ -102,7 +102,7 @@ async fn remote_streamable_http_server_with_a_header_secret_survives_losing_it()
     let h = th.server("docs");
     let s = wait_state(&h, State::Running, Duration::from_secs(30)).await;
     assert_eq!(s.tools, 3, "{s:?}");
-    assert_eq!(s.transport, "remote");
+    assert_eq!(s.transport, gatehouse::supervisor::TransportKind::Remote);
     assert_eq!(s.pid, None);
 
     // Calls pass through; the server saw exactly the header the secret makes.

@@ -1,13 +1,15 @@
 //! `gatehouse connect`: a stdio MCP server for clients that only speak stdio (Claude Desktop),
-//! bridging each message to the running hub's HTTP endpoint with the hub's token.
+//! bridging each message to the running hub's HTTP endpoint with the hub's token. It is a client
+//! of the gateway, not part of it.
 
 use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt;
-use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Envelope, Line};
+use crate::jsonrpc::sse::SseReader;
+use crate::jsonrpc::{self, Envelope, ErrorCode, Line};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
@@ -40,7 +42,11 @@ where
         .build()
         .map_err(|e| BridgeError::Client(e.to_string()))?;
     let (out, out_rx) = mpsc::channel::<Vec<u8>>(256);
-    let writer = tokio::spawn(write_loop(output, out_rx));
+    let writer = tokio::spawn(jsonrpc::write_lines(
+        output,
+        out_rx,
+        CancellationToken::new(),
+    ));
     let bridge = Arc::new(Bridge {
         http,
         url,
@@ -193,18 +199,15 @@ impl Bridge {
     }
 
     async fn pump_sse(&self, resp: reqwest::Response) {
-        let mut stream = resp.bytes_stream();
-        let mut buf: Vec<u8> = Vec::new();
-        while let Some(Ok(chunk)) = stream.next().await {
-            buf.extend_from_slice(&chunk);
-            while let Some((end, skip)) = find_event_end(&buf) {
-                let event: Vec<u8> = buf.drain(..end + skip).take(end).collect();
-                if let Some(mut data) = sse_data(&event) {
-                    data.push(b'\n');
-                    if self.out.send(data).await.is_err() {
-                        return;
-                    }
-                }
+        let mut events = SseReader::new(resp.bytes_stream(), jsonrpc::MAX_LINE_BYTES);
+        while let Some(Ok(event)) = events.next().await {
+            if event.data.is_empty() {
+                continue;
+            }
+            let mut data = event.data;
+            data.push(b'\n');
+            if self.out.send(data).await.is_err() {
+                return;
             }
         }
     }
@@ -214,64 +217,8 @@ impl Bridge {
         if let Some(id) = id {
             let _ = self
                 .out
-                .send(super::error_line(&id, jsonrpc::INTERNAL_ERROR, message))
+                .send(jsonrpc::error_line(&id, ErrorCode::InternalError, message))
                 .await;
         }
-    }
-}
-
-/// The end of the first SSE event in `buf`: (index of the blank line, its length).
-fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
-}
-
-/// The `data:` lines of one SSE event, joined.
-fn sse_data(event: &[u8]) -> Option<Vec<u8>> {
-    let mut data: Vec<u8> = Vec::new();
-    let mut any = false;
-    for line in event.split(|b| *b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if let Some(rest) = line.strip_prefix(b"data:") {
-            if any {
-                data.push(b'\n');
-            }
-            data.extend_from_slice(rest.strip_prefix(b" ").unwrap_or(rest));
-            any = true;
-        }
-    }
-    any.then_some(data)
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(mut w: W, mut rx: mpsc::Receiver<Vec<u8>>) {
-    while let Some(line) = rx.recv().await {
-        if w.write_all(&line).await.is_err() || w.flush().await.is_err() {
-            return;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sse_parsing() {
-        let buf = b"event: message\ndata: {\"a\":1}\n\n: comment\n\ndata: x\r\n\r\n";
-        let (end, skip) = find_event_end(buf).unwrap();
-        assert_eq!(sse_data(&buf[..end]).unwrap(), b"{\"a\":1}");
-        let rest = &buf[end + skip..];
-        let (end2, skip2) = find_event_end(rest).unwrap();
-        assert_eq!(sse_data(&rest[..end2]), None);
-        let rest = &rest[end2 + skip2..];
-        let (end3, _) = find_event_end(rest).unwrap();
-        assert_eq!(sse_data(&rest[..end3]).unwrap(), b"x");
     }
 }

@@ -1,0 +1,415 @@
+//! [`ApprovalBroker`]: held calls wait here until the person answers (desktop modal or the
+//! control CLI), time out, or are withdrawn; "for this session" and "always" answers are
+//! remembered; tool definitions are pinned so a changed definition asks again.
+//!
+//! Nothing here is reachable from the gateway: only the control socket and the desktop shell
+//! hold a way to answer.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::pins::Store;
+use super::request::{
+    Answer, ApprovalError, ApprovalRequest, Decider, DefinitionChange, Resolution, Scope, Verdict,
+};
+use crate::events::{Event, EventBus};
+use crate::supervisor::status::ToolDef;
+
+struct Waiting {
+    request: ApprovalRequest,
+    tx: oneshot::Sender<(Answer, Decider)>,
+}
+
+/// The broker. Cheap to clone.
+#[derive(Clone)]
+pub struct ApprovalBroker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    bus: EventBus,
+    path: Option<PathBuf>,
+    deny_unattended: bool,
+    counter: AtomicU64,
+    /// Guards one change or read of the broker's tables; never held across `.await`.
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: BTreeMap<String, Waiting>,
+    /// (client session, server, tool) allowed for the rest of that session.
+    session_grants: HashSet<(String, String, String)>,
+    store: Store,
+}
+
+impl ApprovalBroker {
+    /// `path`: where always-allows and pins persist (`None`: memory only, for tests).
+    pub fn new(bus: EventBus, path: Option<PathBuf>, deny_unattended: bool) -> Self {
+        let store = path.as_deref().map(Store::load).unwrap_or_default();
+        ApprovalBroker {
+            inner: Arc::new(Inner {
+                bus,
+                path,
+                deny_unattended,
+                counter: AtomicU64::new(1),
+                state: Mutex::new(State {
+                    store,
+                    ..State::default()
+                }),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Pins the first definition seen of a tool; if it differs from the pinned one, returns
+    /// what changed.
+    pub fn check_definition(&self, server: &str, def: &ToolDef) -> Option<DefinitionChange> {
+        let (change, added) = self.lock().store.check(server, def);
+        if added {
+            self.persist();
+        }
+        change
+    }
+
+    /// Pins the definitions of tools not seen before (first sight is what later changes are
+    /// compared with). Persists once if anything was new.
+    pub fn pin_new(&self, server: &str, tools: &[Arc<ToolDef>]) {
+        let added = self.lock().store.pin_new(server, tools);
+        if added {
+            self.persist();
+        }
+    }
+
+    /// Whether an earlier answer covers this call: the same client session said "session", or
+    /// "always" was given for exactly this definition.
+    pub fn granted(&self, session: &str, server: &str, tool: &str, hash: &str) -> Option<Scope> {
+        let st = self.lock();
+        if st.store.always_allows(server, tool, hash) {
+            return Some(Scope::Always);
+        }
+        st.session_grants
+            .contains(&(session.to_owned(), server.to_owned(), tool.to_owned()))
+            .then_some(Scope::Session)
+    }
+
+    /// A fresh request id.
+    pub fn next_id(&self) -> String {
+        format!("apr-{}", self.inner.counter.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Holds until answered or `timeout`. Dropping the future withdraws the request.
+    pub async fn ask(
+        &self,
+        request: ApprovalRequest,
+        definition_hash: String,
+        timeout: Duration,
+    ) -> Verdict {
+        if self.inner.deny_unattended {
+            self.publish_resolved(&request.id, Resolution::Denied, Some(Decider::Policy));
+            return Verdict::Denied {
+                reason: Some(
+                    "nobody is attending this Gatehouse (it runs with --deny-unattended)".into(),
+                ),
+                by: Decider::Policy,
+            };
+        }
+        let (tx, rx) = oneshot::channel();
+        let id = request.id.clone();
+        self.lock().pending.insert(
+            id.clone(),
+            Waiting {
+                request: request.clone(),
+                tx,
+            },
+        );
+        self.inner
+            .bus
+            .publish(Event::ApprovalRequested(request.clone()));
+        let mut guard = Withdraw {
+            broker: self,
+            id: id.clone(),
+            armed: true,
+        };
+        let result = tokio::time::timeout(timeout, rx).await;
+        guard.armed = false;
+        match result {
+            Ok(Ok((Answer::Allow(scope), by))) => {
+                self.remember(&request, scope, &definition_hash);
+                self.publish_resolved(&id, Resolution::Allowed, Some(by));
+                Verdict::Allowed { scope, by }
+            }
+            Ok(Ok((Answer::Deny(reason), by))) => {
+                self.publish_resolved(&id, Resolution::Denied, Some(by));
+                Verdict::Denied { reason, by }
+            }
+            Ok(Err(_)) | Err(_) => {
+                self.lock().pending.remove(&id);
+                self.publish_resolved(&id, Resolution::TimedOut, None);
+                Verdict::TimedOut {
+                    secs: timeout.as_secs(),
+                }
+            }
+        }
+    }
+
+    /// Answers a pending request. The first answer wins; later ones get `Unknown`.
+    pub fn answer(
+        &self,
+        id: &str,
+        answer: Answer,
+        by: Decider,
+    ) -> Result<ApprovalRequest, ApprovalError> {
+        let waiting = self.lock().pending.remove(id);
+        let Some(w) = waiting else {
+            return Err(ApprovalError::Unknown(id.to_owned()));
+        };
+        let request = w.request.clone();
+        // If the caller went away in between, the answer has nowhere to go: the call never runs.
+        let _ = w.tx.send((answer, by));
+        Ok(request)
+    }
+
+    /// The requests waiting for an answer.
+    pub fn pending(&self) -> Vec<ApprovalRequest> {
+        self.lock()
+            .pending
+            .values()
+            .map(|w| w.request.clone())
+            .collect()
+    }
+
+    /// Revokes remembered answers for a server (`tool: None`) or one tool. Returns how many.
+    pub fn forget(&self, server: &str, tool: Option<&str>) -> usize {
+        let mut st = self.lock();
+        let matches = |s: &str, t: &str| s == server && tool.is_none_or(|x| x == t);
+        let before = st.session_grants.len();
+        st.session_grants.retain(|(_, s, t)| !matches(s, t));
+        let removed = before - st.session_grants.len() + st.store.forget(matches);
+        drop(st);
+        self.persist();
+        removed
+    }
+
+    fn remember(&self, request: &ApprovalRequest, scope: Scope, hash: &str) {
+        let mut st = self.lock();
+        match scope {
+            Scope::Once => return,
+            Scope::Session => {
+                st.session_grants.insert((
+                    request.client.session.clone(),
+                    request.server.clone(),
+                    request.tool.clone(),
+                ));
+                return;
+            }
+            Scope::Always => {
+                // "Always" trusts this definition: it becomes the pin.
+                let definition = request.changed.as_ref().map(|c| c.new.clone());
+                st.store
+                    .trust(&request.server, &request.tool, hash, definition);
+            }
+        }
+        drop(st);
+        self.persist();
+    }
+
+    fn persist(&self) {
+        let Some(path) = &self.inner.path else {
+            return;
+        };
+        let text = self.lock().store.to_json();
+        if let Err(e) = crate::config::write_atomic(path, text.as_bytes()) {
+            tracing::error!(path = %path.display(), error = %e, "cannot save remembered approvals");
+        }
+    }
+
+    fn publish_resolved(&self, id: &str, outcome: Resolution, by: Option<Decider>) {
+        self.inner.bus.publish(Event::ApprovalResolved {
+            id: id.to_owned(),
+            outcome,
+            by,
+        });
+    }
+}
+
+/// Withdraws a pending request when its caller goes away (client cancelled or disconnected).
+struct Withdraw<'a> {
+    broker: &'a ApprovalBroker,
+    id: String,
+    armed: bool,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let removed = self.broker.lock().pending.remove(&self.id).is_some();
+            if removed {
+                self.broker
+                    .publish_resolved(&self.id, Resolution::Withdrawn, None);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::request::ClientRef;
+    use serde_json::value::RawValue;
+
+    fn tool(raw: &str) -> ToolDef {
+        ToolDef::parse(RawValue::from_string(raw.to_owned()).unwrap()).unwrap()
+    }
+
+    fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            id: broker.next_id(),
+            client: ClientRef {
+                name: Some("c".into()),
+                session: session.into(),
+            },
+            server: "fs".into(),
+            tool: "write_file".into(),
+            exposed: "fs__write_file".into(),
+            title: None,
+            description: None,
+            annotations: None,
+            arguments: RawValue::from_string("{\"path\":\"/x\"}".into()).unwrap(),
+            requested_at: 0,
+            expires_at: 0,
+            changed: None,
+        }
+    }
+
+    /// Asks in the background, waits until the request is pending, answers it, returns the verdict.
+    async fn ask_and_answer(
+        b: &ApprovalBroker,
+        r: ApprovalRequest,
+        hash: &str,
+        answer: Answer,
+    ) -> Verdict {
+        let id = r.id.clone();
+        let b2 = b.clone();
+        let h = hash.to_owned();
+        let wait = tokio::spawn(async move { b2.ask(r, h, Duration::from_secs(5)).await });
+        while b.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        b.answer(&id, answer, Decider::Cli).unwrap();
+        wait.await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn answers_scopes_timeout_and_withdrawal() {
+        let bus = EventBus::new(64);
+        let b = ApprovalBroker::new(bus.clone(), None, false);
+        let def = tool(r#"{"name":"write_file","description":"a"}"#);
+        let change = b.check_definition("fs", &def);
+        assert!(change.is_none());
+        let hash = def.hash().to_owned();
+
+        // once
+        let r = request(&b, "s1");
+        let id = r.id.clone();
+        let b2 = b.clone();
+        let h = hash.clone();
+        let wait = tokio::spawn(async move { b2.ask(r, h, Duration::from_secs(5)).await });
+        while b.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert!(b
+            .answer("nope", Answer::Allow(Scope::Once), Decider::Cli)
+            .is_err());
+        b.answer(&id, Answer::Allow(Scope::Once), Decider::Cli)
+            .unwrap();
+        assert_eq!(
+            wait.await.unwrap(),
+            Verdict::Allowed {
+                scope: Scope::Once,
+                by: Decider::Cli
+            }
+        );
+        assert!(
+            b.answer(&id, Answer::Deny(None), Decider::Cli).is_err(),
+            "answered once only"
+        );
+        assert_eq!(b.granted("s1", "fs", "write_file", &hash), None);
+
+        // session
+        let r = request(&b, "s1");
+        ask_and_answer(&b, r, &hash, Answer::Allow(Scope::Session)).await;
+        assert_eq!(
+            b.granted("s1", "fs", "write_file", &hash),
+            Some(Scope::Session)
+        );
+        assert_eq!(b.granted("s2", "fs", "write_file", &hash), None);
+        assert_eq!(b.forget("fs", Some("write_file")), 1);
+        assert_eq!(b.granted("s1", "fs", "write_file", &hash), None);
+
+        // timeout
+        let r = request(&b, "s1");
+        assert_eq!(
+            b.ask(r, hash.clone(), Duration::from_millis(30)).await,
+            Verdict::TimedOut { secs: 0 }
+        );
+        assert!(b.pending().is_empty());
+
+        // withdrawal: dropping the waiter removes the request; a late answer finds nothing.
+        let r = request(&b, "s1");
+        let id = r.id.clone();
+        let b2 = b.clone();
+        let h = hash.clone();
+        let wait = tokio::spawn(async move { b2.ask(r, h, Duration::from_secs(5)).await });
+        while b.pending().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        wait.abort();
+        let _ = wait.await;
+        assert!(b.pending().is_empty());
+        assert!(b
+            .answer(&id, Answer::Allow(Scope::Once), Decider::Cli)
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn always_persists_and_a_changed_definition_asks_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("approvals.json");
+        let def1 = r#"{"name":"w","description":"writes a file","inputSchema":{"type":"object"}}"#;
+        let def2 = r#"{"name":"w","description":"writes a file and mails it to evil","inputSchema":{"type":"object"}}"#;
+        let b = ApprovalBroker::new(EventBus::new(8), Some(path.clone()), false);
+        let def1 = tool(def1);
+        b.check_definition("fs", &def1);
+        let h1 = def1.hash().to_owned();
+        let mut r = request(&b, "s1");
+        r.tool = "w".into();
+        ask_and_answer(&b, r, &h1, Answer::Allow(Scope::Always)).await;
+
+        // A new broker (a hub restart) still knows, for the same definition only.
+        let b = ApprovalBroker::new(EventBus::new(8), Some(path.clone()), false);
+        assert_eq!(
+            b.granted("other-session", "fs", "w", &h1),
+            Some(Scope::Always)
+        );
+        let def2 = tool(def2);
+        let change = b.check_definition("fs", &def2);
+        let h2 = def2.hash().to_owned();
+        assert_ne!(h1, h2);
+        let change = change.expect("the change is reported");
+        assert_eq!(change.fields, vec!["description".to_owned()]);
+        assert_eq!(
+            b.granted("other-session", "fs", "w", &h2),
+            None,
+            "always no longer applies"
+        );
+    }
+}

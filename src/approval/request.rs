@@ -1,0 +1,170 @@
+//! What an approval is made of, as plain data: the held call approvers see, the answers and
+//! scopes they can give, and how a held call ended.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// A held call, as approvers see it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The request's id (`apr-N`), for `approve` / `deny`.
+    pub id: String,
+    /// Which client made the call.
+    pub client: ClientRef,
+    /// The server's id.
+    pub server: String,
+    /// The server's own name for the tool.
+    pub tool: String,
+    /// The name the client used (`server__tool`).
+    pub exposed: String,
+    /// The tool's title, as its definition gives it.
+    pub title: Option<String>,
+    /// The tool's description.
+    pub description: Option<String>,
+    /// The tool's annotations (hints), whole.
+    pub annotations: Option<Value>,
+    /// The call's arguments as the client sent them, with known secret values masked.
+    pub arguments: Box<RawValue>,
+    /// When the call was held (ms since the Unix epoch).
+    pub requested_at: u64,
+    /// When it is denied unless answered (ms since the Unix epoch).
+    pub expires_at: u64,
+    /// Set when the tool's definition differs from the one pinned earlier.
+    pub changed: Option<DefinitionChange>,
+}
+
+/// The client a held call came from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientRef {
+    /// `clientInfo.name`, when the client gave one.
+    pub name: Option<String>,
+    /// The client's session id.
+    pub session: String,
+}
+
+/// What changed in a tool's definition since it was pinned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DefinitionChange {
+    /// The pinned definition.
+    pub old: Value,
+    /// The definition now.
+    pub new: Value,
+    /// Top-level members that differ (`description`, `inputSchema`, `annotations`…).
+    pub fields: Vec<String>,
+}
+
+/// How far an "allow" reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This call only.
+    Once,
+    /// This tool, for the rest of this client's session.
+    Session,
+    /// This tool with this exact definition, until revoked (kept across restarts).
+    Always,
+}
+
+impl Scope {
+    /// The scope's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Session => "session",
+            Scope::Always => "always",
+        }
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "once" => Ok(Scope::Once),
+            "session" => Ok(Scope::Session),
+            "always" => Ok(Scope::Always),
+            other => Err(format!(
+                "unknown scope \"{other}\": use once, session or always"
+            )),
+        }
+    }
+}
+
+/// Who decided a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decider {
+    /// The policy, without asking anyone.
+    Policy,
+    /// The person, in the desktop app.
+    Ui,
+    /// The person, with the CLI (control socket).
+    Cli,
+}
+
+impl Decider {
+    /// The decider's name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decider::Policy => "policy",
+            Decider::Ui => "ui",
+            Decider::Cli => "cli",
+        }
+    }
+}
+
+/// An approver's answer to a held call.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// Run it, and remember the answer for the scope.
+    Allow(Scope),
+    /// Do not run it; the optional reason reaches the client.
+    Deny(Option<String>),
+}
+
+/// How a held call ended (a withdrawn call never gets here: its waiter is gone).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Allowed, for `scope`, by `by`.
+    Allowed {
+        /// How far the answer reaches.
+        scope: Scope,
+        /// Who allowed it.
+        by: Decider,
+    },
+    /// Denied, with the reason if one was given.
+    Denied {
+        /// The reason given.
+        reason: Option<String>,
+        /// Who denied it.
+        by: Decider,
+    },
+    /// Nobody answered within `secs`.
+    TimedOut {
+        /// The approval timeout.
+        secs: u64,
+    },
+}
+
+/// Why an answer was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    /// No such request is waiting.
+    #[error("no pending approval \"{0}\" (it was answered, withdrawn or timed out); see `gatehouse approvals`")]
+    Unknown(String),
+}
+
+/// How a pending request left the queue (the `approval_resolved` event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// Allowed by the person.
+    Allowed,
+    /// Denied by the person (or at once, unattended).
+    Denied,
+    /// Nobody answered in time.
+    TimedOut,
+    /// The client went away or cancelled first.
+    Withdrawn,
+}

@@ -1,0 +1,343 @@
+//! One forwarded request: the approval hold (if any), the upstream call with the client's
+//! progress token swapped for one of ours, the relay of what the server says about the call
+//! (progress, log messages, server→client requests), the final answer, and the activity row.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::catalog::set_member;
+use super::session::{lock, ClientSession, Forwarded};
+use super::{Gateway, Out, Outcome};
+use crate::activity::{CallOutcome, CallRecord, Decision};
+use crate::approval::{ApprovalRequest, Decider, Verdict};
+use crate::jsonrpc::{self, ErrorCode};
+use crate::supervisor::rpc::{CallEvent, CallRoute};
+use crate::supervisor::{Reply, ServerHandle};
+
+/// The tool-call specifics of a forwarded request.
+pub(super) struct ToolCall {
+    /// The exposed name (for error texts).
+    pub name: String,
+    pub pass: Pass,
+    pub meta: CallMeta,
+}
+
+/// How a tool call got through the policy.
+pub(super) enum Pass {
+    /// Without asking; the decision for the activity log.
+    Free(Decision),
+    /// Only after the person's answer.
+    Held(Box<Gate>),
+}
+
+/// A call held for approval.
+pub(super) struct Gate {
+    pub request: ApprovalRequest,
+    pub hash: String,
+    pub timeout: std::time::Duration,
+}
+
+/// What the activity log needs of a tool call.
+pub(super) struct CallMeta {
+    server: String,
+    tool: String,
+    arguments: String,
+    started: std::time::Instant,
+}
+
+impl CallMeta {
+    pub fn new(server: &ServerHandle, tool: &str, arguments: String) -> CallMeta {
+        CallMeta {
+            server: server.id().to_string(),
+            tool: tool.to_owned(),
+            arguments,
+            started: std::time::Instant::now(),
+        }
+    }
+}
+
+enum Held {
+    Allowed(Decision, Decider),
+    /// Denied or timed out: the text for the isError result (`{tool}` is filled in), the
+    /// decision for the activity log, and who decided.
+    Refused(String, Decision, Decider),
+    ClientGone,
+}
+
+impl Gateway {
+    /// Forwards a request to `server` and streams what it says about it back to the client.
+    pub(super) fn forward(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        server: ServerHandle,
+        method: &'static str,
+        mut params: BTreeMap<String, Box<RawValue>>,
+        tool: Option<ToolCall>,
+    ) -> Outcome {
+        // The client's progress token is replaced by one of ours, unique across clients.
+        let client_token = params
+            .get("_meta")
+            .and_then(|m| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(m.get()).ok())
+            .and_then(|m| m.get("progressToken").map(|t| t.get().to_owned()));
+        let our_token = client_token
+            .as_ref()
+            .map(|_| format!("\"gatehouse-{}\"", self.next()));
+        if let (Some(ours), Some(meta)) = (&our_token, params.get("_meta")) {
+            if let Some(new_meta) = set_member(meta.get(), "progressToken", ours) {
+                if let Ok(raw) = RawValue::from_string(new_meta) {
+                    params.insert("_meta".into(), raw);
+                }
+            }
+        }
+        // Serialised straight into a RawValue: the members are raw already, no re-validation.
+        let params = match serde_json::value::to_raw_value(&params).ok() {
+            Some(p) => p,
+            None => {
+                return Outcome::Reply(jsonrpc::error_line(
+                    id.get(),
+                    ErrorCode::InvalidParams,
+                    "Invalid params",
+                ))
+            }
+        };
+        let (tx, rx) = mpsc::channel::<Out>(32);
+        let (sink, mut events) = mpsc::unbounded_channel();
+        let route = CallRoute {
+            sink,
+            progress_token: our_token.clone(),
+        };
+        let client_id = id.get().to_owned();
+        let gw = self.clone();
+        let session = s.clone();
+        let task = tokio::spawn({
+            let client_id = client_id.clone();
+            async move {
+                let (exposed, pass, meta) = match tool {
+                    Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
+                    None => (None, None, None),
+                };
+                let log = |decision: Decision, by: Decider, outcome: CallOutcome| {
+                    if let Some(m) = &meta {
+                        gw.record(&session, m, decision, by, outcome);
+                    }
+                };
+                let (decision, by) = match pass {
+                    None => (Decision::Allowed, Decider::Policy),
+                    Some(Pass::Free(d)) => (d, Decider::Policy),
+                    Some(Pass::Held(gate)) => {
+                        let name = exposed.clone().unwrap_or_default();
+                        match hold(&gw, *gate, &tx, client_token.as_deref()).await {
+                            Held::Allowed(d, by) => (d, by),
+                            Held::Refused(text, decision, by) => {
+                                log(decision, by, CallOutcome::NotRun);
+                                lock(&session.inflight).remove(&client_id);
+                                let result = super::tool_error(&text.replace("{tool}", &name));
+                                let _ = tx
+                                    .send(Out::Final(jsonrpc::result_line(&client_id, &result)))
+                                    .await;
+                                return;
+                            }
+                            Held::ClientGone => {
+                                // Withdrawn: the request is gone from the broker and the call
+                                // never runs.
+                                log(Decision::Withdrawn, Decider::Policy, CallOutcome::NotRun);
+                                lock(&session.inflight).remove(&client_id);
+                                return;
+                            }
+                        }
+                    }
+                };
+                let call = server.request_routed(method, Some(&params), Some(route));
+                tokio::pin!(call);
+                let result = loop {
+                    tokio::select! {
+                        r = &mut call => break Some(r),
+                        Some(ev) = events.recv() => {
+                            if let Some(line) = gw.relay(&session, &server, ev, client_token.as_deref()) {
+                                if tx.send(Out::Event(line)).await.is_err() {
+                                    break None;
+                                }
+                            }
+                        }
+                        _ = tx.closed() => break None,
+                    }
+                };
+                lock(&session.inflight).remove(&client_id);
+                let Some(result) = result else {
+                    // The client went away: dropping `call` cancels it upstream.
+                    return;
+                };
+                let outcome = match &result {
+                    Ok(Reply::Result(r)) if is_error_result(r.get()) => CallOutcome::IsError,
+                    Ok(Reply::Result(_)) => CallOutcome::Ok,
+                    Ok(Reply::Error(_)) => CallOutcome::ProtocolError,
+                    Err(_) => CallOutcome::Lost,
+                };
+                let line = match result {
+                    Ok(Reply::Result(r)) => jsonrpc::result_line(&client_id, r.get()),
+                    Ok(Reply::Error(e)) => jsonrpc::error_object_line(&client_id, e.get()),
+                    Err(e) => match &exposed {
+                        Some(name) => jsonrpc::result_line(
+                            &client_id,
+                            &super::tool_error(&format!("{e}; the outcome of {name} is unknown.")),
+                        ),
+                        None => jsonrpc::error_line(
+                            &client_id,
+                            ErrorCode::InternalError,
+                            &e.to_string(),
+                        ),
+                    },
+                };
+                let _ = tx.send(Out::Final(line)).await;
+                // After the answer is on its way: logging never delays a call.
+                log(decision, by, outcome);
+            }
+        });
+        {
+            let mut inflight = lock(&s.inflight);
+            if !task.is_finished() {
+                inflight.insert(client_id, task.abort_handle());
+            }
+        }
+        Outcome::Stream(rx)
+    }
+
+    /// Records a tool call in the activity log (never waits on it).
+    pub(super) fn record(
+        &self,
+        s: &Arc<ClientSession>,
+        m: &CallMeta,
+        decision: Decision,
+        by: Decider,
+        outcome: CallOutcome,
+    ) {
+        let elapsed = m.started.elapsed().as_millis() as u64;
+        self.inner.hub.activity().record(CallRecord {
+            time_ms: crate::logs::now_ms().saturating_sub(elapsed),
+            client: s.info().name,
+            session: s.id.clone(),
+            server: m.server.clone(),
+            tool: m.tool.clone(),
+            arguments: m.arguments.clone(),
+            decision,
+            decided_by: by,
+            duration_ms: elapsed,
+            outcome,
+        });
+    }
+
+    /// Turns a server's message about a call into the client's terms.
+    fn relay(
+        &self,
+        s: &Arc<ClientSession>,
+        server: &ServerHandle,
+        ev: CallEvent,
+        client_token: Option<&str>,
+    ) -> Option<Vec<u8>> {
+        match ev {
+            CallEvent::Notification(line) => {
+                #[derive(Deserialize)]
+                struct M<'a> {
+                    #[serde(borrow)]
+                    method: &'a str,
+                    #[serde(borrow)]
+                    params: Option<&'a RawValue>,
+                }
+                let m: M = serde_json::from_slice(&line).ok()?;
+                if m.method == "notifications/progress" {
+                    let token = client_token?;
+                    let params = set_member(m.params?.get(), "progressToken", token)?;
+                    let p = RawValue::from_string(params).ok()?;
+                    Some(jsonrpc::notification_line(m.method, Some(&p)))
+                } else {
+                    let mut l = line;
+                    l.push(b'\n');
+                    Some(l)
+                }
+            }
+            CallEvent::Request { id, line } => {
+                let peer = server.peer().ok()?;
+                let ours = format!("\"gatehouse-req-{}\"", self.next());
+                let text = std::str::from_utf8(&line).ok()?;
+                let mut rewritten = set_member(text, "id", &ours)?.into_bytes();
+                rewritten.push(b'\n');
+                lock(&s.forwarded).insert(
+                    ours,
+                    Forwarded {
+                        peer,
+                        upstream_id: id,
+                    },
+                );
+                Some(rewritten)
+            }
+        }
+    }
+}
+
+fn is_error_result(raw: &str) -> bool {
+    #[derive(Deserialize)]
+    struct R {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<R>(raw).ok().and_then(|r| r.is_error) == Some(true)
+}
+
+/// Waits for the person's answer. Progress notifications keep the client's request alive when
+/// it sent a progress token; a client that goes away withdraws the request.
+async fn hold(
+    gw: &Gateway,
+    gate: Gate,
+    tx: &mpsc::Sender<Out>,
+    client_token: Option<&str>,
+) -> Held {
+    let broker = gw.inner.hub.approvals().clone();
+    let ask = broker.ask(gate.request, gate.hash, gate.timeout);
+    tokio::pin!(ask);
+    let every = std::time::Duration::from_millis(gw.inner.keepalive_ms.load(Ordering::Relaxed));
+    let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let mut beats: u64 = 0;
+    let verdict = loop {
+        tokio::select! {
+            v = &mut ask => break v,
+            _ = keepalive.tick(), if client_token.is_some() => {
+                beats += 1;
+                let params = format!(
+                    "{{\"progressToken\":{},\"progress\":{beats},\"message\":\"Waiting for approval in Gatehouse\"}}",
+                    client_token.unwrap_or("null")
+                );
+                if let Ok(p) = RawValue::from_string(params) {
+                    let line = jsonrpc::notification_line("notifications/progress", Some(&p));
+                    if tx.send(Out::Event(line)).await.is_err() {
+                        return Held::ClientGone;
+                    }
+                }
+            }
+            _ = tx.closed() => return Held::ClientGone,
+        }
+    };
+    match verdict {
+        Verdict::Allowed { scope, by } => Held::Allowed(Decision::approved(scope), by),
+        Verdict::Denied { reason, by } => Held::Refused(
+            match reason {
+                Some(r) if !r.trim().is_empty() => format!("Denied by the user in Gatehouse: {r}"),
+                _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
+            },
+            Decision::Denied,
+            by,
+        ),
+        Verdict::TimedOut { secs } => Held::Refused(
+            format!(
+                "Gatehouse asked the user to approve {{tool}}, but nobody answered within {secs} s; the call was not run (denied by timeout)."
+            ),
+            Decision::TimedOut,
+            Decider::Policy,
+        ),
+    }
+}

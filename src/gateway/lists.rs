@@ -1,0 +1,300 @@
+//! Prompts, resources and completions: lists fanned out to every running server that declared
+//! the capability (items raw, prompts renamed `server__prompt`), and the requests that must find
+//! the server owning a prompt or a resource URI.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::catalog::rename;
+use super::session::{lock, ClientSession};
+use super::{member_params, Gateway, Outcome};
+use crate::config::ServerId;
+use crate::jsonrpc::{self, ErrorCode};
+use crate::naming::{exposed_name, split_server};
+use crate::supervisor::{Reply, ServerHandle};
+
+/// What the last lists said about who owns what.
+#[derive(Default)]
+pub(super) struct Lists {
+    /// Exposed prompt name → (server, prompt), refreshed by every `prompts/list`. Guards one
+    /// swap or lookup.
+    prompts: Mutex<HashMap<String, (ServerId, String)>>,
+    /// Resource URI → owning server, refreshed by every `resources/list`. On a URI listed by
+    /// several servers, the first server in id order owns it. Guards one swap or lookup.
+    resources: Mutex<HashMap<String, ServerId>>,
+}
+
+impl Gateway {
+    pub(super) async fn prompts_list(&self) -> String {
+        let (_, items) = self
+            .fan_out_list("prompts/list", "prompts", "prompts")
+            .await;
+        let mut names = HashMap::new();
+        let mut out = Vec::new();
+        for (item, server) in items {
+            #[derive(Deserialize)]
+            struct N {
+                name: String,
+            }
+            let Ok(n) = serde_json::from_str::<N>(item.get()) else {
+                continue;
+            };
+            let exposed = exposed_name(server.as_str(), &n.name);
+            if let Some(renamed) = rename(item.get(), &exposed) {
+                out.push(renamed);
+                names.insert(exposed, (server, n.name));
+            }
+        }
+        *lock(&self.inner.lists.prompts) = names;
+        format!("{{\"prompts\":[{}]}}", out.join(","))
+    }
+
+    pub(super) fn prompts_get(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+    ) -> Outcome {
+        let (mut p, name) = match member_params(id, params, "prompts/get", "name") {
+            Ok(x) => x,
+            Err(reply) => return reply,
+        };
+        let unknown = || {
+            Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InvalidParams,
+                &format!("Unknown prompt: {name}"),
+            ))
+        };
+        let Some((server, prompt)) = self.resolve_prompt(&name) else {
+            return unknown();
+        };
+        let Ok(server) = self.inner.hub.server(server.as_str()) else {
+            return unknown();
+        };
+        let Ok(original) = RawValue::from_string(jsonrpc::json_string(&prompt)) else {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InvalidParams,
+                "Invalid prompt name",
+            ));
+        };
+        p.insert("name".into(), original);
+        self.forward(s, id, server, "prompts/get", p, None)
+    }
+
+    fn resolve_prompt(&self, exposed: &str) -> Option<(ServerId, String)> {
+        if let Some(hit) = lock(&self.inner.lists.prompts).get(exposed).cloned() {
+            return Some(hit);
+        }
+        // Not listed yet in this run: plain names split at the first "__".
+        let (server, prompt) = split_server(exposed)?;
+        let id = ServerId::parse(server).ok()?;
+        (exposed_name(server, prompt) == exposed).then(|| (id, prompt.to_owned()))
+    }
+
+    pub(super) async fn resources_list(&self) -> String {
+        let (result, items) = self
+            .fan_out_list("resources/list", "resources", "resources")
+            .await;
+        let mut owners = HashMap::new();
+        for (item, server) in items {
+            #[derive(Deserialize)]
+            struct U {
+                uri: String,
+            }
+            if let Ok(u) = serde_json::from_str::<U>(item.get()) {
+                owners.entry(u.uri).or_insert(server);
+            }
+        }
+        *lock(&self.inner.lists.resources) = owners;
+        result
+    }
+
+    pub(super) async fn resource_templates_list(&self) -> String {
+        self.fan_out_list("resources/templates/list", "resourceTemplates", "resources")
+            .await
+            .0
+    }
+
+    pub(super) async fn resource_request(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        method: &'static str,
+        params: Option<&RawValue>,
+    ) -> Outcome {
+        let (p, uri) = match member_params(id, params, method, "uri") {
+            Ok(x) => x,
+            Err(reply) => return reply,
+        };
+        let Some(server) = self.resource_owner(&uri).await else {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::ResourceNotFound,
+                &format!("Resource not found: {uri}"),
+            ));
+        };
+        self.forward(s, id, server, method, p, None)
+    }
+
+    /// The server owning `uri`: the one that listed it, else the one with a matching template.
+    async fn resource_owner(&self, uri: &str) -> Option<ServerHandle> {
+        let listed = lock(&self.inner.lists.resources).get(uri).cloned();
+        let listed = match listed {
+            Some(s) => Some(s),
+            None => {
+                self.resources_list().await;
+                lock(&self.inner.lists.resources).get(uri).cloned()
+            }
+        };
+        if let Some(id) = listed {
+            return self.inner.hub.server(id.as_str()).ok();
+        }
+        let (_, owners) = self
+            .fan_out_list("resources/templates/list", "resourceTemplates", "resources")
+            .await;
+        owners
+            .into_iter()
+            .find(|(item, _)| {
+                #[derive(Deserialize)]
+                struct T {
+                    #[serde(rename = "uriTemplate")]
+                    uri_template: String,
+                }
+                serde_json::from_str::<T>(item.get()).ok().is_some_and(|t| {
+                    let prefix = t.uri_template.split('{').next().unwrap_or("");
+                    !prefix.is_empty() && uri.starts_with(prefix)
+                })
+            })
+            .and_then(|(_, id)| self.inner.hub.server(id.as_str()).ok())
+    }
+
+    pub(super) async fn complete(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+    ) -> Outcome {
+        #[derive(Deserialize)]
+        struct P {
+            #[serde(rename = "ref")]
+            reference: R,
+        }
+        #[derive(Deserialize)]
+        struct R {
+            #[serde(rename = "type")]
+            kind: String,
+            name: Option<String>,
+            uri: Option<String>,
+        }
+        let invalid = |msg: &str| {
+            Outcome::Reply(jsonrpc::error_line(id.get(), ErrorCode::InvalidParams, msg))
+        };
+        let needs_ref = "Invalid params: completion/complete needs \"ref\"";
+        let Some(raw) = params else {
+            return invalid(needs_ref);
+        };
+        let Ok(parsed) = serde_json::from_str::<P>(raw.get()) else {
+            return invalid(needs_ref);
+        };
+        let Ok(mut p) = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(raw.get()) else {
+            return invalid("Invalid params");
+        };
+        let server = match (
+            parsed.reference.kind.as_str(),
+            parsed.reference.name,
+            parsed.reference.uri,
+        ) {
+            ("ref/prompt", Some(name), _) => {
+                let Some((server, prompt)) = self.resolve_prompt(&name) else {
+                    return invalid(&format!("Unknown prompt: {name}"));
+                };
+                let new_ref = serde_json::json!({"type": "ref/prompt", "name": prompt}).to_string();
+                if let Ok(r) = RawValue::from_string(new_ref) {
+                    p.insert("ref".into(), r);
+                }
+                self.inner.hub.server(server.as_str()).ok()
+            }
+            ("ref/resource", _, Some(uri)) => self.resource_owner(&uri).await,
+            _ => None,
+        };
+        match server {
+            Some(server) => self.forward(s, id, server, "completion/complete", p, None),
+            None => Outcome::Reply(jsonrpc::result_line(
+                id.get(),
+                r#"{"completion":{"values":[],"hasMore":false}}"#,
+            )),
+        }
+    }
+
+    /// Asks every running server that declared `capability` for all pages of `method` and
+    /// returns `{"<key>":[…]}` plus each item (raw) with its server, in server id order.
+    async fn fan_out_list(
+        &self,
+        method: &str,
+        key: &str,
+        capability: &str,
+    ) -> (String, Vec<(Box<RawValue>, ServerId)>) {
+        let servers: Vec<ServerHandle> = self
+            .inner
+            .hub
+            .servers()
+            .into_iter()
+            .filter(|s| s.status().state == crate::State::Running && s.has_capability(capability))
+            .collect();
+        let mut set = tokio::task::JoinSet::new();
+        for (i, server) in servers.into_iter().enumerate() {
+            let method = method.to_owned();
+            let key = key.to_owned();
+            set.spawn(async move {
+                let items = list_all(&server, &method, &key).await;
+                (i, server.id().clone(), items)
+            });
+        }
+        let mut results = Vec::new();
+        while let Some(Ok(r)) = set.join_next().await {
+            results.push(r);
+        }
+        results.sort_by_key(|(i, _, _)| *i);
+        let mut items = Vec::new();
+        for (_, id, list) in results {
+            items.extend(list.into_iter().map(|item| (item, id.clone())));
+        }
+        let joined: Vec<&str> = items.iter().map(|(i, _)| i.get()).collect();
+        (format!("{{\"{key}\":[{}]}}", joined.join(",")), items)
+    }
+}
+
+/// All pages of a list method from one server; the items raw.
+async fn list_all(server: &ServerHandle, method: &str, key: &str) -> Vec<Box<RawValue>> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100 {
+        let params = cursor.as_ref().and_then(|c| {
+            RawValue::from_string(format!("{{\"cursor\":{}}}", jsonrpc::json_string(c))).ok()
+        });
+        let Ok(Reply::Result(r)) = server.request(method, params.as_deref()).await else {
+            break;
+        };
+        let Ok(mut page) = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(r.get()) else {
+            break;
+        };
+        if let Some(list) = page.remove(key) {
+            if let Ok(v) = serde_json::from_str::<Vec<Box<RawValue>>>(list.get()) {
+                items.extend(v);
+            }
+        }
+        match page
+            .remove("nextCursor")
+            .and_then(|c| serde_json::from_str::<String>(c.get()).ok())
+        {
+            Some(c) if !c.is_empty() => cursor = Some(c),
+            _ => break,
+        }
+    }
+    items
+}

@@ -1,0 +1,170 @@
+//! Client sessions: who a client is (from `initialize`), where messages not tied to a request go,
+//! its requests in flight and the server→client requests it owes an answer to. At most
+//! [`MAX_SESSIONS`] are kept; beyond that the least recently active one is ended.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::supervisor::rpc::RpcPeer;
+
+/// Sessions kept at most; beyond it the least recently active one is ended (clients that never
+/// send DELETE must not grow the hub forever).
+pub const MAX_SESSIONS: usize = 1024;
+
+/// One connected client (an HTTP session, or the stdio peer).
+pub struct ClientSession {
+    /// The session id (`Mcp-Session-Id`).
+    pub id: String,
+    /// Guards a read or write of the client's identity.
+    info: Mutex<ClientInfo>,
+    /// Messages not tied to a request (`list_changed`): the GET stream or stdout.
+    standalone: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// Requests being forwarded, by the client's raw id: aborting one drops the upstream call,
+    /// which sends `notifications/cancelled` to the server.
+    pub(super) inflight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Server→client requests forwarded to this client, by our raw id.
+    pub(super) forwarded: Mutex<HashMap<String, Forwarded>>,
+    /// When the client last sent anything (ms since the epoch), for evicting idle sessions.
+    last_seen: AtomicU64,
+}
+
+/// A server→client request awaiting the client's answer: the server's connection and the
+/// request's id as the server sent it.
+pub(super) struct Forwarded {
+    pub peer: Arc<RpcPeer>,
+    pub upstream_id: Box<RawValue>,
+}
+
+/// Who a client said it is.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    /// `clientInfo.name`.
+    pub name: Option<String>,
+    /// `clientInfo.version`.
+    pub version: Option<String>,
+    /// The protocol version agreed at `initialize`.
+    pub protocol_version: Option<String>,
+    /// `notifications/initialized` arrived.
+    pub initialized: bool,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ClientSession {
+    fn new() -> ClientSession {
+        ClientSession {
+            id: super::token::random_hex(16),
+            info: Mutex::new(ClientInfo::default()),
+            standalone: Mutex::new(None),
+            inflight: Mutex::new(HashMap::new()),
+            forwarded: Mutex::new(HashMap::new()),
+            last_seen: AtomicU64::new(crate::logs::now_ms()),
+        }
+    }
+
+    /// Who the client said it is.
+    pub fn info(&self) -> ClientInfo {
+        lock(&self.info).clone()
+    }
+
+    pub(super) fn set_info(&self, f: impl FnOnce(&mut ClientInfo)) {
+        f(&mut lock(&self.info));
+    }
+
+    /// Where messages not tied to a request go from now on (replaces an older stream).
+    pub fn set_standalone(&self, tx: mpsc::Sender<Vec<u8>>) {
+        *lock(&self.standalone) = Some(tx);
+    }
+
+    /// Sends a message not tied to a request, if the client has a stream for them. A client that
+    /// does not read loses the message, never the hub's memory.
+    pub(super) fn notify(&self, line: &[u8]) {
+        if let Some(tx) = lock(&self.standalone).clone() {
+            let _ = tx.try_send(line.to_vec());
+        }
+    }
+
+    pub(super) fn touch(&self) {
+        self.last_seen
+            .store(crate::logs::now_ms(), Ordering::Relaxed);
+    }
+
+    /// Cancels everything in flight and drops the streams.
+    fn close(&self) {
+        for (_, h) in lock(&self.inflight).drain() {
+            h.abort();
+        }
+        lock(&self.forwarded).clear();
+        *lock(&self.standalone) = None;
+    }
+}
+
+/// The session table. The mutex guards one insert, lookup, removal or snapshot.
+#[derive(Default)]
+pub(super) struct Sessions {
+    map: Mutex<HashMap<String, Arc<ClientSession>>>,
+}
+
+impl Sessions {
+    /// A new session; the least recently active one is ended when the table is full.
+    pub fn open(&self) -> Arc<ClientSession> {
+        let s = Arc::new(ClientSession::new());
+        let evicted = {
+            let mut sessions = lock(&self.map);
+            let evicted = if sessions.len() >= MAX_SESSIONS {
+                let oldest = sessions
+                    .values()
+                    .min_by_key(|x| x.last_seen.load(Ordering::Relaxed))
+                    .map(|x| x.id.clone());
+                oldest.and_then(|id| sessions.remove(&id))
+            } else {
+                None
+            };
+            sessions.insert(s.id.clone(), s.clone());
+            evicted
+        };
+        if let Some(old) = evicted {
+            tracing::info!(session = %old.id, "ended the least recently active client session ({MAX_SESSIONS} is the limit)");
+            old.close();
+        }
+        s
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<ClientSession>> {
+        lock(&self.map).get(id).cloned()
+    }
+
+    /// Ends a session: its in-flight calls are cancelled upstream.
+    pub fn close(&self, id: &str) -> bool {
+        let s = lock(&self.map).remove(id);
+        match s {
+            Some(s) => {
+                s.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every session.
+    pub fn close_all(&self) {
+        let all: Vec<_> = lock(&self.map).drain().map(|(_, s)| s).collect();
+        for s in all {
+            s.close();
+        }
+    }
+
+    /// Sends a message not tied to a request to every session.
+    pub fn notify_all(&self, line: &[u8]) {
+        let all: Vec<_> = lock(&self.map).values().cloned().collect();
+        for s in all {
+            s.notify(line);
+        }
+    }
+}

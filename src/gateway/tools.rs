@@ -1,0 +1,252 @@
+//! `tools/call`: the exposed name is looked up in the catalog, the call is admitted (free, held
+//! for the person, or refused) and then forwarded with the server's own tool name.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::forward::{CallMeta, Gate, Pass, ToolCall};
+use super::session::ClientSession;
+use super::{member_params, Gateway, Outcome};
+use crate::activity::Decision;
+use crate::approval::policy::{self, Decision as Policy};
+use crate::approval::{ApprovalRequest, ClientRef, Scope};
+use crate::jsonrpc::{self, ErrorCode};
+use crate::naming::{exposed_name, split_server};
+use crate::supervisor::status::ToolDef;
+use crate::supervisor::ServerHandle;
+
+/// What the policy (and earlier answers) make of one call.
+pub(super) enum Admission {
+    /// Runs without asking; the decision for the activity log.
+    Free(Decision),
+    /// Waits for the person's answer.
+    Held(Box<Gate>),
+    /// Never runs: the decision for the activity log and the `isError` result for the client.
+    Refused(Decision, String),
+}
+
+impl Gateway {
+    pub(super) fn call_tool(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+    ) -> Outcome {
+        let (mut p, name) = match member_params(id, params, "tools/call", "name") {
+            Ok(x) => x,
+            Err(reply) => return reply,
+        };
+        let arguments = p
+            .get("arguments")
+            .map(|a| a.get().to_owned())
+            .unwrap_or_else(|| "{}".into());
+        let Some(entry) = self.catalog().lookup(&name).cloned() else {
+            return self.not_in_catalog(s, id, &name, arguments);
+        };
+        let server = match self.inner.hub.server(entry.server.as_str()) {
+            Ok(h) => h,
+            Err(e) => {
+                return Outcome::Reply(jsonrpc::error_line(
+                    id.get(),
+                    ErrorCode::InvalidParams,
+                    &e.to_string(),
+                ))
+            }
+        };
+        let meta = CallMeta::new(&server, &entry.tool.name, arguments);
+        if server.status().state != crate::State::Running {
+            let text = tool_error(&not_running(&server, &name));
+            return self.refuse(s, id, &meta, Decision::NotRunning, text);
+        }
+        let pass = match self.admit(
+            s,
+            &server,
+            &entry.tool,
+            &name,
+            p.get("arguments").map(|a| &**a),
+        ) {
+            Admission::Free(d) => Pass::Free(d),
+            Admission::Held(g) => Pass::Held(g),
+            Admission::Refused(d, text) => return self.refuse(s, id, &meta, d, text),
+        };
+        let Ok(original) = RawValue::from_string(jsonrpc::json_string(&entry.tool.name)) else {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InvalidParams,
+                "Invalid tool name",
+            ));
+        };
+        p.insert("name".into(), original);
+        self.forward(
+            s,
+            id,
+            server,
+            "tools/call",
+            p,
+            Some(ToolCall { name, pass, meta }),
+        )
+    }
+
+    /// A name the catalog does not have. A client may hold a tool list from before its server
+    /// stopped: name the server and its state (or that the tool is disabled) rather than calling
+    /// the tool unknown.
+    fn not_in_catalog(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        name: &str,
+        arguments: String,
+    ) -> Outcome {
+        let server = split_server(name).and_then(|(srv, _)| self.inner.hub.server(srv).ok());
+        if let Some(server) = server {
+            let def = server
+                .tools()
+                .iter()
+                .find(|t| exposed_name(server.id().as_str(), &t.name) == name)
+                .cloned();
+            if server.status().state != crate::State::Running {
+                // A stopped server lists no tools: the name after `__` is the best we know.
+                let tool = split_server(name).map_or(name, |(_, t)| t);
+                let meta = CallMeta::new(&server, tool, arguments);
+                let text = tool_error(&not_running(&server, name));
+                return self.refuse(s, id, &meta, Decision::NotRunning, text);
+            }
+            // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
+            if let Some(def) = def {
+                if self.policy(&server, &def) == Policy::Disabled {
+                    let meta = CallMeta::new(&server, &def.name, arguments);
+                    return self.refuse(s, id, &meta, Decision::Disabled, disabled(name));
+                }
+            }
+        }
+        Outcome::Reply(jsonrpc::error_line(
+            id.get(),
+            ErrorCode::InvalidParams,
+            &format!("Unknown tool: {name}"),
+        ))
+    }
+
+    /// A call Gatehouse refuses without running it: recorded, answered with an isError result.
+    fn refuse(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        m: &CallMeta,
+        decision: Decision,
+        result: String,
+    ) -> Outcome {
+        self.record(
+            s,
+            m,
+            decision,
+            crate::approval::Decider::Policy,
+            crate::activity::CallOutcome::NotRun,
+        );
+        Outcome::Reply(jsonrpc::result_line(id.get(), &result))
+    }
+
+    /// The policy for one call, then earlier answers: free, held for the person, or refused
+    /// (a disabled tool).
+    pub(super) fn admit(
+        &self,
+        s: &Arc<ClientSession>,
+        server: &ServerHandle,
+        def: &Arc<ToolDef>,
+        exposed: &str,
+        arguments: Option<&RawValue>,
+    ) -> Admission {
+        let tool = def.name.as_str();
+        match self.policy(server, def) {
+            Policy::Allow => return Admission::Free(Decision::Allowed),
+            Policy::Disabled => return Admission::Refused(Decision::Disabled, disabled(exposed)),
+            Policy::Ask => {}
+        }
+        let config = self.inner.hub.config();
+        let broker = self.inner.hub.approvals();
+        let changed = broker.check_definition(server.id().as_str(), def);
+        if changed.is_none() {
+            match broker.granted(&s.id, server.id().as_str(), tool, def.hash()) {
+                Some(Scope::Always) => return Admission::Free(Decision::RememberedAlways),
+                Some(_) => return Admission::Free(Decision::RememberedSession),
+                None => {}
+            }
+        }
+        let meta = def.meta();
+        let timeout = std::time::Duration::from_secs(config.approval.timeout_secs.max(1));
+        let now = crate::logs::now_ms();
+        let request = ApprovalRequest {
+            id: broker.next_id(),
+            client: ClientRef {
+                name: s.info().name,
+                session: s.id.clone(),
+            },
+            server: server.id().to_string(),
+            tool: tool.to_owned(),
+            exposed: exposed.to_owned(),
+            title: meta.title.clone(),
+            description: meta.description.clone(),
+            annotations: meta.annotations.clone(),
+            // Approvers see the arguments with known secret values masked, never the values.
+            arguments: masked_arguments(self.inner.hub.redactions(), arguments),
+            requested_at: now,
+            expires_at: now + timeout.as_millis() as u64,
+            changed,
+        };
+        Admission::Held(Box::new(Gate {
+            request,
+            hash: def.hash().to_owned(),
+            timeout,
+        }))
+    }
+}
+
+impl Gateway {
+    /// What the config says about calls to this tool (a server no longer configured asks).
+    fn policy(&self, server: &ServerHandle, def: &ToolDef) -> Policy {
+        let config = self.inner.hub.config();
+        match config.servers.get(server.id()) {
+            Some(cfg) => policy::evaluate(cfg, config.approval.default, &def.name, def.read_only),
+            None => Policy::Ask,
+        }
+    }
+}
+
+fn disabled(exposed: &str) -> String {
+    tool_error(&format!(
+        "{exposed} is disabled in Gatehouse (\"enabled\": false), so it was not run."
+    ))
+}
+
+fn not_running(server: &ServerHandle, tool: &str) -> String {
+    let status = server.status();
+    let mut text = format!(
+        "Server \"{}\" is {}, so {tool} was not run.",
+        status.id, status.state
+    );
+    if let Some(e) = status.last_error {
+        text.push_str(&format!(" Last error: {e}"));
+    }
+    text
+}
+
+fn masked_arguments(
+    redactions: &crate::secrets::Redactions,
+    arguments: Option<&RawValue>,
+) -> Box<RawValue> {
+    let raw = arguments.map_or("{}", |a| a.get());
+    let masked = redactions.mask(raw);
+    RawValue::from_string(masked)
+        .or_else(|_| {
+            RawValue::from_string("{\"(hidden)\":\"the arguments contain a secret value\"}".into())
+        })
+        .unwrap_or_default()
+}
+
+/// An `isError: true` tool result with one text.
+pub fn tool_error(text: &str) -> String {
+    format!(
+        "{{\"content\":[{{\"type\":\"text\",\"text\":{}}}],\"isError\":true}}",
+        jsonrpc::json_string(text)
+    )
+}

@@ -1,0 +1,154 @@
+//! The newline codec every stdio-shaped connection uses: a reader that never buffers more than
+//! its bound, and one writer task that batches whatever is queued before a flush.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Lines longer than this are dropped without being buffered (a server's stdout, a client's
+/// stdin, an SSE event of a remote server).
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What the bounded line reader produced.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A complete line, without its `\n` (and without a trailing `\r`).
+    Data(Vec<u8>),
+    /// A line over the limit was skipped; its full length in bytes.
+    TooLong(usize),
+    /// The input ended.
+    Eof,
+}
+
+/// Reads one `\n`-terminated line of at most `max` bytes. Longer lines are consumed and reported
+/// as `TooLong` without ever buffering more than `max` bytes, so a 20 MiB line costs no 20 MiB.
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut skipped: Option<usize> = None;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            // EOF: a final unterminated line still counts.
+            return Ok(match skipped {
+                Some(n) => Line::TooLong(n),
+                None if buf.is_empty() => Line::Eof,
+                None => Line::Data(std::mem::take(buf)),
+            });
+        }
+        let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i)),
+            None => (chunk, None),
+        };
+        match skipped.as_mut() {
+            Some(n) => *n += part.len(),
+            None if buf.len() + part.len() > max => {
+                skipped = Some(buf.len() + part.len());
+                buf.clear();
+            }
+            None => buf.extend_from_slice(part),
+        }
+        let consumed = found.map_or(part.len(), |i| i + 1);
+        r.consume(consumed);
+        if found.is_some() {
+            if let Some(n) = skipped {
+                return Ok(Line::TooLong(n));
+            }
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return Ok(Line::Data(std::mem::take(buf)));
+        }
+    }
+}
+
+/// Writes queued lines (each already ending in `\n`) until the queue closes, a write fails or
+/// `stop` is cancelled. Whatever is already queued goes out before one flush. The writer is shut
+/// down at the end: for a child's stdin that is what "close stdin" means.
+pub async fn write_lines<W: AsyncWrite + Unpin>(
+    mut w: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    stop: CancellationToken,
+) {
+    loop {
+        let line = tokio::select! {
+            _ = stop.cancelled() => break,
+            line = rx.recv() => match line { Some(l) => l, None => break },
+        };
+        if w.write_all(&line).await.is_err() {
+            break;
+        }
+        let mut failed = false;
+        while let Ok(more) = rx.try_recv() {
+            if w.write_all(&more).await.is_err() {
+                failed = true;
+                break;
+            }
+        }
+        if failed || w.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+/// A short, printable excerpt of a line for log messages.
+pub fn excerpt(line: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&line[..line.len().min(200)]);
+    if line.len() > 200 {
+        format!("{s}… ({} bytes)", line.len())
+    } else {
+        s.into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bounded_reader_skips_long_lines_and_keeps_going() {
+        let mut data = b"short\r\n".to_vec();
+        data.extend(std::iter::repeat_n(b'x', 100));
+        data.extend(b"\nafter\nlast");
+        let mut r = tokio::io::BufReader::with_capacity(16, &data[..]);
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line(&mut r, &mut buf, 50).await.unwrap(),
+            Line::Data(b"short".to_vec())
+        );
+        assert_eq!(
+            read_line(&mut r, &mut buf, 50).await.unwrap(),
+            Line::TooLong(100)
+        );
+        assert_eq!(
+            read_line(&mut r, &mut buf, 50).await.unwrap(),
+            Line::Data(b"after".to_vec())
+        );
+        assert_eq!(
+            read_line(&mut r, &mut buf, 50).await.unwrap(),
+            Line::Data(b"last".to_vec())
+        );
+        assert_eq!(read_line(&mut r, &mut buf, 50).await.unwrap(), Line::Eof);
+    }
+
+    #[tokio::test]
+    async fn writer_sends_every_queued_line_in_order_and_shuts_down() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::channel(16);
+        let task = tokio::spawn(write_lines(ours, rx, CancellationToken::new()));
+        for i in 0..10 {
+            tx.send(format!("{i}\n").into_bytes()).await.unwrap();
+        }
+        drop(tx);
+        task.await.unwrap();
+        let mut got = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut theirs, &mut got)
+            .await
+            .unwrap();
+        assert_eq!(got, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+    }
+}

@@ -1,0 +1,478 @@
+//! The actor that owns one server: its state machine (`stopped` → `starting` → `running` →
+//! `stopping` → `stopped`; `restarting` while waiting out the backoff; `failed` when it gave up)
+//! and the restart decisions. It alone starts and ends sessions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+
+use crate::config::ServerConfig;
+use crate::events::Event;
+use crate::logs::{now_ms, LogStream};
+
+use super::backoff;
+use super::context::Context;
+use super::handle::{lock, Shared};
+use super::launch::LaunchRequest;
+use super::rpc::{self, Inbound};
+use super::session::{EventTx, Session, SessionEvent};
+use super::status::{ServerStatus, State};
+
+/// What a handle asks of the actor; each carries the reply channel that says "done".
+pub(super) enum Control {
+    Start(oneshot::Sender<()>),
+    Stop(oneshot::Sender<()>),
+    Restart(oneshot::Sender<()>),
+    Update(Box<ServerConfig>, oneshot::Sender<()>),
+    Shutdown(oneshot::Sender<()>),
+}
+
+enum Wake {
+    Control(Option<Control>),
+    Exited,
+    Session(u64, SessionEvent),
+    Retry,
+}
+
+pub(super) struct Actor {
+    shared: Arc<Shared>,
+    cfg: ServerConfig,
+    ctx: Arc<Context>,
+    ctl: mpsc::Receiver<Control>,
+    ev_tx: EventTx,
+    ev_rx: mpsc::UnboundedReceiver<(u64, SessionEvent)>,
+    generation: u64,
+    session: Option<Session>,
+    retry_at: Option<tokio::time::Instant>,
+    /// Tasks reaping what a crashed child left in its group. Awaited before the actor ends.
+    cleanup: JoinSet<()>,
+}
+
+impl Actor {
+    pub fn new(
+        shared: Arc<Shared>,
+        cfg: ServerConfig,
+        ctx: Arc<Context>,
+        ctl: mpsc::Receiver<Control>,
+    ) -> Actor {
+        let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+        Actor {
+            shared,
+            cfg,
+            ctx,
+            ctl,
+            ev_tx,
+            ev_rx,
+            generation: 0,
+            session: None,
+            retry_at: None,
+            cleanup: JoinSet::new(),
+        }
+    }
+
+    /// Waits on control messages, the child's exit, session events and the restart timer until
+    /// shut down (or every handle is gone).
+    pub async fn run(mut self) {
+        if self.cfg.enabled {
+            self.begin_start().await;
+        }
+        loop {
+            let wake = {
+                let exit_rx = self.session.as_ref().map(|s| s.exit.clone());
+                let retry_at = self.retry_at;
+                tokio::select! {
+                    c = self.ctl.recv() => Wake::Control(c),
+                    _ = async move {
+                        match exit_rx {
+                            Some(mut rx) => { let _ = rx.wait_for(|e| e.is_some()).await; }
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => Wake::Exited,
+                    Some((generation, ev)) = self.ev_rx.recv() => Wake::Session(generation, ev),
+                    _ = async move {
+                        match retry_at {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => Wake::Retry,
+                }
+            };
+            match wake {
+                Wake::Control(Some(Control::Shutdown(done))) => {
+                    self.finish().await;
+                    let _ = done.send(());
+                    return;
+                }
+                Wake::Control(Some(c)) => self.on_control(c).await,
+                Wake::Control(None) => break,
+                Wake::Exited => self.on_exit().await,
+                Wake::Session(generation, ev) => {
+                    if self
+                        .session
+                        .as_ref()
+                        .is_some_and(|s| s.generation == generation)
+                    {
+                        self.on_session_event(ev).await;
+                    }
+                }
+                Wake::Retry => {
+                    self.retry_at = None;
+                    self.update_status(|s| s.restarts += 1);
+                    self.begin_start().await;
+                }
+            }
+        }
+        // Every handle dropped: the hub is shutting down.
+        self.finish().await;
+    }
+
+    async fn finish(&mut self) {
+        self.end_session("Gatehouse is shutting down").await;
+        self.set_state(State::Stopped, |_| {});
+        while self.cleanup.join_next().await.is_some() {}
+    }
+
+    async fn on_control(&mut self, c: Control) {
+        match c {
+            Control::Start(done) => {
+                if matches!(
+                    self.state(),
+                    State::Stopped | State::Failed | State::Restarting
+                ) {
+                    self.clear_failures();
+                    self.begin_start().await;
+                }
+                let _ = done.send(());
+            }
+            Control::Stop(done) => {
+                self.retry_at = None;
+                self.end_session("the server was stopped").await;
+                self.set_state(State::Stopped, |s| s.next_retry_ms = None);
+                let _ = done.send(());
+            }
+            Control::Restart(done) => {
+                self.retry_at = None;
+                let was_live = self.session.is_some();
+                self.end_session("the server was restarted").await;
+                self.clear_failures();
+                if was_live {
+                    self.update_status(|s| s.restarts += 1);
+                }
+                self.begin_start().await;
+                let _ = done.send(());
+            }
+            Control::Update(cfg, done) => {
+                let relaunch = !self.cfg.launch_eq(&cfg) || self.cfg.enabled != cfg.enabled;
+                self.cfg = *cfg;
+                let enabled = self.cfg.enabled;
+                self.update_status(|s| s.enabled = enabled);
+                if relaunch || self.state() == State::Failed {
+                    self.retry_at = None;
+                    self.end_session("the server's configuration changed").await;
+                    self.clear_failures();
+                    if self.cfg.enabled {
+                        self.begin_start().await;
+                    } else {
+                        self.set_state(State::Stopped, |_| {});
+                    }
+                }
+                let _ = done.send(());
+            }
+            Control::Shutdown(done) => {
+                // Handled in `run`, which owns the loop.
+                let _ = done.send(());
+            }
+        }
+    }
+
+    fn state(&self) -> State {
+        self.shared.status.borrow().state
+    }
+
+    fn clear_failures(&mut self) {
+        self.update_status(|s| {
+            s.consecutive_failures = 0;
+            s.last_error = None;
+            s.next_retry_ms = None;
+        });
+    }
+
+    fn note(&self, line: String) {
+        self.shared.log(&self.ctx.bus, LogStream::Gatehouse, line);
+    }
+
+    fn log_fn(&self) -> super::launch::LogFn {
+        let shared = self.shared.clone();
+        let bus = self.ctx.bus.clone();
+        Arc::new(move |stream, line| shared.log(&bus, stream, line))
+    }
+
+    async fn begin_start(&mut self) {
+        self.retry_at = None;
+        self.generation += 1;
+        self.set_state(State::Starting, |s| {
+            s.pid = None;
+            s.next_retry_ms = None;
+        });
+        let launched = self
+            .ctx
+            .launcher
+            .launch(LaunchRequest {
+                cfg: &self.cfg,
+                secrets: self.ctx.secrets.clone(),
+                redactions: self.ctx.redactions.clone(),
+                log: self.log_fn(),
+            })
+            .await;
+        let launched = match launched {
+            Ok(l) => l,
+            Err(msg) => return self.fail(msg, true, None),
+        };
+        let note: rpc::NoteFn = {
+            let log = self.log_fn();
+            Arc::new(move |line| log(LogStream::Gatehouse, line))
+        };
+        let session = Session::open(
+            launched,
+            self.shared.id.as_str(),
+            self.generation,
+            self.ev_tx.clone(),
+            note,
+            Duration::from_secs(self.cfg.startup_timeout_secs),
+        );
+        *lock(&self.shared.peer) = Some(session.peer.clone());
+        let pid = session.pid();
+        self.session = Some(session);
+        if let Some(pid) = pid {
+            self.update_status(|s| s.pid = Some(pid));
+            tracing::info!(server = %self.shared.id, pid, "spawned");
+        }
+    }
+
+    async fn on_session_event(&mut self, ev: SessionEvent) {
+        match ev {
+            SessionEvent::Handshake(Ok(ready)) => {
+                let count = ready.tools.len();
+                *lock(&self.shared.tools) = Arc::new(ready.tools);
+                *lock(&self.shared.capabilities) = ready.capabilities.map(Arc::new);
+                let refresh = match self.session.as_mut() {
+                    Some(s) => {
+                        s.ready = true;
+                        std::mem::take(&mut s.refresh_after_ready)
+                    }
+                    None => false,
+                };
+                self.set_state(State::Running, |s| {
+                    s.tools = count;
+                    s.server_name = ready.name;
+                    s.server_version = ready.version;
+                });
+                self.ctx.bus.publish(Event::ToolsChanged {
+                    server: self.shared.id.to_string(),
+                    tools: count,
+                });
+                if refresh {
+                    self.refresh_tools();
+                }
+            }
+            SessionEvent::Handshake(Err(e)) => {
+                // If the child died, its exit is the better explanation: let on_exit handle it.
+                if self.session.as_ref().is_some_and(Session::exited) {
+                    return;
+                }
+                let message = e.to_string();
+                self.end_session(&message).await;
+                self.fail(message, e.is_fatal(), None);
+            }
+            SessionEvent::ToolsRefreshed(tools) => {
+                let count = tools.len();
+                *lock(&self.shared.tools) = Arc::new(tools);
+                self.update_status(|s| s.tools = count);
+                self.ctx.bus.publish(Event::ToolsChanged {
+                    server: self.shared.id.to_string(),
+                    tools: count,
+                });
+            }
+            SessionEvent::Inbound(Inbound::ToolsListChanged) => match self.session.as_mut() {
+                Some(s) if s.ready => self.refresh_tools(),
+                Some(s) => s.refresh_after_ready = true,
+                None => {}
+            },
+            SessionEvent::Inbound(Inbound::Closed) => {
+                // stdout closed. Usually the exit follows within milliseconds and explains more;
+                // a child that closes stdout but lives on is useless, so it is stopped.
+                let limit = self.ctx.tuning.stop_grace.min(Duration::from_millis(500));
+                let mut exit = match self.session.as_ref() {
+                    Some(s) => s.exit.clone(),
+                    None => return,
+                };
+                if tokio::time::timeout(limit, exit.wait_for(|e| e.is_some()))
+                    .await
+                    .is_ok()
+                {
+                    self.on_exit().await;
+                } else {
+                    self.end_session("closed its output").await;
+                    self.fail(
+                        "closed its output but kept running; it was stopped".into(),
+                        false,
+                        None,
+                    );
+                }
+            }
+        }
+    }
+
+    fn refresh_tools(&mut self) {
+        let events = self.ev_tx.clone();
+        if let Some(s) = self.session.as_mut() {
+            s.refresh_tools(events);
+        }
+    }
+
+    /// The child exited on its own (crash, kill -9, exit after N calls…), or the remote
+    /// connection was lost.
+    async fn on_exit(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let Some(info) = *session.exit.borrow() else {
+            return;
+        };
+        let uptime = session.started.elapsed();
+        let remote_reason = session.remote_reason();
+        let mut msg = remote_reason.clone().unwrap_or_else(|| info.to_string());
+        if !session.ready {
+            msg.push_str(" before finishing the MCP handshake");
+        }
+        // In-flight calls are answered now, before any cleanup.
+        session
+            .peer
+            .close(remote_reason.as_deref().unwrap_or(&info.to_string()));
+        // Let the reader drain the child's last stderr lines so the error can quote them. A
+        // surviving grandchild may hold the pipe open, hence the bound.
+        session.drain_stderr(Duration::from_millis(100)).await;
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        *lock(&self.shared.peer) = None;
+        if let Some(tail) = self
+            .shared
+            .logs
+            .last_stderr(2, now_ms().saturating_sub(2000))
+        {
+            msg.push_str(": ");
+            msg.push_str(&tail);
+        }
+        if remote_reason.is_some() {
+            self.note(msg.clone());
+        } else {
+            self.note(format!("process {msg}"));
+        }
+        self.update_status(|s| s.last_exit = Some(info));
+        self.cleanup
+            .spawn(session.cleanup(self.ctx.tuning.stop_grace));
+        self.fail(msg, false, Some(uptime));
+    }
+
+    /// Records a failure and decides between `restarting` (with backoff) and `failed`.
+    fn fail(&mut self, msg: String, fatal: bool, uptime: Option<Duration>) {
+        let tuning = self.ctx.tuning.clone();
+        let mut failures = self.shared.status.borrow().consecutive_failures;
+        if uptime.is_some_and(|u| u >= tuning.reset_after) {
+            failures = 0;
+        }
+        failures += 1;
+        tracing::warn!(server = %self.shared.id, failures, error = %msg, "server failed");
+        if fatal || failures >= tuning.max_failures || !self.cfg.enabled {
+            let last_error = if !fatal && failures >= tuning.max_failures {
+                format!("gave up after {failures} consecutive failures; last: {msg}")
+            } else {
+                msg
+            };
+            self.note(format!("failed: {last_error}"));
+            self.retry_at = None;
+            self.set_state(State::Failed, |s| {
+                s.consecutive_failures = failures;
+                s.last_error = Some(last_error);
+                s.next_retry_ms = None;
+                s.pid = None;
+            });
+        } else {
+            let delay = backoff::delay(
+                tuning.backoff_base,
+                tuning.backoff_max,
+                failures,
+                fastrand::f64(),
+            );
+            self.retry_at = Some(tokio::time::Instant::now() + delay);
+            self.note(format!(
+                "restarting in {:.1} s (failure {failures} of {})",
+                delay.as_secs_f64(),
+                tuning.max_failures
+            ));
+            self.set_state(State::Restarting, |s| {
+                s.consecutive_failures = failures;
+                s.last_error = Some(msg);
+                s.next_retry_ms = Some(now_ms() + delay.as_millis() as u64);
+                s.pid = None;
+            });
+        }
+    }
+
+    /// Stops the current session, if any, with the whole stop sequence.
+    async fn end_session(&mut self, reason: &str) {
+        let Some(s) = self.session.take() else {
+            return;
+        };
+        *lock(&self.shared.peer) = None;
+        self.set_state(State::Stopping, |_| {});
+        let is_child = s.pid().is_some();
+        let info = s
+            .stop(reason, self.ctx.tuning.stop_grace, |n| {
+                self.note(n.to_owned())
+            })
+            .await;
+        if is_child {
+            self.update_status(|st| st.last_exit = info);
+        }
+    }
+
+    fn update_status(&self, f: impl FnOnce(&mut ServerStatus)) {
+        let mut changed = false;
+        self.shared.status.send_if_modified(|s| {
+            let before = s.clone();
+            f(s);
+            changed = *s != before;
+            changed
+        });
+        if changed {
+            self.ctx
+                .bus
+                .publish(Event::Status(self.shared.status.borrow().clone()));
+        }
+    }
+
+    fn set_state(&self, state: State, f: impl FnOnce(&mut ServerStatus)) {
+        if state != State::Running {
+            // Tools of a server that is not running are offered to no one.
+            *lock(&self.shared.tools) = Arc::new(Vec::new());
+            *lock(&self.shared.capabilities) = None;
+        }
+        self.update_status(|s| {
+            if s.state != state {
+                s.state = state;
+                s.since_ms = now_ms();
+            }
+            if !matches!(state, State::Running | State::Starting | State::Stopping) {
+                s.pid = None;
+            }
+            if state != State::Running {
+                s.tools = 0;
+            }
+            f(s);
+        });
+    }
+}

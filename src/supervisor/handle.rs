@@ -1,0 +1,260 @@
+//! [`ServerHandle`]: the hub's and callers' side of one server. Control goes to the actor through
+//! a queue; status, tools and the live connection are read from what the actor shares.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::value::RawValue;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::config::{ServerConfig, ServerId, Transport};
+use crate::events::{Event, EventBus};
+use crate::logs::{now_ms, LogLine, LogStore, LogStream};
+use crate::secrets::Redactions;
+
+use super::actor::{Actor, Control};
+use super::context::Context;
+use super::rpc::{CallError, CallRoute, Reply, RpcPeer};
+use super::status::{ServerStatus, State, ToolDef, TransportKind};
+
+/// The hub's and callers' side of one server. Cheap to clone.
+#[derive(Clone)]
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    ctl: mpsc::Sender<Control>,
+}
+
+/// What the actor shares with handles. Each mutex guards one clone or one swap of an `Arc`.
+pub(super) struct Shared {
+    pub id: ServerId,
+    pub status: watch::Sender<ServerStatus>,
+    /// The live connection while starting/running.
+    pub peer: Mutex<Option<Arc<RpcPeer>>>,
+    /// Last fetched tool list.
+    pub tools: Mutex<Arc<Vec<Arc<ToolDef>>>>,
+    /// The `capabilities` object of the server's `initialize` result while running.
+    pub capabilities: Mutex<Option<Arc<serde_json::Value>>>,
+    pub logs: LogStore,
+    pub redactions: Arc<Redactions>,
+}
+
+impl Shared {
+    /// Masks secret values, then keeps the line and publishes it.
+    pub fn log(&self, bus: &EventBus, stream: LogStream, line: String) {
+        let line = LogLine {
+            server: self.id.to_string(),
+            stream,
+            time_ms: now_ms(),
+            line: self.redactions.mask(&line),
+        };
+        self.logs.push(line, |l| bus.publish(Event::Log(l.clone())));
+    }
+}
+
+/// The actor of a server is gone (the hub shut down).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the supervisor of server \"{0}\" has shut down")]
+pub struct Gone(pub String);
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ServerHandle {
+    /// Starts the actor for one server. It starts the server at once if it is enabled.
+    /// The returned join handle ends after [`ServerHandle::shutdown`] or when every handle drops.
+    pub fn spawn(
+        id: ServerId,
+        cfg: ServerConfig,
+        ctx: Arc<Context>,
+    ) -> (ServerHandle, tokio::task::JoinHandle<()>) {
+        let (ctl_tx, ctl_rx) = mpsc::channel(64);
+        let status = ServerStatus {
+            id: id.to_string(),
+            state: State::Stopped,
+            transport: match cfg.transport {
+                Transport::Stdio(_) => TransportKind::Stdio,
+                Transport::Remote(_) => TransportKind::Remote,
+            },
+            enabled: cfg.enabled,
+            pid: None,
+            since_ms: now_ms(),
+            restarts: 0,
+            consecutive_failures: 0,
+            next_retry_ms: None,
+            last_exit: None,
+            last_error: None,
+            tools: 0,
+            server_name: None,
+            server_version: None,
+        };
+        let log_file = ctx.log_dir.as_ref().map(|d| d.join(format!("{id}.log")));
+        let shared = Arc::new(Shared {
+            id,
+            status: watch::channel(status).0,
+            peer: Mutex::new(None),
+            tools: Mutex::new(Arc::new(Vec::new())),
+            capabilities: Mutex::new(None),
+            logs: LogStore::new(log_file),
+            redactions: ctx.redactions.clone(),
+        });
+        let join = tokio::spawn(Actor::new(shared.clone(), cfg, ctx, ctl_rx).run());
+        (
+            ServerHandle {
+                shared,
+                ctl: ctl_tx,
+            },
+            join,
+        )
+    }
+
+    /// The server's id.
+    pub fn id(&self) -> &ServerId {
+        &self.shared.id
+    }
+
+    /// The current status.
+    pub fn status(&self) -> ServerStatus {
+        self.shared.status.borrow().clone()
+    }
+
+    /// Every status change from now on.
+    pub fn watch_status(&self) -> watch::Receiver<ServerStatus> {
+        self.shared.status.subscribe()
+    }
+
+    /// The tools of the last successful `tools/list` (empty unless running).
+    pub fn tools(&self) -> Arc<Vec<Arc<ToolDef>>> {
+        lock(&self.shared.tools).clone()
+    }
+
+    /// The server's declared capabilities (from `initialize`), while it runs.
+    pub fn capabilities(&self) -> Option<Arc<serde_json::Value>> {
+        lock(&self.shared.capabilities).clone()
+    }
+
+    /// Whether the running server declared the capability `name` (`prompts`, `resources`…).
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.capabilities()
+            .is_some_and(|c| c.get(name).is_some_and(|v| !v.is_null()))
+    }
+
+    /// The server's kept log lines.
+    pub fn logs(&self) -> &LogStore {
+        &self.shared.logs
+    }
+
+    /// The last `n` log lines (all kept when `None`), then every new one: no line is missed or
+    /// repeated between the two.
+    pub fn follow_logs(&self, n: Option<usize>, bus: &EventBus) -> LogFollower {
+        let (snapshot, events) = self.shared.logs.follow(n, || bus.subscribe());
+        LogFollower {
+            server: self.shared.id.to_string(),
+            snapshot,
+            events,
+        }
+    }
+
+    /// Starts a stopped or failed server (clearing its failures).
+    pub async fn start(&self) -> Result<(), Gone> {
+        self.send(Control::Start).await
+    }
+
+    /// Stops the server; it stays stopped until started.
+    pub async fn stop(&self) -> Result<(), Gone> {
+        self.send(Control::Stop).await
+    }
+
+    /// Stops and starts the server (also clears a `failed` state).
+    pub async fn restart(&self) -> Result<(), Gone> {
+        self.send(Control::Restart).await
+    }
+
+    /// Applies a changed config: a launch change restarts the server; a failed server gets a new
+    /// chance; `enabled: false` stops it.
+    pub async fn update(&self, cfg: ServerConfig) -> Result<(), Gone> {
+        let cfg = Box::new(cfg);
+        self.send(|tx| Control::Update(cfg, tx)).await
+    }
+
+    /// Stops the server and ends the actor (hub shutdown).
+    pub async fn shutdown(&self) -> Result<(), Gone> {
+        self.send(Control::Shutdown).await
+    }
+
+    /// Sends a request to the server and waits for its reply (raw). Fails at once when the
+    /// server is not running, and within moments of the child dying mid-call.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<Reply, CallError> {
+        self.request_routed(method, params, None).await
+    }
+
+    /// Like [`ServerHandle::request`], with the call's progress and server→client requests
+    /// delivered to `route`. Dropping the future cancels the call upstream.
+    pub async fn request_routed(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        route: Option<CallRoute>,
+    ) -> Result<Reply, CallError> {
+        let peer = self.peer()?;
+        peer.request_routed(method, params, route).await
+    }
+
+    /// The live connection, for answering server→client requests; fails unless running.
+    pub fn peer(&self) -> Result<Arc<RpcPeer>, CallError> {
+        let state = self.shared.status.borrow().state;
+        let peer = lock(&self.shared.peer).clone();
+        match peer {
+            Some(p) if state == State::Running => Ok(p),
+            _ => Err(CallError::NotRunning {
+                server: self.shared.id.to_string(),
+                state: state.to_string(),
+            }),
+        }
+    }
+
+    async fn send(&self, make: impl FnOnce(oneshot::Sender<()>) -> Control) -> Result<(), Gone> {
+        let (tx, rx) = oneshot::channel();
+        self.ctl
+            .send(make(tx))
+            .await
+            .map_err(|_| Gone(self.shared.id.to_string()))?;
+        rx.await.map_err(|_| Gone(self.shared.id.to_string()))
+    }
+}
+
+/// A server's log: what was kept when following began, then each new line.
+pub struct LogFollower {
+    server: String,
+    /// The lines kept when following began.
+    pub snapshot: Vec<LogLine>,
+    events: broadcast::Receiver<Event>,
+}
+
+/// One step of following a log.
+#[derive(Debug)]
+pub enum Followed {
+    /// A new line.
+    Line(LogLine),
+    /// The follower fell behind and this many lines (of all servers) went by unseen.
+    Skipped(u64),
+}
+
+impl LogFollower {
+    /// The next line of this server; `None` when the hub is gone.
+    pub async fn next(&mut self) -> Option<Followed> {
+        loop {
+            match self.events.recv().await {
+                Ok(Event::Log(line)) if line.server == self.server => {
+                    return Some(Followed::Line(line))
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(n)) => return Some(Followed::Skipped(n)),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}

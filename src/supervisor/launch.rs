@@ -1,0 +1,267 @@
+//! How a session's connection comes to be: a child process in its own process group (its stdio,
+//! a reaper, a stderr reader) or a remote server's HTTP bridge over an in-memory pipe. Either way
+//! the actor gets the same [`Launched`]: two byte streams, an exit watch and the tasks to own.
+//! The actor only sees the [`Launcher`] trait, so its state machine is testable with a fake.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use tokio::io::{AsyncBufRead, AsyncWrite, BufReader};
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{EnvValue, RemoteTransport, ServerConfig, StdioTransport, Transport};
+use crate::jsonrpc::{read_line, Line};
+use crate::logs::LogStream;
+use crate::secrets::{Redactions, SecretSource};
+
+use super::process;
+use super::remote;
+use super::status::ExitInfo;
+
+/// Where a launch writes what it has to say about the server (stderr lines, notes).
+pub(crate) type LogFn = Arc<dyn Fn(LogStream, String) + Send + Sync>;
+
+/// What a launcher is asked to start.
+pub(crate) struct LaunchRequest<'a> {
+    pub cfg: &'a ServerConfig,
+    pub secrets: Arc<dyn SecretSource>,
+    pub redactions: Arc<Redactions>,
+    pub log: LogFn,
+}
+
+/// A started connection, not yet spoken to.
+pub(crate) struct Launched {
+    pub kind: SessionKind,
+    pub writer: Box<dyn AsyncWrite + Send + Unpin>,
+    pub reader: Box<dyn AsyncBufRead + Send + Unpin>,
+    /// Becomes `Some` when the process exited (or the remote connection ended).
+    pub exit: watch::Receiver<Option<ExitInfo>>,
+    /// Resolves when the stderr reader hit EOF (every holder of the pipe is gone).
+    pub stderr_done: Option<oneshot::Receiver<()>>,
+    /// Cancelling closes the child's stdin (or ends the remote bridge).
+    pub stop: CancellationToken,
+    pub tasks: JoinSet<()>,
+}
+
+/// What is on the other end of a session.
+pub(crate) enum SessionKind {
+    /// A child process and its process group.
+    Child {
+        pid: u32,
+        group: Arc<dyn ProcessGroup>,
+    },
+    /// A remote server; no process, nothing to signal. The bridge says why it ended.
+    Remote { reason: Arc<Mutex<Option<String>>> },
+}
+
+/// The signals of the stop sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StopSignal {
+    Term,
+    Kill,
+}
+
+/// A child's process group: what the stop sequence signals and waits to see empty.
+pub(crate) trait ProcessGroup: Send + Sync {
+    fn signal(&self, sig: StopSignal);
+    /// No live member is left.
+    fn is_empty(&self) -> bool;
+}
+
+/// Starts sessions. Errors are user-facing sentences; a launch that fails cannot be retried
+/// into success (a missing program, a missing secret), so the actor fails the server at once.
+pub(crate) trait Launcher: Send + Sync {
+    fn launch<'a>(&'a self, req: LaunchRequest<'a>) -> BoxFuture<'a, Result<Launched, String>>;
+}
+
+/// Real processes and real HTTP connections.
+pub(crate) struct SystemLauncher;
+
+impl Launcher for SystemLauncher {
+    fn launch<'a>(&'a self, req: LaunchRequest<'a>) -> BoxFuture<'a, Result<Launched, String>> {
+        Box::pin(async move {
+            match &req.cfg.transport {
+                Transport::Stdio(t) => launch_child(t, &req).await,
+                Transport::Remote(r) => launch_remote(r, &req).await,
+            }
+        })
+    }
+}
+
+async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
+    // Secrets are resolved at spawn time only, off the async threads.
+    let env = resolve_env(&t.env, req.secrets.clone(), req.redactions.clone()).await?;
+    let env = process::child_env(&env);
+    let mut child = process::spawn(t, &env)?;
+    let pid = child.id().unwrap_or(0);
+    let (Some(stdin), Some(stdout), Some(stderr)) = (
+        child.stdin().take(),
+        child.stdout().take(),
+        child.stderr().take(),
+    ) else {
+        return Err("cannot start: the child's stdio pipes were not available".into());
+    };
+    let mut tasks = JoinSet::new();
+    let (exit_tx, exit_rx) = watch::channel(None);
+    // The reaper owns the child: it is the only place that waits on it.
+    tasks.spawn(async move {
+        let info = match child.wait().await {
+            Ok(status) => ExitInfo::from(status),
+            Err(_) => ExitInfo {
+                code: None,
+                signal: None,
+            },
+        };
+        let _ = exit_tx.send(Some(info));
+        // Keep the wrapper (and its kill-on-drop) alive until the actor ends the session.
+        exit_tx.closed().await;
+        drop(child);
+    });
+    let (stderr_tx, stderr_done) = oneshot::channel();
+    let log = req.log.clone();
+    tasks.spawn(async move {
+        let _done = stderr_tx;
+        let mut lines = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        loop {
+            match read_line(&mut lines, &mut buf, 64 * 1024).await {
+                Ok(Line::Data(l)) => {
+                    log(LogStream::Stderr, String::from_utf8_lossy(&l).into_owned())
+                }
+                Ok(Line::TooLong(n)) => log(
+                    LogStream::Gatehouse,
+                    format!("dropped a stderr line of {n} bytes"),
+                ),
+                _ => break,
+            }
+        }
+    });
+    Ok(Launched {
+        kind: SessionKind::Child {
+            pid,
+            group: Arc::new(SystemGroup { pgid: pid }),
+        },
+        writer: Box::new(stdin),
+        reader: Box::new(BufReader::new(stdout)),
+        exit: exit_rx,
+        stderr_done: Some(stderr_done),
+        stop: CancellationToken::new(),
+        tasks,
+    })
+}
+
+/// A remote server: the same `RpcPeer` as a child's, over an in-memory pipe whose other end the
+/// HTTP bridge (`remote::run`) carries to the server.
+async fn launch_remote(r: &RemoteTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
+    let url = remote::check_url(&r.url, r.allow_insecure)?;
+    // Header secrets are resolved at connect time only, like env secrets at spawn time.
+    let headers = resolve_env(&r.headers, req.secrets.clone(), req.redactions.clone()).await?;
+    let headers = remote::header_map(&headers)?;
+    let http = remote::client()?;
+    let mut tasks = JoinSet::new();
+    let stop = CancellationToken::new();
+    let (exit_tx, exit_rx) = watch::channel(None);
+    let (peer_io, bridge_io) = tokio::io::duplex(1 << 20);
+    let (peer_read, peer_write) = tokio::io::split(peer_io);
+    let (bridge_read, bridge_write) = tokio::io::split(bridge_io);
+    let reason = Arc::new(Mutex::new(None));
+    {
+        let reason = reason.clone();
+        let stop = stop.clone();
+        tasks.spawn(async move {
+            let why = remote::run(
+                http,
+                url,
+                headers,
+                BufReader::new(bridge_read),
+                bridge_write,
+                stop,
+            )
+            .await;
+            *reason.lock().unwrap_or_else(|e| e.into_inner()) = why;
+            let _ = exit_tx.send(Some(ExitInfo {
+                code: None,
+                signal: None,
+            }));
+            exit_tx.closed().await;
+        });
+    }
+    (req.log)(LogStream::Gatehouse, format!("connecting to {}", r.url));
+    Ok(Launched {
+        kind: SessionKind::Remote { reason },
+        writer: Box::new(peer_write),
+        reader: Box::new(BufReader::new(peer_read)),
+        exit: exit_rx,
+        stderr_done: None,
+        stop,
+        tasks,
+    })
+}
+
+/// A real process group (Unix); on Windows the Job Object's kill-on-close ends the tree when the
+/// reaper drops the child, so there is nothing to signal.
+struct SystemGroup {
+    pgid: u32,
+}
+
+impl ProcessGroup for SystemGroup {
+    fn signal(&self, sig: StopSignal) {
+        #[cfg(unix)]
+        process::signal_group(
+            self.pgid,
+            match sig {
+                StopSignal::Term => nix::sys::signal::Signal::SIGTERM,
+                StopSignal::Kill => nix::sys::signal::Signal::SIGKILL,
+            },
+        );
+        #[cfg(not(unix))]
+        let _ = (sig, self.pgid);
+    }
+
+    fn is_empty(&self) -> bool {
+        #[cfg(unix)]
+        return process::group_members(self.pgid).is_empty();
+        #[cfg(not(unix))]
+        true
+    }
+}
+
+/// Env (or header) values with secret references resolved; each resolved value is registered
+/// for masking before anything can print it.
+pub(crate) async fn resolve_env(
+    env: &BTreeMap<String, EnvValue>,
+    secrets: Arc<dyn SecretSource>,
+    redactions: Arc<Redactions>,
+) -> Result<BTreeMap<String, String>, String> {
+    if env.values().all(|v| matches!(v, EnvValue::Plain(_))) {
+        // Nothing to look up: no trip to a blocking thread.
+        return Ok(env
+            .iter()
+            .filter_map(|(k, v)| match v {
+                EnvValue::Plain(s) => Some((k.clone(), s.clone())),
+                EnvValue::Secret { .. } => None,
+            })
+            .collect());
+    }
+    let env = env.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let mut out = BTreeMap::new();
+        for (k, v) in env {
+            let value = match v {
+                EnvValue::Plain(s) => s,
+                EnvValue::Secret { secret, prefix } => {
+                    let value = secrets.get(&secret).map_err(|e| e.to_string())?;
+                    redactions.register(&secret, &value);
+                    format!("{}{}", prefix.unwrap_or_default(), value)
+                }
+            };
+            out.insert(k, value);
+        }
+        Ok(out)
+    });
+    task.await
+        .map_err(|e| format!("resolving secrets failed: {e}"))?
+}
