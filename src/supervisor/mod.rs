@@ -10,8 +10,12 @@
 //! - `handshake`, `rpc`, `remote`, `process`, `backoff`: the mechanics under them.
 
 mod actor;
+#[cfg(test)]
+mod actor_tests;
 pub mod backoff;
 mod context;
+#[cfg(test)]
+mod fake;
 mod handle;
 pub mod handshake;
 pub(crate) mod launch;
