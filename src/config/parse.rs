@@ -1,0 +1,404 @@
+//! Reading a config: the loose shape each server entry is parsed into first, then validated so
+//! errors can say what to do; secret references; and errors with file, line, column and a fix.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use super::{
+    Config, EnvValue, RemoteTransport, ServerConfig, StdioTransport, ToolPolicy, Transport,
+    DEFAULT_STARTUP_TIMEOUT_SECS,
+};
+
+// ---- server entry: parsed loosely, then validated so errors can say what to do ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, EnvValue>>,
+    cwd: Option<String>,
+    url: Option<String>,
+    headers: Option<BTreeMap<String, EnvValue>>,
+    allow_insecure: Option<bool>,
+    #[serde(default = "yes")]
+    enabled: bool,
+    requires_approval: Option<bool>,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolPolicy>,
+    startup_timeout_secs: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl<'de> Deserialize<'de> for ServerConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = RawServer::deserialize(d)?;
+        raw.validate().map_err(de::Error::custom)
+    }
+}
+
+impl RawServer {
+    fn validate(self) -> Result<ServerConfig, String> {
+        let transport = match (self.command, self.url) {
+            (Some(_), Some(_)) => {
+                return Err("a server has both \"command\" and \"url\": keep \"command\" for a local (stdio) server or \"url\" for a remote one".into())
+            }
+            (None, None) => {
+                return Err("a server needs \"command\" (a local stdio server, e.g. \"command\": \"npx\") or \"url\" (a remote server)".into())
+            }
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err("\"command\" is empty: give the program to run, e.g. \"npx\"".into());
+                }
+                if self.headers.is_some() || self.allow_insecure.is_some() {
+                    return Err("\"headers\" and \"allow_insecure\" apply to remote (\"url\") servers only: remove them from this stdio server".into());
+                }
+                for key in self.env.iter().flat_map(|e| e.keys()) {
+                    if key.is_empty() || key.contains('=') || key.contains('\0') {
+                        return Err(format!("invalid env variable name \"{key}\": names cannot be empty or contain '='"));
+                    }
+                }
+                Transport::Stdio(StdioTransport {
+                    command,
+                    args: self.args.unwrap_or_default(),
+                    env: self.env.unwrap_or_default(),
+                    cwd: self.cwd,
+                })
+            }
+            (None, Some(url)) => {
+                if self.args.is_some() || self.env.is_some() || self.cwd.is_some() {
+                    return Err("\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only: remove them from this remote server".into());
+                }
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!("invalid url \"{url}\": use an http:// or https:// address, e.g. \"https://example.com/mcp\""));
+                }
+                Transport::Remote(RemoteTransport {
+                    url,
+                    headers: self.headers.unwrap_or_default(),
+                    allow_insecure: self.allow_insecure.unwrap_or(false),
+                })
+            }
+        };
+        if self.startup_timeout_secs == Some(0) {
+            return Err("\"startup_timeout_secs\" must be at least 1".into());
+        }
+        Ok(ServerConfig {
+            transport,
+            enabled: self.enabled,
+            requires_approval: self.requires_approval,
+            tools: self.tools,
+            startup_timeout_secs: self
+                .startup_timeout_secs
+                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_SECS),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EnvValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string or a secret reference like {\"secret\": \"github-token\"}")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<EnvValue, E> {
+                Ok(EnvValue::Plain(v.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EnvValue, A::Error> {
+                let mut secret: Option<String> = None;
+                let mut prefix: Option<String> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "secret" => secret = Some(map.next_value()?),
+                        "prefix" => prefix = Some(map.next_value()?),
+                        other => {
+                            return Err(de::Error::custom(format!(
+                                "unknown field `{other}` in a secret reference: only \"secret\" and \"prefix\" are allowed"
+                            )))
+                        }
+                    }
+                }
+                let secret = secret.ok_or_else(|| {
+                    de::Error::custom("a secret reference needs \"secret\": the name of a keychain secret, e.g. {\"secret\": \"github-token\"}")
+                })?;
+                validate_secret_name(&secret).map_err(de::Error::custom)?;
+                Ok(EnvValue::Secret { secret, prefix })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Secret names: `[a-zA-Z0-9._-]{1,64}` (the keychain account name).
+pub fn validate_secret_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid secret name \"{name}\": names are 1 to 64 characters of a-z, A-Z, 0-9, '.', '_' and '-'"
+        ))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}\n  fix: {fix}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+        fix: String,
+    },
+    #[error("{path}:{line}:{column}: {message}\n  fix: {fix}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+        fix: String,
+    },
+    #[error("cannot write config {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("refusing to overwrite {path}: it does not parse ({reason}); fix or move it first")]
+    RefuseOverwrite { path: PathBuf, reason: String },
+}
+
+impl Config {
+    /// Reads and validates the config at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            let fix = if source.kind() == std::io::ErrorKind::NotFound {
+                "create it (see examples/gatehouse.json) or pass --config PATH".to_owned()
+            } else {
+                "check the file's permissions".to_owned()
+            };
+            ConfigError::Read {
+                path: path.to_owned(),
+                source,
+                fix,
+            }
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Validates config text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let mut config: Config = serde_json::from_str(text).map_err(|e| {
+            let message = e.to_string();
+            // serde_json appends " at line L column C"; we print the position up front instead.
+            let message = match message.rfind(" at line ") {
+                Some(i) => message[..i].to_owned(),
+                None => message,
+            };
+            let fix = fix_for(&message, e.classify());
+            ConfigError::Invalid {
+                path: path.to_owned(),
+                line: e.line(),
+                column: e.column(),
+                message,
+                fix,
+            }
+        })?;
+        // Gremia-style `server:tool` keys are accepted for a server's own tools.
+        for (id, server) in config.servers.iter_mut() {
+            let prefix = format!("{id}:");
+            server.tools = std::mem::take(&mut server.tools)
+                .into_iter()
+                .map(|(k, v)| match k.strip_prefix(&prefix) {
+                    Some(rest) => (rest.to_owned(), v),
+                    None => (k, v),
+                })
+                .collect();
+        }
+        Ok(config)
+    }
+}
+
+fn fix_for(message: &str, class: serde_json::error::Category) -> String {
+    use serde_json::error::Category;
+    match class {
+        Category::Syntax | Category::Eof => {
+            "fix the JSON syntax at that position (a missing comma, quote or brace is the usual cause)"
+                .into()
+        }
+        Category::Io => "check the file can be read".into(),
+        Category::Data => {
+            if let Some(rest) = message.strip_prefix("unknown field `") {
+                let field = rest.split('`').next().unwrap_or("");
+                let expected: Vec<&str> = rest
+                    .split("expected ")
+                    .nth(1)
+                    .map(|e| e.split('`').skip(1).step_by(2).collect())
+                    .unwrap_or_default();
+                match closest(field, &expected) {
+                    Some(best) => format!("did you mean \"{best}\"? rename or remove \"{field}\""),
+                    None => format!("remove \"{field}\"; allowed here: {}", expected.join(", ")),
+                }
+            } else if message.starts_with("invalid type") {
+                "use the type named above (strings in quotes, numbers and true/false without)"
+                    .into()
+            } else if message.starts_with("missing field") {
+                "add the missing field".into()
+            } else if let Some(i) = message.find(": ") {
+                // Our own messages say what to do after the colon; repeat the actionable part.
+                message[i + 2..].to_owned()
+            } else {
+                "see examples/gatehouse.json for the expected shape".into()
+            }
+        }
+    }
+}
+
+/// The allowed name nearest to `word` (edit distance ≤ 3), for "did you mean" hints.
+fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (levenshtein(word, c), *c))
+        .filter(|(d, _)| *d <= 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerId;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("gh.json"))
+    }
+
+    fn invalid(text: &str) -> (usize, usize, String, String) {
+        match parse(text) {
+            Err(ConfigError::Invalid {
+                line,
+                column,
+                message,
+                fix,
+                ..
+            }) => (line, column, message, fix),
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_the_design_example() {
+        let c = parse(
+            r#"{
+  "servers": {
+    "fs": {
+      "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/notes"],
+      "env": { "LOG_LEVEL": "info", "GITHUB_TOKEN": { "secret": "github-token" } },
+      "cwd": "/home/me", "enabled": true,
+      "tools": { "write_file": { "requires_approval": true }, "fs:move_file": { "enabled": false } }
+    },
+    "docs": { "url": "http://127.0.0.1:9000/mcp",
+              "headers": { "Authorization": { "secret": "docs-token", "prefix": "Bearer " } } }
+  },
+  "approval": { "default": "ask-unless-read-only", "timeout_secs": 45 },
+  "gateway": { "listen": "127.0.0.1:7723" }
+}"#,
+        )
+        .unwrap();
+        let fs = &c.servers[&ServerId::parse("fs").unwrap()];
+        assert_eq!(fs.secret_refs(), vec!["github-token"]);
+        assert_eq!(fs.tools["move_file"].enabled, Some(false));
+        assert!(matches!(fs.transport, Transport::Stdio(_)));
+        let docs = &c.servers[&ServerId::parse("docs").unwrap()];
+        assert!(matches!(docs.transport, Transport::Remote(_)));
+        assert_eq!(docs.startup_timeout_secs, 60);
+        // Round trip through the file format.
+        assert_eq!(parse(&c.to_json()).unwrap(), c);
+    }
+
+    #[test]
+    fn unknown_key_names_position_and_suggests() {
+        let (line, col, msg, fix) = invalid("{\"servers\": {\n  \"a\": {\"comand\": \"x\"}}}");
+        assert_eq!(line, 2);
+        assert!(col > 5, "{col}");
+        assert!(msg.contains("unknown field `comand`"), "{msg}");
+        assert!(fix.contains("did you mean \"command\""), "{fix}");
+    }
+
+    #[test]
+    fn bad_id_missing_command_wrong_type() {
+        let (line, _, msg, _) =
+            invalid("{\"servers\": {\n\n \"My_Server\": {\"command\": \"x\"}}}");
+        assert_eq!(line, 3);
+        assert!(msg.contains("invalid server id \"My_Server\""), "{msg}");
+        assert!(msg.contains("my-server"), "{msg}");
+
+        let (_, _, msg, fix) = invalid("{\"servers\": {\"a\": {\"args\": []}}}");
+        assert!(msg.contains("needs \"command\""), "{msg}");
+        assert!(!fix.is_empty());
+
+        let (_, _, msg, fix) = invalid("{\"servers\": {\"a\": {\"command\": 5}}}");
+        assert!(msg.contains("invalid type"), "{msg}");
+        assert!(fix.contains("type"), "{fix}");
+
+        let (_, _, msg, _) =
+            invalid("{\"servers\": {\"a\": {\"command\": \"x\", \"url\": \"http://h\"}}}");
+        assert!(msg.contains("both"), "{msg}");
+    }
+
+    #[test]
+    fn syntax_error_has_fix() {
+        let (line, _, _, fix) = invalid("{\"servers\": {\n \"a\": {\"command\": \"x\"\n}");
+        assert!(line >= 2);
+        assert!(fix.contains("JSON syntax"));
+    }
+
+    #[test]
+    fn non_loopback_listen_refused() {
+        let (_, _, msg, _) = invalid("{\"gateway\": {\"listen\": \"0.0.0.0:7723\"}}");
+        assert!(msg.contains("not a loopback"), "{msg}");
+        assert!(parse("{\"gateway\": {\"listen\": \"[::1]:1\"}}").is_ok());
+    }
+
+    #[test]
+    fn bad_secret_reference() {
+        let (_, _, msg, _) = invalid(
+            "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"T\": {\"secrt\": \"x\"}}}}}",
+        );
+        assert!(msg.contains("secret reference"), "{msg}");
+        let (_, _, msg, _) = invalid(
+            "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"T\": {\"secret\": \"a b\"}}}}}",
+        );
+        assert!(msg.contains("invalid secret name"), "{msg}");
+    }
+
+    #[test]
+    fn levenshtein_basics() {
+        assert_eq!(levenshtein("comand", "command"), 1);
+        assert_eq!(closest("xyzzy", &["command", "args"]), None);
+    }
+}

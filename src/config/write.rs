@@ -1,0 +1,253 @@
+//! Writing a config: the file format back out, atomic saves that keep the last good copy, and
+//! edits of one server entry (validated as a load would validate them).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::{
+    validate_secret_name, Config, ConfigError, EnvValue, ServerConfig, ServerId, Transport,
+    DEFAULT_STARTUP_TIMEOUT_SECS,
+};
+
+// ---- serialisation back to the file format (used by atomic saves) ----
+
+impl Serialize for EnvValue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            EnvValue::Plain(v) => s.serialize_str(v),
+            EnvValue::Secret { secret, prefix } => {
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("secret", secret)?;
+                if let Some(p) = prefix {
+                    m.serialize_entry("prefix", p)?;
+                }
+                m.end()
+            }
+        }
+    }
+}
+
+impl Serialize for ServerConfig {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        match &self.transport {
+            Transport::Stdio(t) => {
+                m.serialize_entry("command", &t.command)?;
+                if !t.args.is_empty() {
+                    m.serialize_entry("args", &t.args)?;
+                }
+                if !t.env.is_empty() {
+                    m.serialize_entry("env", &t.env)?;
+                }
+                if let Some(cwd) = &t.cwd {
+                    m.serialize_entry("cwd", cwd)?;
+                }
+            }
+            Transport::Remote(r) => {
+                m.serialize_entry("url", &r.url)?;
+                if !r.headers.is_empty() {
+                    m.serialize_entry("headers", &r.headers)?;
+                }
+                if r.allow_insecure {
+                    m.serialize_entry("allow_insecure", &true)?;
+                }
+            }
+        }
+        if !self.enabled {
+            m.serialize_entry("enabled", &false)?;
+        }
+        if let Some(r) = self.requires_approval {
+            m.serialize_entry("requires_approval", &r)?;
+        }
+        if !self.tools.is_empty() {
+            m.serialize_entry("tools", &self.tools)?;
+        }
+        if self.startup_timeout_secs != DEFAULT_STARTUP_TIMEOUT_SECS {
+            m.serialize_entry("startup_timeout_secs", &self.startup_timeout_secs)?;
+        }
+        m.end()
+    }
+}
+
+impl Config {
+    /// The config as pretty JSON, in the file format.
+    pub fn to_json(&self) -> String {
+        // Serialising plain data into a String cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+
+    /// Saves atomically. The current file, if it parses, is kept as `PATH.bak`; a current file that
+    /// does not parse is never overwritten (the user may be mid-edit).
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(current) => {
+                if let Err(e) = Config::parse(&current, path) {
+                    return Err(ConfigError::RefuseOverwrite {
+                        path: path.to_owned(),
+                        reason: e.to_string(),
+                    });
+                }
+                write_atomic(&backup_path(path), current.as_bytes()).map_err(|source| {
+                    ConfigError::Write {
+                        path: backup_path(path),
+                        source,
+                    }
+                })?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ConfigError::Write {
+                    path: path.to_owned(),
+                    source,
+                })
+            }
+        }
+        write_atomic(path, self.to_json().as_bytes()).map_err(|source| ConfigError::Write {
+            path: path.to_owned(),
+            source,
+        })
+    }
+}
+
+impl Config {
+    /// This config with one server entry added or replaced. `entry` is the entry in the file format
+    /// and is validated as a load would; `original` is the id being edited (a rename when it differs).
+    pub fn with_server(
+        &self,
+        original: Option<&str>,
+        id: &str,
+        entry: &serde_json::Value,
+    ) -> Result<Config, String> {
+        let new_id = ServerId::parse(id)?;
+        let server = ServerConfig::deserialize(entry).map_err(|e| {
+            let m = e.to_string();
+            match m.strip_prefix("unknown field ") {
+                Some(rest) => format!("unknown setting {rest}"),
+                None => m,
+            }
+        })?;
+        for name in server.secret_refs() {
+            validate_secret_name(name)?;
+        }
+        let mut next = self.clone();
+        if let Some(orig) = original {
+            let orig_id = ServerId::parse(orig)?;
+            if next.servers.remove(&orig_id).is_none() {
+                return Err(format!(
+                    "there is no server \"{orig}\" any more; reload and try again"
+                ));
+            }
+        }
+        if original != Some(id) && next.servers.contains_key(&new_id) {
+            return Err(format!(
+                "a server \"{id}\" already exists: pick another id or edit that one"
+            ));
+        }
+        next.servers.insert(new_id, server);
+        Ok(next)
+    }
+
+    /// This config without server `id`.
+    pub fn without_server(&self, id: &str) -> Result<Config, String> {
+        let mut next = self.clone();
+        let key = ServerId::parse(id)?;
+        if next.servers.remove(&key).is_none() {
+            return Err(format!("there is no server \"{id}\""));
+        }
+        Ok(next)
+    }
+}
+
+/// `gatehouse.json` → `gatehouse.json.bak`.
+pub fn backup_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".bak");
+    PathBuf::from(s)
+}
+
+/// Keeps `text` (a config that just loaded fine) as the last good copy, if it differs.
+pub fn keep_last_good(path: &Path, text: &str) -> std::io::Result<()> {
+    let bak = backup_path(path);
+    if std::fs::read_to_string(&bak).ok().as_deref() == Some(text) {
+        return Ok(());
+    }
+    write_atomic(&bak, text.as_bytes())
+}
+
+/// Writes `bytes` to `path` atomically: temp file in the same dir → fsync → rename → fsync dir.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "config".into());
+    let tmp = dir.join(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        #[cfg(unix)]
+        if let Ok(meta) = std::fs::metadata(path) {
+            // Keep the permissions of the file we replace (a 0600 config stays 0600).
+            f.set_permissions(meta.permissions())?;
+        }
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        #[cfg(unix)]
+        std::fs::File::open(&dir)?.sync_all()?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("gh.json"))
+    }
+
+    #[test]
+    fn save_keeps_backup_and_refuses_to_clobber_broken_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gatehouse.json");
+        let first = parse("{\"servers\": {\"a\": {\"command\": \"x\"}}}").unwrap();
+        first.save(&path).unwrap();
+        assert!(!backup_path(&path).exists());
+        let mut second = first.clone();
+        second.servers.clear();
+        second.save(&path).unwrap();
+        assert_eq!(Config::load(&backup_path(&path)).unwrap(), first);
+        assert_eq!(Config::load(&path).unwrap(), second);
+
+        std::fs::write(&path, "{ broken").unwrap();
+        let err = first.save(&path).unwrap_err();
+        assert!(matches!(err, ConfigError::RefuseOverwrite { .. }), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ broken");
+        // No temp files left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+    }
+}
