@@ -30,10 +30,11 @@ run: peers build
 	  echo "created $(USER_CONFIG) from examples/gatehouse.json"; fi
 	target/release/gatehouse-app
 
-# The headless hub on the example config.
+# The headless hub on a copy of the example config (the hub keeps a .bak next to its config).
 serve: peers build
 	@mkdir -p $(DEMO_DIR)
-	target/release/gatehouse serve --config examples/gatehouse.json
+	@cp examples/gatehouse.json $(DEMO_DIR)/gatehouse.json
+	target/release/gatehouse serve --config $(DEMO_DIR)/gatehouse.json
 
 # A .deb with the Tauri bundler (cargo-tauri from crates.io; nothing else is downloaded).
 deb: deps
@@ -42,7 +43,8 @@ deb: deps
 	cd src-tauri && cargo tauri build --bundles deb
 	@ls -1 target/release/bundle/deb/*.deb
 
-lint:
+lint: peers
+	$(PEERS_DIR)/lint/node_modules/.bin/eslint --config eslint.config.mjs ui/
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy -p gatehouse-app --all-targets -- -D warnings

@@ -6,6 +6,8 @@
 //! 2. The policy check on a free call, in isolation (config lookup, the tool's definition,
 //!    `readOnlyHint`, the decision); the gateway bench runs with it on every call.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatehouse::approval::{policy, Answer, Decider, Scope};

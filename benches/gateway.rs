@@ -8,6 +8,8 @@
 //! p50/p99 of 2,000 sequential calls and calls/s with 16 concurrent callers, then `tools/list`
 //! over 100 servers × 50 tools.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 use std::sync::Arc;
 use std::time::Instant;
 

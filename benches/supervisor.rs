@@ -7,6 +7,8 @@
 //! 3. kill-to-`running` with zero backoff;
 //! 4. 100 fixture servers: time until all `running`, and the hub's RSS.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -46,6 +46,8 @@ install_npm() { # dir, packages...
   fi
 }
 install_npm clients "${CLIENT_PKGS[@]}"
+# ESLint for ui/ (`make lint`).
+install_npm lint "eslint@9.9.1"
 install_npm conformance "${CONFORMANCE_PKGS[@]}"
 
 py_stamp="$PEERS_DIR/venv/.stamp"

@@ -17,7 +17,9 @@ use tokio::sync::oneshot;
 
 use crate::approval::request::{Decider, Scope};
 
+/// Rows older than this many days are pruned.
 pub const RETENTION_DAYS: u64 = 30;
+/// At most this many rows are kept (the oldest go first).
 pub const MAX_ROWS: i64 = 100_000;
 const QUEUE: usize = 4096;
 
@@ -221,6 +223,7 @@ fn decider(s: &str) -> Decider {
 
 /// Replaces secret values with `[secret:NAME]` before anything is stored.
 pub trait Redactor: Send + Sync {
+    /// The text with every known secret value masked.
     fn redact(&self, text: &str) -> String;
 }
 

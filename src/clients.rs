@@ -9,16 +9,22 @@ use serde_json::{json, Value};
 /// The name Gatehouse's own entry gets in a client's config.
 pub const ENTRY_NAME: &str = "gatehouse";
 
+/// An AI client Gatehouse knows how to import from and connect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClientKind {
+    /// Claude Desktop (stdio only: it gets the `gatehouse connect` bridge).
     ClaudeDesktop,
+    /// Claude Code.
     ClaudeCode,
+    /// Cursor.
     Cursor,
+    /// VS Code.
     Vscode,
 }
 
 impl ClientKind {
+    /// Every client, in the order they are shown.
     pub const ALL: [ClientKind; 4] = [
         ClientKind::ClaudeDesktop,
         ClientKind::ClaudeCode,
@@ -26,6 +32,7 @@ impl ClientKind {
         ClientKind::Vscode,
     ];
 
+    /// The client with this command-line id.
     pub fn parse(s: &str) -> Result<ClientKind, String> {
         ClientKind::ALL
             .into_iter()
@@ -48,6 +55,7 @@ impl ClientKind {
         }
     }
 
+    /// The client's name for people.
     pub fn label(self) -> &'static str {
         match self {
             ClientKind::ClaudeDesktop => "Claude Desktop",

@@ -11,8 +11,10 @@ use tokio_util::sync::CancellationToken;
 use crate::jsonrpc::sse::SseReader;
 use crate::jsonrpc::{self, Envelope, ErrorCode, Line};
 
+/// Why the bridge could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
+    /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
 }

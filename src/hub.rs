@@ -19,18 +19,22 @@ use crate::naming::exposed_name;
 use crate::secrets::{NoSecretStore, Redactions, SecretSource};
 use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
 
+/// How to start a hub.
 pub struct HubOptions {
     /// Where per-server logs (and later the activity log) live.
     pub data_dir: PathBuf,
     /// The config file this hub was started from, for `reload`.
     pub config_path: Option<PathBuf>,
+    /// Where secret references get their values.
     pub secrets: Arc<dyn SecretSource>,
+    /// Timing knobs of the supervisors.
     pub tuning: Tuning,
     /// Deny held calls at once instead of waiting for an approver (`serve --deny-unattended`).
     pub deny_unattended: bool,
 }
 
 impl HubOptions {
+    /// Defaults: no secret store, production timings, approvals waited for.
     pub fn new(data_dir: PathBuf) -> Self {
         HubOptions {
             data_dir,
@@ -42,12 +46,21 @@ impl HubOptions {
     }
 }
 
+/// Why the hub refused an operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HubError {
+    /// No server has that id.
     #[error("unknown server \"{id}\"; known servers: {}", if known.is_empty() { "(none configured)".to_owned() } else { known.join(", ") })]
-    UnknownServer { id: String, known: Vec<String> },
+    UnknownServer {
+        /// The id asked for.
+        id: String,
+        /// The ids there are.
+        known: Vec<String>,
+    },
+    /// The hub is stopping.
     #[error("the hub is shutting down")]
     ShuttingDown,
+    /// The config could not be read, edited or applied (the text says why).
     #[error("{0}")]
     Config(String),
 }
@@ -71,6 +84,7 @@ pub struct ToolInfo {
     pub approval: Decision,
 }
 
+/// The way to start the core: [`Hub::start`].
 pub struct Hub;
 
 impl Hub {
@@ -170,14 +184,17 @@ impl HubHandle {
         self.lock().config.clone()
     }
 
+    /// The config file this hub was started from.
     pub fn config_path(&self) -> Option<PathBuf> {
         self.inner.config_path.clone()
     }
 
+    /// Every event from now on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.inner.bus.subscribe()
     }
 
+    /// The event bus.
     pub fn bus(&self) -> &EventBus {
         &self.inner.bus
     }
@@ -197,10 +214,12 @@ impl HubHandle {
         &self.inner.approvals
     }
 
+    /// Every server, in id order.
     pub fn servers(&self) -> Vec<ServerHandle> {
         self.lock().servers.values().cloned().collect()
     }
 
+    /// One server; an unknown id names the known ones.
     pub fn server(&self, id: &str) -> Result<ServerHandle, HubError> {
         let st = self.lock();
         st.servers
@@ -213,10 +232,12 @@ impl HubHandle {
             })
     }
 
+    /// Every server's status.
     pub fn status(&self) -> Vec<ServerStatus> {
         self.servers().iter().map(|h| h.status()).collect()
     }
 
+    /// Starts a server (clearing a `failed` state).
     pub async fn start_server(&self, id: &str) -> Result<(), HubError> {
         self.server(id)?
             .start()
@@ -224,6 +245,7 @@ impl HubHandle {
             .map_err(|_| HubError::ShuttingDown)
     }
 
+    /// Stops a server; it stays stopped until started.
     pub async fn stop_server(&self, id: &str) -> Result<(), HubError> {
         self.server(id)?
             .stop()
@@ -231,6 +253,7 @@ impl HubHandle {
             .map_err(|_| HubError::ShuttingDown)
     }
 
+    /// Restarts a server (clearing a `failed` state).
     pub async fn restart_server(&self, id: &str) -> Result<(), HubError> {
         self.server(id)?
             .restart()
@@ -303,6 +326,12 @@ impl HubHandle {
         entry: &serde_json::Value,
     ) -> Result<(), HubError> {
         self.edit_config(|c| c.with_server(original, id, entry))
+            .await
+    }
+
+    /// Adds imported servers to the config file (one validated, atomic edit) and starts them.
+    pub async fn import(&self, prepared: &[crate::import::Prepared]) -> Result<(), HubError> {
+        self.edit_config(|c| crate::import::apply(c, prepared))
             .await
     }
 

@@ -49,6 +49,7 @@ pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
     parse_source(&text, path)
 }
 
+/// Reads client-file or manifest text; `path` is only used in messages.
 pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
     let root: Value = serde_json::from_str(text).map_err(|e| {
         format!(
@@ -247,6 +248,7 @@ pub fn normalise_id(name: &str) -> String {
 /// What an import will do with each candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// It will be added.
     Add,
     /// The id is taken (in the config or earlier in this import); the message says how to rename.
     Skip(String),
@@ -338,6 +340,63 @@ pub fn move_credentials(
     }
     *entry = next;
     Ok(moved)
+}
+
+/// A chosen candidate ready to be added: credentials already moved when asked.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The id it gets.
+    pub id: String,
+    /// The name in the source file.
+    pub source_name: String,
+    /// The entry in the Gatehouse file format (references in place of moved values).
+    pub entry: Value,
+    /// `(variable, secret name)` of each credential moved into the keychain.
+    pub moved: Vec<(String, String)>,
+    /// Credential-looking values left in plain text.
+    pub plaintext: Vec<String>,
+    /// Gremia's `tools_used`, to check once the server runs.
+    pub tools_used: Vec<String>,
+}
+
+/// Prepares the chosen candidates: with a keychain, their credential-looking values go into it
+/// (blocking); without, they are reported as plain text. Nothing is moved for any candidate if
+/// one value cannot be stored.
+pub fn prepare(
+    chosen: Vec<Candidate>,
+    keychain: Option<&crate::secrets::KeychainStore>,
+) -> Result<Vec<Prepared>, String> {
+    chosen
+        .into_iter()
+        .map(|c| {
+            let mut entry = c.entry.clone();
+            let (moved, plaintext) = match keychain {
+                Some(k) => (
+                    move_credentials(&mut entry, &c.id, &c.credentials, k)?,
+                    Vec::new(),
+                ),
+                None => (Vec::new(), c.credentials.clone()),
+            };
+            Ok(Prepared {
+                id: c.id,
+                source_name: c.source_name,
+                entry,
+                moved,
+                plaintext,
+                tools_used: c.tools_used,
+            })
+        })
+        .collect()
+}
+
+/// `config` with the prepared servers added (validated as a load would validate them). An id
+/// that is taken by now is an error: nothing is ever overwritten.
+pub fn apply(config: &Config, prepared: &[Prepared]) -> Result<Config, String> {
+    let mut next = config.clone();
+    for p in prepared {
+        next = next.with_server(None, &p.id, &p.entry)?;
+    }
+    Ok(next)
 }
 
 /// UTC `YYYYMMDD-HHMMSS` for backup names.

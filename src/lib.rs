@@ -21,6 +21,8 @@
 //!
 //! This crate never depends on Tauri or a display.
 
+#![warn(missing_docs)]
+
 pub mod activity;
 pub mod approval;
 pub mod clients;

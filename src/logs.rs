@@ -13,22 +13,29 @@ use serde::{Deserialize, Serialize};
 pub const RING_LINES: usize = 1000;
 /// A log file is rotated when it grows past this size; `LOG_KEEP` old files are kept.
 pub const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
+/// Old log files kept beside the current one.
 pub const LOG_KEEP: usize = 3;
 
+/// One line of a server's log.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LogLine {
+    /// The server's id.
     pub server: String,
     /// `stderr` for the child's own output, `gatehouse` for what Gatehouse noted about it.
     pub stream: LogStream,
     /// Milliseconds since the Unix epoch.
     pub time_ms: u64,
+    /// The text, with secret values masked.
     pub line: String,
 }
 
+/// Where a log line came from.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum LogStream {
+    /// The server's own stderr.
     Stderr,
+    /// A note Gatehouse made about the server.
     Gatehouse,
 }
 
@@ -196,6 +203,7 @@ fn rotate(path: &Path) {
     let _ = std::fs::rename(path, numbered(1));
 }
 
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -7,11 +7,13 @@
 //! original `server` + NUL + `tool`: two different originals can only meet through a 40-bit hash
 //! collision, which the router detects and reports instead of routing wrongly.
 
+/// The longest exposed name clients accept.
 pub const MAX_NAME: usize = 64;
 const HASH_HEX: usize = 10;
 /// `_h` + hex digits.
 const SUFFIX_LEN: usize = 2 + HASH_HEX;
 
+/// The name a server's tool is exposed under (see the module docs).
 pub fn exposed_name(server: &str, tool: &str) -> String {
     let plain = format!("{server}__{tool}");
     if plain.len() <= MAX_NAME && is_valid(&plain) && !looks_shortened(&plain) {
@@ -41,6 +43,7 @@ pub fn split_server(exposed: &str) -> Option<(&str, &str)> {
     exposed.split_once("__")
 }
 
+/// Whether a name fits `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn is_valid(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME

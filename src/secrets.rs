@@ -2,16 +2,28 @@
 //! keychain through `keyring` 4 on one dedicated thread (never a plaintext fallback), and
 //! [`Redactions`], which masks every resolved value wherever text is stored or shown.
 
+/// Why a secret has no value for us.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {
+    /// The keychain holds no value under that name.
     #[error("secret {name} is not set — set it in the app's Secrets view or run `gatehouse secret set {name}`")]
-    Missing { name: String },
+    Missing {
+        /// The secret's name.
+        name: String,
+    },
+    /// The keychain could not be asked, or refused.
     #[error("keychain error for secret {name}: {reason}")]
-    Unavailable { name: String, reason: String },
+    Unavailable {
+        /// The secret's name.
+        name: String,
+        /// Why, with the fix.
+        reason: String,
+    },
 }
 
 /// A source of secret values. Called at spawn/connect time only, from a blocking thread.
 pub trait SecretSource: Send + Sync {
+    /// The secret's value.
     fn get(&self, name: &str) -> Result<String, SecretError>;
 }
 
@@ -55,6 +67,7 @@ pub struct Redactions {
 const MIN_MASKED_LEN: usize = 4;
 
 impl Redactions {
+    /// Remembers a resolved value (raw and JSON-escaped) for masking.
     pub fn register(&self, name: &str, value: &str) {
         if value.len() < MIN_MASKED_LEN {
             return;
@@ -72,6 +85,7 @@ impl Redactions {
         v.sort_by_key(|(_, f)| std::cmp::Reverse(f.len()));
     }
 
+    /// `text` with every known value replaced by `[secret:NAME]`.
     pub fn mask(&self, text: &str) -> String {
         let v = self.values.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_owned();

@@ -10,10 +10,7 @@ export function on(event, handler) {
   return tauri.event.listen(event, (e) => handler(e.payload));
 }
 
-export function errorText(e) {
-  if (e && typeof e === 'object' && 'message' in e) return String(e.message);
-  return String(e);
-}
+export { errorMessage as errorText } from './dom.js';
 
 /** A native yes/no dialog for destructive actions (approvals have their own modal). */
 export function confirm(message, title, okLabel = 'Remove') {

@@ -15,6 +15,7 @@ let current = 'servers';
 
 function show(view) {
   if (!views[view]) return;
+  if (view !== current) views[current].hidden?.();
   current = view;
   for (const b of $$('.nav')) {
     if (b.dataset.view === view) b.setAttribute('aria-current', 'page');

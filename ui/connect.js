@@ -2,7 +2,7 @@
 // for each AI client.
 
 import * as api from './api.js';
-import { $, el, toast, copyText } from './dom.js';
+import { $, el, toast, copyText, viewError } from './dom.js';
 
 let info = null;
 
@@ -31,8 +31,9 @@ function masked(text) {
 export async function shown() {
   try {
     info = await api.connectInfo();
+    viewError('connect', null);
   } catch (e) {
-    $('#gateway-url').textContent = api.errorText(e);
+    viewError('connect', e);
     return;
   }
   $('#gateway-url').textContent = info.url;
@@ -59,3 +60,5 @@ export async function shown() {
     return card;
   }));
 }
+
+export function hidden() {}

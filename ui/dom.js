@@ -38,6 +38,23 @@ export function clock(ms) {
   return d.toDateString() === today.toDateString() ? time : `${d.toLocaleDateString()} ${time}`;
 }
 
+/**
+ * The one error pattern: a view that cannot load shows the reason in its own error line (above
+ * its content, `#<view>-error`) until a later load succeeds (`viewError(view, null)`); a failed
+ * action (a button) says so in a toast.
+ */
+export function viewError(view, error) {
+  const line = document.getElementById(`${view}-error`);
+  if (!line) return;
+  line.hidden = !error;
+  line.textContent = error ? errorMessage(error) : '';
+}
+
+export function errorMessage(e) {
+  if (e && typeof e === 'object' && 'message' in e) return String(e.message);
+  return String(e);
+}
+
 let toastTimer = null;
 export function toast(message, kind = 'info') {
   const t = document.getElementById('toast');

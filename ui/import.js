@@ -2,7 +2,7 @@
 // server with its exact command line, credential warnings, and a choice of which to import.
 
 import * as api from './api.js';
-import { $, el, toast } from './dom.js';
+import { $, el, toast, viewError } from './dom.js';
 
 let otherPath = '';
 
@@ -16,11 +16,13 @@ export function init() {
 }
 
 export async function shown() {
-  let sources = [];
+  let sources;
   try {
     sources = await api.importPreview(otherPath);
+    viewError('import', null);
   } catch (e) {
-    toast(api.errorText(e), 'error');
+    viewError('import', e);
+    return;
   }
   $('#import-sources').replaceChildren(...sources.map(card));
   $('#import-empty').hidden = sources.length > 0;
@@ -67,3 +69,5 @@ function card(src) {
   if (!src.servers.length) box.append(el('p', { class: 'hint', text: 'No servers in this file.' }));
   return box;
 }
+
+export function hidden() {}

@@ -2,7 +2,7 @@
 // replace or delete a value. Values are typed into a password field and cleared at once.
 
 import * as api from './api.js';
-import { $, el, toast } from './dom.js';
+import { $, el, toast, viewError } from './dom.js';
 
 export function init() {
   $('#add-secret').addEventListener('click', () => openForm(null));
@@ -47,11 +47,13 @@ function closeForm() {
 }
 
 export async function shown() {
-  let rows = [];
+  let rows;
   try {
     rows = await api.secrets();
+    viewError('secrets', null);
   } catch (e) {
-    toast(api.errorText(e), 'error');
+    viewError('secrets', e);
+    return;
   }
   const body = $('#secrets-table tbody');
   body.replaceChildren(...rows.map((s) => {
@@ -84,3 +86,5 @@ async function remove(name) {
   }
   shown();
 }
+
+export function hidden() {}

@@ -2,7 +2,7 @@
 // (with their approval flags) and a live log tail. Also the add/edit/remove form.
 
 import * as api from './api.js';
-import { $, el, duration, clock, toast } from './dom.js';
+import { $, el, duration, clock, toast, viewError } from './dom.js';
 
 const rows = new Map(); // id -> {node, status, expanded, stopLogs}
 let painted = false;
@@ -23,7 +23,9 @@ export async function refresh() {
   let list;
   try {
     list = await api.servers();
+    viewError('servers', null);
   } catch (e) {
+    viewError('servers', e);
     return;
   }
   const seen = new Set(list.map((s) => s.id));
@@ -40,6 +42,8 @@ export async function refresh() {
 }
 
 export function shown() { refresh(); }
+
+export function hidden() {}
 
 // Servers added or removed by a reload or another front end (the CLI, an import) show up
 // without waiting for the person to switch views.

@@ -6,6 +6,8 @@
 //! with `latency_us`) on stderr; this program starts it, reads those lines and drives calls through
 //! the gateway with a plain HTTP/1.1 client.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ use gatehouse::ServerStatus;
 use serde::Serialize;
 use serde_json::Value;
 use tauri::ipc::Channel;
-use tauri::{AppHandle, State};
+use tauri::{AppHandle, Runtime, State};
 
 use crate::error::{CommandError, CommandResult};
 use crate::state::{AppState, PhaseView};
@@ -27,7 +27,10 @@ pub fn app_state(state: AppStateRef<'_>) -> PhaseView {
 /// Tries to start the hub again after a failed start (the user fixed the config, stopped the other
 /// hub, freed the port).
 #[tauri::command]
-pub async fn retry_start(app: AppHandle, state: AppStateRef<'_>) -> CommandResult<PhaseView> {
+pub async fn retry_start<R: Runtime>(
+    app: AppHandle<R>,
+    state: AppStateRef<'_>,
+) -> CommandResult<PhaseView> {
     if state.hub().is_ok() || state.is_starting() {
         return Ok(state.view());
     }
@@ -219,11 +222,20 @@ pub fn answer_approval(
         .map_err(CommandError::failed)
 }
 
+/// Whether a secret has a value in the keychain.
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretState {
+    Set,
+    Missing,
+    /// The keychain could not be asked (the error says why).
+    Unknown,
+}
+
 #[derive(Serialize)]
 pub struct SecretRow {
     name: String,
-    /// `set`, `missing` or `unknown` (the keychain could not be asked).
-    state: &'static str,
+    state: SecretState,
     error: Option<String>,
     used_by: Vec<String>,
 }
@@ -238,9 +250,9 @@ pub async fn secrets(state: AppStateRef<'_>) -> CommandResult<Vec<SecretRow>> {
             .into_iter()
             .map(|(name, used_by)| {
                 let (st, error) = match keychain.is_set(&name) {
-                    Ok(true) => ("set", None),
-                    Ok(false) => ("missing", None),
-                    Err(e) => ("unknown", Some(e.to_string())),
+                    Ok(true) => (SecretState::Set, None),
+                    Ok(false) => (SecretState::Missing, None),
+                    Err(e) => (SecretState::Unknown, Some(e.to_string())),
                 };
                 SecretRow {
                     name,
@@ -290,13 +302,22 @@ pub async fn delete_secret(state: AppStateRef<'_>, name: String) -> CommandResul
     Ok(hub.secret_changed(&name).await)
 }
 
+/// One Activity row: the record plus the group its decision belongs to (what the view filters
+/// and colours by).
+#[derive(Serialize)]
+pub struct ActivityRow {
+    #[serde(flatten)]
+    record: gatehouse::activity::CallRecord,
+    group: gatehouse::activity::DecisionGroup,
+}
+
 #[tauri::command]
 pub async fn activity(
     state: AppStateRef<'_>,
     limit: Option<usize>,
     server: Option<String>,
-) -> CommandResult<Vec<gatehouse::activity::CallRecord>> {
-    state
+) -> CommandResult<Vec<ActivityRow>> {
+    let rows = state
         .hub()?
         .activity()
         .recent(
@@ -304,7 +325,14 @@ pub async fn activity(
             server.filter(|s| !s.is_empty()),
         )
         .await
-        .map_err(CommandError::failed)
+        .map_err(CommandError::failed)?;
+    Ok(rows
+        .into_iter()
+        .map(|record| ActivityRow {
+            group: record.decision.group(),
+            record,
+        })
+        .collect())
 }
 
 #[derive(Serialize)]
@@ -355,13 +383,13 @@ pub fn connect_info(state: AppStateRef<'_>) -> CommandResult<ConnectInfo> {
 }
 
 #[tauri::command]
-pub fn autostart(app: AppHandle) -> bool {
+pub fn autostart<R: Runtime>(app: AppHandle<R>) -> bool {
     use tauri_plugin_autostart::ManagerExt;
     app.autolaunch().is_enabled().unwrap_or(false)
 }
 
 #[tauri::command]
-pub fn set_autostart(app: AppHandle, enabled: bool) -> CommandResult<bool> {
+pub fn set_autostart<R: Runtime>(app: AppHandle<R>, enabled: bool) -> CommandResult<bool> {
     use tauri_plugin_autostart::ManagerExt;
     let launcher = app.autolaunch();
     let result = if enabled {
@@ -475,25 +503,19 @@ pub async fn import_servers(
     if let Some(config_path) = hub.config_path() {
         gatehouse::import::backup(&config_path).map_err(CommandError::failed)?;
     }
-    let mut added = Vec::new();
-    for (c, outcome) in plan {
-        if !names.contains(&c.source_name) || outcome != gatehouse::import::Outcome::Add {
-            continue;
-        }
-        let mut entry = c.entry.clone();
-        if move_secrets && !c.credentials.is_empty() {
-            let keychain = state.keychain.clone();
-            let (id, vars) = (c.id.clone(), c.credentials.clone());
-            entry = tauri::async_runtime::spawn_blocking(move || {
-                gatehouse::import::move_credentials(&mut entry, &id, &vars, &keychain)
-                    .map(|_| entry)
-            })
-            .await
-            .map_err(CommandError::failed)?
-            .map_err(CommandError::failed)?;
-        }
-        hub.save_server(None, &c.id, &entry).await?;
-        added.push(c.id);
-    }
+    let chosen: Vec<_> = plan
+        .into_iter()
+        .filter(|(c, o)| names.contains(&c.source_name) && *o == gatehouse::import::Outcome::Add)
+        .map(|(c, _)| c)
+        .collect();
+    let keychain = move_secrets.then(|| state.keychain.clone());
+    let prepared = tauri::async_runtime::spawn_blocking(move || {
+        gatehouse::import::prepare(chosen, keychain.as_ref())
+    })
+    .await
+    .map_err(CommandError::failed)?
+    .map_err(CommandError::failed)?;
+    hub.import(&prepared).await?;
+    let added: Vec<String> = prepared.into_iter().map(|p| p.id).collect();
     Ok(added)
 }

@@ -3,30 +3,41 @@
 
 use serde::Serialize;
 
+/// What kind of failure, for the UI to branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The hub is starting, failed to start, or quitting.
+    NotReady,
+    /// The input was refused (the message says which part and why).
+    Invalid,
+    /// Anything else.
+    Failed,
+}
+
 #[derive(Debug, Clone, Serialize, thiserror::Error)]
 #[error("{message}")]
 pub struct CommandError {
-    /// `not_ready` (the hub is starting or failed), `invalid` (bad input), `failed`.
-    pub kind: &'static str,
+    pub kind: ErrorKind,
     pub message: String,
 }
 
 impl CommandError {
     pub fn not_ready(message: impl Into<String>) -> Self {
         CommandError {
-            kind: "not_ready",
+            kind: ErrorKind::NotReady,
             message: message.into(),
         }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         CommandError {
-            kind: "invalid",
+            kind: ErrorKind::Invalid,
             message: message.into(),
         }
     }
     pub fn failed(message: impl std::fmt::Display) -> Self {
         CommandError {
-            kind: "failed",
+            kind: ErrorKind::Failed,
             message: message.to_string(),
         }
     }

@@ -1,47 +1,124 @@
-//! The bridge from the core's event bus to the webview (`emit`), the tray, and the OS: a new
-//! approval while the window is hidden brings it back and posts a notification.
+//! The bridge from the core's event bus to the webview, the tray, and the OS: every event the UI
+//! hears is one [`UiEvent`]; a new approval while the window is hidden brings it back and posts
+//! a notification.
 
 use std::sync::Arc;
 
+use gatehouse::approval::{ApprovalRequest, Decider, Resolution};
 use gatehouse::events::Event;
-use tauri::{AppHandle, Emitter, Manager};
+use gatehouse::ServerStatus;
+use serde::Serialize;
+use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tokio::sync::broadcast::{error::RecvError, Receiver};
 
-use crate::state::AppState;
+use crate::state::{AppState, PhaseView};
 
-pub fn spawn_bridge(app: AppHandle, state: Arc<AppState>, mut events: Receiver<Event>) {
+/// Everything the UI is told without asking.
+#[derive(Debug, Clone)]
+pub enum UiEvent {
+    /// The hub is starting, running, failed to start or stopping.
+    HubPhase(PhaseView),
+    /// A server's status changed.
+    ServerStatus(ServerStatus),
+    /// A server's tool list was fetched again.
+    ToolsChanged { server: String, tools: usize },
+    /// A call waits for the person.
+    ApprovalRequested(ApprovalRequest),
+    /// A held call left the queue.
+    ApprovalResolved {
+        id: String,
+        outcome: Resolution,
+        by: Option<Decider>,
+    },
+    /// The bridge fell behind: the UI should read everything again.
+    Resync,
+}
+
+#[derive(Serialize, Clone)]
+struct ToolsChanged<'a> {
+    server: &'a str,
+    tools: usize,
+}
+
+#[derive(Serialize, Clone)]
+struct Resolved<'a> {
+    id: &'a str,
+    outcome: Resolution,
+    by: Option<Decider>,
+}
+
+impl UiEvent {
+    /// The event's name in the webview (`api.on(name, …)`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            UiEvent::HubPhase(_) => "hub-phase",
+            UiEvent::ServerStatus(_) => "server-status",
+            UiEvent::ToolsChanged { .. } => "tools-changed",
+            UiEvent::ApprovalRequested(_) => "approval-requested",
+            UiEvent::ApprovalResolved { .. } => "approval-resolved",
+            UiEvent::Resync => "resync",
+        }
+    }
+
+    /// Sends it to the webview (a closed window just misses it).
+    pub fn emit<R: Runtime>(&self, app: &AppHandle<R>) {
+        let name = self.name();
+        let _ = match self {
+            UiEvent::HubPhase(p) => app.emit(name, p),
+            UiEvent::ServerStatus(s) => app.emit(name, s),
+            UiEvent::ToolsChanged { server, tools } => app.emit(
+                name,
+                ToolsChanged {
+                    server,
+                    tools: *tools,
+                },
+            ),
+            UiEvent::ApprovalRequested(r) => app.emit(name, r),
+            UiEvent::ApprovalResolved { id, outcome, by } => app.emit(
+                name,
+                Resolved {
+                    id,
+                    outcome: *outcome,
+                    by: *by,
+                },
+            ),
+            UiEvent::Resync => app.emit(name, ()),
+        };
+    }
+}
+
+/// Forwards the bus to the webview and keeps the tray current, until the app quits.
+pub fn spawn_bridge<R: Runtime>(
+    app: AppHandle<R>,
+    state: Arc<AppState>,
+    mut events: Receiver<Event>,
+) {
     tauri::async_runtime::spawn(async move {
         loop {
             match events.recv().await {
                 Ok(Event::Status(s)) => {
-                    let _ = app.emit("server-status", &s);
+                    UiEvent::ServerStatus(s).emit(&app);
                     crate::tray::refresh(&app);
                 }
                 Ok(Event::ToolsChanged { server, tools }) => {
-                    let _ = app.emit(
-                        "tools-changed",
-                        serde_json::json!({ "server": server, "tools": tools }),
-                    );
+                    UiEvent::ToolsChanged { server, tools }.emit(&app)
                 }
                 Ok(Event::ApprovalRequested(req)) => {
                     app.state::<crate::ui_timing::UiTiming>()
                         .approval_arrived(&req.id);
-                    let _ = app.emit("approval-requested", &req);
                     bring_forward(&app, &req);
+                    UiEvent::ApprovalRequested(req).emit(&app);
                     crate::tray::refresh(&app);
                 }
                 Ok(Event::ApprovalResolved { id, outcome, by }) => {
-                    let _ = app.emit(
-                        "approval-resolved",
-                        serde_json::json!({ "id": id, "outcome": outcome, "by": by }),
-                    );
+                    UiEvent::ApprovalResolved { id, outcome, by }.emit(&app);
                     crate::tray::refresh(&app);
                 }
                 // Log lines reach the UI through the per-view channels (`follow_logs`).
                 Ok(Event::Log(_)) => {}
                 Err(RecvError::Lagged(n)) => {
                     tracing::debug!(missed = n, "UI bridge lagged; asking the UI to resync");
-                    let _ = app.emit("resync", ());
+                    UiEvent::Resync.emit(&app);
                 }
                 Err(RecvError::Closed) => break,
             }
@@ -53,12 +130,12 @@ pub fn spawn_bridge(app: AppHandle, state: Arc<AppState>, mut events: Receiver<E
 }
 
 /// A call waits for the person: make sure they see it.
-fn bring_forward(app: &AppHandle, req: &gatehouse::approval::ApprovalRequest) {
+fn bring_forward<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest) {
     let Some(window) = app.get_webview_window("main") else {
         return;
     };
     let hidden = !window.is_visible().unwrap_or(true) || window.is_minimized().unwrap_or(false);
-    crate::lifecycle::show_main(app);
+    crate::window::show_main(app);
     if hidden {
         use tauri_plugin_notification::NotificationExt;
         let who = req.client.name.as_deref().unwrap_or("An AI client");

@@ -5,15 +5,16 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use gatehouse::service::{Service, ServiceError};
-use tauri::{AppHandle, Emitter, Manager};
+use gatehouse::service::{Service, ServiceError, Signal, Signals};
+use tauri::{AppHandle, Manager, Runtime};
 
+use crate::events::UiEvent;
 use crate::state::{AppState, Phase};
 
 /// Starts the service and records the outcome; the UI hears `hub-phase` either way.
-pub async fn start_service(app: AppHandle, state: Arc<AppState>) {
+pub async fn start_service<R: Runtime>(app: AppHandle<R>, state: Arc<AppState>) {
     state.set_phase(Phase::Starting);
-    let _ = app.emit("hub-phase", state.view());
+    UiEvent::HubPhase(state.view()).emit(&app);
     match Service::start(state.opts.clone(), state.keychain.clone()).await {
         Ok(service) => {
             let events = service.hub().events();
@@ -37,12 +38,12 @@ pub async fn start_service(app: AppHandle, state: Arc<AppState>) {
             state.set_phase(Phase::Failed(message));
         }
     }
-    let _ = app.emit("hub-phase", state.view());
+    UiEvent::HubPhase(state.view()).emit(&app);
     crate::tray::refresh(&app);
 }
 
 /// Stops every server, then exits the process. Safe to call more than once (only the first runs).
-pub fn quit(app: &AppHandle) {
+pub fn quit<R: Runtime>(app: &AppHandle<R>) {
     let state = app.state::<Arc<AppState>>().inner().clone();
     if state.quitting.swap(true, Ordering::SeqCst) {
         return;
@@ -57,25 +58,47 @@ pub fn quit(app: &AppHandle) {
     });
 }
 
+/// Quit at once, unless calls are waiting for an answer: then ask first.
+pub fn confirm_quit<R: Runtime>(app: &AppHandle<R>) {
+    let pending = crate::tray::pending_count(app);
+    if pending == 0 {
+        quit(app);
+        return;
+    }
+    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+    let handle = app.clone();
+    app.dialog()
+        .message(format!(
+            "{pending} call(s) are waiting for your approval. Quitting denies them and stops every server."
+        ))
+        .title("Quit Gatehouse?")
+        .kind(MessageDialogKind::Warning)
+        .buttons(MessageDialogButtons::OkCancelCustom(
+            "Quit".into(),
+            "Cancel".into(),
+        ))
+        .show(move |yes| {
+            if yes {
+                quit(&handle);
+            }
+        });
+}
+
 /// Quits on SIGTERM and SIGINT (a logout, `kill`, a test); SIGHUP re-reads the config, as it
 /// does for the headless hub.
-#[cfg(unix)]
-pub fn watch_signals(app: AppHandle) {
-    use tokio::signal::unix::{signal, SignalKind};
+pub fn watch_signals<R: Runtime>(app: AppHandle<R>) {
     tauri::async_runtime::spawn(async move {
-        let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::hangup()),
-        ) else {
-            tracing::error!("cannot install signal handlers");
-            return;
+        let mut signals = match Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("cannot install signal handlers: {e}");
+                return;
+            }
         };
         loop {
-            tokio::select! {
-                _ = term.recv() => break,
-                _ = int.recv() => break,
-                _ = hup.recv() => {
+            match signals.recv().await {
+                Signal::Quit => break,
+                Signal::Reload => {
                     let state = app.state::<Arc<AppState>>().inner().clone();
                     if let Ok(hub) = state.hub() {
                         match hub.reload().await {
@@ -89,16 +112,4 @@ pub fn watch_signals(app: AppHandle) {
         tracing::info!("signal received: quitting");
         quit(&app);
     });
-}
-
-#[cfg(not(unix))]
-pub fn watch_signals(_app: AppHandle) {}
-
-/// Shows, un-minimises and focuses the main window.
-pub fn show_main(app: &AppHandle) {
-    if let Some(w) = app.get_webview_window("main") {
-        let _ = w.show();
-        let _ = w.unminimize();
-        let _ = w.set_focus();
-    }
 }

@@ -34,10 +34,20 @@ pub struct AppState {
     pub quitting: AtomicBool,
 }
 
+/// The name of a phase, as the UI branches on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseName {
+    Starting,
+    Running,
+    Failed,
+    Stopped,
+}
+
 /// The app's phase as the UI sees it.
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseView {
-    pub phase: &'static str,
+    pub phase: PhaseName,
     pub error: Option<String>,
     pub config_path: String,
     pub data_dir: String,
@@ -88,17 +98,21 @@ impl AppState {
 
     pub fn gateway_info(&self) -> Option<GatewayInfo> {
         match &*self.lock() {
-            Phase::Running(s) => Some(s.gateway_info().clone()),
+            Phase::Running(s) => s.gateway_info().cloned(),
             _ => None,
         }
     }
 
     pub fn view(&self) -> PhaseView {
         let (phase, error, gateway_url) = match &*self.lock() {
-            Phase::Starting => ("starting", None, None),
-            Phase::Running(s) => ("running", None, Some(s.gateway_info().url.clone())),
-            Phase::Failed(e) => ("failed", Some(e.clone()), None),
-            Phase::Stopped => ("stopped", None, None),
+            Phase::Starting => (PhaseName::Starting, None, None),
+            Phase::Running(s) => (
+                PhaseName::Running,
+                None,
+                s.gateway_info().map(|i| i.url.clone()),
+            ),
+            Phase::Failed(e) => (PhaseName::Failed, Some(e.clone()), None),
+            Phase::Stopped => (PhaseName::Stopped, None, None),
         };
         PhaseView {
             phase,

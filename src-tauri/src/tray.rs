@@ -1,12 +1,13 @@
 //! The tray icon and its menu: Open, the approvals waiting, each server with its status and
-//! Restart, Quit. The menu is a pure model (`model`) rendered by `refresh` on every change.
+//! Restart, Quit. The menu is a pure model (`model`) rendered by `refresh` on every change; a
+//! click becomes a [`TrayAction`] that the app's `dispatch` carries out.
 
 use std::sync::Arc;
 
 use tauri::image::Image;
 use tauri::menu::{IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
-use tauri::{AppHandle, Manager, Wry};
+use tauri::{AppHandle, Manager, Runtime};
 
 use crate::state::AppState;
 
@@ -74,19 +75,49 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
     out
 }
 
-pub fn create(app: &AppHandle) -> tauri::Result<()> {
+/// What a click in the tray menu asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrayAction {
+    /// Show the window (Open, the approvals entry, the error entry).
+    Open,
+    /// Quit, asking first if calls are waiting.
+    Quit,
+    /// Restart this server.
+    Restart(String),
+}
+
+/// The action behind a menu item's id (`None` for the inert ones).
+pub fn action(id: &str) -> Option<TrayAction> {
+    match id {
+        "open" | "approvals" | "open-error" => Some(TrayAction::Open),
+        "quit" => Some(TrayAction::Quit),
+        other => other
+            .strip_prefix("restart:")
+            .map(|s| TrayAction::Restart(s.to_owned())),
+    }
+}
+
+/// Creates the tray icon; each click's action goes to `on_action`.
+pub fn create<R: Runtime>(
+    app: &AppHandle<R>,
+    on_action: fn(&AppHandle<R>, TrayAction),
+) -> tauri::Result<()> {
     let menu = render(app, &current_model(app))?;
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(Image::from_bytes(ICON_IDLE)?)
         .tooltip("Gatehouse")
         .menu(&menu)
-        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
+        .on_menu_event(move |app, event| {
+            if let Some(a) = action(event.id().as_ref()) {
+                on_action(app, a);
+            }
+        })
         .build(app)?;
     Ok(())
 }
 
 /// Re-renders the menu, icon and tooltip from the current state.
-pub fn refresh(app: &AppHandle) {
+pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let Some(tray) = app.tray_by_id(TRAY_ID) else {
         return;
     };
@@ -109,7 +140,7 @@ pub fn refresh(app: &AppHandle) {
     let _ = tray.set_tooltip(Some(tip));
 }
 
-fn pending_count(app: &AppHandle) -> usize {
+pub fn pending_count<R: Runtime>(app: &AppHandle<R>) -> usize {
     let state = app.state::<Arc<AppState>>();
     state
         .hub()
@@ -117,9 +148,9 @@ fn pending_count(app: &AppHandle) -> usize {
         .unwrap_or(0)
 }
 
-fn current_model(app: &AppHandle) -> Vec<Entry> {
+fn current_model<R: Runtime>(app: &AppHandle<R>) -> Vec<Entry> {
     let state = app.state::<Arc<AppState>>();
-    let failed = state.view().phase == "failed";
+    let failed = state.view().phase == crate::state::PhaseName::Failed;
     let (pending, servers) = match state.hub() {
         Ok(hub) => {
             let mut servers: Vec<(String, String)> = hub
@@ -135,7 +166,7 @@ fn current_model(app: &AppHandle) -> Vec<Entry> {
     model(pending, &servers, failed)
 }
 
-fn render(app: &AppHandle, model: &[Entry]) -> tauri::Result<Menu<Wry>> {
+fn render<R: Runtime>(app: &AppHandle<R>, model: &[Entry]) -> tauri::Result<Menu<R>> {
     let menu = Menu::new(app)?;
     for entry in model {
         match entry {
@@ -146,58 +177,12 @@ fn render(app: &AppHandle, model: &[Entry]) -> tauri::Result<Menu<Wry>> {
             Entry::Server { id, text } => {
                 let restart =
                     MenuItem::with_id(app, format!("restart:{id}"), "Restart", true, None::<&str>)?;
-                let items: [&dyn IsMenuItem<Wry>; 1] = [&restart];
+                let items: [&dyn IsMenuItem<R>; 1] = [&restart];
                 menu.append(&Submenu::with_items(app, text, true, &items)?)?
             }
         }
     }
     Ok(menu)
-}
-
-fn on_menu(app: &AppHandle, id: &str) {
-    match id {
-        "open" | "approvals" | "open-error" => crate::lifecycle::show_main(app),
-        "quit" => confirm_quit(app),
-        other => {
-            if let Some(server) = other.strip_prefix("restart:") {
-                let server = server.to_owned();
-                let state = app.state::<Arc<AppState>>().inner().clone();
-                tauri::async_runtime::spawn(async move {
-                    if let Ok(hub) = state.hub() {
-                        if let Err(e) = hub.restart_server(&server).await {
-                            tracing::warn!(server, error = %e, "restart from the tray failed");
-                        }
-                    }
-                });
-            }
-        }
-    }
-}
-
-/// Quit at once, unless calls are waiting for an answer: then ask first.
-fn confirm_quit(app: &AppHandle) {
-    let pending = pending_count(app);
-    if pending == 0 {
-        crate::lifecycle::quit(app);
-        return;
-    }
-    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
-    let handle = app.clone();
-    app.dialog()
-        .message(format!(
-            "{pending} call(s) are waiting for your approval. Quitting denies them and stops every server."
-        ))
-        .title("Quit Gatehouse?")
-        .kind(MessageDialogKind::Warning)
-        .buttons(MessageDialogButtons::OkCancelCustom(
-            "Quit".into(),
-            "Cancel".into(),
-        ))
-        .show(move |quit| {
-            if quit {
-                crate::lifecycle::quit(&handle);
-            }
-        });
 }
 
 #[cfg(test)]
@@ -239,5 +224,24 @@ mod tests {
         assert!(failed
             .iter()
             .any(|e| matches!(e, Entry::Item { id, .. } if id == "open-error")));
+    }
+
+    #[test]
+    fn every_clickable_entry_has_an_action() {
+        let m = model(1, &[("fs".to_owned(), "running".to_owned())], true);
+        for e in &m {
+            match e {
+                Entry::Item {
+                    id, enabled: true, ..
+                } => assert!(action(id).is_some(), "{id}"),
+                Entry::Server { id, .. } => assert_eq!(
+                    action(&format!("restart:{id}")),
+                    Some(TrayAction::Restart(id.clone()))
+                ),
+                _ => {}
+            }
+        }
+        assert_eq!(action("quit"), Some(TrayAction::Quit));
+        assert_eq!(action("none"), None);
     }
 }

@@ -25,6 +25,8 @@
 //! Calls run on their own threads, so a `notifications/cancelled` is seen (and logged to stderr)
 //! while the call runs.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -25,13 +25,17 @@ pub const DEFAULT_STARTUP_TIMEOUT_SECS: u64 = 60;
 /// Default address of the gateway endpoint.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7723";
 
+/// The whole config file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The servers, by id.
     #[serde(default)]
     pub servers: BTreeMap<ServerId, ServerConfig>,
+    /// Which calls ask the person, and for how long.
     #[serde(default)]
     pub approval: ApprovalConfig,
+    /// Where clients reach Gatehouse.
     #[serde(default)]
     pub gateway: GatewayConfig,
 }
@@ -43,6 +47,7 @@ pub struct Config {
 pub struct ServerId(String);
 
 impl ServerId {
+    /// Checks an id, suggesting a valid one when it is not.
     pub fn parse(s: &str) -> Result<Self, String> {
         let ok = !s.is_empty()
             && s.len() <= 32
@@ -71,6 +76,7 @@ impl ServerId {
             ))
         }
     }
+    /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -92,33 +98,48 @@ impl<'de> Deserialize<'de> for ServerId {
 /// One configured server: how to reach it plus its policies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
+    /// How the server is reached.
     pub transport: Transport,
+    /// Whether it starts with the hub (`enabled: false` keeps it stopped).
     pub enabled: bool,
     /// Server-wide approval flag for all its tools (a per-tool flag wins).
     pub requires_approval: Option<bool>,
     /// Per-tool policy, keyed by the server's own tool name.
     pub tools: BTreeMap<String, ToolPolicy>,
+    /// How long `initialize` plus the full `tools/list` may take.
     pub startup_timeout_secs: u64,
 }
 
+/// How a server is reached.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {
+    /// A local command on stdio.
     Stdio(StdioTransport),
+    /// A remote server over HTTP.
     Remote(RemoteTransport),
 }
 
+/// A local server: the command Gatehouse runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StdioTransport {
+    /// The program (a leading `~/` is the home directory).
     pub command: String,
+    /// Its arguments.
     pub args: Vec<String>,
+    /// Variables added to the minimal environment the child gets.
     pub env: BTreeMap<String, EnvValue>,
+    /// Its working directory.
     pub cwd: Option<String>,
 }
 
+/// A remote server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RemoteTransport {
+    /// Its Streamable HTTP (or HTTP+SSE) endpoint.
     pub url: String,
+    /// Headers sent with every request (values may be secret references).
     pub headers: BTreeMap<String, EnvValue>,
+    /// Allow plain `http://` to a host that is not loopback.
     pub allow_insecure: bool,
 }
 
@@ -147,36 +168,50 @@ impl ServerConfig {
 /// An env or header value: a plain string or a reference to a keychain secret.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EnvValue {
+    /// The value itself.
     Plain(String),
+    /// A keychain secret, resolved at spawn/connect time only.
     Secret {
+        /// The secret's name.
         secret: String,
+        /// Text put before the value (`Bearer `).
         prefix: Option<String>,
     },
 }
 
+/// Per-tool settings.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolPolicy {
+    /// Ask before every call (`true`) or never (`false`); unset follows the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_approval: Option<bool>,
+    /// `false` hides the tool and refuses calls to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
 }
 
+/// Which unflagged tools ask the person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum ApprovalDefault {
+    /// Every tool that does not declare `readOnlyHint: true`.
     #[default]
     AskUnlessReadOnly,
+    /// Only tools flagged `requires_approval`.
     FlaggedOnly,
+    /// Every tool not explicitly set to `requires_approval: false`.
     Always,
 }
 
+/// The approval settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalConfig {
+    /// Which unflagged tools ask.
     #[serde(default)]
     pub default: ApprovalDefault,
+    /// How long a held call waits for an answer before it is denied.
     #[serde(default = "default_approval_timeout")]
     pub timeout_secs: u64,
 }
@@ -194,9 +229,11 @@ fn default_approval_timeout() -> u64 {
     45
 }
 
+/// Where clients reach Gatehouse.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayConfig {
+    /// The loopback address of the HTTP endpoint.
     #[serde(default = "default_listen", deserialize_with = "de_loopback_addr")]
     pub listen: SocketAddr,
     /// Browser origins allowed to call the gateway (e.g. "http://localhost:6274"); requests

@@ -153,29 +153,49 @@ pub fn validate_secret_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// Why a config could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file cannot be read.
     #[error("cannot read config {path}: {source}\n  fix: {fix}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
+        /// What to do.
         fix: String,
     },
+    /// The file does not parse or does not validate.
     #[error("{path}:{line}:{column}: {message}\n  fix: {fix}")]
     Invalid {
+        /// The file.
         path: PathBuf,
+        /// Where (1-based).
         line: usize,
+        /// Where (1-based).
         column: usize,
+        /// What is wrong.
         message: String,
+        /// What to do.
         fix: String,
     },
+    /// The file cannot be written.
     #[error("cannot write config {path}: {source}")]
     Write {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
+    /// The current file does not parse: it is never overwritten.
     #[error("refusing to overwrite {path}: it does not parse ({reason}); fix or move it first")]
-    RefuseOverwrite { path: PathBuf, reason: String },
+    RefuseOverwrite {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not parse.
+        reason: String,
+    },
 }
 
 impl Config {

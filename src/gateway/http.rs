@@ -22,18 +22,32 @@ use super::token::constant_time_eq;
 use super::{Gateway, Out, Outcome, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
 
+/// The largest request body accepted (413 beyond).
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
+const UNAUTHORIZED: &str = concat!(
+    "Unauthorized: send Authorization: Bearer <token> ",
+    "(see the Connect view or `gatehouse connect`)"
+);
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
+/// Why the gateway could not listen.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
+    /// Only loopback addresses are served.
     #[error("{addr} is not a loopback address: the gateway only listens on 127.0.0.1 or [::1]")]
-    NotLoopback { addr: SocketAddr },
+    NotLoopback {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The address cannot be bound (taken, most often).
     #[error("cannot listen on {addr}: {source}{hint}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// Why.
         source: std::io::Error,
+        /// What to do, when known.
         hint: &'static str,
     },
 }
@@ -150,7 +164,7 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<(), Response> {
         .map(str::trim)
         .unwrap_or("");
     if !constant_time_eq(presented.as_bytes(), st.token.as_bytes()) {
-        let mut r = plain(StatusCode::UNAUTHORIZED, "Unauthorized: send Authorization: Bearer <token> (see the Connect view or `gatehouse connect`)");
+        let mut r = plain(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return Err(r);

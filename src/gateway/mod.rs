@@ -351,11 +351,15 @@ impl Gateway {
             }
             Method::CompletionComplete => self.complete(s, id, params).await,
             Method::ServerDiscover => {
-                tracing::info!("answered a server/discover probe with method-not-found; the client falls back to initialize");
+                tracing::info!(
+                    "answered a server/discover probe with method-not-found; \
+                     the client falls back to initialize"
+                );
                 Outcome::Reply(jsonrpc::error_line(
                     id.get(),
                     ErrorCode::MethodNotFound,
-                    "Method not found: server/discover (protocol 2026-07-28) is not supported yet; use initialize",
+                    "Method not found: server/discover (protocol 2026-07-28) is not supported \
+                     yet; use initialize",
                 ))
             }
         }

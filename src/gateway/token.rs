@@ -7,15 +7,21 @@ use std::path::{Path, PathBuf};
 pub const TOKEN_ENV: &str = "GATEHOUSE_TOKEN";
 const TOKEN_FILE: &str = "gateway-token";
 
+/// Why the gateway token could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
+    /// Its file could not be read or written.
     #[error("cannot read or create the gateway token {path}: {source}")]
     Io {
+        /// The token file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
+    /// The OS's random source failed.
     #[error("the operating system's random source failed: {0}")]
     Random(String),
+    /// `GATEHOUSE_TOKEN` is too short to be a secret.
     #[error("{TOKEN_ENV} is too short: use at least 32 characters (256 bits as hex is 64)")]
     TooShort,
 }

@@ -14,10 +14,10 @@ use crate::logs::{now_ms, LogStream};
 
 use super::backoff;
 use super::context::Context;
-use super::handle::{lock, Shared};
 use super::launch::LaunchRequest;
 use super::rpc::{self, Inbound};
 use super::session::{EventTx, Session, SessionEvent};
+use super::shared::{lock, Shared};
 use super::status::{ServerStatus, State};
 
 /// What a handle asks of the actor; each carries the reply channel that says "done".

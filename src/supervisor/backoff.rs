@@ -1,4 +1,5 @@
-//! Restart backoff: 1 s doubling to 60 s with ±20 % jitter (DESIGN §3).
+//! Restart backoff: 1 s doubling to 60 s with ±20 % jitter, so a crash loop neither hammers the
+//! machine nor leaves a server down for long after its cause is fixed.
 
 use std::time::Duration;
 

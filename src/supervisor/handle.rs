@@ -8,12 +8,12 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::{ServerConfig, ServerId, Transport};
 use crate::events::{Event, EventBus};
-use crate::logs::{now_ms, LogLine, LogStore, LogStream};
-use crate::secrets::Redactions;
+use crate::logs::{now_ms, LogLine, LogStore};
 
 use super::actor::{Actor, Control};
 use super::context::Context;
 use super::rpc::{CallError, CallRoute, Reply, RpcPeer};
+use super::shared::{lock, Shared};
 use super::status::{ServerStatus, State, ToolDef, TransportKind};
 
 /// The hub's and callers' side of one server. Cheap to clone.
@@ -23,41 +23,10 @@ pub struct ServerHandle {
     ctl: mpsc::Sender<Control>,
 }
 
-/// What the actor shares with handles. Each mutex guards one clone or one swap of an `Arc`.
-pub(super) struct Shared {
-    pub id: ServerId,
-    pub status: watch::Sender<ServerStatus>,
-    /// The live connection while starting/running.
-    pub peer: Mutex<Option<Arc<RpcPeer>>>,
-    /// Last fetched tool list.
-    pub tools: Mutex<Arc<Vec<Arc<ToolDef>>>>,
-    /// The `capabilities` object of the server's `initialize` result while running.
-    pub capabilities: Mutex<Option<Arc<serde_json::Value>>>,
-    pub logs: LogStore,
-    pub redactions: Arc<Redactions>,
-}
-
-impl Shared {
-    /// Masks secret values, then keeps the line and publishes it.
-    pub fn log(&self, bus: &EventBus, stream: LogStream, line: String) {
-        let line = LogLine {
-            server: self.id.to_string(),
-            stream,
-            time_ms: now_ms(),
-            line: self.redactions.mask(&line),
-        };
-        self.logs.push(line, |l| bus.publish(Event::Log(l.clone())));
-    }
-}
-
 /// The actor of a server is gone (the hub shut down).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the supervisor of server \"{0}\" has shut down")]
 pub struct Gone(pub String);
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 impl ServerHandle {
     /// Starts the actor for one server. It starts the server at once if it is enabled.

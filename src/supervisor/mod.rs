@@ -23,6 +23,7 @@ pub mod process;
 pub mod remote;
 pub mod rpc;
 mod session;
+mod shared;
 pub mod status;
 
 pub use context::{Context, Tuning};

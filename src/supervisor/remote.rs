@@ -48,6 +48,7 @@ pub fn check_url(url: &str, allow_insecure: bool) -> Result<reqwest::Url, String
     }
 }
 
+/// The HTTP client every remote connection uses (rustls, a 10 s connect timeout).
 pub fn client() -> Result<reqwest::Client, String> {
     crate::http_client_builder()
         .connect_timeout(Duration::from_secs(10))

@@ -16,18 +16,39 @@ use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, Line};
 /// A reply to one of our requests, exactly as the server sent it.
 #[derive(Debug)]
 pub enum Reply {
+    /// The server's `result`.
     Result(Box<RawValue>),
+    /// The server's `error` object.
     Error(Box<RawValue>),
 }
 
+/// Why a request to a server got no reply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {
+    /// The server is not running.
     #[error("server \"{server}\" is {state}, not running")]
-    NotRunning { server: String, state: String },
+    NotRunning {
+        /// The server's id.
+        server: String,
+        /// Its state.
+        state: String,
+    },
+    /// The server died or the connection broke mid-request.
     #[error("server \"{server}\" {detail} while the request was in flight")]
-    Lost { server: String, detail: String },
+    Lost {
+        /// The server's id.
+        server: String,
+        /// What happened to it.
+        detail: String,
+    },
+    /// The server did not answer in time.
     #[error("server \"{server}\" did not answer within {secs} s")]
-    Timeout { server: String, secs: u64 },
+    Timeout {
+        /// The server's id.
+        server: String,
+        /// The deadline.
+        secs: u64,
+    },
 }
 
 type Waiter = oneshot::Sender<Result<Reply, CallError>>;
@@ -39,12 +60,19 @@ pub enum CallEvent {
     /// A notification line, as the server sent it (the receiver rewrites the progress token).
     Notification(Vec<u8>),
     /// A server→client request (sampling, elicitation, roots…). Answer with [`RpcPeer::respond`].
-    Request { id: Box<RawValue>, line: Vec<u8> },
+    Request {
+        /// The request's id as the server sent it.
+        id: Box<RawValue>,
+        /// The whole request line.
+        line: Vec<u8>,
+    },
 }
 
 /// Where a call's [`CallEvent`]s go, and the progress token it was sent with (raw JSON).
 pub struct CallRoute {
+    /// Where the call's events go.
     pub sink: mpsc::UnboundedSender<CallEvent>,
+    /// Our progress token for the call, raw JSON.
     pub progress_token: Option<String>,
 }
 
@@ -77,6 +105,7 @@ impl Pending {
 /// What the reader saw that the supervisor must act on.
 #[derive(Debug)]
 pub enum Inbound {
+    /// The server sent `notifications/tools/list_changed`.
     ToolsListChanged,
     /// stdout reached EOF or failed: the connection is over (pending requests are not yet
     /// answered; the receiver must call [`RpcPeer::close`]).
@@ -86,6 +115,7 @@ pub enum Inbound {
 /// Notes the reader makes about protocol problems (garbage lines etc.) for the server's log.
 pub type NoteFn = Arc<dyn Fn(String) + Send + Sync>;
 
+/// The JSON-RPC connection to one server.
 pub struct RpcPeer {
     server: String,
     out: mpsc::Sender<Vec<u8>>,
@@ -184,6 +214,7 @@ impl RpcPeer {
         self.send_raw(line).await;
     }
 
+    /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
         self.out
             .send(jsonrpc::notification_line(method, params))
@@ -207,6 +238,7 @@ impl RpcPeer {
         }
     }
 
+    /// Requests waiting for their reply.
     pub fn in_flight(&self) -> usize {
         self.lock().map.len()
     }
@@ -241,7 +273,9 @@ impl RpcPeer {
 
 /// The body of a response to a server→client request.
 pub enum ResponseBody<'a> {
+    /// The client's `result`.
     Result(&'a RawValue),
+    /// The client's `error` object.
     Error(&'a RawValue),
 }
 

@@ -1,6 +1,8 @@
 //! Integration tests of the core against real processes: the fixture server built from this repo,
 //! the `gatehouse` binary, and (ignored by default; `make test` runs them) real third-party peers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 mod approvals;
 mod cli;
 mod clients;

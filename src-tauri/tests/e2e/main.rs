@@ -3,6 +3,8 @@
 //! gateway, the real keychain (gnome-keyring in the test's D-Bus session). `make test` runs them:
 //! `scripts/with-keyring.sh xvfb-run -a cargo test -p gatehouse-app --test e2e -- --include-ignored`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
+
 mod support;
 
 use std::time::Duration;

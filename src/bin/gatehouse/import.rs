@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use gatehouse::clients::{self, ClientKind};
 use gatehouse::config::{self, Config};
-use gatehouse::control::{ControlClient, Request};
+use gatehouse::control::{ControlClient, GatewayInfo, Request};
+use gatehouse::hub::ToolInfo;
 use gatehouse::import::{self, Candidate, Outcome};
-use serde_json::Value;
+use gatehouse::{ServerStatus, State};
 
 pub struct ImportArgs {
     pub from: Option<String>,
@@ -93,18 +94,14 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         Config::default()
     };
     let plan = import::plan(&current, candidates, &renames);
-    let keychain =
-        (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
-    let mut next = current.clone();
-    let mut added = Vec::new();
-    let mut checks: Vec<(String, Vec<String>)> = Vec::new();
+    let mut chosen: Vec<Candidate> = Vec::new();
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for (mut c, outcome) in plan {
         println!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
         if let Outcome::Skip(why) = outcome {
             // On a terminal, ask for another id instead of skipping.
             match interactive
-                .then(|| ask_new_id(&c.id, &why, &next))
+                .then(|| ask_new_id(&c.id, &why, &current, &chosen))
                 .flatten()
             {
                 Some(id) => {
@@ -117,31 +114,38 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
                 }
             }
         }
-        let mut entry = c.entry.clone();
-        if let Some(k) = keychain.clone() {
-            let (id, vars, mut e) = (c.id.clone(), c.credentials.clone(), entry);
-            entry = tokio::task::spawn_blocking(move || {
-                import::move_credentials(&mut e, &id, &vars, &k).map(|_| e)
-            })
-            .await
-            .map_err(|e| e.to_string())??;
+        chosen.push(c);
+    }
+    let keychain =
+        (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
+    let prepared = tokio::task::spawn_blocking(move || import::prepare(chosen, keychain.as_ref()))
+        .await
+        .map_err(|e| e.to_string())??;
+    for p in &prepared {
+        for (var, name) in &p.moved {
+            println!(
+                "  {}: {var}: moved to the keychain as secret \"{name}\"",
+                p.id
+            );
         }
-        for var in &c.credentials {
+        for var in &p.plaintext {
             if args.move_secrets {
-                let name = import::secret_name(&c.id, var);
-                println!("  {var}: moved to the keychain as secret \"{name}\"");
+                println!("  {}: {var}: would be moved to the keychain", p.id);
             } else {
                 println!(
-                    "  warning: {var} looks like a credential and stays in plain text in the config; run again with --move-secrets to keep it in the keychain"
+                    "  warning: {}: {var} looks like a credential and stays in plain text in the config; run again with --move-secrets to keep it in the keychain",
+                    p.id
                 );
             }
         }
-        next = next.with_server(None, &c.id, &entry)?;
-        if !c.tools_used.is_empty() {
-            checks.push((c.id.clone(), c.tools_used.clone()));
-        }
-        added.push(c.id.clone());
     }
+    let next = import::apply(&current, &prepared)?;
+    let added: Vec<String> = prepared.iter().map(|p| p.id.clone()).collect();
+    let checks: Vec<(String, Vec<String>)> = prepared
+        .iter()
+        .filter(|p| !p.tools_used.is_empty())
+        .map(|p| (p.id.clone(), p.tools_used.clone()))
+        .collect();
     if added.is_empty() {
         println!("nothing to import");
         return Ok(());
@@ -166,8 +170,8 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     next.save(&config_path).map_err(|e| e.to_string())?;
     println!("added {} to {}", added.join(", "), config_path.display());
     // A running hub on this config picks the change up at once.
-    match control.call(&Request::Reload).await {
-        Ok(r) if r.ok => {
+    match control.request::<Vec<ServerStatus>>(&Request::Reload).await {
+        Ok(_) => {
             println!("the running hub reloaded its config");
             check_tools_used(control, &checks).await;
         }
@@ -181,7 +185,7 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
 }
 
 /// Asks on the terminal for an id to use instead of a taken or invalid one; empty skips.
-fn ask_new_id(id: &str, why: &str, config: &Config) -> Option<String> {
+fn ask_new_id(id: &str, why: &str, config: &Config, chosen: &[Candidate]) -> Option<String> {
     use std::io::Write;
     println!("  {why}");
     loop {
@@ -197,7 +201,7 @@ fn ask_new_id(id: &str, why: &str, config: &Config) -> Option<String> {
         }
         match gatehouse::config::ServerId::parse(new) {
             Err(e) => println!("  {e}"),
-            Ok(sid) if config.servers.contains_key(&sid) => {
+            Ok(sid) if config.servers.contains_key(&sid) || chosen.iter().any(|c| c.id == new) => {
                 println!("  \"{new}\" is taken too")
             }
             Ok(_) => return Some(new.to_owned()),
@@ -210,32 +214,23 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
     for (id, wanted) in checks {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let tools: Option<Vec<String>> = loop {
-            let status = control
-                .call(&Request::Status)
+            let state = control
+                .request::<Vec<ServerStatus>>(&Request::Status)
                 .await
                 .ok()
-                .and_then(|r| r.result);
-            let state = status
-                .as_ref()
-                .and_then(Value::as_array)
-                .and_then(|a| a.iter().find(|s| s["id"] == id.as_str()))
-                .and_then(|s| s["state"].as_str().map(str::to_owned));
-            match state.as_deref() {
-                Some("running") => {
-                    let r = control
-                        .call(&Request::Tools {
+                .and_then(|all| all.into_iter().find(|s| s.id == *id))
+                .map(|s| s.state);
+            match state {
+                Some(State::Running) => {
+                    break control
+                        .request::<Vec<ToolInfo>>(&Request::Tools {
                             id: Some(id.clone()),
                         })
                         .await
                         .ok()
-                        .and_then(|r| r.result);
-                    break r.and_then(|v| v.as_array().cloned()).map(|a| {
-                        a.iter()
-                            .filter_map(|t| t["tool"].as_str().map(str::to_owned))
-                            .collect()
-                    });
+                        .map(|t| t.into_iter().map(|t| t.tool).collect());
                 }
-                Some("failed") | None => break None,
+                Some(State::Failed) | None => break None,
                 _ if std::time::Instant::now() > deadline => break None,
                 _ => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
             }
@@ -278,15 +273,11 @@ pub struct ClientConfigArgs {
 pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> Result<(), String> {
     let kind = ClientKind::parse(&args.target)?;
     let (url, token) = if kind.speaks_http() {
-        let r = control
-            .call(&Request::Gateway)
+        let info: GatewayInfo = control
+            .request(&Request::Gateway)
             .await
             .map_err(|e| format!("{e}\n(the snippet needs the running hub's URL and token)"))?;
-        let v = r.result.unwrap_or(Value::Null);
-        (
-            v["url"].as_str().unwrap_or_default().to_owned(),
-            v["token"].as_str().unwrap_or_default().to_owned(),
-        )
+        (info.url, info.token)
     } else {
         (String::new(), String::new())
     };

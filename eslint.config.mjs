@@ -1,0 +1,46 @@
+// ESLint for the framework-free UI (ui/): plain browser ES modules, no bundler. `make lint` runs
+// it with the ESLint that scripts/install-peers.sh installs. Besides the usual mistakes it keeps
+// two of ARCHITECTURE.md's rules: nothing goes in as HTML, and only api.js touches
+// window.__TAURI__.
+
+const browser = Object.fromEntries(
+  ['window', 'document', 'navigator', 'console', 'setTimeout', 'clearTimeout', 'setInterval',
+    'clearInterval', 'requestAnimationFrame', 'Node', 'Event', 'URL', 'Date', 'JSON', 'Math',
+    'Number', 'String', 'Object', 'Array', 'Set', 'Map', 'Promise', 'Error']
+    .map((g) => [g, 'readonly']),
+);
+
+const htmlSinks = ['innerHTML', 'outerHTML', 'insertAdjacentHTML'].map((property) => ({
+  property,
+  message: 'Text from servers and clients goes in with textContent or el(), never as HTML.',
+}));
+
+export default [
+  {
+    files: ['ui/**/*.js'],
+    languageOptions: { ecmaVersion: 2022, sourceType: 'module', globals: browser },
+    rules: {
+      'no-undef': 'error',
+      'no-unused-vars': ['error', { args: 'none', caughtErrors: 'none' }],
+      'no-unreachable': 'error',
+      'no-dupe-keys': 'error',
+      'no-redeclare': 'error',
+      'no-self-assign': 'error',
+      'no-constant-condition': 'error',
+      'no-empty': ['error', { allowEmptyCatch: true }],
+      eqeqeq: ['error', 'always'],
+      'no-var': 'error',
+      'prefer-const': 'error',
+      'no-eval': 'error',
+      'no-implied-eval': 'error',
+      'no-new-func': 'error',
+      'no-restricted-properties': ['error', ...htmlSinks,
+        { object: 'window', property: '__TAURI__', message: 'Only ui/api.js talks to the app.' },
+        { object: 'document', property: 'write', message: 'Build nodes with el().' }],
+    },
+  },
+  {
+    files: ['ui/api.js'],
+    rules: { 'no-restricted-properties': ['error', ...htmlSinks] },
+  },
+];

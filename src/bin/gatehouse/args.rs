@@ -1,0 +1,159 @@
+//! The command line: every verb and flag, as clap reads them.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "gatehouse",
+    version,
+    about = "Your local control point for MCP servers"
+)]
+pub struct Cli {
+    /// Control socket of the hub (default: $GATEHOUSE_CONTROL, else $XDG_RUNTIME_DIR/gatehouse/control.sock)
+    #[arg(long, global = true, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run the hub until SIGINT/SIGTERM, then stop every server
+    Serve {
+        /// Config file (default: the platform config dir's gatehouse/gatehouse.json)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// Data dir for logs and state (default: the platform data dir's gatehouse/)
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Gateway address, overriding the config's gateway.listen (loopback only)
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// Serve one MCP client on stdin/stdout instead of HTTP (logs go to stderr)
+        #[arg(long)]
+        stdio: bool,
+        /// Deny calls that need approval at once instead of waiting for an approver
+        #[arg(long)]
+        deny_unattended: bool,
+    },
+    /// List calls waiting for approval (or revoke remembered approvals with --forget)
+    Approvals {
+        #[arg(long)]
+        json: bool,
+        /// Revoke "session" and "always" approvals of SERVER or SERVER__TOOL
+        #[arg(long, value_name = "SERVER[__TOOL]")]
+        forget: Option<String>,
+    },
+    /// Allow a waiting call
+    Approve {
+        id: String,
+        /// once (default), session (this client session, this tool) or always (this definition)
+        #[arg(long, default_value = "once")]
+        scope: gatehouse::approval::Scope,
+    },
+    /// Manage secrets in the OS keychain (values never on the command line)
+    Secret {
+        #[command(subcommand)]
+        cmd: SecretCmd,
+    },
+    /// Show recent routed calls: decision, who decided, duration, outcome
+    Activity {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[arg(long, value_name = "ID")]
+        server: Option<String>,
+    },
+    /// Deny a waiting call; the client gets an error result with the reason
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Bridge a stdio-only MCP client (e.g. Claude Desktop) to the running hub
+    Connect {
+        /// Gateway URL (default: asked from the running hub, with its token)
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// Show every server's status
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a server
+    Start { id: String },
+    /// Stop a server
+    Stop { id: String },
+    /// Restart a server (also clears a `failed` state)
+    Restart { id: String },
+    /// Show a server's recent stderr and Gatehouse's notes about it
+    Logs {
+        id: String,
+        /// Keep printing new lines
+        #[arg(long, short)]
+        follow: bool,
+        /// How many recent lines to show (default: all kept, up to 1000)
+        #[arg(long, short = 'n')]
+        lines: Option<usize>,
+    },
+    /// List the tools of running servers with their exposed names
+    Tools {
+        id: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-read the config file of the running hub
+    Reload,
+    /// Import servers from Claude Desktop, Claude Code, Cursor, VS Code or a Gremia manifest
+    Import {
+        /// claude-desktop, claude-code, cursor, vscode, or a file (default: every client found)
+        #[arg(long, value_name = "CLIENT|PATH")]
+        from: Option<String>,
+        /// The Gatehouse config to add them to (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// Show what would be imported; write nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Move credential-looking env/header values (*_TOKEN, *_KEY, *_SECRET, PASSWORD…) into the keychain
+        #[arg(long)]
+        move_secrets: bool,
+        /// Import a server under another id (repeatable)
+        #[arg(long, value_name = "OLD=NEW")]
+        rename: Vec<String>,
+    },
+    /// Print the config that connects a client to Gatehouse (or merge it into the client's file)
+    ClientConfig {
+        /// claude-desktop, claude-code, cursor or vscode
+        target: String,
+        /// Merge it into the client's file (a timestamped backup is kept)
+        #[arg(long)]
+        write: bool,
+        /// With --write: also remove the client's entries for servers Gatehouse now runs
+        #[arg(long)]
+        replace_imported: bool,
+        /// With --write: the client's file, if not in its usual place
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SecretCmd {
+    /// Store a value: from stdin, or typed at a hidden prompt on a terminal
+    Set { name: String },
+    /// Remove a value
+    Rm { name: String },
+    /// List the secrets the config references: set or not, and which servers use each
+    Ls {
+        #[arg(long)]
+        json: bool,
+        /// Config to read when no hub is running (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+}

@@ -1,0 +1,185 @@
+//! How the CLI shows the hub's answers to people (tables, lines) or scripts (`--json`).
+
+use gatehouse::activity::CallRecord;
+use gatehouse::approval::ApprovalRequest;
+use gatehouse::hub::ToolInfo;
+use gatehouse::logs::{LogLine, LogStream};
+use gatehouse::{ServerStatus, State};
+use serde::Serialize;
+
+pub fn json(v: &impl Serialize) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+pub fn log_line(l: &LogLine) {
+    match l.stream {
+        LogStream::Gatehouse => println!("[gatehouse] {}", l.line),
+        LogStream::Stderr => println!("{}", l.line),
+    }
+}
+
+pub fn one(s: ServerStatus) {
+    match s.last_error {
+        Some(e) if s.state == State::Failed => println!("{}: {} — {e}", s.id, s.state),
+        _ => println!("{}: {}", s.id, s.state),
+    }
+}
+
+pub fn status_table(rows: &[ServerStatus]) {
+    if rows.is_empty() {
+        println!("No servers configured. Add one to the config file and run `gatehouse reload`.");
+        return;
+    }
+    let now = gatehouse::logs::now_ms();
+    println!(
+        "{:<20} {:<11} {:>8} {:>9} {:>8} {:>6}  LAST ERROR",
+        "ID", "STATE", "PID", "UPTIME", "RESTARTS", "TOOLS"
+    );
+    for r in rows {
+        let uptime = if r.state == State::Running {
+            human_secs(now.saturating_sub(r.since_ms) / 1000)
+        } else {
+            String::new()
+        };
+        println!(
+            "{:<20} {:<11} {:>8} {:>9} {:>8} {:>6}  {}",
+            r.id,
+            r.state.as_str(),
+            r.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
+            uptime,
+            r.restarts,
+            r.tools,
+            r.last_error.as_deref().unwrap_or(""),
+        );
+    }
+}
+
+pub fn activity(rows: &[CallRecord]) {
+    if rows.is_empty() {
+        println!("No calls yet.");
+        return;
+    }
+    println!(
+        "{:<10} {:<32} {:<20} {:<8} {:>8} OUTCOME",
+        "AGO", "TOOL", "DECISION", "BY", "MS"
+    );
+    let now = gatehouse::logs::now_ms();
+    for r in rows {
+        let ago = human_secs(now.saturating_sub(r.time_ms) / 1000);
+        println!(
+            "{:<10} {:<32} {:<20} {:<8} {:>8} {}",
+            ago,
+            format!("{}__{}", r.server, r.tool),
+            r.decision.as_str(),
+            r.decided_by.as_str(),
+            r.duration_ms,
+            r.outcome.as_str()
+        );
+    }
+}
+
+pub fn approvals(rows: &[ApprovalRequest]) {
+    if rows.is_empty() {
+        println!("No calls are waiting for approval.");
+        return;
+    }
+    let now = gatehouse::logs::now_ms();
+    for r in rows {
+        let client = r.client.name.as_deref().unwrap_or("unknown client");
+        let left = r.expires_at.saturating_sub(now) / 1000;
+        println!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
+        if let Some(c) = &r.changed {
+            println!(
+                "    the tool's definition changed since it was trusted: {}",
+                c.fields.join(", ")
+            );
+        }
+        let args = serde_json::from_str::<serde_json::Value>(r.arguments.get())
+            .ok()
+            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+            .unwrap_or_else(|| r.arguments.get().to_owned());
+        for line in args.lines() {
+            println!("    {line}");
+        }
+        println!(
+            "    gatehouse approve {} [--scope once|session|always]   |   gatehouse deny {} [--reason TEXT]",
+            r.id, r.id
+        );
+    }
+}
+
+pub fn tools_table(rows: &[ToolInfo]) {
+    if rows.is_empty() {
+        println!("No tools: no server is running yet (see `gatehouse status`).");
+        return;
+    }
+    for r in rows {
+        let hints: Vec<&str> = r
+            .annotations
+            .as_ref()
+            .and_then(|a| a.as_object())
+            .map(|a| {
+                [
+                    ("readOnlyHint", "read-only"),
+                    ("destructiveHint", "destructive"),
+                    ("idempotentHint", "idempotent"),
+                    ("openWorldHint", "open-world"),
+                ]
+                .iter()
+                .filter(|(k, _)| a.get(*k) == Some(&serde_json::Value::Bool(true)))
+                .map(|(_, label)| *label)
+                .collect()
+            })
+            .unwrap_or_default();
+        println!(
+            "{:<48} {:<30} {}",
+            r.name,
+            r.title.as_deref().unwrap_or(""),
+            hints.join(",")
+        );
+    }
+}
+
+/// `secret ls`: name, set or not (or why it could not be asked), and the servers using it.
+pub fn secrets(rows: &[(String, Result<bool, String>, Vec<String>)], as_json: bool) {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        name: &'a str,
+        set: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+        servers: &'a [String],
+    }
+    if as_json {
+        let v: Vec<Row> = rows
+            .iter()
+            .map(|(name, set, servers)| Row {
+                name,
+                set: set.as_ref().ok().copied(),
+                error: set.as_ref().err().map(String::as_str),
+                servers,
+            })
+            .collect();
+        json(&v);
+    } else if rows.is_empty() {
+        println!("The config references no secrets. Use {{\"secret\": \"NAME\"}} in a server's env or headers.");
+    } else {
+        println!("{:<32} {:<8} USED BY", "NAME", "SET");
+        for (n, set, servers) in rows {
+            let set = match set {
+                Ok(true) => "yes".to_owned(),
+                Ok(false) => "no".to_owned(),
+                Err(e) => format!("? ({e})"),
+            };
+            println!("{n:<32} {set:<8} {}", servers.join(", "));
+        }
+    }
+}
+
+pub fn human_secs(s: u64) -> String {
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{}s", s / 60, s % 60),
+        _ => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}

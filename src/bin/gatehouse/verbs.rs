@@ -1,0 +1,305 @@
+//! The verbs that talk to a running hub over the control socket (and `secret`, which talks to the
+//! keychain, and `connect`, the stdio bridge). Answers are read as the hub's own types.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use gatehouse::activity::CallRecord;
+use gatehouse::approval::ApprovalRequest;
+use gatehouse::config::{self, Config};
+use gatehouse::control::{ControlClient, ControlError, Forgotten, GatewayInfo, Request};
+use gatehouse::hub::ToolInfo;
+use gatehouse::logs::LogLine;
+use gatehouse::ServerStatus;
+
+use crate::args::{Cmd, SecretCmd};
+use crate::import;
+use crate::print;
+
+pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
+    let client = ControlClient::new(control_path);
+    let result = match verb {
+        Cmd::Serve { .. } | Cmd::Connect { .. } => return ExitCode::from(2),
+        Cmd::Import {
+            from,
+            config,
+            dry_run,
+            move_secrets,
+            rename,
+        } => {
+            let args = import::ImportArgs {
+                from,
+                config,
+                dry_run,
+                move_secrets,
+                renames: rename,
+            };
+            import::import(args, &client).await
+        }
+        Cmd::ClientConfig {
+            target,
+            write,
+            replace_imported,
+            file,
+        } => {
+            let args = import::ClientConfigArgs {
+                target,
+                write,
+                replace_imported,
+                file,
+            };
+            import::client_config(args, &client).await
+        }
+        Cmd::Approvals {
+            json,
+            forget: Some(target),
+        } => ask::<Forgotten>(&client, Request::Forget { target })
+            .await
+            .map(|f| {
+                if json {
+                    print::json(&f);
+                } else {
+                    println!("forgot {} remembered approval(s)", f.forgotten);
+                }
+            }),
+        Cmd::Approvals { json, forget: None } => {
+            ask::<Vec<ApprovalRequest>>(&client, Request::Approvals)
+                .await
+                .map(|rows| {
+                    if json {
+                        print::json(&rows);
+                    } else {
+                        print::approvals(&rows);
+                    }
+                })
+        }
+        Cmd::Secret { cmd } => secret(&client, cmd).await,
+        Cmd::Activity {
+            json,
+            limit,
+            server,
+        } => ask::<Vec<CallRecord>>(
+            &client,
+            Request::Activity {
+                limit: Some(limit),
+                server,
+            },
+        )
+        .await
+        .map(|rows| {
+            if json {
+                print::json(&rows);
+            } else {
+                print::activity(&rows);
+            }
+        }),
+        Cmd::Approve { id, scope } => ask::<ApprovalRequest>(
+            &client,
+            Request::Approve {
+                id,
+                scope: Some(scope),
+            },
+        )
+        .await
+        .map(|r| println!("allowed {} ({scope:?})", r.exposed)),
+        Cmd::Deny { id, reason } => ask::<ApprovalRequest>(&client, Request::Deny { id, reason })
+            .await
+            .map(|r| println!("denied {}", r.exposed)),
+        Cmd::Status { json } => ask::<Vec<ServerStatus>>(&client, Request::Status)
+            .await
+            .map(|rows| {
+                if json {
+                    print::json(&rows);
+                } else {
+                    print::status_table(&rows);
+                }
+            }),
+        Cmd::Start { id } => ask(&client, Request::Start { id }).await.map(print::one),
+        Cmd::Stop { id } => ask(&client, Request::Stop { id }).await.map(print::one),
+        Cmd::Restart { id } => ask(&client, Request::Restart { id }).await.map(print::one),
+        Cmd::Reload => ask::<Vec<ServerStatus>>(&client, Request::Reload)
+            .await
+            .map(|rows| print::status_table(&rows)),
+        Cmd::Tools { id, json } => ask::<Vec<ToolInfo>>(&client, Request::Tools { id })
+            .await
+            .map(|rows| {
+                if json {
+                    print::json(&rows);
+                } else {
+                    print::tools_table(&rows);
+                }
+            }),
+        Cmd::Logs { id, follow, lines } => logs(&client, id, follow, lines).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("gatehouse: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// One request, its answer as `T`; any failure as the sentence to print.
+pub async fn ask<T: serde::de::DeserializeOwned>(
+    client: &ControlClient,
+    req: Request,
+) -> Result<T, String> {
+    client.request(&req).await.map_err(|e| e.to_string())
+}
+
+async fn logs(
+    client: &ControlClient,
+    id: String,
+    follow: bool,
+    lines: Option<usize>,
+) -> Result<(), String> {
+    client
+        .follow(
+            &Request::Logs { id, follow, lines },
+            |snapshot: Vec<LogLine>| {
+                for l in &snapshot {
+                    print::log_line(l);
+                }
+                follow
+            },
+            |line: LogLine| {
+                print::log_line(&line);
+                true
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// `gatehouse connect`: the stdio bridge, with the URL and token asked from the running hub
+/// unless given.
+pub async fn connect(url: Option<String>, control_path: PathBuf) -> ExitCode {
+    gatehouse::service::init_tracing();
+    let env_token = std::env::var(gatehouse::gateway::token::TOKEN_ENV)
+        .ok()
+        .filter(|t| !t.is_empty());
+    let (url, token) = match (url, env_token) {
+        (Some(u), Some(t)) => (u, t),
+        (url, token) => {
+            let client = ControlClient::new(control_path);
+            match client.request::<GatewayInfo>(&Request::Gateway).await {
+                Ok(i) => (url.unwrap_or(i.url), token.unwrap_or(i.token)),
+                Err(e) => {
+                    eprintln!("gatehouse connect: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    match gatehouse::connect::run(url, token, input, tokio::io::stdout()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gatehouse connect: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn secret(client: &ControlClient, cmd: SecretCmd) -> Result<(), String> {
+    let keychain = gatehouse::secrets::KeychainStore::start();
+    match cmd {
+        SecretCmd::Set { name } => {
+            gatehouse::config::validate_secret_name(&name)?;
+            let value = read_secret_value(&name)?;
+            let k = keychain.clone();
+            let n = name.clone();
+            tokio::task::spawn_blocking(move || k.set(&n, &value))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            println!("secret {name} is set");
+            tell_hub(client, &name).await;
+            Ok(())
+        }
+        SecretCmd::Rm { name } => {
+            let k = keychain.clone();
+            let n = name.clone();
+            let had = tokio::task::spawn_blocking(move || k.delete(&n))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            println!(
+                "secret {name} {}",
+                if had { "is removed" } else { "was not set" }
+            );
+            tell_hub(client, &name).await;
+            Ok(())
+        }
+        SecretCmd::Ls { json, config } => {
+            let users: BTreeMap<String, Vec<String>> = match client.request(&Request::Secrets).await
+            {
+                Ok(v) => v,
+                Err(_) => {
+                    let path = config.unwrap_or_else(config::default_config_path);
+                    let cfg = Config::load(&path).map_err(|e| e.to_string())?;
+                    let mut m = BTreeMap::<String, Vec<String>>::new();
+                    for (id, s) in &cfg.servers {
+                        for n in s.secret_refs() {
+                            m.entry(n.to_owned()).or_default().push(id.to_string());
+                        }
+                    }
+                    m
+                }
+            };
+            let k = keychain.clone();
+            let rows = tokio::task::spawn_blocking(move || {
+                users
+                    .into_iter()
+                    .map(|(name, servers)| {
+                        let set = k.is_set(&name).map_err(|e| e.to_string());
+                        (name, set, servers)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            print::secrets(&rows, json);
+            Ok(())
+        }
+    }
+}
+
+/// The value comes from stdin (piped) or a hidden prompt (terminal); never from argv.
+fn read_secret_value(name: &str) -> Result<String, String> {
+    use std::io::{IsTerminal, Read};
+    let value = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("Value for {name} (not shown): "))
+            .map_err(|e| e.to_string())?
+    } else {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| e.to_string())?;
+        let trimmed = s.strip_suffix('\n').unwrap_or(&s);
+        trimmed.strip_suffix('\r').unwrap_or(trimmed).to_owned()
+    };
+    if value.is_empty() {
+        return Err(format!(
+            "no value given for {name}: pipe it on stdin or type it at the prompt"
+        ));
+    }
+    Ok(value)
+}
+
+async fn tell_hub(client: &ControlClient, name: &str) {
+    let changed = client
+        .request::<Vec<String>>(&Request::SecretChanged {
+            name: name.to_owned(),
+        })
+        .await;
+    match changed {
+        Ok(ids) if !ids.is_empty() => println!("restarted: {}", ids.join(", ")),
+        Ok(_) => {}
+        Err(ControlError::NotRunning(_)) | Err(_) => {
+            println!("(no Gatehouse hub is running; servers pick it up when they start)")
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The control socket: how CLI verbs (and approvers) talk to a running hub. A Unix socket (mode
+//! 0600, in a 0700 dir), one JSON request line per connection, JSON response lines back. Nothing
+//! here is reachable with a gateway client token: the socket is a separate, local-user channel.
+//!
+//! - `server`: the hub's side (bind, serve, one handler per request).
+//! - `client`: the CLI's side, with typed answers.
+
+mod client;
+mod server;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use client::ControlClient;
+pub use server::ControlServer;
+
+/// Env var that overrides the control socket path.
+pub const CONTROL_ENV: &str = "GATEHOUSE_CONTROL";
+
+/// One request line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "verb", rename_all = "snake_case")]
+pub enum Request {
+    /// Every server's status.
+    Status,
+    /// Start a server.
+    Start {
+        /// The server's id.
+        id: String,
+    },
+    /// Stop a server.
+    Stop {
+        /// The server's id.
+        id: String,
+    },
+    /// Restart a server.
+    Restart {
+        /// The server's id.
+        id: String,
+    },
+    /// A server's log lines (then, with `follow`, every new one).
+    Logs {
+        /// The server's id.
+        id: String,
+        /// Keep the connection open and send new lines.
+        #[serde(default)]
+        follow: bool,
+        /// How many recent lines (all kept when absent).
+        #[serde(default)]
+        lines: Option<usize>,
+    },
+    /// The tools of one server or all running servers.
+    Tools {
+        /// The server's id (all when absent).
+        #[serde(default)]
+        id: Option<String>,
+    },
+    /// Re-read the config file.
+    Reload,
+    /// The gateway's URL and bearer token, for `gatehouse connect` (local user only).
+    Gateway,
+    /// Pending approval requests.
+    Approvals,
+    /// Allow a held call.
+    Approve {
+        /// The request's id.
+        id: String,
+        /// once (default), session or always.
+        #[serde(default)]
+        scope: Option<crate::approval::Scope>,
+    },
+    /// Deny a held call.
+    Deny {
+        /// The request's id.
+        id: String,
+        /// Why, for the client.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Revoke remembered approvals: `SERVER` or `SERVER__TOOL`.
+    Forget {
+        /// The server, or one of its tools.
+        target: String,
+    },
+    /// Secret names the config references, with the servers using each (never values).
+    Secrets,
+    /// A secret was set or removed: restart the servers that use it.
+    SecretChanged {
+        /// The secret's name.
+        name: String,
+    },
+    /// Recent routed calls, newest first.
+    Activity {
+        /// How many (50 when absent).
+        #[serde(default)]
+        limit: Option<usize>,
+        /// Only this server's calls.
+        #[serde(default)]
+        server: Option<String>,
+    },
+}
+
+/// What `gatehouse connect` needs to reach the hub's HTTP endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GatewayInfo {
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// The bearer token.
+    pub token: String,
+}
+
+/// The answer to [`Request::Forget`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Forgotten {
+    /// How many remembered answers were revoked.
+    pub forgotten: usize,
+}
+
+/// Why the hub refused a request, for clients that branch on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No server has that id.
+    UnknownServer,
+    /// The hub is stopping.
+    ShuttingDown,
+    /// The config could not be read, edited or applied.
+    Config,
+    /// The request line was not understood.
+    BadRequest,
+    /// This hub has no HTTP endpoint (`serve --stdio`).
+    NoGateway,
+    /// No such approval is waiting.
+    UnknownApproval,
+    /// The activity log could not be read.
+    Activity,
+    /// A kind this version does not know (a newer hub).
+    #[serde(other)]
+    Other,
+}
+
+/// One response line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Response {
+    /// Whether the request was carried out.
+    pub ok: bool,
+    /// The answer, when `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// What went wrong, in words, when not `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What went wrong, for clients that branch on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
+}
+
+impl Response {
+    fn ok(result: impl Serialize) -> Self {
+        Response {
+            ok: true,
+            result: Some(serde_json::to_value(result).unwrap_or(Value::Null)),
+            error: None,
+            error_kind: None,
+        }
+    }
+
+    fn err(kind: ErrorKind, message: String) -> Self {
+        Response {
+            ok: false,
+            result: None,
+            error: Some(message),
+            error_kind: Some(kind),
+        }
+    }
+
+    fn from_hub(e: crate::hub::HubError) -> Self {
+        use crate::hub::HubError;
+        let kind = match e {
+            HubError::UnknownServer { .. } => ErrorKind::UnknownServer,
+            HubError::ShuttingDown => ErrorKind::ShuttingDown,
+            HubError::Config(_) => ErrorKind::Config,
+        };
+        Response::err(kind, e.to_string())
+    }
+}
+
+/// The default socket path: `$GATEHOUSE_CONTROL`, else `$XDG_RUNTIME_DIR/gatehouse/control.sock`,
+/// else a per-user dir under the temp dir.
+pub fn default_socket_path() -> PathBuf {
+    if let Some(p) = std::env::var_os(CONTROL_ENV).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
+        return PathBuf::from(dir).join("gatehouse").join("control.sock");
+    }
+    #[cfg(unix)]
+    let user = nix::unistd::getuid().as_raw().to_string();
+    #[cfg(not(unix))]
+    let user = std::env::var("USERNAME").unwrap_or_else(|_| "user".into());
+    std::env::temp_dir()
+        .join(format!("gatehouse-{user}"))
+        .join("control.sock")
+}
+
+/// What can go wrong between a client and the hub.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// Another hub answers on the socket.
+    #[error("another Gatehouse hub is already running (control socket {0}); stop it first or pass --control PATH")]
+    AlreadyRunning(PathBuf),
+    /// The socket could not be created.
+    #[error("cannot create the control socket {path}: {source}")]
+    Bind {
+        /// The socket's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Nothing listens on the socket.
+    #[error("no Gatehouse hub is running (no control socket at {0}); start one with `gatehouse serve --config PATH` or open the Gatehouse app")]
+    NotRunning(PathBuf),
+    /// The connection broke.
+    #[error("lost the connection to the hub at {path}: {source}")]
+    Io {
+        /// The socket's path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The hub's answer could not be read.
+    #[error("the hub sent an unreadable answer: {0}")]
+    Protocol(String),
+    /// The hub refused the request; the message says why.
+    #[error("{message}")]
+    Refused {
+        /// For branching.
+        kind: Option<ErrorKind>,
+        /// For people.
+        message: String,
+    },
+    /// No control socket on this platform.
+    #[error("the control socket is not supported on this platform yet")]
+    Unsupported,
+}
+
+async fn write_line<W: tokio::io::AsyncWrite + Unpin>(
+    w: &mut W,
+    v: &impl Serialize,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut line = serde_json::to_vec(v).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    w.write_all(&line).await?;
+    w.flush().await
+}

@@ -1,0 +1,238 @@
+//! The hub's side of the control socket: binding it (0600 in a 0700 dir, refusing to start when
+//! another hub answers on it) and serving one request per connection.
+
+use std::path::{Path, PathBuf};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use super::{write_line, ControlError, ErrorKind, GatewayInfo, Request, Response};
+use crate::hub::{HubError, HubHandle};
+use crate::supervisor::Followed;
+
+/// A bound control socket, not yet serving.
+pub struct ControlServer {
+    #[cfg(unix)]
+    listener: tokio::net::UnixListener,
+    path: PathBuf,
+}
+
+impl ControlServer {
+    /// Binds the socket (0600, in a 0700 dir). A live socket at the path means another hub runs;
+    /// a stale one is replaced.
+    #[cfg(unix)]
+    pub async fn bind(path: &Path) -> Result<ControlServer, ControlError> {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        let bind_err = |source| ControlError::Bind {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            if !dir.exists() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(bind_err)?;
+            }
+        }
+        if path.exists() {
+            if tokio::net::UnixStream::connect(path).await.is_ok() {
+                return Err(ControlError::AlreadyRunning(path.to_owned()));
+            }
+            std::fs::remove_file(path).map_err(bind_err)?;
+        }
+        let listener = tokio::net::UnixListener::bind(path).map_err(bind_err)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(bind_err)?;
+        Ok(ControlServer {
+            listener,
+            path: path.to_owned(),
+        })
+    }
+
+    #[cfg(not(unix))]
+    pub async fn bind(_path: &Path) -> Result<ControlServer, ControlError> {
+        Err(ControlError::Unsupported)
+    }
+
+    /// Where the socket is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Serves until `shutdown` is cancelled, then removes the socket file. Each connection runs
+    /// in a task owned by this function and ends with it.
+    #[cfg(unix)]
+    pub async fn serve(
+        self,
+        hub: HubHandle,
+        gateway: Option<GatewayInfo>,
+        shutdown: CancellationToken,
+    ) {
+        let mut conns = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let hub = hub.clone();
+                        let stop = shutdown.clone();
+                        let gw = gateway.clone();
+                        conns.spawn(async move { handle_conn(stream, hub, gw, stop).await });
+                    }
+                    Err(e) => tracing::warn!(error = %e, "control socket accept failed"),
+                },
+                Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            }
+        }
+        conns.shutdown().await;
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    #[cfg(not(unix))]
+    pub async fn serve(
+        self,
+        _hub: HubHandle,
+        _gateway: Option<GatewayInfo>,
+        _shutdown: CancellationToken,
+    ) {
+    }
+}
+
+#[cfg(unix)]
+async fn handle_conn(
+    stream: tokio::net::UnixStream,
+    hub: HubHandle,
+    gateway: Option<GatewayInfo>,
+    stop: CancellationToken,
+) {
+    let (r, mut w) = stream.into_split();
+    let mut lines = BufReader::new(r).lines();
+    let line =
+        match tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line()).await {
+            Ok(Ok(Some(l))) => l,
+            _ => return,
+        };
+    let req: Request = match serde_json::from_str(&line) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = write_line(
+                &mut w,
+                &Response::err(ErrorKind::BadRequest, format!("unreadable request: {e}")),
+            )
+            .await;
+            return;
+        }
+    };
+    let resp = match req {
+        Request::Status => Response::ok(hub.status()),
+        Request::Start { id } => done(hub.start_server(&id).await, &hub, &id),
+        Request::Stop { id } => done(hub.stop_server(&id).await, &hub, &id),
+        Request::Restart { id } => done(hub.restart_server(&id).await, &hub, &id),
+        Request::Tools { id } => match hub.tools(id.as_deref()) {
+            Ok(t) => Response::ok(t),
+            Err(e) => Response::from_hub(e),
+        },
+        Request::Gateway => match gateway {
+            Some(g) => Response::ok(g),
+            None => Response::err(
+                ErrorKind::NoGateway,
+                "this hub serves one client on stdio and has no HTTP endpoint".into(),
+            ),
+        },
+        Request::Approvals => Response::ok(hub.approvals().pending()),
+        Request::Secrets => Response::ok(hub.secret_users()),
+        Request::SecretChanged { name } => Response::ok(hub.secret_changed(&name).await),
+        Request::Activity { limit, server } => {
+            match hub.activity().recent(limit.unwrap_or(50), server).await {
+                Ok(rows) => Response::ok(rows),
+                Err(e) => Response::err(ErrorKind::Activity, e),
+            }
+        }
+        Request::Approve { id, scope } => {
+            let scope = scope.unwrap_or(crate::approval::Scope::Once);
+            match hub.approvals().answer(
+                &id,
+                crate::approval::Answer::Allow(scope),
+                crate::approval::Decider::Cli,
+            ) {
+                Ok(r) => Response::ok(r),
+                Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
+            }
+        }
+        Request::Deny { id, reason } => {
+            match hub.approvals().answer(
+                &id,
+                crate::approval::Answer::Deny(reason),
+                crate::approval::Decider::Cli,
+            ) {
+                Ok(r) => Response::ok(r),
+                Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
+            }
+        }
+        Request::Forget { target } => {
+            let (server, tool) = match crate::naming::split_server(&target) {
+                Some((s, t)) => (s.to_owned(), Some(t.to_owned())),
+                None => (target.clone(), None),
+            };
+            match hub.server(&server) {
+                Ok(_) => Response::ok(super::Forgotten {
+                    forgotten: hub.approvals().forget(&server, tool.as_deref()),
+                }),
+                Err(e) => Response::from_hub(e),
+            }
+        }
+        Request::Reload => match hub.reload().await {
+            Ok(()) => Response::ok(hub.status()),
+            Err(e) => Response::from_hub(e),
+        },
+        Request::Logs {
+            id,
+            follow,
+            lines: n,
+        } => {
+            let server = match hub.server(&id) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = write_line(&mut w, &Response::from_hub(e)).await;
+                    return;
+                }
+            };
+            let mut follower = server.follow_logs(n, hub.bus());
+            let snapshot = std::mem::take(&mut follower.snapshot);
+            if write_line(&mut w, &Response::ok(&snapshot)).await.is_err() || !follow {
+                return;
+            }
+            loop {
+                let next = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    next = follower.next() => next,
+                };
+                let line = match next {
+                    Some(Followed::Line(line)) => line,
+                    Some(Followed::Skipped(n)) => crate::logs::LogLine {
+                        server: id.clone(),
+                        stream: crate::logs::LogStream::Gatehouse,
+                        time_ms: crate::logs::now_ms(),
+                        line: format!("({n} log lines skipped: the reader fell behind)"),
+                    },
+                    None => return,
+                };
+                if write_line(&mut w, &line).await.is_err() {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = write_line(&mut w, &resp).await;
+}
+
+fn done(r: Result<(), HubError>, hub: &HubHandle, id: &str) -> Response {
+    match r {
+        Ok(()) => match hub.server(id) {
+            Ok(s) => Response::ok(s.status()),
+            Err(e) => Response::from_hub(e),
+        },
+        Err(e) => Response::from_hub(e),
+    }
+}
