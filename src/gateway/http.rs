@@ -70,6 +70,8 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, HttpError> {
 #[derive(Clone)]
 struct AppState {
     gw: Gateway,
+    /// The port we listen on: the only one a `Host` header may name.
+    port: u16,
     token: Arc<str>,
     origins: Arc<Vec<String>>,
 }
@@ -86,8 +88,8 @@ pub async fn serve(
     // The gateway's own loopback origins are allowed (it serves no pages, so nothing can
     // abuse them); every other Origin, `null` included, must be allow-listed in the config.
     let mut origins = allowed_origins;
-    if let Ok(addr) = listener.local_addr() {
-        let port = addr.port();
+    let port = listener.local_addr().map_or(0, |a| a.port());
+    {
         origins.extend([
             format!("http://127.0.0.1:{port}"),
             format!("http://localhost:{port}"),
@@ -96,6 +98,7 @@ pub async fn serve(
     }
     let state = AppState {
         gw,
+        port,
         token: Arc::from(token),
         origins: Arc::new(origins),
     };
@@ -142,7 +145,7 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<(), Response> {
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if !is_loopback_host(host) {
+    if !host_is_ours(host, st.port) {
         return Err(plain(
             StatusCode::FORBIDDEN,
             "Forbidden: Host is not a loopback name",
@@ -172,27 +175,67 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<(), Response> {
     Ok(())
 }
 
-/// `localhost`, `127.x.y.z` or `[::1]`, with or without a port.
-pub fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((inner, _)) => return inner == "::1",
-            None => return false,
-        }
-    } else {
-        host.rsplit_once(':').map_or(host, |(h, port)| {
-            if port.chars().all(|c| c.is_ascii_digit()) {
-                h
-            } else {
-                host
-            }
-        })
+/// Whether a `Host` header names this gateway: exactly `localhost`, an IPv4 loopback address
+/// (127.0.0.0/8, dotted quad) or `[::1]`, with our port (which may be left out only when it is
+/// 80). The value is parsed as an RFC 3986 authority: no spaces, no user info, no trailing dot,
+/// nothing after the port. Anything else is a DNS-rebinding attempt or a mistake: 403.
+pub fn host_is_ours(host: &str, port: u16) -> bool {
+    let Some((name, given)) = split_authority(host) else {
+        return false;
     };
-    let name = name.to_ascii_lowercase();
-    name == "localhost"
-        || name
-            .parse::<std::net::Ipv4Addr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    let loopback = match name {
+        HostName::Ipv6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+        HostName::Ipv4(ip) => ip.is_loopback(),
+        HostName::Name(n) => n.eq_ignore_ascii_case("localhost"),
+    };
+    loopback && given.unwrap_or(80) == port
+}
+
+enum HostName<'a> {
+    Ipv4(std::net::Ipv4Addr),
+    Ipv6(std::net::Ipv6Addr),
+    Name(&'a str),
+}
+
+/// `host[:port]` → the host and the port, or `None` when it is not a well-formed authority.
+fn split_authority(authority: &str) -> Option<(HostName<'_>, Option<u16>)> {
+    if authority.is_empty() || !authority.bytes().all(|b| b.is_ascii_graphic()) {
+        return None;
+    }
+    let (name, rest) = if let Some(inner) = authority.strip_prefix('[') {
+        let (addr, rest) = inner.split_once(']')?;
+        (HostName::Ipv6(addr.parse().ok()?), rest)
+    } else {
+        let (name, rest) = match authority.find(':') {
+            Some(i) => (&authority[..i], &authority[i..]),
+            None => (authority, ""),
+        };
+        let reg_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+        if !reg_name {
+            return None;
+        }
+        match name.parse::<std::net::Ipv4Addr>() {
+            Ok(ip) => (HostName::Ipv4(ip), rest),
+            // A name made only of digits and dots is a malformed address, not a name.
+            Err(_) if name.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return None,
+            Err(_) => (HostName::Name(name), rest),
+        }
+    };
+    let port = match rest {
+        "" => None,
+        _ => {
+            let digits = rest.strip_prefix(':')?;
+            if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return None;
+            }
+            Some(digits.parse::<u16>().ok()?)
+        }
+    };
+    Some((name, port))
 }
 
 async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
@@ -419,30 +462,55 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_hosts() {
+    fn host_must_be_an_exact_loopback_authority_with_our_port() {
+        const PORT: u16 = 7723;
         for ok in [
-            "localhost",
             "localhost:7723",
-            "127.0.0.1",
-            "127.0.0.1:80",
-            "127.1.2.3:1",
-            "[::1]",
+            "LOCALHOST:7723",
+            "127.0.0.1:7723",
+            "127.1.2.3:7723",
             "[::1]:7723",
-            "LOCALHOST:1",
         ] {
-            assert!(is_loopback_host(ok), "{ok}");
+            assert!(host_is_ours(ok, PORT), "{ok} should be accepted");
         }
+        assert!(host_is_ours("localhost", 80), "no port means 80");
         for bad in [
             "",
-            "evil.com",
+            "localhost",
+            "localhost:1",
+            "localhost:07723x",
+            "localhost:",
+            "localhost:+7723",
+            "localhost:77230",
+            " localhost:7723",
+            "localhost :7723",
+            "localhost:7723 ",
+            "\tlocalhost:7723",
+            "localhost.:7723",
+            "localhost.evil.com:7723",
             "evil.com:7723",
-            "localhost.evil.com",
+            "evil.localhost:7723",
+            "127.0.0.1.evil.com:7723",
+            "127.1:7723",
+            "0x7f.0.0.1:7723",
+            "0177.0.0.1:7723",
+            "127.0.0.01:7723",
             "10.0.0.1:7723",
-            "[::2]:1",
-            "127.0.0.1.evil.com",
-            "[::1",
+            "0.0.0.0:7723",
+            "[::1]evil.com",
+            "[::1].evil.com:7723",
+            "[::1]:7723:7723",
+            "[::1]7723",
+            "[::2]:7723",
+            "[::ffff:127.0.0.1]:7723",
+            "[::1%lo]:7723",
+            "[::1:7723",
+            "::1:7723",
+            "user@localhost:7723",
+            "localhost:7723/mcp",
+            "localhost:7723#x",
         ] {
-            assert!(!is_loopback_host(bad), "{bad}");
+            assert!(!host_is_ours(bad, PORT), "{bad:?} should be refused");
         }
     }
 }

@@ -175,6 +175,9 @@ async fn guard_rules_in_order_with_their_status_codes() {
     };
     let body = init.to_string();
     let own = g.url.trim_end_matches("/mcp").to_owned();
+    let own_port_host = own
+        .trim_start_matches("http://")
+        .replace("127.0.0.1", "localhost.evil.com");
     let wrong_token = TOKEN.replace('0', "1");
     // (Host, Origin, token, expected status): each rule in order, each checked before the next.
     type Case<'a> = (
@@ -228,8 +231,29 @@ async fn guard_rules_in_order_with_their_status_codes() {
             Some("localhost:1"),
             None,
             Some(TOKEN),
+            403,
+            "a loopback Host naming another port",
+        ),
+        (
+            Some("[::1]evil.com"),
+            None,
+            Some(TOKEN),
+            403,
+            "a bracketed loopback address followed by a name",
+        ),
+        (
+            Some(&own_port_host),
+            None,
+            Some(TOKEN),
+            403,
+            "a name that only starts with localhost",
+        ),
+        (
+            Some(own.trim_start_matches("http://")),
+            None,
+            Some(TOKEN),
             200,
-            "a loopback Host without Origin",
+            "the gateway's own host and port, without Origin",
         ),
     ];
     for (host, origin, token, want, what) in cases {
