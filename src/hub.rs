@@ -325,34 +325,38 @@ impl HubHandle {
         id: &str,
         entry: &serde_json::Value,
     ) -> Result<(), HubError> {
-        self.edit_config(|c| c.with_server(original, id, entry))
+        let (original, id, entry) = (original.map(str::to_owned), id.to_owned(), entry.clone());
+        self.edit_config(move |c| c.with_server(original.as_deref(), &id, &entry))
             .await
     }
 
     /// Adds imported servers to the config file (one validated, atomic edit) and starts them.
     pub async fn import(&self, prepared: &[crate::import::Prepared]) -> Result<(), HubError> {
-        self.edit_config(|c| crate::import::apply(c, prepared))
+        let prepared = prepared.to_vec();
+        self.edit_config(move |c| crate::import::apply(c, &prepared))
             .await
     }
 
     /// Removes one server from the config file and stops it.
     pub async fn remove_server(&self, id: &str) -> Result<(), HubError> {
-        self.edit_config(|c| c.without_server(id)).await
+        let id = id.to_owned();
+        self.edit_config(move |c| c.without_server(&id)).await
     }
 
-    /// Edits the config file the hub runs from: the file as it is now (it must parse: a file the
-    /// user is mid-way through editing is never overwritten), the edit, an atomic save, then apply.
+    /// Edits the config file the hub runs from under its edit lock: the file as it is now (it
+    /// must parse: a file the person is mid-way through editing is never overwritten), the edit,
+    /// an atomic save, then apply.
     async fn edit_config(
         &self,
-        edit: impl FnOnce(&Config) -> Result<Config, String>,
+        edit: impl FnOnce(&Config) -> Result<Config, String> + Send + 'static,
     ) -> Result<(), HubError> {
         let path = self.inner.config_path.clone().ok_or_else(|| {
             HubError::Config("this hub was not started from a config file".into())
         })?;
         let _edit = self.inner.config_edit.lock().await;
-        let current = Config::load(&path).map_err(|e| HubError::Config(e.to_string()))?;
-        let next = edit(&current).map_err(HubError::Config)?;
-        next.save(&path)
+        let next = tokio::task::spawn_blocking(move || crate::config::edit(&path, edit))
+            .await
+            .map_err(|e| HubError::Config(format!("the config edit failed: {e}")))?
             .map_err(|e| HubError::Config(e.to_string()))?;
         self.apply_config(next).await
     }

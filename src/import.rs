@@ -424,16 +424,39 @@ pub fn timestamp() -> String {
     )
 }
 
-/// Copies `path` to `PATH.TIMESTAMP.bak` (if it exists); returns the backup's path.
+/// Copies `path` to `PATH.TIMESTAMP.bak` (if it exists; `PATH.TIMESTAMP-N.bak` when that name
+/// is taken, so backups made within one second never overwrite each other); returns its path.
 pub fn backup(path: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
-    if !path.exists() {
-        return Ok(None);
+    use std::io::Write;
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let stamp = timestamp();
+    for n in 1..1000 {
+        let mut name = path.as_os_str().to_owned();
+        if n == 1 {
+            name.push(format!(".{stamp}.bak"));
+        } else {
+            name.push(format!(".{stamp}-{n}.bak"));
+        }
+        let bak = std::path::PathBuf::from(name);
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        match open.open(&bak) {
+            Ok(mut f) => {
+                f.write_all(&bytes)?;
+                f.sync_all()?;
+                return Ok(Some(bak));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
     }
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{}.bak", timestamp()));
-    let bak = std::path::PathBuf::from(name);
-    std::fs::copy(path, &bak)?;
-    Ok(Some(bak))
+    Err(std::io::Error::other("more than 999 backups in one second"))
 }
 
 #[cfg(test)]

@@ -90,6 +90,8 @@ impl Service {
         opts: ServiceOptions,
         keychain: KeychainStore,
     ) -> Result<Service, ServiceError> {
+        // Temp files of a writer killed mid-write (kill -9 during an import) go first.
+        config::remove_stale_temps(&opts.config_path);
         let mut config = Config::load(&opts.config_path)?;
         if let Endpoint::Http { listen: Some(addr) } = opts.endpoint {
             config.gateway.listen = addr;

@@ -4,7 +4,9 @@
 //! - `parse`: reading and validating a file; the error messages and their fixes.
 //! - `write`: the file format back out, atomic saves, backups, and edits of one server entry.
 //! - `paths`: default locations, `~/` expansion, command lines for people to read.
+//! - `lock`: one writer at a time (`PATH.lock`) and the cleanup of interrupted writes.
 
+mod lock;
 mod parse;
 mod paths;
 mod write;
@@ -16,12 +18,21 @@ use std::net::SocketAddr;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
 pub use parse::{validate_secret_name, ConfigError};
 pub use paths::{command_line, default_config_path, default_data_dir, expand_tilde};
 pub use write::{backup_path, keep_last_good, write_atomic};
 
 /// Default handshake timeout (`initialize` + full `tools/list`).
 pub const DEFAULT_STARTUP_TIMEOUT_SECS: u64 = 60;
+/// The longest startup timeout accepted (an hour).
+pub const MAX_STARTUP_TIMEOUT_SECS: u64 = 3600;
+/// Default deadline of one request to a server (`call_timeout_secs`; 0 = none).
+pub const DEFAULT_CALL_TIMEOUT_SECS: u64 = 300;
+/// The longest call timeout accepted (a day).
+pub const MAX_CALL_TIMEOUT_SECS: u64 = 86_400;
+/// The longest approval timeout accepted (an hour).
+pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 3600;
 /// Default address of the gateway endpoint.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7723";
 
@@ -108,6 +119,8 @@ pub struct ServerConfig {
     pub tools: BTreeMap<String, ToolPolicy>,
     /// How long `initialize` plus the full `tools/list` may take.
     pub startup_timeout_secs: u64,
+    /// How long one request to the server may take (`tools/call`, lists…); 0 = no limit.
+    pub call_timeout_secs: u64,
 }
 
 /// How a server is reached.
@@ -212,7 +225,10 @@ pub struct ApprovalConfig {
     #[serde(default)]
     pub default: ApprovalDefault,
     /// How long a held call waits for an answer before it is denied.
-    #[serde(default = "default_approval_timeout")]
+    #[serde(
+        default = "default_approval_timeout",
+        deserialize_with = "de_approval_timeout"
+    )]
     pub timeout_secs: u64,
 }
 
@@ -223,6 +239,11 @@ impl Default for ApprovalConfig {
             timeout_secs: default_approval_timeout(),
         }
     }
+}
+
+fn de_approval_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = u64::deserialize(d)?;
+    parse::bounded("timeout_secs", v, 1, MAX_APPROVAL_TIMEOUT_SECS).map_err(de::Error::custom)
 }
 
 fn default_approval_timeout() -> u64 {

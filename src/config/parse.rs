@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use super::{
     Config, EnvValue, RemoteTransport, ServerConfig, StdioTransport, ToolPolicy, Transport,
-    DEFAULT_STARTUP_TIMEOUT_SECS,
+    DEFAULT_CALL_TIMEOUT_SECS, DEFAULT_STARTUP_TIMEOUT_SECS, MAX_CALL_TIMEOUT_SECS,
+    MAX_STARTUP_TIMEOUT_SECS,
 };
 
 // ---- server entry: parsed loosely, then validated so errors can say what to do ----
@@ -31,6 +32,7 @@ struct RawServer {
     #[serde(default)]
     tools: BTreeMap<String, ToolPolicy>,
     startup_timeout_secs: Option<u64>,
+    call_timeout_secs: Option<u64>,
 }
 
 fn yes() -> bool {
@@ -86,19 +88,40 @@ impl RawServer {
                 })
             }
         };
-        if self.startup_timeout_secs == Some(0) {
-            return Err("\"startup_timeout_secs\" must be at least 1".into());
-        }
+        let startup_timeout_secs = bounded(
+            "startup_timeout_secs",
+            self.startup_timeout_secs
+                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_SECS),
+            1,
+            MAX_STARTUP_TIMEOUT_SECS,
+        )?;
+        let call_timeout_secs = bounded(
+            "call_timeout_secs",
+            self.call_timeout_secs.unwrap_or(DEFAULT_CALL_TIMEOUT_SECS),
+            0,
+            MAX_CALL_TIMEOUT_SECS,
+        )?;
         Ok(ServerConfig {
             transport,
             enabled: self.enabled,
             requires_approval: self.requires_approval,
             tools: self.tools,
-            startup_timeout_secs: self
-                .startup_timeout_secs
-                .unwrap_or(DEFAULT_STARTUP_TIMEOUT_SECS),
+            startup_timeout_secs,
+            call_timeout_secs,
         })
     }
+}
+
+/// A number of seconds within `min..=max`, or the sentence saying which range (a huge value
+/// would overflow a deadline later; it is refused here, with the fix).
+pub(super) fn bounded(key: &str, value: u64, min: u64, max: u64) -> Result<u64, String> {
+    if (min..=max).contains(&value) {
+        return Ok(value);
+    }
+    let zero = if min == 0 { " (0 means no limit)" } else { "" };
+    Err(format!(
+        "\"{key}\" is {value}: it must be between {min} and {max} seconds{zero}; use a number in that range"
+    ))
 }
 
 impl<'de> Deserialize<'de> for EnvValue {
@@ -388,6 +411,38 @@ mod tests {
         let (_, _, msg, _) =
             invalid("{\"servers\": {\"a\": {\"command\": \"x\", \"url\": \"http://h\"}}}");
         assert!(msg.contains("both"), "{msg}");
+    }
+
+    #[test]
+    fn every_duration_is_bounded_with_a_clear_error() {
+        for (text, key) in [
+            (
+                r#"{"servers": {"a": {"command": "x", "startup_timeout_secs": 18446744073709551615}}}"#,
+                "startup_timeout_secs",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "startup_timeout_secs": 0}}}"#,
+                "startup_timeout_secs",
+            ),
+            (
+                r#"{"servers": {"a": {"command": "x", "call_timeout_secs": 18446744073709551615}}}"#,
+                "call_timeout_secs",
+            ),
+            (
+                r#"{"approval": {"timeout_secs": 18446744073709551615}}"#,
+                "timeout_secs",
+            ),
+            (r#"{"approval": {"timeout_secs": 0}}"#, "timeout_secs"),
+        ] {
+            let (_, _, msg, fix) = invalid(text);
+            assert!(
+                msg.contains(key) && msg.contains("must be between"),
+                "{msg}"
+            );
+            assert!(fix.contains("range"), "{fix}");
+        }
+        let ok = parse(r#"{"servers": {"a": {"command": "x", "call_timeout_secs": 0}}, "approval": {"timeout_secs": 3600}}"#).unwrap();
+        assert_eq!(ok.servers.values().next().unwrap().call_timeout_secs, 0);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::{
     validate_secret_name, Config, ConfigError, EnvValue, ServerConfig, ServerId, Transport,
-    DEFAULT_STARTUP_TIMEOUT_SECS,
+    DEFAULT_CALL_TIMEOUT_SECS, DEFAULT_STARTUP_TIMEOUT_SECS,
 };
 
 // ---- serialisation back to the file format (used by atomic saves) ----
@@ -68,6 +68,9 @@ impl Serialize for ServerConfig {
         }
         if self.startup_timeout_secs != DEFAULT_STARTUP_TIMEOUT_SECS {
             m.serialize_entry("startup_timeout_secs", &self.startup_timeout_secs)?;
+        }
+        if self.call_timeout_secs != DEFAULT_CALL_TIMEOUT_SECS {
+            m.serialize_entry("call_timeout_secs", &self.call_timeout_secs)?;
         }
         m.end()
     }
@@ -162,6 +165,17 @@ impl Config {
     }
 }
 
+/// The file a path names once symlinks are followed (the path itself when it is none, or when
+/// the link dangles: writing then creates the target's name as a file).
+fn resolve_link(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+        }
+        _ => path.to_owned(),
+    }
+}
+
 /// `gatehouse.json` → `gatehouse.json.bak`.
 pub fn backup_path(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -179,7 +193,10 @@ pub fn keep_last_good(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Writes `bytes` to `path` atomically: temp file in the same dir → fsync → rename → fsync dir.
+/// A symlink is written through (its target is replaced, the link stays). The file keeps the
+/// permissions of the one it replaces; a new file is private (0600).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let path = &resolve_link(path);
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -195,10 +212,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         fastrand::u32(..)
     ));
     let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+        let mut f = open.open(&tmp)?;
         #[cfg(unix)]
         if let Ok(meta) = std::fs::metadata(path) {
             // Keep the permissions of the file we replace (a 0600 config stays 0600).

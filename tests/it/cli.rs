@@ -115,6 +115,16 @@ fn stderr(o: &Output) -> String {
 fn bad_configs_exit_2_with_position_and_fix_and_start_nothing() {
     let cases: &[(&str, &str, &[&str])] = &[
         (
+            "a duration too large for a deadline",
+            "{\"servers\": {\"a\": {\"command\": \"x\",\n  \"startup_timeout_secs\": 18446744073709551615}}}",
+            &[":2:", "\"startup_timeout_secs\" is 18446744073709551615", "between 1 and 3600"],
+        ),
+        (
+            "an approval timeout too large for a deadline",
+            "{\"approval\": {\"timeout_secs\": 18446744073709551615}}",
+            &["\"timeout_secs\" is 18446744073709551615", "between 1 and 3600"],
+        ),
+        (
             "unknown key",
             "{\"servers\": {\n  \"a\": {\"comand\": \"x\"}}}",
             &[":2:", "unknown field `comand`", "did you mean \"command\""],

@@ -321,3 +321,99 @@ fn import_on_a_terminal_asks_for_another_id() {
     assert_eq!(c["servers"]["fs"]["command"], "existing");
     assert_eq!(c["servers"]["fs-cursor"]["command"], "uvx");
 }
+
+/// Two imports at once (from two shells) both land, each with its own backup, every time.
+#[test]
+fn concurrent_imports_lose_nothing_and_keep_every_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, config(&[])).unwrap();
+    let cfg_s = cfg.to_str().unwrap().to_owned();
+    let rounds = 6;
+    for round in 0..rounds {
+        let handles: Vec<_> = (0..2)
+            .map(|k| {
+                let src = dir.path().join(format!("src-{round}-{k}.json"));
+                std::fs::write(
+                    &src,
+                    json!({"mcpServers": {format!("s{round}x{k}"): {"command": "x"}}}).to_string(),
+                )
+                .unwrap();
+                let (dir, cfg_s) = (dir.path().to_owned(), cfg_s.clone());
+                std::thread::spawn(move || {
+                    run(
+                        &dir,
+                        None,
+                        &[
+                            "import",
+                            "--from",
+                            src.to_str().unwrap(),
+                            "--config",
+                            &cfg_s,
+                        ],
+                    )
+                })
+            })
+            .collect();
+        for h in handles {
+            let (code, out, err) = h.join().unwrap();
+            assert_eq!(code, 0, "{out}{err}");
+        }
+    }
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(ids.len(), 2 * rounds, "an import was lost: {ids:?}");
+    // Each import kept its own timestamped backup, even within one second.
+    assert_eq!(backups(dir.path(), "gatehouse.json").len(), 2 * rounds);
+}
+
+/// A config that is a symlink (dotfiles managers) stays one: the edit goes to its target.
+#[test]
+fn a_symlinked_config_is_written_through_and_stays_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("dotfiles").join("gatehouse.json");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, config(&[])).unwrap();
+    let link = dir.path().join("gatehouse.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (code, out, err) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            &fixture_file("cursor_mcp.json"),
+            "--config",
+            link.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced by a file"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    assert!(!c["servers"].as_object().unwrap().is_empty(), "{c}");
+}
+
+/// Temp files of a writer killed mid-write (kill -9 during an import) are gone after the next
+/// start; the config is untouched.
+#[tokio::test]
+async fn temp_files_of_an_interrupted_write_are_removed_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let stale = [
+        dir.path().join(".gatehouse.json.tmp-2147483646-1"),
+        dir.path().join(".gatehouse.json.bak.tmp-2147483646-2"),
+    ];
+    for f in &stale {
+        std::fs::write(f, "half a config").unwrap();
+    }
+    let served = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
+    for f in &stale {
+        assert!(!f.exists(), "{} survived the start", f.display());
+    }
+    drop(served);
+}

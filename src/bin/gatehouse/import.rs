@@ -139,7 +139,8 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
             }
         }
     }
-    let next = import::apply(&current, &prepared)?;
+    // Checked now so a dry run reports what the real run would refuse.
+    import::apply(&current, &prepared)?;
     let added: Vec<String> = prepared.iter().map(|p| p.id.clone()).collect();
     let checks: Vec<(String, Vec<String>)> = prepared
         .iter()
@@ -158,16 +159,26 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         );
         return Ok(());
     }
-    if let Some(dir) = config_path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    if let Some(bak) = import::backup(&config_path)
-        .map_err(|e| format!("cannot back up {}: {e}", config_path.display()))?
-    {
+    // Under the config's edit lock: the file as it is now (another import or the app may have
+    // changed it since it was read above), a backup, the new servers, an atomic save.
+    let backup = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let edited = {
+        let (path, backup) = (config_path.clone(), backup.clone());
+        tokio::task::spawn_blocking(move || {
+            config::edit(&path, |current| {
+                let bak = import::backup(&path)
+                    .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
+                *backup.lock().unwrap_or_else(|e| e.into_inner()) = bak;
+                import::apply(current, &prepared)
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    };
+    edited.map_err(|e| e.to_string())?;
+    if let Some(bak) = backup.lock().unwrap_or_else(|e| e.into_inner()).take() {
         println!("backup: {}", bak.display());
     }
-    next.save(&config_path).map_err(|e| e.to_string())?;
     println!("added {} to {}", added.join(", "), config_path.display());
     // A running hub on this config picks the change up at once.
     match control.request::<Vec<ServerStatus>>(&Request::Reload).await {
