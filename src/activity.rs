@@ -394,8 +394,10 @@ fn open_or_rotate(path: &Path) -> Option<Connection> {
 
 fn open(path: &Path) -> rusqlite::Result<Connection> {
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = crate::private::create_dir(dir);
     }
+    // Created 0600 first: SQLite gives its -wal and -shm files the database file's mode.
+    let _ = crate::private::touch(path);
     let conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(2))?;
     conn.execute_batch(

@@ -139,7 +139,8 @@ pub fn gatehouse_bin() -> PathBuf {
 }
 
 /// Merges Gatehouse's entry into a client's file, keeping everything else; `managed` entries (by
-/// normalised name) are removed. The file is backed up first and written atomically.
+/// normalised name) are removed. The file is backed up first and written atomically; when the
+/// entry holds the bearer token the file ends up 0600 (or stricter, if it already was).
 pub fn write_entry(
     path: &Path,
     kind: ClientKind,
@@ -193,13 +194,32 @@ pub fn write_entry(
     let backup = crate::import::backup(path)
         .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
+        crate::private::create_dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
     crate::config::write_atomic(path, text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if kind.speaks_http() {
+        // The entry holds the gateway's bearer token: the file is the person's only.
+        make_private(path).map_err(|e| format!("cannot make {} private: {e}", path.display()))?;
+    }
     Ok((backup, removed))
+}
+
+/// 0600, unless the file is already closed to group and others (a stricter mode is kept).
+fn make_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 #[cfg(test)]

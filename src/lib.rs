@@ -14,6 +14,7 @@
 //! - [`events`]: the broadcast bus (status changes, log lines).
 //! - [`logs`]: per-server ring buffer and rotated log file.
 //! - [`naming`]: exposed tool names `server__tool`.
+//! - [`private`]: 0700 directories and 0600 files for everything Gatehouse keeps.
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
 //! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
@@ -36,6 +37,7 @@ pub mod import;
 pub mod jsonrpc;
 pub mod logs;
 pub mod naming;
+pub mod private;
 pub mod secrets;
 pub mod service;
 pub mod supervisor;

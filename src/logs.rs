@@ -2,7 +2,7 @@
 //! and a size-rotated log file in the data dir.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -182,9 +182,9 @@ impl RotatingFile {
 
 fn open_append(path: &Path) -> std::io::Result<(File, u64)> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::private::create_dir(dir)?;
     }
-    let f = OpenOptions::new().create(true).append(true).open(path)?;
+    let f = crate::private::open_append(path)?;
     let size = f.metadata()?.len();
     Ok((f, size))
 }

@@ -101,10 +101,11 @@ impl Service {
                 tracing::warn!(error = %e, "could not keep a backup of the config");
             }
         }
-        std::fs::create_dir_all(&opts.data_dir).map_err(|source| ServiceError::DataDir {
+        crate::private::create_dir(&opts.data_dir).map_err(|source| ServiceError::DataDir {
             path: opts.data_dir.clone(),
             source,
         })?;
+        secure_files(&opts.config_path, &opts.data_dir);
         // Bind everything first: if another hub runs, nothing gets started.
         let control = match opts.endpoint {
             Endpoint::Http { .. } => Some(ControlServer::bind(&opts.control_path).await?),
@@ -225,6 +226,28 @@ impl Service {
             let _ = t.await;
         }
         tracing::info!("stopped");
+    }
+}
+
+/// Tightens what Gatehouse keeps to 0700/0600, saying what was too open: the data dir (the
+/// activity log holds call arguments), the config file and its copies, and the config dir when
+/// it is Gatehouse's own (`…/gatehouse/`).
+fn secure_files(config_path: &std::path::Path, data_dir: &std::path::Path) {
+    let mut fixed = crate::private::repair_tree(data_dir);
+    if let (Some(dir), Some(name)) = (config_path.parent(), config_path.file_name()) {
+        if dir.file_name().is_some_and(|n| n == "gatehouse") {
+            fixed.extend(crate::private::repair_tree(dir));
+        } else {
+            fixed.extend(crate::private::repair_files(dir, &name.to_string_lossy()));
+        }
+    }
+    if !fixed.is_empty() {
+        let list: Vec<String> = fixed.iter().map(|p| p.display().to_string()).collect();
+        tracing::warn!(
+            "other users could read {} of Gatehouse's files; they are private now (0700 directories, 0600 files): {}",
+            fixed.len(),
+            list.join(", ")
+        );
     }
 }
 

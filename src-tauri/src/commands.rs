@@ -415,9 +415,22 @@ pub fn write_client_config(state: AppStateRef<'_>, target: String) -> CommandRes
     let (backup, _) =
         clients::write_entry(&path, kind, &entry, &[]).map_err(CommandError::failed)?;
     Ok(match backup {
-        Some(b) => format!("Wrote {} (backup: {})", path.display(), b.display()),
-        None => format!("Wrote {}", path.display()),
+        Some(b) => format!(
+            "Wrote {} (backup: {}){}",
+            path.display(),
+            b.display(),
+            private_note(kind)
+        ),
+        None => format!("Wrote {}{}", path.display(), private_note(kind)),
     })
+}
+
+fn private_note(kind: ClientKind) -> &'static str {
+    if kind.speaks_http() {
+        "; it holds the gateway token, so only you can read it (mode 0600)"
+    } else {
+        ""
+    }
 }
 
 #[derive(Serialize)]

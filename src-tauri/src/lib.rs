@@ -183,7 +183,7 @@ fn create_config_if_missing(path: &std::path::Path) {
         return;
     }
     if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
+        let _ = gatehouse::private::create_dir(dir);
     }
     let empty = gatehouse::Config::default();
     match config::write_atomic(path, empty.to_json().as_bytes()) {

@@ -35,7 +35,7 @@ pub fn lock(path: &Path) -> Result<ConfigLock, ConfigError> {
         source,
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(err)?;
+        crate::private::create_dir(dir).map_err(err)?;
     }
     let mut open = std::fs::OpenOptions::new();
     open.read(true).write(true).create(true).truncate(false);

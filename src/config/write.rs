@@ -201,7 +201,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir)?;
+    crate::private::create_dir(&dir)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -98,6 +98,19 @@ impl ControlClient {
         let stream = tokio::net::UnixStream::connect(&self.path)
             .await
             .map_err(|_| ControlError::NotRunning(self.path.clone()))?;
+        // Only a hub of our own user is trusted: another user's process on a socket path we
+        // were pointed at could answer with a fake tool list or gateway.
+        let me = nix::unistd::getuid().as_raw();
+        let peer = stream.peer_cred().map_err(|source| ControlError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        if peer.uid() != me {
+            return Err(ControlError::Untrusted {
+                path: self.path.clone(),
+                uid: peer.uid(),
+            });
+        }
         let (r, mut w) = stream.into_split();
         write_line(&mut w, req)
             .await

@@ -241,6 +241,17 @@ pub enum ControlError {
         /// For people.
         message: String,
     },
+    /// The socket's directory could be another user's.
+    #[error("refusing the control socket's directory: {0}")]
+    Unsafe(String),
+    /// The socket is served by another user.
+    #[error("the control socket {path} is served by uid {uid}, not by you: refusing to trust it (another user may be impersonating Gatehouse); check GATEHOUSE_CONTROL / --control and XDG_RUNTIME_DIR")]
+    Untrusted {
+        /// The socket.
+        path: PathBuf,
+        /// Who serves it.
+        uid: u32,
+    },
     /// No control socket on this platform.
     #[error("the control socket is not supported on this platform yet")]
     Unsupported,

@@ -23,11 +23,12 @@ impl ControlServer {
     #[cfg(unix)]
     pub async fn bind(path: &Path) -> Result<ControlServer, ControlError> {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+
         let bind_err = |source| ControlError::Bind {
             path: path.to_owned(),
             source,
         };
-        if let Some(dir) = path.parent() {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
                 std::fs::DirBuilder::new()
                     .recursive(true)
@@ -35,6 +36,9 @@ impl ControlServer {
                     .create(dir)
                     .map_err(bind_err)?;
             }
+            // A directory another user owns or can write could hold their socket, answering
+            // our CLI (and `gatehouse connect`) with whatever they like.
+            crate::private::check_private_dir(dir).map_err(ControlError::Unsafe)?;
         }
         if path.exists() {
             if tokio::net::UnixStream::connect(path).await.is_ok() {

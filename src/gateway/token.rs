@@ -102,7 +102,7 @@ pub fn load_or_create(data_dir: &Path) -> Result<String, TokenError> {
         Err(e) => return Err(io(e)),
     }
     let token = try_random_hex(32)?;
-    std::fs::create_dir_all(data_dir).map_err(io)?;
+    crate::private::create_dir(data_dir).map_err(io)?;
     write_private(&path, &token).map_err(io)?;
     Ok(token)
 }

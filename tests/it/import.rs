@@ -417,3 +417,35 @@ async fn temp_files_of_an_interrupted_write_are_removed_at_the_next_start() {
     }
     drop(served);
 }
+
+/// A client file that now holds the gateway's bearer token is readable by the person only: a
+/// looser mode becomes 0600, a stricter one is kept, and the person is told.
+#[tokio::test]
+async fn a_client_file_holding_the_token_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &config(&[]), &[]).await;
+    for (before, after) in [(0o644, 0o600), (0o660, 0o600), (0o400, 0o400)] {
+        let file = dir.path().join(format!("cursor-{before:o}.json"));
+        std::fs::write(&file, "{}").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(before)).unwrap();
+        let (code, _, err) = run(
+            dir.path(),
+            Some(&served.sock),
+            &[
+                "client-config",
+                "cursor",
+                "--write",
+                "--file",
+                file.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("readable by you only"), "{err}");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, after, "{before:o}");
+        assert!(std::fs::read_to_string(&file)
+            .unwrap()
+            .contains(&served.info.token));
+    }
+}

@@ -343,5 +343,11 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
         clients::ENTRY_NAME,
         path.display()
     );
+    if kind.speaks_http() {
+        eprintln!(
+            "{} holds the gateway token, so it is readable by you only (mode 0600).",
+            path.display()
+        );
+    }
     Ok(())
 }
