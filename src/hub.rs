@@ -31,6 +31,8 @@ pub struct HubOptions {
     pub tuning: Tuning,
     /// Deny held calls at once instead of waiting for an approver (`serve --deny-unattended`).
     pub deny_unattended: bool,
+    /// The gateway's actual ports (besides the config's): a server reaching them is refused.
+    pub gateway_ports: Vec<u16>,
 }
 
 impl HubOptions {
@@ -42,6 +44,7 @@ impl HubOptions {
             secrets: Arc::new(NoSecretStore),
             tuning: Tuning::default(),
             deny_unattended: false,
+            gateway_ports: Vec::new(),
         }
     }
 }
@@ -97,12 +100,15 @@ impl Hub {
             opts.deny_unattended,
         );
         let redactions = Arc::new(Redactions::default());
+        let mut gateway_ports = opts.gateway_ports;
+        gateway_ports.push(config.gateway.listen.port());
         let ctx = Arc::new(Context::new(
             bus.clone(),
             opts.secrets,
             redactions.clone(),
             Some(opts.data_dir.join("logs")),
             opts.tuning,
+            gateway_ports,
         ));
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
         let inner = Arc::new(Inner {

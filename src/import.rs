@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::{Config, ServerId};
@@ -254,12 +255,17 @@ pub enum Outcome {
     Skip(String),
 }
 
-/// Applies `renames` (source name or id → new id), then decides for each candidate.
+/// Applies `renames` (source name or id → new id), then decides for each candidate. An entry that
+/// is Gatehouse itself (its own endpoint on `gateway_ports` or the config's port, `gatehouse
+/// connect`, `gatehouse serve`) is never offered.
 pub fn plan(
     config: &Config,
     mut candidates: Vec<Candidate>,
     renames: &BTreeMap<String, String>,
+    gateway_ports: &[u16],
 ) -> Vec<(Candidate, Outcome)> {
+    let mut ports = gateway_ports.to_vec();
+    ports.push(config.gateway.listen.port());
     let mut taken: Vec<String> = config.servers.keys().map(|k| k.to_string()).collect();
     let mut out = Vec::new();
     for c in candidates.iter_mut() {
@@ -268,7 +274,12 @@ pub fn plan(
         }
     }
     for c in candidates {
-        let outcome = if let Err(e) = ServerId::parse(&c.id) {
+        let itself = crate::config::ServerConfig::deserialize(&c.entry)
+            .ok()
+            .and_then(|s| crate::config::reaches_gatehouse(&s.transport, &ports));
+        let outcome = if let Some(why) = itself {
+            Outcome::Skip(why)
+        } else if let Err(e) = ServerId::parse(&c.id) {
             Outcome::Skip(format!("{e}; pass --rename {}=NEW-ID", c.source_name))
         } else if taken.contains(&c.id) {
             Outcome::Skip(format!(
@@ -514,7 +525,7 @@ mod tests {
         )
         .unwrap();
         let c = parse(json!({"mcpServers": {"fs": {"command": "a"}, "FS": {"command": "b"}, "new": {"command": "c"}}})).unwrap();
-        let p = plan(&config, c.clone(), &BTreeMap::new());
+        let p = plan(&config, c.clone(), &BTreeMap::new(), &[]);
         assert!(
             p.iter()
                 .filter(|(_, o)| matches!(o, Outcome::Skip(_)))
@@ -523,7 +534,7 @@ mod tests {
         );
         let mut renames = BTreeMap::new();
         renames.insert("FS".to_owned(), "fs-2".to_owned());
-        let p = plan(&config, c, &renames);
+        let p = plan(&config, c, &renames, &[]);
         let added: Vec<_> = p
             .iter()
             .filter(|(_, o)| *o == Outcome::Add)

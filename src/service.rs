@@ -147,6 +147,13 @@ impl Service {
         hub_opts.config_path = Some(opts.config_path.clone());
         hub_opts.deny_unattended = opts.deny_unattended;
         hub_opts.secrets = std::sync::Arc::new(keychain);
+        if let Some((listener, _)) = &http {
+            hub_opts.gateway_ports = listener
+                .local_addr()
+                .map(|a| a.port())
+                .into_iter()
+                .collect();
+        }
         let hub = Hub::start(config, hub_opts);
         let gw = Gateway::new(hub.clone());
         let shutdown = CancellationToken::new();

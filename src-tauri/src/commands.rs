@@ -425,6 +425,16 @@ pub fn write_client_config(state: AppStateRef<'_>, target: String) -> CommandRes
     })
 }
 
+/// The running gateway's port (an import never offers an entry that points at it).
+fn own_port(state: &AppState) -> Vec<u16> {
+    state
+        .gateway_info()
+        .and_then(|i| i.url.rsplit_once(':').map(|(_, r)| r.to_owned()))
+        .and_then(|r| r.split('/').next().and_then(|p| p.parse().ok()))
+        .into_iter()
+        .collect()
+}
+
 fn private_note(kind: ClientKind) -> &'static str {
     if kind.speaks_http() {
         "; it holds the gateway token, so only you can read it (mode 0600)"
@@ -474,7 +484,7 @@ pub fn import_preview(
         .map(|(label, p)| {
             let (servers, error) = match gatehouse::import::read_source(&p) {
                 Ok(c) => (
-                    gatehouse::import::plan(&config, c, &Default::default())
+                    gatehouse::import::plan(&config, c, &Default::default(), &own_port(&state))
                         .into_iter()
                         .map(|(c, o)| ImportRow {
                             command_line: c.command_line(),
@@ -512,7 +522,12 @@ pub async fn import_servers(
     let hub = state.hub()?;
     let candidates = gatehouse::import::read_source(std::path::Path::new(&path))
         .map_err(CommandError::invalid)?;
-    let plan = gatehouse::import::plan(&hub.config(), candidates, &Default::default());
+    let plan = gatehouse::import::plan(
+        &hub.config(),
+        candidates,
+        &Default::default(),
+        &own_port(&state),
+    );
     if let Some(config_path) = hub.config_path() {
         gatehouse::import::backup(&config_path).map_err(CommandError::failed)?;
     }

@@ -446,6 +446,34 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_that_is_gatehouse_itself_is_recognised() {
+        use crate::config::reaches_gatehouse;
+        let t = |entry: &str| {
+            let c = parse(&format!("{{\"servers\": {{\"a\": {entry}}}}}")).unwrap();
+            c.servers.into_values().next().unwrap().transport
+        };
+        for itself in [
+            r#"{"url": "http://127.0.0.1:7723/mcp"}"#,
+            r#"{"url": "http://localhost:7723/anything"}"#,
+            r#"{"url": "http://[::1]:7723/mcp"}"#,
+            r#"{"command": "gatehouse", "args": ["connect"]}"#,
+            r#"{"command": "/usr/bin/gatehouse", "args": ["--control", "/x", "connect"]}"#,
+            r#"{"command": "gatehouse", "args": ["serve", "--stdio", "--config", "g.json"]}"#,
+            r#"{"command": "C:\\bin\\gatehouse.exe", "args": ["connect"]}"#,
+        ] {
+            assert!(reaches_gatehouse(&t(itself), &[7723]).is_some(), "{itself}");
+        }
+        for other in [
+            r#"{"url": "http://127.0.0.1:7724/mcp"}"#,
+            r#"{"url": "https://example.com:7723/mcp"}"#,
+            r#"{"command": "gatehouse", "args": ["status"]}"#,
+            r#"{"command": "npx", "args": ["-y", "server-connect"]}"#,
+        ] {
+            assert!(reaches_gatehouse(&t(other), &[7723]).is_none(), "{other}");
+        }
+    }
+
+    #[test]
     fn syntax_error_has_fix() {
         let (line, _, _, fix) = invalid("{\"servers\": {\n \"a\": {\"command\": \"x\"\n}");
         assert!(line >= 2);

@@ -136,6 +136,10 @@ impl Config {
         for name in server.secret_refs() {
             validate_secret_name(name)?;
         }
+        let ports = [self.gateway.listen.port()];
+        if let Some(why) = super::reaches_gatehouse(&server.transport, &ports) {
+            return Err(why);
+        }
         let mut next = self.clone();
         if let Some(orig) = original {
             let orig_id = ServerId::parse(orig)?;

@@ -221,6 +221,7 @@ impl Actor {
             .launcher
             .launch(LaunchRequest {
                 cfg: &self.cfg,
+                gateway_ports: &self.ctx.gateway_ports,
                 secrets: self.ctx.secrets.clone(),
                 redactions: self.ctx.redactions.clone(),
                 log: self.log_fn(),

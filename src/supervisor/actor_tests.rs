@@ -28,6 +28,7 @@ fn server(fake: &Arc<FakeLauncher>) -> (ServerHandle, tokio::task::JoinHandle<()
         redactions: Arc::default(),
         log_dir: None,
         tuning: Tuning::default(),
+        gateway_ports: Vec::new(),
         launcher: fake.clone(),
     });
     ServerHandle::spawn(ServerId::parse("fx").unwrap(), cfg, ctx)

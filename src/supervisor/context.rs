@@ -51,6 +51,8 @@ pub struct Context {
     pub log_dir: Option<PathBuf>,
     /// Timing knobs.
     pub tuning: Tuning,
+    /// The gateway's ports: a server reaching one of them on loopback is Gatehouse itself.
+    pub gateway_ports: Vec<u16>,
     pub(crate) launcher: Arc<dyn Launcher>,
 }
 
@@ -62,6 +64,7 @@ impl Context {
         redactions: Arc<Redactions>,
         log_dir: Option<PathBuf>,
         tuning: Tuning,
+        gateway_ports: Vec<u16>,
     ) -> Context {
         Context {
             bus,
@@ -69,6 +72,7 @@ impl Context {
             redactions,
             log_dir,
             tuning,
+            gateway_ports,
             launcher: Arc::new(SystemLauncher),
         }
     }

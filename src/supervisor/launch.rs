@@ -27,6 +27,7 @@ pub(crate) type LogFn = Arc<dyn Fn(LogStream, String) + Send + Sync>;
 /// What a launcher is asked to start.
 pub(crate) struct LaunchRequest<'a> {
     pub cfg: &'a ServerConfig,
+    pub gateway_ports: &'a [u16],
     pub secrets: Arc<dyn SecretSource>,
     pub redactions: Arc<Redactions>,
     pub log: LogFn,
@@ -83,6 +84,11 @@ pub(crate) struct SystemLauncher;
 impl Launcher for SystemLauncher {
     fn launch<'a>(&'a self, req: LaunchRequest<'a>) -> BoxFuture<'a, Result<Launched, String>> {
         Box::pin(async move {
+            if let Some(why) =
+                crate::config::reaches_gatehouse(&req.cfg.transport, req.gateway_ports)
+            {
+                return Err(format!("not started: {why}"));
+            }
             match &req.cfg.transport {
                 Transport::Stdio(t) => launch_child(t, &req).await,
                 Transport::Remote(r) => launch_remote(r, &req).await,

@@ -449,3 +449,84 @@ async fn a_client_file_holding_the_token_is_readable_by_its_owner_only() {
             .contains(&served.info.token));
     }
 }
+
+/// Gatehouse never proxies itself: its own entry in a client's file is never offered for import,
+/// and a server entry that reaches it (its endpoint, `gatehouse connect`) fails with the reason
+/// while the others run; the tool list does not grow.
+#[tokio::test]
+async fn gatehouse_never_becomes_one_of_its_own_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
+    // A Cursor file holding Gatehouse's own entry (as client-config writes it) and a real one.
+    let cursor = dir.path().join("cursor.json");
+    std::fs::write(
+        &cursor,
+        json!({"mcpServers": {
+            "gatehouse": {"url": served.info.url, "headers": {"Authorization": format!("Bearer {}", served.info.token)}},
+            "bridge": {"command": GATEHOUSE, "args": ["connect"]},
+            "real": {"command": FIXTURE}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    let (code, out, err) = run(
+        dir.path(),
+        Some(&served.sock),
+        &[
+            "import",
+            "--from",
+            cursor.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        out.matches("is Gatehouse's own endpoint").count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(out.matches("is Gatehouse itself").count(), 1, "{out}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["fx", "real"], "{c}");
+
+    // Written in by hand, the same entries fail with the reason; the rest keep running.
+    let mut c = c;
+    c["servers"]["loop"] = json!({"url": served.info.url});
+    c["servers"]["bridge"] = json!({"command": GATEHOUSE, "args": ["connect"]});
+    std::fs::write(&cfg, c.to_string()).unwrap();
+    let (code, _, err) = run(dir.path(), Some(&served.sock), &["reload"]);
+    assert_eq!(code, 0, "{err}");
+    let client = gatehouse::control::ControlClient::new(served.sock.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let all: Vec<gatehouse::ServerStatus> = client
+            .request(&gatehouse::control::Request::Status)
+            .await
+            .unwrap();
+        let state = |id: &str| {
+            all.iter()
+                .find(|s| s.id == id)
+                .map(|s| (s.state, s.last_error.clone()))
+        };
+        if let (
+            Some((gatehouse::State::Failed, Some(e1))),
+            Some((gatehouse::State::Failed, Some(e2))),
+            Some((gatehouse::State::Running, _)),
+        ) = (state("loop"), state("bridge"), state("real"))
+        {
+            assert!(e1.contains("Gatehouse's own endpoint"), "{e1}");
+            assert!(e2.contains("is Gatehouse itself"), "{e2}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{all:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let tools: Vec<gatehouse::hub::ToolInfo> = client
+        .request(&gatehouse::control::Request::Tools { id: None })
+        .await
+        .unwrap();
+    assert_eq!(tools.len(), 2 * FIXTURE_TOOLS);
+}

@@ -93,7 +93,13 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     } else {
         Config::default()
     };
-    let plan = import::plan(&current, candidates, &renames);
+    // The running hub's actual port too: its own entry in a client's file is never offered.
+    let running = control
+        .request::<GatewayInfo>(&Request::Gateway)
+        .await
+        .ok()
+        .and_then(|i| reqwest_port(&i.url));
+    let plan = import::plan(&current, candidates, &renames, running.as_slice());
     let mut chosen: Vec<Candidate> = Vec::new();
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for (mut c, outcome) in plan {
@@ -350,4 +356,10 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
         );
     }
     Ok(())
+}
+
+fn reqwest_port(url: &str) -> Option<u16> {
+    url.rsplit_once(':')
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|p| p.parse().ok())
 }
