@@ -216,6 +216,7 @@ async fn stdio_client(
         CancellationToken::new(),
         tx,
         Arc::new(|_| {}),
+        Arc::default(),
         &mut tasks,
     );
     tasks.detach_all();

@@ -337,6 +337,10 @@ pub fn move_credentials(
             }
             _ => (None, value),
         };
+        if secret.chars().count() < crate::secrets::MIN_SECRET_LEN {
+            // Too short to keep out of logs: it stays in plain text and is reported as such.
+            continue;
+        }
         let name = secret_name(id, var);
         keychain.set(&name, &secret).map_err(|e| {
             format!(

@@ -63,21 +63,22 @@ pub struct Redactions {
     values: std::sync::RwLock<Vec<(String, String)>>,
 }
 
-/// Values shorter than this are not masked: masking "a" would mangle every text.
-const MIN_MASKED_LEN: usize = 4;
+/// The shortest value Gatehouse keeps: anything shorter could not be masked without mangling
+/// ordinary text, so it is refused when set (and when resolved, if an older one exists).
+pub const MIN_SECRET_LEN: usize = 8;
 
 impl Redactions {
-    /// Remembers a resolved value (raw and JSON-escaped) for masking.
+    /// Remembers a resolved value, in every form a careless server might print it: raw,
+    /// JSON-escaped, URL-encoded, and base64 (standard and URL-safe) at each of the three
+    /// alignments it can have inside a longer base64 text. Values shorter than
+    /// [`MIN_SECRET_LEN`] are not registered (they are refused before they get here).
     pub fn register(&self, name: &str, value: &str) {
-        if value.len() < MIN_MASKED_LEN {
+        if value.len() < MIN_SECRET_LEN {
             return;
         }
-        // Also the JSON-escaped form: arguments and events are JSON text.
-        let escaped = crate::jsonrpc::json_string(value);
-        let escaped = escaped[1..escaped.len() - 1].to_owned();
         let mut v = self.values.write().unwrap_or_else(|e| e.into_inner());
-        for form in [value.to_owned(), escaped] {
-            if !v.iter().any(|(n, f)| n == name && *f == form) {
+        for form in forms(value) {
+            if form.len() >= MIN_SECRET_LEN && !v.iter().any(|(n, f)| n == name && *f == form) {
                 v.push((name.to_owned(), form));
             }
         }
@@ -85,7 +86,7 @@ impl Redactions {
         v.sort_by_key(|(_, f)| std::cmp::Reverse(f.len()));
     }
 
-    /// `text` with every known value replaced by `[secret:NAME]`.
+    /// `text` with every known value, in every form, replaced by `[secret:NAME]`.
     pub fn mask(&self, text: &str) -> String {
         let v = self.values.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_owned();
@@ -95,6 +96,80 @@ impl Redactions {
             }
         }
         out
+    }
+
+    /// Whether any value is known (nothing to mask otherwise).
+    pub fn is_empty(&self) -> bool {
+        self.values.read().map(|v| v.is_empty()).unwrap_or(false)
+    }
+}
+
+/// The forms of `value` to look for.
+fn forms(value: &str) -> Vec<String> {
+    let escaped = crate::jsonrpc::json_string(value);
+    let mut out = vec![
+        value.to_owned(),
+        escaped[1..escaped.len() - 1].to_owned(),
+        percent_encode(value, false),
+        percent_encode(value, true),
+    ];
+    for url_safe in [false, true] {
+        for shift in 0..3 {
+            out.push(base64_core(value.as_bytes(), shift, url_safe));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn percent_encode(s: &str, lower: bool) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else if lower {
+                format!("%{b:02x}")
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The base64 characters that depend only on `data` when it starts `shift` bytes into a longer
+/// encoded text (so it is found inside `base64("user:" + value)` too).
+fn base64_core(data: &[u8], shift: usize, url_safe: bool) -> String {
+    const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let alphabet = if url_safe { URL } else { STD };
+    let mut bytes = vec![0u8; shift];
+    bytes.extend_from_slice(data);
+    let total_bits = bytes.len() * 8;
+    let mut chars = Vec::with_capacity(total_bits / 6 + 1);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            chars.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize]);
+        }
+    }
+    // Skip the characters that carry bits of the shift bytes; stop before one that carries bits
+    // beyond the data.
+    let skip = (shift * 8).div_ceil(6);
+    let end = total_bits / 6;
+    String::from_utf8_lossy(&chars[skip.min(end)..end]).into_owned()
+}
+
+impl std::fmt::Debug for Redactions {
+    /// Never the values: how many forms are known.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.values.read().map(|v| v.len()).unwrap_or(0);
+        write!(f, "Redactions({n} forms)")
     }
 }
 
@@ -173,6 +248,14 @@ impl KeychainStore {
             name: name.to_owned(),
             reason,
         })?;
+        if value.chars().count() < MIN_SECRET_LEN {
+            return Err(SecretError::Unavailable {
+                name: name.to_owned(),
+                reason: format!(
+                    "the value is shorter than {MIN_SECRET_LEN} characters: Gatehouse could not keep so short a value out of logs and screens (masking it would mangle ordinary text), so it is refused; store the full token"
+                ),
+            });
+        }
         if cfg!(windows) && value.len() > MAX_WINDOWS_VALUE {
             return Err(SecretError::Unavailable {
                 name: name.to_owned(),
@@ -271,5 +354,49 @@ mod tests {
             r#"{"k":"[secret:token]"}"#
         );
         assert_eq!(r.mask("pin 12"), "pin 12");
+    }
+
+    /// A reference base64 encoder, independent of the one under test.
+    fn b64(data: &[u8], alphabet: &[u8; 64]) -> String {
+        let mut out = String::new();
+        let mut bits = 0u32;
+        let mut n = 0;
+        for &byte in data {
+            bits = (bits << 8) | u32::from(byte);
+            n += 8;
+            while n >= 6 {
+                n -= 6;
+                out.push(alphabet[((bits >> n) & 63) as usize] as char);
+            }
+        }
+        if n > 0 {
+            out.push(alphabet[((bits << (6 - n)) & 63) as usize] as char);
+        }
+        out
+    }
+
+    #[test]
+    fn encoded_forms_are_found_inside_longer_texts() {
+        const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let secret = "s3cr3t/Value+With?Odd&Chars=€";
+        let r = Redactions::default();
+        r.register("k", secret);
+        for prefix in ["", "u", "us", "user:", "Basic x"] {
+            for alphabet in [STD, URL] {
+                let whole = format!("{prefix}{secret}-and-more");
+                let text = format!("auth {} end", b64(whole.as_bytes(), alphabet));
+                let masked = r.mask(&text);
+                assert!(
+                    masked.contains("[secret:k]"),
+                    "{prefix:?}: {text} -> {masked}"
+                );
+            }
+        }
+        let url = percent_encode(secret, false);
+        assert_eq!(r.mask(&format!("?q={url}&x")), "?q=[secret:k]&x");
+        let lower = percent_encode(secret, true);
+        assert_ne!(lower, url);
+        assert_eq!(r.mask(&format!("?q={lower}")), "?q=[secret:k]");
     }
 }

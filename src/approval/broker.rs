@@ -267,7 +267,11 @@ mod tests {
     use serde_json::value::RawValue;
 
     fn tool(raw: &str) -> ToolDef {
-        ToolDef::parse(RawValue::from_string(raw.to_owned()).unwrap()).unwrap()
+        ToolDef::parse(
+            RawValue::from_string(raw.to_owned()).unwrap(),
+            Arc::default(),
+        )
+        .unwrap()
     }
 
     fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {

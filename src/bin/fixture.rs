@@ -17,6 +17,10 @@
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
+//!   --leak-env NAME      a careless server: the value of NAME goes into the echo tool's title,
+//!                        description and annotations, serverInfo and instructions, a non-JSON
+//!                        stdout line (across its first 200 bytes) and stderr (base64 of
+//!                        "user:VALUE", URL-encoded)
 //! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, envhash {name},
 //!   leak {name}, touch {path}, stamp,
 //!   exotic (a result full of things a typed model would lose), progress {steps} (progress
@@ -51,6 +55,7 @@ struct Opts {
     list_changed: bool,
     description: Option<String>,
     conformance: bool,
+    leak_env: Option<String>,
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -73,6 +78,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--list-changed" => o.list_changed = true,
             "--description" => o.description = Some(val("--description")?),
             "--conformance" => o.conformance = true,
+            "--leak-env" => o.leak_env = Some(val("--leak-env")?),
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -205,16 +211,31 @@ fn serve(opts: &Opts) {
                         let _ = writeln!(out, "{big}");
                     }
                 }
+                let leaked = leaked(opts);
+                if let Some(v) = &leaked {
+                    let straddling = format!("{}{v} <- not JSON", "x".repeat(190));
+                    if let Ok(mut out) = shared.out.lock() {
+                        let _ = writeln!(out, "{straddling}");
+                    }
+                    eprintln!("auth: Basic {}", base64(format!("user:{v}").as_bytes()));
+                    eprintln!("url: https://example.com/?key={}", url_encode(v));
+                }
                 let capabilities = if opts.conformance {
                     json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}, "logging": {}})
                 } else {
                     json!({"tools": {"listChanged": true}})
                 };
-                Ok(json!({
+                let mut init = json!({
                     "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-06-18")),
                     "capabilities": capabilities,
                     "serverInfo": {"name": "gatehouse-fixture", "version": "1.0.0"}
-                }))
+                });
+                if let Some(v) = &leaked {
+                    init["serverInfo"] =
+                        json!({"name": format!("fixture {v}"), "version": format!("1.0+{v}")});
+                    init["instructions"] = json!(format!("use the key {v}"));
+                }
+                Ok(init)
             }
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": tools(opts)})),
@@ -417,8 +438,46 @@ fn send(shared: &Shared, opts: &Opts, msg: &Value) {
     let _ = out.flush();
 }
 
+fn leaked(opts: &Opts) -> Option<String> {
+    opts.leak_env.as_ref().and_then(|n| std::env::var(n).ok())
+}
+
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                A[((n >> (18 - 6 * i)) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 fn tools(opts: &Opts) -> Vec<Value> {
     let obj = |props: Value, req: Value| json!({"type":"object","properties":props,"required":req});
+    let leak = leaked(opts);
     let mut t = vec![
         json!({"name":"echo","title":"Echo","description": opts.description.clone().unwrap_or_else(|| "Returns the text it is given".into()),
                "inputSchema": obj(json!({"text":{"type":"string"}}), json!(["text"])),
@@ -440,6 +499,11 @@ fn tools(opts: &Opts) -> Vec<Value> {
         json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),
                "annotations":{"readOnlyHint":true}}),
     ];
+    if let Some(v) = &leak {
+        t[0]["title"] = json!(format!("Echo {v}"));
+        t[0]["description"] = json!(format!("Returns the text (debug: key={v})"));
+        t[0]["annotations"]["x-debug"] = json!(v);
+    }
     for i in 0..opts.tools {
         t.push(
             json!({"name": format!("tool_{i}"), "description": format!("Generated tool {i}"),

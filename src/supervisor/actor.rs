@@ -241,6 +241,7 @@ impl Actor {
             self.generation,
             self.ev_tx.clone(),
             note,
+            self.ctx.redactions.clone(),
             Duration::from_secs(self.cfg.startup_timeout_secs),
         );
         *lock(&self.shared.peer) = Some(session.peer.clone());
@@ -265,10 +266,13 @@ impl Actor {
                     }
                     None => false,
                 };
+                // What the server says about itself is shown: secret values are masked first.
+                let mask = |t: Option<String>| t.map(|t| self.ctx.redactions.mask(&t));
+                let (name, version) = (mask(ready.name), mask(ready.version));
                 self.set_state(State::Running, |s| {
                     s.tools = count;
-                    s.server_name = ready.name;
-                    s.server_version = ready.version;
+                    s.server_name = name;
+                    s.server_version = version;
                 });
                 self.ctx.bus.publish(Event::ToolsChanged {
                     server: self.shared.id.to_string(),
@@ -380,6 +384,8 @@ impl Actor {
 
     /// Records a failure and decides between `restarting` (with backoff) and `failed`.
     fn fail(&mut self, msg: String, fatal: bool, uptime: Option<Duration>) {
+        // Error texts quote the server (its stderr, its error objects): masked before shown.
+        let msg = self.ctx.redactions.mask(&msg);
         let tuning = self.ctx.tuning.clone();
         let mut failures = self.shared.status.borrow().consecutive_failures;
         if uptime.is_some_and(|u| u >= tuning.reset_after) {

@@ -137,7 +137,7 @@ pub async fn list_tools(peer: &RpcPeer) -> Result<Vec<Arc<ToolDef>>, String> {
             Err(e) => return Err(e.to_string()),
         };
         for raw in page.tools {
-            tools.push(Arc::new(ToolDef::parse(raw)?));
+            tools.push(Arc::new(ToolDef::parse(raw, peer.redactions().clone())?));
         }
         match page.next_cursor {
             Some(c) if !c.is_empty() => cursor = Some(c),

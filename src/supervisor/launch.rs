@@ -260,6 +260,12 @@ pub(crate) async fn resolve_env(
                 EnvValue::Plain(s) => s,
                 EnvValue::Secret { secret, prefix } => {
                     let value = secrets.get(&secret).map_err(|e| e.to_string())?;
+                    if value.chars().count() < crate::secrets::MIN_SECRET_LEN {
+                        return Err(format!(
+                            "secret {secret} is shorter than {} characters, too short to keep out of logs; set the full value with `gatehouse secret set {secret}` (or in the app's Secrets view)",
+                            crate::secrets::MIN_SECRET_LEN
+                        ));
+                    }
                     redactions.register(&secret, &value);
                     format!("{}{}", prefix.unwrap_or_default(), value)
                 }

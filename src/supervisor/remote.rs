@@ -52,6 +52,19 @@ pub fn check_url(url: &str, allow_insecure: bool) -> Result<reqwest::Url, String
 pub fn client() -> Result<reqwest::Client, String> {
     crate::http_client_builder()
         .connect_timeout(Duration::from_secs(10))
+        // Configured headers carry credentials: a redirect is followed only within the server's
+        // own origin (scheme, host, port), never to another one.
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same = attempt
+                .previous()
+                .last()
+                .is_some_and(|prev| prev.origin() == attempt.url().origin());
+            if same && attempt.previous().len() < 5 {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }))
         .build()
         .map_err(|e| format!("cannot set up the HTTP client: {e}"))
 }
@@ -504,6 +517,13 @@ fn check_status(resp: &reqwest::Response) -> Result<(), String> {
         return Ok(());
     }
     Err(match status.as_u16() {
+        300..=399 => format!(
+            "the server redirected to {}, another origin: not followed, so this server's headers and tokens never reach another host; put that URL in the config if you trust it",
+            resp.headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("another address")
+        ),
         401 | 403 => format!(
             "the server refused the credentials (HTTP {}): check this server's \"headers\" and the secrets they refer to",
             status.as_u16()

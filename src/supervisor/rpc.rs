@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, Line};
+use crate::secrets::Redactions;
 
 /// A reply to one of our requests, exactly as the server sent it.
 #[derive(Debug)]
@@ -121,6 +122,8 @@ pub struct RpcPeer {
     out: mpsc::Sender<Vec<u8>>,
     pending: Mutex<Pending>,
     next_id: AtomicU64,
+    /// Secret values to mask in what the server sends before any of it is stored or shown.
+    redactions: Arc<Redactions>,
 }
 
 impl RpcPeer {
@@ -133,6 +136,7 @@ impl RpcPeer {
         stop: CancellationToken,
         inbound: mpsc::UnboundedSender<Inbound>,
         note: NoteFn,
+        redactions: Arc<Redactions>,
         tasks: &mut tokio::task::JoinSet<()>,
     ) -> Arc<RpcPeer>
     where
@@ -145,6 +149,7 @@ impl RpcPeer {
             out,
             pending: Mutex::new(Pending::default()),
             next_id: AtomicU64::new(1),
+            redactions,
         });
         tasks.spawn(jsonrpc::write_lines(stdin, out_rx, stop.clone()));
         tasks.spawn(read_loop(peer.clone(), stdout, inbound, note, stop));
@@ -236,6 +241,24 @@ impl RpcPeer {
         for w in drained {
             let _ = w.send(Err(self.lost(reason)));
         }
+    }
+
+    /// The secret values to mask in what this server sends.
+    pub fn redactions(&self) -> &Arc<Redactions> {
+        &self.redactions
+    }
+
+    /// A short excerpt of a line from the server for a log note: secret values are masked
+    /// before the line is cut, so a cut never leaves part of one.
+    pub fn excerpt(&self, line: &[u8]) -> String {
+        // A window wider than the longest form of any secret we keep, then the mask, then the cut.
+        let window = &line[..line.len().min(200 + 8192)];
+        let masked = self.redactions.mask(&String::from_utf8_lossy(window));
+        let mut text: String = masked.chars().take(200).collect();
+        if line.len() > 200 || masked.chars().count() > 200 {
+            text.push_str(&format!("… ({} bytes)", line.len()));
+        }
+        text
     }
 
     /// Requests waiting for their reply.
@@ -349,7 +372,7 @@ async fn handle_line(
         Err(_) => {
             note(format!(
                 "dropped a non-JSON stdout line: {}",
-                jsonrpc::excerpt(line)
+                peer.excerpt(line)
             ));
             return;
         }
@@ -369,8 +392,8 @@ async fn handle_line(
             if !known {
                 note(format!(
                     "dropped a response with unknown id {}: {}",
-                    id.get(),
-                    jsonrpc::excerpt(line)
+                    peer.excerpt(id.get().as_bytes()),
+                    peer.excerpt(line)
                 ));
             }
         }
@@ -407,7 +430,7 @@ async fn handle_line(
                     sink.is_some_and(|s| s.send(CallEvent::Notification(line.to_vec())).is_ok());
                 if !delivered {
                     if let Some(p) = env.params {
-                        note(format!("log: {}", jsonrpc::excerpt(p.get().as_bytes())));
+                        note(format!("log: {}", peer.excerpt(p.get().as_bytes())));
                     }
                 }
             }
@@ -440,7 +463,7 @@ async fn handle_line(
         }
         None => note(format!(
             "dropped a JSON line that is not JSON-RPC: {}",
-            jsonrpc::excerpt(line)
+            peer.excerpt(line)
         )),
     }
 }
@@ -475,6 +498,7 @@ mod tests {
             CancellationToken::new(),
             tx,
             Arc::new(move |s| n2.lock().unwrap().push(s)),
+            Arc::default(),
             &mut tasks,
         );
         Rig {

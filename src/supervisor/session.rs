@@ -51,6 +51,7 @@ impl Session {
         generation: u64,
         events: EventTx,
         note: rpc::NoteFn,
+        redactions: Arc<crate::secrets::Redactions>,
         startup_timeout: Duration,
     ) -> Session {
         let Launched {
@@ -83,6 +84,7 @@ impl Session {
             stop.clone(),
             in_tx,
             note,
+            redactions,
             &mut tasks,
         );
         {

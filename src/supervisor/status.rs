@@ -146,6 +146,9 @@ pub struct ToolDef {
     pub read_only: bool,
     parsed: OnceLock<ToolMeta>,
     hash: OnceLock<String>,
+    /// Secret values to mask in what is shown of the definition (never in `raw`, which goes to
+    /// the clients that list the tools).
+    redactions: Arc<crate::secrets::Redactions>,
 }
 
 /// The parts of a definition a person is shown.
@@ -162,8 +165,12 @@ pub struct ToolMeta {
 }
 
 impl ToolDef {
-    /// A tool from its raw definition; `None` when it has no string `name`.
-    pub fn parse(raw: Box<RawValue>) -> Result<ToolDef, String> {
+    /// A tool from its raw definition; an error when it has no string `name`. What is shown of it
+    /// ([`ToolDef::meta`]) has every value in `redactions` masked.
+    pub fn parse(
+        raw: Box<RawValue>,
+        redactions: Arc<crate::secrets::Redactions>,
+    ) -> Result<ToolDef, String> {
         #[derive(Deserialize)]
         struct Named {
             name: String,
@@ -176,13 +183,16 @@ impl ToolDef {
             raw: Arc::from(raw),
             parsed: OnceLock::new(),
             hash: OnceLock::new(),
+            redactions,
         })
     }
 
-    /// Title, description and annotations, parsed on first use.
+    /// Title, description and annotations, parsed on first use, secret values masked (this is
+    /// what is stored and shown: tool lists, approval requests, pins).
     pub fn meta(&self) -> &ToolMeta {
         self.parsed.get_or_init(|| {
-            let definition: Value = serde_json::from_str(self.raw.get()).unwrap_or(Value::Null);
+            let masked = self.redactions.mask(self.raw.get());
+            let definition: Value = serde_json::from_str(&masked).unwrap_or(Value::Null);
             let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
             let annotations = definition.get("annotations").cloned();
             ToolMeta {
@@ -262,14 +272,16 @@ mod tests {
             r#"{"name":"w","annotations":{"title":"Write","readOnlyHint":false},"description":"d","x":1.50}"#.into(),
         )
         .unwrap();
-        let t = ToolDef::parse(raw).unwrap();
+        let t = ToolDef::parse(raw, Arc::default()).unwrap();
         assert_eq!(t.name, "w");
         assert!(!t.read_only);
         assert_eq!(t.meta().title.as_deref(), Some("Write"));
         assert_eq!(t.meta().description.as_deref(), Some("d"));
         assert!(t.raw.get().contains("\"x\":1.50"));
         assert_eq!(t.hash(), definition_hash(t.raw.get()));
-        assert!(ToolDef::parse(RawValue::from_string("{}".into()).unwrap()).is_err());
+        assert!(
+            ToolDef::parse(RawValue::from_string("{}".into()).unwrap(), Arc::default()).is_err()
+        );
     }
 
     #[test]

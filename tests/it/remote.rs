@@ -206,3 +206,68 @@ async fn remote_server_refusing_the_credentials_says_so() {
     assert!(!e.contains(TOKEN), "{e}");
     th.hub.shutdown().await;
 }
+
+/// A remote server's configured headers (credentials) never follow a redirect to another
+/// origin: the server fails saying where it tried to send us, and the other host saw nothing.
+#[tokio::test]
+async fn configured_headers_never_follow_a_redirect_to_another_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (free_port(), free_port());
+    let seen = dir.path().join("seen.txt");
+    let script = r#"
+import http.server, sys, threading
+a, b, seen = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+class Redirect(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.send_response(307); self.send_header("Location", f"http://127.0.0.1:{b}/mcp"); self.send_header("Content-Length", "0"); self.end_headers()
+    do_GET = do_POST
+    def log_message(self, *a): pass
+class Record(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        with open(seen, "a") as f: f.write(str(dict(self.headers)) + "\n")
+        self.send_response(500); self.send_header("Content-Length", "0"); self.end_headers()
+    do_GET = do_POST
+    def log_message(self, *a): pass
+threading.Thread(target=http.server.HTTPServer(("127.0.0.1", b), Record).serve_forever, daemon=True).start()
+print("ready", flush=True)
+http.server.HTTPServer(("127.0.0.1", a), Redirect).serve_forever()
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            script,
+            &a.to_string(),
+            &b.to_string(),
+            seen.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let th = hub_with_secret(json!({
+        "url": format!("http://127.0.0.1:{a}/mcp"),
+        "headers": {"X-Api-Key": {"secret": "docs-token"}}
+    }));
+    let s = wait_state(&th.server("docs"), State::Failed, Duration::from_secs(20)).await;
+    let err = s.last_error.unwrap_or_default();
+    assert!(
+        err.contains(&format!(
+            "redirected to http://127.0.0.1:{b}/mcp, another origin"
+        )),
+        "{err}"
+    );
+    let reached = std::fs::read_to_string(&seen).unwrap_or_default();
+    assert!(
+        !reached.contains(TOKEN),
+        "the credential reached the other origin: {reached}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    th.hub.shutdown().await;
+}

@@ -453,3 +453,179 @@ async fn import_moves_plaintext_tokens_into_the_keychain() {
     store.delete("slack-slack-bot-token").unwrap();
     store.delete("docs-authorization").unwrap();
 }
+
+/// The shifted base64 cores of `value` (what it looks like inside any longer base64 text).
+fn base64_cores(value: &str) -> Vec<String> {
+    (0..3)
+        .map(|shift| {
+            let mut bytes = vec![0u8; shift];
+            bytes.extend_from_slice(value.as_bytes());
+            let enc = base64_encode(&bytes);
+            let enc = enc.trim_end_matches('=');
+            let skip = (shift * 8).div_ceil(6);
+            let end = bytes.len() * 8 / 6;
+            enc[skip..end].to_owned()
+        })
+        .collect()
+}
+
+/// A careless server that repeats a resolved secret — in its tool definitions, its serverInfo
+/// and instructions, a non-JSON stdout line cut in a log note, base64 and URL-encoded on
+/// stderr — never gets it into anything Gatehouse stores or shows: status, tools, approval
+/// requests, remembered pins, logs (ring and file), events, the activity log.
+#[tokio::test]
+#[ignore = "needs a keychain: run `make test` (scripts/with-keyring.sh)"]
+async fn what_a_careless_server_repeats_of_a_secret_is_masked_everywhere_it_is_kept() {
+    use gatehouse::gateway::{Gateway, Out, Outcome};
+    require_keychain();
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).unwrap();
+    let canary: String = bytes.iter().map(|b| format!("{b:02x}")).collect::<String>() + "/+=?&";
+    let mut forms = vec![
+        canary.clone(),
+        url_encode(&canary),
+        // Any 10 characters of it: a cut must never leave a piece of it behind.
+        canary[..10].to_owned(),
+        canary[canary.len() - 12..].to_owned(),
+    ];
+    forms.extend(base64_cores(&canary));
+    let name = format!("careless-{}", fastrand::u32(..));
+    let keychain = KeychainStore::start();
+    {
+        let (k, n, c) = (keychain.clone(), name.clone(), canary.clone());
+        tokio::task::spawn_blocking(move || k.set(&n, &c))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({
+        "servers": {"fx": {"command": FIXTURE, "args": ["--leak-env", "API_KEY"],
+                           "env": {"API_KEY": {"secret": name}}}},
+        "approval": {"default": "always", "timeout_secs": 30}
+    });
+    let config = gatehouse::Config::parse(&cfg.to_string(), "t".as_ref()).unwrap();
+    let mut opts = gatehouse::HubOptions::new(dir.path().to_owned());
+    opts.secrets = std::sync::Arc::new(keychain.clone());
+    let hub = gatehouse::Hub::start(config, opts);
+    let mut events = hub.events();
+    let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = collected.clone();
+    let collector = tokio::spawn(async move {
+        while let Ok(ev) = events.recv().await {
+            sink.lock()
+                .unwrap()
+                .push(serde_json::to_string(&ev).unwrap());
+        }
+    });
+    let fx = hub.server("fx").unwrap();
+    wait_state(&fx, gatehouse::State::Running, T).await;
+    let gw = Gateway::new(hub.clone());
+    gw.refresh_catalog();
+    let session = gw.open_session();
+    // A held call: its approval request shows the tool's title and description.
+    let msg = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hi"}}}).to_string();
+    let held = {
+        let (gw, session) = (gw.clone(), session.clone());
+        tokio::spawn(async move {
+            if let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await {
+                while let Some(o) = rx.recv().await {
+                    if let Out::Final(_) = o {
+                        break;
+                    }
+                }
+            }
+        })
+    };
+    let deadline = Instant::now() + T;
+    let pending = loop {
+        let p = hub.approvals().pending();
+        if !p.is_empty() {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the call was never held");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let mut haystacks: Vec<(String, String)> = vec![
+        (
+            "approval request".into(),
+            serde_json::to_string(&pending).unwrap(),
+        ),
+        (
+            "status".into(),
+            serde_json::to_string(&hub.status()).unwrap(),
+        ),
+        (
+            "tools".into(),
+            serde_json::to_string(&hub.tools(None).unwrap()).unwrap(),
+        ),
+        (
+            "log ring".into(),
+            serde_json::to_string(&fx.logs().tail(None)).unwrap(),
+        ),
+    ];
+    hub.approvals()
+        .answer(
+            &pending[0].id,
+            gatehouse::approval::Answer::Allow(gatehouse::approval::Scope::Always),
+            gatehouse::approval::Decider::Cli,
+        )
+        .unwrap();
+    held.await.unwrap();
+    // The scenario did reach every place masking had to act.
+    let shown = &haystacks;
+    assert!(
+        shown[0].1.contains(&format!("[secret:{name}]")),
+        "{}",
+        shown[0].1
+    );
+    assert!(
+        shown[1].1.contains(&format!("[secret:{name}]")),
+        "{}",
+        shown[1].1
+    );
+    assert!(
+        shown[3].1.contains("dropped a non-JSON stdout line"),
+        "the stdout note is missing: {}",
+        shown[3].1
+    );
+    gw.shutdown().await;
+    hub.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    collector.abort();
+    haystacks.push(("events".into(), collected.lock().unwrap().join("\n")));
+    for entry in walk(dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        haystacks.push((
+            entry.display().to_string(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        ));
+    }
+    assert!(walk(dir.path())
+        .iter()
+        .any(|p| p.ends_with("approvals.json")));
+    for (place, text) in &haystacks {
+        for form in &forms {
+            assert!(
+                !text.contains(form.as_str()),
+                "the secret leaked into {place} (as {form:?})"
+            );
+        }
+    }
+    let _ = tokio::task::spawn_blocking(move || keychain.delete(&name)).await;
+}
+
+/// A value too short to mask is refused when set, with the reason.
+#[tokio::test]
+#[ignore = "needs a keychain: run `make test` (scripts/with-keyring.sh)"]
+async fn a_secret_too_short_to_mask_is_refused_when_set() {
+    require_keychain();
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &config(&[]), &[]).await;
+    let out = gh(&s, &["secret", "set", "short-one"], Some("1234567"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("shorter than 8 characters"), "{err}");
+    let out = gh(&s, &["secret", "ls", "--json"], None);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"set\": true"));
+}

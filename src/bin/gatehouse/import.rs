@@ -135,8 +135,14 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
             );
         }
         for var in &p.plaintext {
-            if args.move_secrets {
+            if args.move_secrets && args.dry_run {
                 println!("  {}: {var}: would be moved to the keychain", p.id);
+            } else if args.move_secrets {
+                println!(
+                    "  warning: {}: {var} is shorter than {} characters, too short to keep out of logs, so it stays in plain text in the config",
+                    p.id,
+                    gatehouse::secrets::MIN_SECRET_LEN
+                );
             } else {
                 println!(
                     "  warning: {}: {var} looks like a credential and stays in plain text in the config; run again with --move-secrets to keep it in the keychain",
