@@ -214,9 +214,11 @@ async fn stdio_client(
         child.stdin.take().expect("stdin"),
         BufReader::new(child.stdout.take().expect("stdout")),
         CancellationToken::new(),
-        tx,
-        Arc::new(|_| {}),
-        Arc::default(),
+        gatehouse::supervisor::rpc::Hooks {
+            inbound: tx,
+            note: Arc::new(|_| {}),
+            redactions: Arc::default(),
+        },
         &mut tasks,
     );
     tasks.detach_all();

@@ -113,6 +113,16 @@ pub enum Inbound {
     Closed,
 }
 
+/// Where a peer reports what it sees besides replies.
+pub struct Hooks {
+    /// What the supervisor must act on (`list_changed`, the end of the connection).
+    pub inbound: mpsc::UnboundedSender<Inbound>,
+    /// Notes for the server's log (garbage lines, unknown ids…).
+    pub note: NoteFn,
+    /// Secret values to mask in anything the server sends that is stored or shown.
+    pub redactions: Arc<Redactions>,
+}
+
 /// Notes the reader makes about protocol problems (garbage lines etc.) for the server's log.
 pub type NoteFn = Arc<dyn Fn(String) + Send + Sync>;
 
@@ -134,15 +144,18 @@ impl RpcPeer {
         stdin: W,
         stdout: R,
         stop: CancellationToken,
-        inbound: mpsc::UnboundedSender<Inbound>,
-        note: NoteFn,
-        redactions: Arc<Redactions>,
+        hooks: Hooks,
         tasks: &mut tokio::task::JoinSet<()>,
     ) -> Arc<RpcPeer>
     where
         W: AsyncWrite + Unpin + Send + 'static,
         R: AsyncBufRead + Unpin + Send + 'static,
     {
+        let Hooks {
+            inbound,
+            note,
+            redactions,
+        } = hooks;
         let (out, out_rx) = mpsc::channel(1024);
         let peer = Arc::new(RpcPeer {
             server: server.to_owned(),
@@ -496,9 +509,11 @@ mod tests {
             our_in,
             BufReader::new(our_out),
             CancellationToken::new(),
-            tx,
-            Arc::new(move |s| n2.lock().unwrap().push(s)),
-            Arc::default(),
+            Hooks {
+                inbound: tx,
+                note: Arc::new(move |s| n2.lock().unwrap().push(s)),
+                redactions: Arc::default(),
+            },
             &mut tasks,
         );
         Rig {

@@ -82,9 +82,11 @@ impl Session {
             writer,
             reader,
             stop.clone(),
-            in_tx,
-            note,
-            redactions,
+            rpc::Hooks {
+                inbound: in_tx,
+                note,
+                redactions,
+            },
             &mut tasks,
         );
         {
