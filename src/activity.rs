@@ -46,6 +46,10 @@ pub struct CallRecord {
     pub duration_ms: u64,
     /// How it ended.
     pub outcome: CallOutcome,
+    /// The process that answered through the control socket (`pid N: /path/to/exe`), when the
+    /// answer came that way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_via: Option<String>,
 }
 
 /// Whether and how a call was let through.
@@ -178,18 +182,21 @@ pub enum CallOutcome {
     Lost,
     /// Gatehouse never sent it to the server.
     NotRun,
+    /// The client cancelled or went away after it was sent (the server may have run it).
+    Cancelled,
     /// Written by a newer Gatehouse; kept as it was.
     #[serde(other)]
     Unknown,
 }
 
 impl CallOutcome {
-    const ALL: [CallOutcome; 5] = [
+    const ALL: [CallOutcome; 6] = [
         CallOutcome::Ok,
         CallOutcome::IsError,
         CallOutcome::ProtocolError,
         CallOutcome::Lost,
         CallOutcome::NotRun,
+        CallOutcome::Cancelled,
     ];
 
     /// The outcome's name, as stored and shown.
@@ -200,6 +207,7 @@ impl CallOutcome {
             CallOutcome::ProtocolError => "protocol_error",
             CallOutcome::Lost => "lost",
             CallOutcome::NotRun => "not_run",
+            CallOutcome::Cancelled => "cancelled",
             CallOutcome::Unknown => "unknown",
         }
     }
@@ -307,44 +315,85 @@ impl ActivityLog {
     }
 }
 
+/// Records kept while the database cannot take them (locked by another process, disk full); the
+/// oldest go first beyond this.
+const BACKLOG: usize = 10_000;
+/// How often a database that could not be written is tried again.
+const RETRY: Duration = Duration::from_secs(1);
+
 fn writer(path: PathBuf, rx: Receiver<Msg>) {
     let mut db = open_or_rotate(&path);
+    let mut backlog: std::collections::VecDeque<Box<CallRecord>> = Default::default();
+    let mut failing = false;
     let mut since_prune = 0usize;
-    while let Ok(first) = rx.recv() {
+    loop {
+        // With records waiting for a database that refused them, wake up to try again.
+        let first = if backlog.is_empty() && db.is_some() {
+            match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(RETRY) {
+                Ok(m) => Some(m),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
         // Everything already queued goes in one transaction: at thousands of calls a second a
         // transaction per record would cost more than the calls themselves.
-        let mut batch = Vec::new();
         let mut queries = Vec::new();
-        let mut next = Some(first);
+        let mut next = first;
+        let mut taken = 0;
         while let Some(msg) = next.take() {
             match msg {
-                Msg::Record(r) => batch.push(r),
+                Msg::Record(r) => {
+                    if backlog.len() == BACKLOG {
+                        backlog.pop_front();
+                        tracing::warn!("the activity log is unwritable and {BACKLOG} records wait; the oldest is dropped");
+                    }
+                    backlog.push_back(r);
+                    taken += 1;
+                }
                 q @ Msg::Query { .. } => queries.push(q),
             }
-            if batch.len() < 1024 {
+            if taken < 1024 {
                 next = rx.try_recv().ok();
             }
         }
-        if !batch.is_empty() {
-            let written = match db.as_mut() {
-                Some(conn) => insert_batch(conn, &batch),
-                None => Ok(()),
-            };
-            if let Err(e) = written {
-                tracing::error!(path = %path.display(), error = %e, "cannot write the activity log; moving it aside");
-                drop(db.take()); // close the file before moving it aside
-                rotate_aside(&path);
-                db = open_or_rotate(&path);
-                if let Some(conn) = db.as_mut() {
-                    let _ = insert_batch(conn, &batch);
+        if db.is_none() {
+            db = open_or_rotate(&path);
+        }
+        if let (false, Some(conn)) = (backlog.is_empty(), db.as_mut()) {
+            let batch: Vec<&CallRecord> = backlog.iter().map(|r| &**r).collect();
+            match insert_batch(conn, &batch) {
+                Ok(()) => {
+                    since_prune += backlog.len();
+                    backlog.clear();
+                    if failing {
+                        failing = false;
+                        tracing::info!(path = %path.display(), "the activity log is written again");
+                    }
+                }
+                Err(e) if is_corrupt(&e) => {
+                    tracing::error!(path = %path.display(), error = %e, "the activity log is corrupt; moving it aside");
+                    drop(db.take()); // close the file before moving it aside
+                    rotate_aside(&path);
+                    db = open_or_rotate(&path);
+                }
+                Err(e) => {
+                    // Locked by another process, disk full…: the records wait, the file stays.
+                    if !failing {
+                        failing = true;
+                        tracing::warn!(path = %path.display(), error = %e, "cannot write the activity log for now; retrying, nothing is lost");
+                    }
                 }
             }
-            since_prune += batch.len();
-            if since_prune >= 500 {
-                since_prune = 0;
-                if let Some(conn) = db.as_ref() {
-                    prune(conn, crate::logs::now_ms(), MAX_ROWS);
-                }
+        }
+        if since_prune >= 500 {
+            since_prune = 0;
+            if let Some(conn) = db.as_ref() {
+                prune(conn, crate::logs::now_ms(), MAX_ROWS);
             }
         }
         for q in queries {
@@ -357,7 +406,7 @@ fn writer(path: PathBuf, rx: Receiver<Msg>) {
                 let result = match db.as_ref() {
                     Some(conn) => query(conn, limit, server.as_deref()).map_err(|e| e.to_string()),
                     None => Err(format!(
-                        "the activity log {} could not be opened",
+                        "the activity log {} cannot be opened right now (it is retried)",
                         path.display()
                     )),
                 };
@@ -367,7 +416,17 @@ fn writer(path: PathBuf, rx: Receiver<Msg>) {
     }
 }
 
-fn insert_batch(conn: &mut Connection, batch: &[Box<CallRecord>]) -> rusqlite::Result<()> {
+/// Whether an error means the file is not (or no longer) a sound database — the only case it
+/// is moved aside. Locks, a full disk and I/O hiccups are retried instead.
+fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
+fn insert_batch(conn: &mut Connection, batch: &[&CallRecord]) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     for r in batch {
         insert(&tx, r)?;
@@ -378,6 +437,10 @@ fn insert_batch(conn: &mut Connection, batch: &[Box<CallRecord>]) -> rusqlite::R
 fn open_or_rotate(path: &Path) -> Option<Connection> {
     match open(path) {
         Ok(c) => Some(c),
+        Err(e) if !is_corrupt(&e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot open the activity log for now; retrying");
+            None
+        }
         Err(e) => {
             tracing::error!(path = %path.display(), error = %e, "the activity log is unreadable; moving it aside and starting a new one");
             rotate_aside(path);
@@ -421,6 +484,15 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
          DROP INDEX IF EXISTS calls_time;
          DROP INDEX IF EXISTS calls_server;",
     )?;
+    // Added after the first release: which process answered through the control socket.
+    let has_via: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'decided_via'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_via {
+        conn.execute_batch("ALTER TABLE calls ADD COLUMN decided_via TEXT;")?;
+    }
     // A file that is not a database fails here, not at the first insert.
     conn.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))?;
     Ok(conn)
@@ -441,8 +513,8 @@ fn rotate_aside(path: &Path) {
 fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
     // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
     conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
             r.time_ms as i64,
@@ -454,7 +526,8 @@ fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
             r.decision.as_str(),
             r.decided_by.as_str(),
             r.duration_ms as i64,
-            r.outcome.as_str()
+            r.outcome.as_str(),
+            r.decided_via
         ],
     )?;
     Ok(())
@@ -475,7 +548,7 @@ fn query(
     server: Option<&str>,
 ) -> rusqlite::Result<Vec<CallRecord>> {
     let mut stmt = conn.prepare(
-        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via
          FROM calls WHERE (?1 IS NULL OR server = ?1) ORDER BY id DESC LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![server, limit as i64], |r| {
@@ -490,6 +563,7 @@ fn query(
             decided_by: decider(&r.get::<_, String>(7)?),
             duration_ms: r.get::<_, i64>(8)? as u64,
             outcome: CallOutcome::parse(&r.get::<_, String>(9)?),
+            decided_via: r.get(10)?,
         })
     })?;
     rows.collect()
@@ -511,6 +585,7 @@ mod tests {
             decided_by: Decider::Policy,
             duration_ms: i,
             outcome: CallOutcome::Ok,
+            decided_via: None,
         }
     }
 

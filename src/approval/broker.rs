@@ -22,7 +22,7 @@ use crate::supervisor::status::ToolDef;
 
 struct Waiting {
     request: ApprovalRequest,
-    tx: oneshot::Sender<(Answer, Decider)>,
+    tx: oneshot::Sender<(Answer, Decider, Option<String>)>,
 }
 
 /// The broker. Cheap to clone.
@@ -120,6 +120,7 @@ impl ApprovalBroker {
                     "nobody is attending this Gatehouse (it runs with --deny-unattended)".into(),
                 ),
                 by: Decider::Policy,
+                via: None,
             };
         }
         let (tx, rx) = oneshot::channel();
@@ -142,14 +143,14 @@ impl ApprovalBroker {
         let result = tokio::time::timeout(timeout, rx).await;
         guard.armed = false;
         match result {
-            Ok(Ok((Answer::Allow(scope), by))) => {
+            Ok(Ok((Answer::Allow(scope), by, via))) => {
                 self.remember(&request, scope, &definition_hash);
                 self.publish_resolved(&id, Resolution::Allowed, Some(by));
-                Verdict::Allowed { scope, by }
+                Verdict::Allowed { scope, by, via }
             }
-            Ok(Ok((Answer::Deny(reason), by))) => {
+            Ok(Ok((Answer::Deny(reason), by, via))) => {
                 self.publish_resolved(&id, Resolution::Denied, Some(by));
-                Verdict::Denied { reason, by }
+                Verdict::Denied { reason, by, via }
             }
             Ok(Err(_)) | Err(_) => {
                 self.lock().pending.remove(&id);
@@ -168,13 +169,25 @@ impl ApprovalBroker {
         answer: Answer,
         by: Decider,
     ) -> Result<ApprovalRequest, ApprovalError> {
+        self.answer_via(id, answer, by, None)
+    }
+
+    /// Like [`ApprovalBroker::answer`], naming the process that answered (the control socket's
+    /// peer), which the activity log keeps with the decision.
+    pub fn answer_via(
+        &self,
+        id: &str,
+        answer: Answer,
+        by: Decider,
+        via: Option<String>,
+    ) -> Result<ApprovalRequest, ApprovalError> {
         let waiting = self.lock().pending.remove(id);
         let Some(w) = waiting else {
             return Err(ApprovalError::Unknown(id.to_owned()));
         };
         let request = w.request.clone();
         // If the caller went away in between, the answer has nowhere to go: the call never runs.
-        let _ = w.tx.send((answer, by));
+        let _ = w.tx.send((answer, by, via));
         Ok(request)
     }
 
@@ -339,7 +352,8 @@ mod tests {
             wait.await.unwrap(),
             Verdict::Allowed {
                 scope: Scope::Once,
-                by: Decider::Cli
+                by: Decider::Cli,
+                via: None
             }
         );
         assert!(

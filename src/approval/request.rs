@@ -132,6 +132,8 @@ pub enum Verdict {
         scope: Scope,
         /// Who allowed it.
         by: Decider,
+        /// The process that answered through the control socket, when it did.
+        via: Option<String>,
     },
     /// Denied, with the reason if one was given.
     Denied {
@@ -139,6 +141,8 @@ pub enum Verdict {
         reason: Option<String>,
         /// Who denied it.
         by: Decider,
+        /// The process that answered through the control socket, when it did.
+        via: Option<String>,
     },
     /// Nobody answered within `secs`.
     TimedOut {

@@ -79,10 +79,11 @@ impl ControlServer {
                 _ = shutdown.cancelled() => break,
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, _)) => {
+                        let caller = caller(&stream);
                         let hub = hub.clone();
                         let stop = shutdown.clone();
                         let gw = gateway.clone();
-                        conns.spawn(async move { handle_conn(stream, hub, gw, stop).await });
+                        conns.spawn(async move { handle_conn(stream, hub, gw, stop, caller).await });
                     }
                     Err(e) => tracing::warn!(error = %e, "control socket accept failed"),
                 },
@@ -109,6 +110,7 @@ async fn handle_conn(
     hub: HubHandle,
     gateway: Option<GatewayInfo>,
     stop: CancellationToken,
+    caller: Option<String>,
 ) {
     let (r, mut w) = stream.into_split();
     let mut lines = BufReader::new(r).lines();
@@ -155,20 +157,22 @@ async fn handle_conn(
         }
         Request::Approve { id, scope } => {
             let scope = scope.unwrap_or(crate::approval::Scope::Once);
-            match hub.approvals().answer(
+            match hub.approvals().answer_via(
                 &id,
                 crate::approval::Answer::Allow(scope),
                 crate::approval::Decider::Cli,
+                caller,
             ) {
                 Ok(r) => Response::ok(r),
                 Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
             }
         }
         Request::Deny { id, reason } => {
-            match hub.approvals().answer(
+            match hub.approvals().answer_via(
                 &id,
                 crate::approval::Answer::Deny(reason),
                 crate::approval::Decider::Cli,
+                caller,
             ) {
                 Ok(r) => Response::ok(r),
                 Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
@@ -229,6 +233,17 @@ async fn handle_conn(
         }
     };
     let _ = write_line(&mut w, &resp).await;
+}
+
+/// Who is on the other end of a control connection: `pid N: /path/to/executable` (from
+/// SO_PEERCRED and `/proc`), kept with any approval it gives.
+#[cfg(unix)]
+fn caller(stream: &tokio::net::UnixStream) -> Option<String> {
+    let pid = stream.peer_cred().ok()?.pid()?;
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe"))
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "executable unknown".to_owned());
+    Some(format!("pid {pid}: {exe}"))
 }
 
 fn done(r: Result<(), HubError>, hub: &HubHandle, id: &str) -> Response {

@@ -61,11 +61,46 @@ impl CallMeta {
     }
 }
 
+/// Writes a tool call's one activity row. [`Audit::finish`] records the outcome; dropped without
+/// it (the task aborted by a client's cancel or disconnect, or ended early), it records what
+/// that means at the stage reached: withdrawn before the call was sent, cancelled after.
+struct Audit {
+    gw: Gateway,
+    session: Arc<ClientSession>,
+    /// `None` for requests that are no tool call, and once the row is written.
+    meta: Option<CallMeta>,
+    decision: Decision,
+    by: Decider,
+    /// The approving process, for a decision made through the control socket.
+    via: Option<String>,
+    sent: bool,
+}
+
+impl Audit {
+    fn finish(&mut self, decision: Decision, by: Decider, outcome: CallOutcome) {
+        if let Some(m) = self.meta.take() {
+            let via = self.via.take();
+            self.gw
+                .record(&self.session, &m, decision, by, outcome, via);
+        }
+    }
+}
+
+impl Drop for Audit {
+    fn drop(&mut self) {
+        if self.sent {
+            self.finish(self.decision, self.by, CallOutcome::Cancelled);
+        } else {
+            self.finish(Decision::Withdrawn, Decider::Policy, CallOutcome::NotRun);
+        }
+    }
+}
+
 enum Held {
-    Allowed(Decision, Decider),
+    Allowed(Decision, Decider, Option<String>),
     /// Denied or timed out: the text for the isError result (`{tool}` is filled in), the
     /// decision for the activity log, and who decided.
-    Refused(String, Decision, Decider),
+    Refused(String, Decision, Decider, Option<String>),
     ClientGone,
 }
 
@@ -122,10 +157,16 @@ impl Gateway {
                     Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
                     None => (None, None, None),
                 };
-                let log = |decision: Decision, by: Decider, outcome: CallOutcome| {
-                    if let Some(m) = &meta {
-                        gw.record(&session, m, decision, by, outcome);
-                    }
+                // The call's one activity row: written with the outcome at the end, or by the
+                // guard if the task is dropped first (the client cancelled or went away).
+                let mut audit = Audit {
+                    gw: gw.clone(),
+                    session: session.clone(),
+                    meta,
+                    decision: Decision::Withdrawn,
+                    by: Decider::Policy,
+                    via: None,
+                    sent: false,
                 };
                 let (decision, by) = match pass {
                     None => (Decision::Allowed, Decider::Policy),
@@ -133,9 +174,13 @@ impl Gateway {
                     Some(Pass::Held(gate)) => {
                         let name = exposed.clone().unwrap_or_default();
                         match hold(&gw, *gate, &tx, client_token.as_deref()).await {
-                            Held::Allowed(d, by) => (d, by),
-                            Held::Refused(text, decision, by) => {
-                                log(decision, by, CallOutcome::NotRun);
+                            Held::Allowed(d, by, via) => {
+                                audit.via = via;
+                                (d, by)
+                            }
+                            Held::Refused(text, decision, by, via) => {
+                                audit.via = via;
+                                audit.finish(decision, by, CallOutcome::NotRun);
                                 lock(&session.inflight).remove(&client_id);
                                 let result = super::tool_error(&text.replace("{tool}", &name));
                                 let _ = tx
@@ -146,13 +191,15 @@ impl Gateway {
                             Held::ClientGone => {
                                 // Withdrawn: the request is gone from the broker and the call
                                 // never runs.
-                                log(Decision::Withdrawn, Decider::Policy, CallOutcome::NotRun);
                                 lock(&session.inflight).remove(&client_id);
                                 return;
                             }
                         }
                     }
                 };
+                audit.decision = decision;
+                audit.by = by;
+                audit.sent = true;
                 let call = server.request_routed(method, Some(&params), Some(route));
                 tokio::pin!(call);
                 let result = loop {
@@ -196,7 +243,7 @@ impl Gateway {
                 };
                 let _ = tx.send(Out::Final(line)).await;
                 // After the answer is on its way: logging never delays a call.
-                log(decision, by, outcome);
+                audit.finish(decision, by, outcome);
             }
         });
         {
@@ -216,6 +263,7 @@ impl Gateway {
         decision: Decision,
         by: Decider,
         outcome: CallOutcome,
+        via: Option<String>,
     ) {
         let elapsed = m.started.elapsed().as_millis() as u64;
         self.inner.hub.activity().record(CallRecord {
@@ -229,6 +277,7 @@ impl Gateway {
             decided_by: by,
             duration_ms: elapsed,
             outcome,
+            decided_via: via,
         });
     }
 
@@ -323,14 +372,15 @@ async fn hold(
         }
     };
     match verdict {
-        Verdict::Allowed { scope, by } => Held::Allowed(Decision::approved(scope), by),
-        Verdict::Denied { reason, by } => Held::Refused(
+        Verdict::Allowed { scope, by, via } => Held::Allowed(Decision::approved(scope), by, via),
+        Verdict::Denied { reason, by, via } => Held::Refused(
             match reason {
                 Some(r) if !r.trim().is_empty() => format!("Denied by the user in Gatehouse: {r}"),
                 _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
             },
             Decision::Denied,
             by,
+            via,
         ),
         Verdict::TimedOut { secs } => Held::Refused(
             format!(
@@ -338,6 +388,7 @@ async fn hold(
             ),
             Decision::TimedOut,
             Decider::Policy,
+            None,
         ),
     }
 }

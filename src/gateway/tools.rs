@@ -142,6 +142,7 @@ impl Gateway {
             decision,
             crate::approval::Decider::Policy,
             crate::activity::CallOutcome::NotRun,
+            None,
         );
         Outcome::Reply(jsonrpc::result_line(id.get(), &result))
     }

@@ -919,3 +919,134 @@ async fn secret_values_in_arguments_are_stored_redacted() {
         );
     }
 }
+
+/// An answer given through the control socket is recorded with the process that gave it (pid and
+/// executable, from the socket's peer credentials): the person's CLI is told apart from any
+/// other program speaking the protocol.
+#[tokio::test]
+async fn an_answer_through_the_control_socket_records_the_process_that_gave_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &fx_config(&[], 30), &["fx"]).await;
+    let c = Client::connect(&s, "recorder").await;
+    // 1. The gatehouse CLI allows.
+    let call = {
+        let c = Client::connect(&s, "recorder").await;
+        tokio::spawn(async move { c.call(1, "fx__echo", json!({"text": "one"})).await })
+    };
+    let r = pending(&s, "fx__echo").await;
+    assert!(gh(&s, &["approve", r["id"].as_str().unwrap()])
+        .status
+        .success());
+    call.await.unwrap();
+    // 2. Another program on the socket denies.
+    let call = tokio::spawn(async move { c.call(2, "fx__echo", json!({"text": "two"})).await });
+    let r = pending(&s, "fx__echo").await;
+    let script = r#"
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall((json.dumps({"verb": "deny", "id": sys.argv[2]}) + "\n").encode())
+print(s.recv(65536).decode())
+"#;
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            script,
+            s.sock.to_str().unwrap(),
+            r["id"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"ok\":true"));
+    call.await.unwrap();
+    let deadline = Instant::now() + T;
+    let rows = loop {
+        let out = gh(&s, &["activity", "--json"]);
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        if rows.len() >= 2 || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let via = |decision: &str| {
+        rows.iter()
+            .find(|r| r["decision"] == decision)
+            .and_then(|r| r["decided_via"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let cli = via("approved_once");
+    assert!(cli.starts_with("pid ") && cli.ends_with(GATEHOUSE), "{cli}");
+    let other = via("denied");
+    assert!(
+        other.starts_with("pid ") && other.contains("python3"),
+        "{other}"
+    );
+}
+
+/// A database locked for a while by another process (or a full disk) is not taken for corrupt:
+/// the records wait and land once it can be written; nothing is moved aside or lost.
+#[tokio::test]
+async fn a_busy_activity_database_is_retried_not_moved_aside() {
+    use gatehouse::gateway::{Gateway, Out, Outcome};
+    let cfg = json!({"servers": {"fx": fixture(&[])}, "approval": {"default": "flagged-only"}});
+    let th = TestHub::start(&cfg.to_string());
+    wait_state(&th.server("fx"), gatehouse::State::Running, T).await;
+    let gw = Gateway::new(th.hub.clone());
+    gw.refresh_catalog();
+    let session = gw.open_session();
+    let call = |i: u64| {
+        let (gw, session) = (gw.clone(), session.clone());
+        async move {
+            let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}).to_string();
+            if let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await {
+                while let Some(o) = rx.recv().await {
+                    if let Out::Final(_) = o {
+                        break;
+                    }
+                }
+            }
+        }
+    };
+    call(0).await;
+    let db = th.dir.path().join("activity.db");
+    let deadline = Instant::now() + T;
+    while th.hub.activity().recent(10, None).await.unwrap().is_empty() {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Another process holds the database for 4.5 s while calls go on.
+    let locker = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.execute_batch("BEGIN EXCLUSIVE;").unwrap();
+            std::thread::sleep(Duration::from_millis(4500));
+            conn.execute_batch("COMMIT;").unwrap();
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 1..=10 {
+        call(i).await;
+    }
+    locker.join().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let rows = loop {
+        let rows = th.hub.activity().recent(100, None).await;
+        if rows.as_ref().is_ok_and(|r| r.len() >= 11) || Instant::now() > deadline {
+            break rows.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(rows.len(), 11, "records were lost");
+    let aside: Vec<_> = std::fs::read_dir(th.dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("corrupt"))
+        .collect();
+    assert!(
+        aside.is_empty(),
+        "a sound database was moved aside: {aside:?}"
+    );
+    gw.shutdown().await;
+    th.hub.shutdown().await;
+}

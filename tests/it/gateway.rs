@@ -878,3 +878,95 @@ async fn idle_sessions_beyond_the_limit_are_ended_oldest_first() {
     gw.shutdown().await;
     th.hub.shutdown().await;
 }
+
+/// Every forwarded call leaves exactly one activity row, whatever its client does: answered,
+/// cancelled with `notifications/cancelled`, the HTTP request dropped, the session deleted, or
+/// held and abandoned.
+#[tokio::test]
+async fn every_forwarded_call_leaves_exactly_one_activity_row() {
+    let mut cfg: Value = serde_json::from_str(&config(&[("fx", fixture(&[]))])).unwrap();
+    cfg["servers"]["fx"]["tools"] = json!({"touch": {"requires_approval": true}});
+    let g = Gw::start(&cfg.to_string()).await;
+    let sleep = |id: u64| json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"fx__sleep","arguments":{"ms":3000}}});
+    // 1. answered.
+    let sid = g.session().await;
+    let text = g
+        .rpc(
+            &sid,
+            1,
+            "tools/call",
+            json!({"name":"fx__echo","arguments":{"text":"x"}}),
+        )
+        .await;
+    assert!(text.contains("\"x\""), "{text}");
+    // 2. cancelled by the client.
+    let pending = tokio::spawn(g.post(Some(&sid), &sleep(2)).send());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    g.post(
+        Some(&sid),
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let _ = pending.await;
+    // 3. the HTTP request dropped mid-call.
+    let dropped = tokio::spawn(g.post(Some(&sid), &sleep(3)).send());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    dropped.abort();
+    // 4. the session deleted mid-call.
+    let sid2 = g.session().await;
+    let pending = tokio::spawn(g.post(Some(&sid2), &sleep(4)).send());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    g.http
+        .delete(&g.url)
+        .bearer_auth(TOKEN)
+        .header("mcp-session-id", &sid2)
+        .send()
+        .await
+        .unwrap();
+    let _ = pending.await;
+    // 5. held for approval, then the client went away.
+    let held = tokio::spawn(
+        g.post(Some(&sid), &json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__touch","arguments":{"path":"/nonexistent/x"}}}))
+            .send(),
+    );
+    let deadline = Instant::now() + T;
+    while g.th.hub.approvals().pending().is_empty() {
+        assert!(Instant::now() < deadline, "never held");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    held.abort();
+    // Every row arrives; no second row follows for any call.
+    let deadline = Instant::now() + T;
+    let rows = loop {
+        let rows = g.th.hub.activity().recent(100, None).await.unwrap();
+        if rows.len() >= 5 || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = g.th.hub.activity().recent(100, None).await.unwrap();
+    assert_eq!(
+        again.len(),
+        rows.len(),
+        "a call was recorded twice: {again:#?}"
+    );
+    let summary: Vec<(String, &str, &str)> = rows
+        .iter()
+        .rev()
+        .map(|r| (r.tool.clone(), r.decision.as_str(), r.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("echo".to_owned(), "allowed", "ok"),
+            ("sleep".to_owned(), "allowed", "cancelled"),
+            ("sleep".to_owned(), "allowed", "cancelled"),
+            ("sleep".to_owned(), "allowed", "cancelled"),
+            ("touch".to_owned(), "withdrawn", "not_run"),
+        ]
+    );
+    g.stop().await;
+}
