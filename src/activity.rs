@@ -184,19 +184,22 @@ pub enum CallOutcome {
     NotRun,
     /// The client cancelled or went away after it was sent (the server may have run it).
     Cancelled,
+    /// The server did not answer within its `call_timeout_secs`; Gatehouse cancelled it.
+    TimedOut,
     /// Written by a newer Gatehouse; kept as it was.
     #[serde(other)]
     Unknown,
 }
 
 impl CallOutcome {
-    const ALL: [CallOutcome; 6] = [
+    const ALL: [CallOutcome; 7] = [
         CallOutcome::Ok,
         CallOutcome::IsError,
         CallOutcome::ProtocolError,
         CallOutcome::Lost,
         CallOutcome::NotRun,
         CallOutcome::Cancelled,
+        CallOutcome::TimedOut,
     ];
 
     /// The outcome's name, as stored and shown.
@@ -208,6 +211,7 @@ impl CallOutcome {
             CallOutcome::Lost => "lost",
             CallOutcome::NotRun => "not_run",
             CallOutcome::Cancelled => "cancelled",
+            CallOutcome::TimedOut => "timed_out",
             CallOutcome::Unknown => "unknown",
         }
     }

@@ -17,6 +17,8 @@
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
+//!   --silent METHOD      never answer METHOD (repeatable)
+//!   --wrong-id           answer tools/call with an id nobody asked for
 //!   --leak-env NAME      a careless server: the value of NAME goes into the echo tool's title,
 //!                        description and annotations, serverInfo and instructions, a non-JSON
 //!                        stdout line (across its first 200 bytes) and stderr (base64 of
@@ -56,6 +58,8 @@ struct Opts {
     description: Option<String>,
     conformance: bool,
     leak_env: Option<String>,
+    silent: Vec<String>,
+    wrong_id: bool,
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -79,6 +83,8 @@ fn parse_opts() -> Result<Opts, String> {
             "--description" => o.description = Some(val("--description")?),
             "--conformance" => o.conformance = true,
             "--leak-env" => o.leak_env = Some(val("--leak-env")?),
+            "--silent" => o.silent.push(val("--silent")?),
+            "--wrong-id" => o.wrong_id = true,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -200,6 +206,9 @@ fn serve(opts: &Opts) {
             continue;
         }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        if opts.silent.iter().any(|m| m == method) {
+            continue;
+        }
         let result = match method {
             "initialize" => {
                 if opts.no_init {
@@ -337,6 +346,11 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
             return;
         }
     }
+    let id = if opts.wrong_id {
+        json!(id.as_i64().unwrap_or(0) + 1000)
+    } else {
+        id
+    };
     send(shared, opts, &reply(&id, r));
     let n = shared.calls.fetch_add(1, Ordering::SeqCst) + 1;
     if opts.exit_after.is_some_and(|max| n >= max) {

@@ -16,7 +16,7 @@ use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
 use crate::approval::{ApprovalRequest, Decider, Verdict};
 use crate::jsonrpc::{self, ErrorCode};
-use crate::supervisor::rpc::{CallEvent, CallRoute};
+use crate::supervisor::rpc::{CallError, CallEvent, CallRoute};
 use crate::supervisor::{Reply, ServerHandle};
 
 /// The tool-call specifics of a forwarded request.
@@ -224,11 +224,24 @@ impl Gateway {
                     Ok(Reply::Result(r)) if is_error_result(r.get()) => CallOutcome::IsError,
                     Ok(Reply::Result(_)) => CallOutcome::Ok,
                     Ok(Reply::Error(_)) => CallOutcome::ProtocolError,
+                    Err(CallError::Timeout { .. }) => CallOutcome::TimedOut,
                     Err(_) => CallOutcome::Lost,
                 };
                 let line = match result {
                     Ok(Reply::Result(r)) => jsonrpc::result_line(&client_id, r.get()),
                     Ok(Reply::Error(e)) => jsonrpc::error_object_line(&client_id, e.get()),
+                    Err(CallError::Timeout { server, secs }) => {
+                        let what = exposed.as_deref().unwrap_or(method);
+                        let text = format!(
+                            "server \"{server}\" did not answer {what} within {secs} s (its call_timeout_secs); Gatehouse cancelled the call, and its outcome is unknown."
+                        );
+                        match &exposed {
+                            Some(_) => jsonrpc::result_line(&client_id, &super::tool_error(&text)),
+                            None => {
+                                jsonrpc::error_line(&client_id, ErrorCode::InternalError, &text)
+                            }
+                        }
+                    }
                     Err(e) => match &exposed {
                         Some(name) => jsonrpc::result_line(
                             &client_id,

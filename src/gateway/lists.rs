@@ -16,6 +16,9 @@ use crate::jsonrpc::{self, ErrorCode};
 use crate::naming::{exposed_name, split_server};
 use crate::supervisor::{Reply, ServerHandle};
 
+/// How long a combined list waits for each server.
+pub const LIST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the last lists said about who owns what.
 #[derive(Default)]
 pub(super) struct Lists {
@@ -251,7 +254,25 @@ impl Gateway {
             let method = method.to_owned();
             let key = key.to_owned();
             set.spawn(async move {
-                let items = list_all(&server, &method, &key).await;
+                // A server that does not answer in time is left out of this list (never holds it
+                // up for every client) and told about in its log and status.
+                let warning = format!("slow:{method}");
+                let items = match tokio::time::timeout(LIST_DEADLINE, list_all(&server, &method, &key)).await {
+                    Ok(items) => {
+                        server.warn(&warning, None);
+                        items
+                    }
+                    Err(_) => {
+                        server.warn(
+                            &warning,
+                            Some(format!(
+                                "did not answer {method} within {} s; left out of the combined list",
+                                LIST_DEADLINE.as_secs()
+                            )),
+                        );
+                        Vec::new()
+                    }
+                };
                 (i, server.id().clone(), items)
             });
         }

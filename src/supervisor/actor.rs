@@ -165,6 +165,9 @@ impl Actor {
             }
             Control::Update(cfg, done) => {
                 let relaunch = !self.cfg.launch_eq(&cfg) || self.cfg.enabled != cfg.enabled;
+                self.shared
+                    .call_timeout_secs
+                    .store(cfg.call_timeout_secs, std::sync::atomic::Ordering::Relaxed);
                 self.cfg = *cfg;
                 let enabled = self.cfg.enabled;
                 self.update_status(|s| s.enabled = enabled);
@@ -463,6 +466,10 @@ impl Actor {
     }
 
     fn set_state(&self, state: State, f: impl FnOnce(&mut ServerStatus)) {
+        if state == State::Starting {
+            // Warnings describe one run of the server; a new one starts without them.
+            lock(&self.shared.warnings).clear();
+        }
         if state != State::Running {
             // Tools of a server that is not running are offered to no one.
             *lock(&self.shared.tools) = Arc::new(Vec::new());
@@ -478,6 +485,9 @@ impl Actor {
             }
             if state != State::Running {
                 s.tools = 0;
+            }
+            if state == State::Starting {
+                s.warnings.clear();
             }
             f(s);
         });

@@ -55,6 +55,7 @@ impl ServerHandle {
             tools: 0,
             server_name: None,
             server_version: None,
+            warnings: Vec::new(),
         };
         let log_file = ctx.log_dir.as_ref().map(|d| d.join(format!("{id}.log")));
         let shared = Arc::new(Shared {
@@ -65,6 +66,9 @@ impl ServerHandle {
             capabilities: Mutex::new(None),
             logs: LogStore::new(log_file),
             redactions: ctx.redactions.clone(),
+            call_timeout_secs: std::sync::atomic::AtomicU64::new(cfg.call_timeout_secs),
+            warnings: Mutex::new(Default::default()),
+            bus: ctx.bus.clone(),
         });
         let join = tokio::spawn(Actor::new(shared.clone(), cfg, ctx, ctl_rx).run());
         (
@@ -105,6 +109,19 @@ impl ServerHandle {
     pub fn has_capability(&self, name: &str) -> bool {
         self.capabilities()
             .is_some_and(|c| c.get(name).is_some_and(|v| !v.is_null()))
+    }
+
+    /// Sets (or clears, with `None`) a warning shown in the server's status, under `key`, with
+    /// a note in its log when it is set.
+    pub fn warn(&self, key: &str, text: Option<String>) {
+        if let Some(t) = &text {
+            self.shared.log(
+                &self.shared.bus,
+                crate::logs::LogStream::Gatehouse,
+                t.clone(),
+            );
+        }
+        self.shared.warn(key, text);
     }
 
     /// The server's kept log lines.
@@ -169,7 +186,26 @@ impl ServerHandle {
         route: Option<CallRoute>,
     ) -> Result<Reply, CallError> {
         let peer = self.peer()?;
-        peer.request_routed(method, params, route).await
+        let secs = self
+            .shared
+            .call_timeout_secs
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if secs == 0 {
+            return peer.request_routed(method, params, route).await;
+        }
+        // Dropping the request at the deadline tells the server `notifications/cancelled`.
+        match tokio::time::timeout(
+            std::time::Duration::from_secs(secs),
+            peer.request_routed(method, params, route),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Timeout {
+                server: self.shared.id.to_string(),
+                secs,
+            }),
+        }
     }
 
     /// The live connection, for answering server→client requests; fails unless running.

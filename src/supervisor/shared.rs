@@ -25,9 +25,40 @@ pub(super) struct Shared {
     pub capabilities: Mutex<Option<Arc<serde_json::Value>>>,
     pub logs: LogStore,
     pub redactions: Arc<Redactions>,
+    /// The deadline of one request to the server in seconds (0: none); follows the config.
+    pub call_timeout_secs: std::sync::atomic::AtomicU64,
+    /// Warnings by key (what `status.warnings` shows). Guards one change.
+    pub warnings: Mutex<std::collections::BTreeMap<String, String>>,
+    pub bus: EventBus,
 }
 
 impl Shared {
+    /// Sets (or clears, with `None`) the warning under `key`; a change is published.
+    pub fn warn(&self, key: &str, text: Option<String>) {
+        let list: Vec<String> = {
+            let mut w = lock(&self.warnings);
+            let changed = match text {
+                Some(t) => w
+                    .insert(key.to_owned(), self.redactions.mask(&t))
+                    .is_none_or(|old| old != w[key]),
+                None => w.remove(key).is_some(),
+            };
+            if !changed {
+                return;
+            }
+            w.values().cloned().collect()
+        };
+        let changed = self.status.send_if_modified(|s| {
+            let differs = s.warnings != list;
+            s.warnings = list;
+            differs
+        });
+        if changed {
+            self.bus
+                .publish(Event::Status(self.status.borrow().clone()));
+        }
+    }
+
     /// Masks secret values, then keeps the line and publishes it.
     pub fn log(&self, bus: &EventBus, stream: LogStream, line: String) {
         let line = LogLine {

@@ -131,6 +131,10 @@ pub struct ServerStatus {
     pub server_name: Option<String>,
     /// `serverInfo.version` from its handshake.
     pub server_version: Option<String>,
+    /// Things the person should know that do not stop the server (a list it answers too slowly,
+    /// a policy key naming no tool…).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// One tool as the server listed it: its name and its whole definition, raw. Everything else is

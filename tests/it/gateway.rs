@@ -970,3 +970,110 @@ async fn every_forwarded_call_leaves_exactly_one_activity_row() {
     );
     g.stop().await;
 }
+
+/// Every request to a server has a deadline: a call the server never answers (or answers under
+/// another id) ends at its `call_timeout_secs` with an `isError` naming server, tool and
+/// timeout, the server hears `notifications/cancelled`, and the call is recorded as timed out.
+#[tokio::test]
+async fn a_call_the_server_never_answers_ends_at_its_deadline() {
+    let cfg = json!({"servers": {
+        "fx": with(fixture(&["--silent", "tools/call"]), "call_timeout_secs", json!(1)),
+        "wrong": with(fixture(&["--wrong-id"]), "call_timeout_secs", json!(1)),
+    }});
+    let g = Gw::start(&cfg.to_string()).await;
+    let sid = g.session().await;
+    for (server, id) in [("fx", 7), ("wrong", 8)] {
+        let started = Instant::now();
+        let text = g
+            .rpc(
+                &sid,
+                id,
+                "tools/call",
+                json!({"name": format!("{server}__echo"), "arguments": {"text": "x"}}),
+            )
+            .await;
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["result"]["isError"], true, "{text}");
+        let msg = v["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!(
+                "server \"{server}\" did not answer {server}__echo within 1 s"
+            )),
+            "{msg}"
+        );
+    }
+    // The silent server was told.
+    let fx = g.th.server("fx");
+    let deadline = Instant::now() + T;
+    while !fx
+        .logs()
+        .tail(None)
+        .iter()
+        .any(|l| l.line.contains("fixture: cancelled request"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no notifications/cancelled reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = Instant::now() + T;
+    loop {
+        let rows = g.th.hub.activity().recent(10, None).await.unwrap();
+        if rows.len() == 2 {
+            assert!(
+                rows.iter().all(|r| r.outcome.as_str() == "timed_out"),
+                "{rows:?}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{rows:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    g.stop().await;
+}
+
+/// A server that never answers a list does not hold the combined list up for every client: the
+/// list comes back within its bound with what the others sent, and the slow server is named in
+/// its log and status.
+#[tokio::test]
+async fn a_server_that_never_answers_a_list_is_left_out_within_the_bound() {
+    let cfg = json!({"servers": {
+        "good": fixture(&["--conformance"]),
+        "slow": fixture(&["--conformance", "--silent", "prompts/list", "--silent", "resources/list"]),
+    }});
+    let g = Gw::start(&cfg.to_string()).await;
+    let sid = g.session().await;
+    for (method, key) in [("prompts/list", "prompts"), ("resources/list", "resources")] {
+        let started = Instant::now();
+        let text = g.rpc(&sid, 1, method, json!({})).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "{method} took {:?}",
+            started.elapsed()
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(!v["result"][key].as_array().unwrap().is_empty(), "{text}");
+    }
+    let slow = g.th.server("slow").status();
+    assert!(
+        slow.warnings
+            .iter()
+            .any(|w| w.contains("did not answer prompts/list within 5 s")),
+        "{slow:?}"
+    );
+    assert!(g.th.server("good").status().warnings.is_empty());
+    assert!(g
+        .th
+        .server("slow")
+        .logs()
+        .tail(None)
+        .iter()
+        .any(|l| l.line.contains("left out of the combined list")));
+    g.stop().await;
+}
