@@ -10,6 +10,9 @@ use super::{write_line, ControlError, ErrorKind, GatewayInfo, Request, Response}
 use crate::hub::{HubError, HubHandle};
 use crate::supervisor::Followed;
 
+/// Control connections served at once (each CLI verb is one; `logs --follow` keeps its own).
+const MAX_CONNECTIONS: usize = 128;
+
 /// A bound control socket, not yet serving.
 pub struct ControlServer {
     #[cfg(unix)]
@@ -78,6 +81,10 @@ impl ControlServer {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) if conns.len() >= MAX_CONNECTIONS => {
+                        tracing::warn!("{MAX_CONNECTIONS} control connections are open; one more was closed");
+                        drop(stream);
+                    }
                     Ok((stream, _)) => {
                         let caller = caller(&stream);
                         let hub = hub.clone();
@@ -85,7 +92,10 @@ impl ControlServer {
                         let gw = gateway.clone();
                         conns.spawn(async move { handle_conn(stream, hub, gw, stop, caller).await });
                     }
-                    Err(e) => tracing::warn!(error = %e, "control socket accept failed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "control socket accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
                 },
                 Some(_) = conns.join_next(), if !conns.is_empty() => {}
             }

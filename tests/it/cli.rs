@@ -405,3 +405,101 @@ fn wait_child(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A local process holding thousands of idle or slow connections never freezes the hub: the
+/// control socket keeps answering, the gateway closes connections that send no request within
+/// its header timeout, and serves clients again once they are gone.
+#[tokio::test]
+async fn a_connection_flood_never_freezes_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
+    let port = served
+        .info
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let flood = r#"
+import resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
+port = int(sys.argv[1])
+idle, slow = [], []
+for i in range(1500):
+    s = socket.socket(); s.setblocking(True)
+    try:
+        s.connect(("127.0.0.1", port))
+    except OSError:
+        continue
+    if i < 1200:
+        idle.append(s)
+    else:
+        s.send(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode()); slow.append(s)
+print(f"flooding {len(idle)} idle {len(slow)} slow", flush=True)
+socks = idle + slow
+for s in socks: s.setblocking(False)
+start = time.time()
+while time.time() - start < 40:
+    for s in slow:
+        try: s.send(b"X")
+        except OSError: pass
+    open_ = 0
+    for s in socks:
+        try:
+            if s.recv(1, socket.MSG_PEEK) != b"": open_ += 1
+        except BlockingIOError: open_ += 1
+        except OSError: pass
+    if open_ == 0:
+        print(f"all closed after {time.time() - start:.1f} s", flush=True); sys.exit(0)
+    time.sleep(1)
+print(f"still open: {open_}", flush=True)
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", flood, &port])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.starts_with("flooding"), "{line}");
+    // The control socket answers while the flood holds.
+    for args in [&["status", "--json"][..], &["restart", "fx"][..]] {
+        let started = Instant::now();
+        let o = Command::new(GATEHOUSE)
+            .args(args)
+            .env("GATEHOUSE_CONTROL", &served.sock)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+    line.clear();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.starts_with("all closed after"), "{line}");
+    let _ = child.wait();
+    // And the gateway serves a real client again.
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    let r = http
+        .post(&served.info.url)
+        .bearer_auth(&served.info.token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"after","version":"1"}}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}
