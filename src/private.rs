@@ -142,6 +142,9 @@ mod tests {
         std::fs::write(data.join("activity.db"), "x").unwrap();
         std::fs::write(data.join("logs/a.log"), "x").unwrap();
         std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Set explicitly: what create_dir_all leaves depends on the umask.
+        std::fs::set_permissions(data.join("logs"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
         std::fs::set_permissions(
             data.join("activity.db"),
             std::fs::Permissions::from_mode(0o644),
@@ -163,6 +166,8 @@ mod tests {
     #[test]
     fn a_socket_dir_open_to_others_is_refused_with_the_fix() {
         let dir = tempfile::tempdir().unwrap();
+        // Set explicitly: the mode tempdir leaves depends on the umask.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         assert!(check_private_dir(dir.path()).is_ok());
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         assert!(
