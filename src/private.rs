@@ -86,9 +86,29 @@ fn repair(path: &Path, recurse: bool, fixed: &mut Vec<PathBuf>) {
 #[cfg(not(unix))]
 fn repair(_path: &Path, _recurse: bool, _fixed: &mut Vec<PathBuf>) {}
 
+/// Whether `gid` is the user's private group (the user's primary group, with no other listed
+/// member): the default on Debian, Ubuntu and Fedora, whose umask 0002 leaves new directories
+/// group-writable without letting anyone else in.
+#[cfg(unix)]
+fn own_private_group(gid: u32) -> bool {
+    use nix::unistd::{Gid, Group, User};
+    if nix::unistd::getgid() != Gid::from_raw(gid) {
+        return false;
+    }
+    let me = User::from_uid(nix::unistd::getuid()).ok().flatten();
+    match Group::from_gid(Gid::from_raw(gid)) {
+        Ok(Some(g)) => g
+            .mem
+            .iter()
+            .all(|m| me.as_ref().is_some_and(|u| &u.name == m)),
+        _ => false,
+    }
+}
+
 /// Why a directory may not hold the control socket, if it may not: it must be ours and not
 /// writable by group or others, or another local user could have prepared it or could replace
-/// our socket with theirs (and answer our CLI). Reading it is harmless: connecting needs write
+/// our socket with theirs (and answer our CLI). Group-writable is accepted only for the user's
+/// own private group. Reading it is harmless: connecting needs write
 /// permission on the socket itself, which is 0600.
 pub fn check_private_dir(dir: &Path) -> Result<(), String> {
     #[cfg(unix)]
@@ -110,7 +130,8 @@ pub fn check_private_dir(dir: &Path) -> Result<(), String> {
                 meta.uid()
             ));
         }
-        if meta.mode() & 0o022 != 0 {
+        if meta.mode() & 0o002 != 0 || (meta.mode() & 0o020 != 0 && !own_private_group(meta.gid()))
+        {
             return Err(format!(
                 "{} is writable by other users (mode {:o}); run `chmod 700 {}` or pass --control with a socket in a directory only you can use",
                 dir.display(),
@@ -174,8 +195,18 @@ mod tests {
             check_private_dir(dir.path()).is_ok(),
             "readable is harmless"
         );
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let err = check_private_dir(dir.path()).unwrap_err();
         assert!(err.contains("chmod 700"), "{err}");
+        // Group-writable: fine for the user's private group (umask 0002), refused otherwise.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let gid = std::fs::metadata(dir.path()).unwrap().gid();
+        assert_eq!(
+            check_private_dir(dir.path()).is_ok(),
+            own_private_group(gid)
+        );
+        let other = nix::unistd::getgid().as_raw().wrapping_add(4242);
+        assert!(!own_private_group(other), "another group is never ours");
     }
 }
