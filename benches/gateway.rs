@@ -206,7 +206,7 @@ async fn stdio_client(
         .kill_on_drop(true)
         .spawn()
         .expect("spawn");
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Inbound>();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Inbound>(8);
     tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let mut tasks = tokio::task::JoinSet::new();
     let peer = RpcPeer::start(
@@ -216,6 +216,7 @@ async fn stdio_client(
         CancellationToken::new(),
         gatehouse::supervisor::rpc::Hooks {
             inbound: tx,
+            trust_related: false,
             note: Arc::new(|_| {}),
             redactions: Arc::default(),
         },

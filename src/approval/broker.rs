@@ -25,6 +25,9 @@ struct Waiting {
     tx: oneshot::Sender<(Answer, Decider, Option<String>)>,
 }
 
+/// Requests waiting for the person at most; more are denied at once (by policy).
+pub const MAX_PENDING: usize = 256;
+
 /// The broker. Cheap to clone.
 #[derive(Clone)]
 pub struct ApprovalBroker {
@@ -125,13 +128,27 @@ impl ApprovalBroker {
         }
         let (tx, rx) = oneshot::channel();
         let id = request.id.clone();
-        self.lock().pending.insert(
-            id.clone(),
-            Waiting {
-                request: request.clone(),
-                tx,
-            },
-        );
+        {
+            let mut st = self.lock();
+            if st.pending.len() >= MAX_PENDING {
+                drop(st);
+                self.publish_resolved(&id, Resolution::Denied, Some(Decider::Policy));
+                return Verdict::Denied {
+                    reason: Some(format!(
+                        "{MAX_PENDING} calls are already waiting for the person's answer; this one was refused"
+                    )),
+                    by: Decider::Policy,
+                    via: None,
+                };
+            }
+            st.pending.insert(
+                id.clone(),
+                Waiting {
+                    request: request.clone(),
+                    tx,
+                },
+            );
+        }
         self.inner
             .bus
             .publish(Event::ApprovalRequested(request.clone()));
@@ -429,5 +446,35 @@ mod tests {
             None,
             "always no longer applies"
         );
+    }
+
+    /// At most MAX_PENDING requests wait for the person; one more is denied at once, by policy.
+    #[tokio::test]
+    async fn waiting_requests_are_bounded() {
+        let b = ApprovalBroker::new(EventBus::new(8), None, false);
+        let mut waits = Vec::new();
+        for _ in 0..MAX_PENDING {
+            let (b2, r) = (b.clone(), request(&b, "s"));
+            waits.push(tokio::spawn(async move {
+                b2.ask(r, "h".into(), Duration::from_secs(30)).await
+            }));
+        }
+        while b.pending().len() < MAX_PENDING {
+            tokio::task::yield_now().await;
+        }
+        let v = b
+            .ask(request(&b, "s"), "h".into(), Duration::from_secs(30))
+            .await;
+        match v {
+            Verdict::Denied { reason, by, .. } => {
+                assert_eq!(by, Decider::Policy);
+                assert!(reason.unwrap_or_default().contains("already waiting"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.pending().len(), MAX_PENDING);
+        for w in waits {
+            w.abort();
+        }
     }
 }

@@ -19,6 +19,9 @@
 //!                        completions the official conformance suite expects
 //!   --silent METHOD      never answer METHOD (repeatable)
 //!   --wrong-id           answer tools/call with an id nobody asked for
+//!   --flood              also list flood {count,bytes} (count progress notifications on the
+//!                        call's token, or log messages without one, of bytes each) and
+//!                        churn {count} (count tools/list_changed notifications)
 //!   --leak-env NAME      a careless server: the value of NAME goes into the echo tool's title,
 //!                        description and annotations, serverInfo and instructions, a non-JSON
 //!                        stdout line (across its first 200 bytes) and stderr (base64 of
@@ -26,8 +29,9 @@
 //! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, envhash {name},
 //!   leak {name}, touch {path}, stamp,
 //!   exotic (a result full of things a typed model would lose), progress {steps} (progress
-//!   notifications on the call's token, then a result), ask {question} (a sampling request to
-//!   the client; returns its answer).
+//!   notifications on the call's token, then a result), ask {question, relate} (a sampling request to
+//!   the client, carrying the call's progress token in its _meta when relate is true; returns
+//!   its answer).
 //! Calls run on their own threads, so a `notifications/cancelled` is seen (and logged to stderr)
 //! while the call runs.
 
@@ -60,6 +64,8 @@ struct Opts {
     leak_env: Option<String>,
     silent: Vec<String>,
     wrong_id: bool,
+    /// Lists `flood` and `churn` too.
+    flood: bool,
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -85,6 +91,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--leak-env" => o.leak_env = Some(val("--leak-env")?),
             "--silent" => o.silent.push(val("--silent")?),
             "--wrong-id" => o.wrong_id = true,
+            "--flood" => o.flood = true,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -315,11 +322,14 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
                 a.insert(ask_id.clone(), tx);
             }
             let ask_id_value: Value = serde_json::from_str(&ask_id).unwrap_or(Value::Null);
-            send(
-                shared,
-                opts,
-                &json!({"jsonrpc":"2.0","id":ask_id_value,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":q}}],"maxTokens":50}}),
-            );
+            let mut ask = json!({"jsonrpc":"2.0","id":ask_id_value,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":q}}],"maxTokens":50}});
+            // `relate`: the request carries the call's progress token, tying it to the call.
+            if params.pointer("/arguments/relate") == Some(&Value::Bool(true)) {
+                if let Some(t) = params.pointer("/_meta/progressToken") {
+                    ask["params"]["_meta"] = json!({"progressToken": t});
+                }
+            }
+            send(shared, opts, &ask);
             match rx.recv_timeout(Duration::from_secs(30)) {
                 Ok(answer) => match answer
                     .pointer("/result/content/text")
@@ -336,6 +346,46 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
                     json!({"content":[{"type":"text","text":"no answer to sampling"}],"isError":true}),
                 ),
             }
+        }
+        // `count` log notifications of `bytes` each, as fast as the pipe takes them, then done.
+        "flood" => {
+            let count = params
+                .pointer("/arguments/count")
+                .and_then(Value::as_u64)
+                .unwrap_or(1000);
+            let bytes = params
+                .pointer("/arguments/bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(1000) as usize;
+            let token = params.pointer("/_meta/progressToken").cloned();
+            let pad = "x".repeat(bytes);
+            for i in 0..count {
+                let note = match &token {
+                    Some(t) => {
+                        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":t,"progress":i,"message":pad}})
+                    }
+                    None => {
+                        json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":pad}})
+                    }
+                };
+                send(shared, opts, &note);
+            }
+            Ok(json!({"content":[{"type":"text","text":format!("sent {count}")}]}))
+        }
+        // `count` tools/list_changed notifications at once.
+        "churn" => {
+            let count = params
+                .pointer("/arguments/count")
+                .and_then(Value::as_u64)
+                .unwrap_or(1000);
+            for _ in 0..count {
+                send(
+                    shared,
+                    opts,
+                    &json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed"}),
+                );
+            }
+            Ok(json!({"content":[{"type":"text","text":format!("sent {count}")}]}))
         }
         // When the request line was read from stdin (ns since the epoch), for latency benches.
         "stamp" => Ok(json!({"content":[{"type":"text","text":read_ns.to_string()}]})),
@@ -517,6 +567,10 @@ fn tools(opts: &Opts) -> Vec<Value> {
         t[0]["title"] = json!(format!("Echo {v}"));
         t[0]["description"] = json!(format!("Returns the text (debug: key={v})"));
         t[0]["annotations"]["x-debug"] = json!(v);
+    }
+    if opts.flood {
+        t.push(json!({"name":"flood","description":"Sends count notifications of bytes each during the call","inputSchema": obj(json!({"count":{"type":"integer"},"bytes":{"type":"integer"}}), json!([])),"annotations":{"readOnlyHint":true}}));
+        t.push(json!({"name":"churn","description":"Sends count tools/list_changed notifications","inputSchema": obj(json!({"count":{"type":"integer"}}), json!([])),"annotations":{"readOnlyHint":true}}));
     }
     for i in 0..opts.tools {
         t.push(

@@ -2,11 +2,9 @@
 //! serialised `tools/list` result clients get (built once per change, not per request), and the
 //! lookup from exposed name back to server and tool.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-
-use serde_json::value::RawValue;
 
 use crate::config::{Config, ServerId};
 use crate::hub::HubHandle;
@@ -120,18 +118,7 @@ impl Catalog {
 
 /// Replaces the `name` of a raw JSON object, keeping every other member's bytes.
 pub fn rename(raw_object: &str, name: &str) -> Option<String> {
-    set_member(raw_object, "name", &crate::jsonrpc::json_string(name))
-}
-
-/// Sets one top-level member of a raw JSON object to `raw_value`; the other members keep their
-/// bytes (member order becomes sorted, which JSON does not give meaning to).
-pub fn set_member(raw_object: &str, key: &str, raw_value: &str) -> Option<String> {
-    let mut map: BTreeMap<String, Box<RawValue>> = serde_json::from_str(raw_object).ok()?;
-    map.insert(
-        key.to_owned(),
-        RawValue::from_string(raw_value.to_owned()).ok()?,
-    );
-    serde_json::to_string(&map).ok()
+    crate::jsonrpc::set_member(raw_object, "name", &crate::jsonrpc::json_string(name))
 }
 
 #[cfg(test)]

@@ -10,14 +10,20 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::catalog::set_member;
 use super::session::{lock, ClientSession, Forwarded};
 use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
 use crate::approval::{ApprovalRequest, Decider, Verdict};
-use crate::jsonrpc::{self, ErrorCode};
-use crate::supervisor::rpc::{CallError, CallEvent, CallRoute};
+use crate::jsonrpc::{self, set_member, ErrorCode};
+use crate::supervisor::rpc::{CallError, CallEvent, CallRoute, ResponseBody};
 use crate::supervisor::{Reply, ServerHandle};
+
+/// Messages of one call waiting for its client at most.
+const OUT_QUEUE: usize = 8;
+/// Server→client requests one client may leave unanswered at most; more are refused.
+const MAX_FORWARDED: usize = 64;
+/// How long a client may leave its call's stream unread before the call is dropped.
+const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The tool-call specifics of a forwarded request.
 pub(super) struct ToolCall {
@@ -141,8 +147,8 @@ impl Gateway {
                 ))
             }
         };
-        let (tx, rx) = mpsc::channel::<Out>(32);
-        let (sink, mut events) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel::<Out>(OUT_QUEUE);
+        let (sink, mut events) = crate::supervisor::rpc::route_channel();
         let route = CallRoute {
             sink,
             progress_token: our_token.clone(),
@@ -207,8 +213,18 @@ impl Gateway {
                         r = &mut call => break Some(r),
                         Some(ev) = events.recv() => {
                             if let Some(line) = gw.relay(&session, &server, ev, client_token.as_deref()) {
-                                if tx.send(Out::Event(line)).await.is_err() {
-                                    break None;
+                                // A client that stops reading loses this call's stream, never the
+                                // hub's memory.
+                                match tokio::time::timeout(CLIENT_STALL, tx.send(Out::Event(line))).await {
+                                    Ok(Ok(())) => {}
+                                    Ok(Err(_)) => break None,
+                                    Err(_) => {
+                                        server.warn_once(&format!(
+                                            "a client stopped reading the stream of its call ({method}) for {} s; the call was dropped",
+                                            CLIENT_STALL.as_secs()
+                                        ));
+                                        break None;
+                                    }
                                 }
                             }
                         }
@@ -254,7 +270,7 @@ impl Gateway {
                         ),
                     },
                 };
-                let _ = tx.send(Out::Final(line)).await;
+                let _ = tokio::time::timeout(CLIENT_STALL, tx.send(Out::Final(line))).await;
                 // After the answer is on its way: logging never delays a call.
                 audit.finish(decision, by, outcome);
             }
@@ -325,6 +341,19 @@ impl Gateway {
             }
             CallEvent::Request { id, line } => {
                 let peer = server.peer().ok()?;
+                if lock(&s.forwarded).len() >= MAX_FORWARDED {
+                    // A client that leaves server requests unanswered gets no more of them.
+                    let why = format!(
+                        "the client has {MAX_FORWARDED} requests from servers unanswered; this one was not passed on"
+                    );
+                    let err = jsonrpc::error_object(ErrorCode::InternalError, &why);
+                    tokio::spawn(async move {
+                        if let Ok(err) = RawValue::from_string(err) {
+                            peer.respond(&id, ResponseBody::Error(&err)).await;
+                        }
+                    });
+                    return None;
+                }
                 let ours = format!("\"gatehouse-req-{}\"", self.next());
                 let text = std::str::from_utf8(&line).ok()?;
                 let mut rewritten = set_member(text, "id", &ours)?.into_bytes();

@@ -10,6 +10,9 @@ use tokio_util::sync::CancellationToken;
 use super::{Gateway, Out, Outcome};
 use crate::jsonrpc::{self, ErrorCode, Line, NULL_ID};
 
+/// Requests of the stdio client handled at once at most; more are answered with an error.
+pub const MAX_IN_FLIGHT: usize = 256;
+
 /// Serves until the client closes its input or `shutdown` is cancelled.
 pub async fn serve<R, W>(gw: Gateway, mut input: R, output: W, shutdown: CancellationToken)
 where
@@ -25,6 +28,7 @@ where
         CancellationToken::new(),
     ));
     let mut tasks = tokio::task::JoinSet::new();
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let mut buf = Vec::new();
     loop {
         let line = tokio::select! {
@@ -36,12 +40,35 @@ where
                 if msg.iter().all(|b| b.is_ascii_whitespace()) {
                     continue;
                 }
+                // Finished tasks are reaped as we go (a JoinSet keeps them until joined).
+                while tasks.try_join_next().is_some() {}
                 // Each message is handled on its own task so a slow call never holds up a
-                // cancellation or a ping behind it.
+                // cancellation or a ping behind it; requests are bounded, the rest is quick.
+                let permit = match Arc::clone(&in_flight).try_acquire_owned() {
+                    Ok(p) => Some(p),
+                    Err(_) => match jsonrpc::Envelope::parse(&msg) {
+                        Ok(jsonrpc::Envelope {
+                            id: Some(id),
+                            method: Some(_),
+                            ..
+                        }) if id.get() != "null" => {
+                            let _ = out_tx
+                                .send(jsonrpc::error_line(
+                                    id.get(),
+                                    ErrorCode::InternalError,
+                                    &format!("Gatehouse is already handling {MAX_IN_FLIGHT} requests from this client; send this one again when some have finished"),
+                                ))
+                                .await;
+                            continue;
+                        }
+                        _ => None,
+                    },
+                };
                 let gw = gw.clone();
                 let session = Arc::clone(&session);
                 let out = out_tx.clone();
                 tasks.spawn(async move {
+                    let _permit = permit;
                     match gw.handle(&session, &msg).await {
                         Outcome::Accepted => {}
                         Outcome::Reply(line) => {

@@ -14,9 +14,30 @@ use serde_json::value::RawValue;
 pub use codec::{excerpt, read_line, write_lines, Line, MAX_LINE_BYTES};
 pub use error::ErrorCode;
 pub use reply::{
-    error_line, error_object_line, json_string, notification_line, request_line, result_line,
-    NULL_ID,
+    error_line, error_object, error_object_line, json_string, notification_line, request_line,
+    result_line, NULL_ID,
 };
+
+/// Sets one top-level member of a raw JSON object to `raw_value`; the other members keep their
+/// bytes (member order becomes sorted, which JSON does not give meaning to).
+pub fn set_member(raw_object: &str, key: &str, raw_value: &str) -> Option<String> {
+    let mut map: std::collections::BTreeMap<String, Box<RawValue>> =
+        serde_json::from_str(raw_object).ok()?;
+    map.insert(
+        key.to_owned(),
+        RawValue::from_string(raw_value.to_owned()).ok()?,
+    );
+    serde_json::to_string(&map).ok()
+}
+
+/// Removes one top-level member of a raw JSON object; returns the object without it and the
+/// member's raw value (`None` when it was not there). Other members keep their bytes.
+pub fn take_member(raw_object: &str, key: &str) -> Option<(String, Box<RawValue>)> {
+    let mut map: std::collections::BTreeMap<String, Box<RawValue>> =
+        serde_json::from_str(raw_object).ok()?;
+    let value = map.remove(key)?;
+    Some((serde_json::to_string(&map).ok()?, value))
+}
 
 /// One message, borrowed from its line. Only the envelope is parsed.
 #[derive(Debug, Deserialize)]

@@ -23,12 +23,16 @@ pub fn result_line(id: &str, result: &str) -> Vec<u8> {
 
 /// An error response with Gatehouse's own code and message.
 pub fn error_line(id: &str, code: ErrorCode, message: &str) -> Vec<u8> {
-    let error = format!(
+    error_object_line(id, &error_object(code, message))
+}
+
+/// Gatehouse's own error object (raw JSON): `{"code":…,"message":…}`.
+pub fn error_object(code: ErrorCode, message: &str) -> String {
+    format!(
         "{{\"code\":{},\"message\":{}}}",
         code.code(),
         json_string(message)
-    );
-    error_object_line(id, &error)
+    )
 }
 
 /// An error response carrying an error object as a peer sent it (raw JSON).

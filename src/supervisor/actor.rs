@@ -42,7 +42,7 @@ pub(super) struct Actor {
     ctx: Arc<Context>,
     ctl: mpsc::Receiver<Control>,
     ev_tx: EventTx,
-    ev_rx: mpsc::UnboundedReceiver<(u64, SessionEvent)>,
+    ev_rx: mpsc::Receiver<(u64, SessionEvent)>,
     generation: u64,
     session: Option<Session>,
     retry_at: Option<tokio::time::Instant>,
@@ -57,7 +57,7 @@ impl Actor {
         ctx: Arc<Context>,
         ctl: mpsc::Receiver<Control>,
     ) -> Actor {
-        let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+        let (ev_tx, ev_rx) = mpsc::channel(super::session::EVENT_QUEUE);
         Actor {
             shared,
             cfg,
@@ -294,7 +294,24 @@ impl Actor {
                 self.end_session(&message).await;
                 self.fail(message, e.is_fatal(), None);
             }
-            SessionEvent::ToolsRefreshed(tools) => {
+            SessionEvent::ToolsRefreshed(result) => {
+                let again = match self.session.as_mut() {
+                    Some(s) => {
+                        s.refreshing = false;
+                        std::mem::take(&mut s.refresh_again)
+                    }
+                    None => false,
+                };
+                if again {
+                    self.refresh_tools();
+                }
+                let tools = match result {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::warn!(server = %self.shared.id, error = %e, "tools/list after list_changed failed");
+                        return;
+                    }
+                };
                 let count = tools.len();
                 *lock(&self.shared.tools) = Arc::new(tools);
                 self.update_status(|s| s.tools = count);

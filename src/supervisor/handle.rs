@@ -124,6 +124,15 @@ impl ServerHandle {
         self.shared.warn(key, text);
     }
 
+    /// A note in the server's log (for what a client, not the server, did wrong).
+    pub fn warn_once(&self, text: &str) {
+        self.shared.log(
+            &self.shared.bus,
+            crate::logs::LogStream::Gatehouse,
+            text.to_owned(),
+        );
+    }
+
     /// The server's kept log lines.
     pub fn logs(&self) -> &LogStore {
         &self.shared.logs

@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::sse::{SseError, SseEvent, SseReader};
-use crate::jsonrpc::{read_line, write_lines, Line, MAX_LINE_BYTES as MAX_LINE};
+use crate::jsonrpc::{self, read_line, write_lines, ErrorCode, Line, MAX_LINE_BYTES as MAX_LINE};
+use crate::supervisor::rpc::RELATED;
 
 /// How long an idle connection may go unchecked: a ping is sent when nothing else went out.
 const KEEPALIVE: Duration = Duration::from_secs(3);
@@ -260,7 +261,7 @@ impl Bridge {
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        self.relay(resp, true).await?;
+        self.relay(resp, true, request_id(init)).await?;
         let mode = Mode::Streamable { session };
         // The GET stream carries what the server sends outside a call (list_changed…).
         let b = self.clone();
@@ -346,6 +347,7 @@ impl Bridge {
 
     async fn send_checked(&self, mode: &Mode, msg: Vec<u8>) -> Result<(), String> {
         let is_request = is_request(&msg);
+        let request = if is_request { request_id(&msg) } else { None };
         let (url, session) = match mode {
             Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
             Mode::Sse { endpoint } => (endpoint.clone(), None),
@@ -363,14 +365,33 @@ impl Bridge {
         }
         check_status(&resp)?;
         match mode {
-            Mode::Streamable { .. } => self.relay(resp, is_request).await,
+            Mode::Streamable { .. } => self.relay(resp, is_request, request).await,
             Mode::Sse { .. } => Ok(()),
         }
     }
 
+    /// Tells the peer its request got no usable answer (the answer was over the bound).
+    async fn refuse_answer(&self, request: Option<&str>, why: &str) {
+        tracing::warn!(url = %self.url, "{why}");
+        if let Some(id) = request {
+            let _ = self
+                .to_peer
+                .send(jsonrpc::error_line(id, ErrorCode::InternalError, why))
+                .await;
+        }
+    }
+
     /// Forwards a POST's answer (JSON or an SSE stream) to the peer. A request whose stream ends
-    /// before its answer means the server went away mid-call.
-    async fn relay(&self, resp: reqwest::Response, expect_answer: bool) -> Result<(), String> {
+    /// before its answer means the server went away mid-call. What comes on a request's stream
+    /// besides its answer is marked with the request's id ([`RELATED`]) so the peer routes it to
+    /// that call's client. A body or event over the line bound is dropped unread past the bound,
+    /// and the request answered with an error instead.
+    async fn relay(
+        &self,
+        resp: reqwest::Response,
+        expect_answer: bool,
+        request: Option<String>,
+    ) -> Result<(), String> {
         if resp.status().as_u16() == 202 {
             return Ok(());
         }
@@ -380,28 +401,56 @@ impl Bridge {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !sse {
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| format!("connection lost: {}", error_chain(&e)))?;
+            let body = match bounded_body(resp, MAX_LINE).await {
+                Ok(b) => b,
+                Err(BodyError::TooLarge) => {
+                    self.refuse_answer(
+                        request.as_deref(),
+                        &format!("the server answered with a body of over {} MiB (the limit); it was dropped", MAX_LINE >> 20),
+                    )
+                    .await;
+                    return Ok(());
+                }
+                Err(BodyError::Lost(e)) => return Err(format!("connection lost: {e}")),
+            };
             if body.iter().all(u8::is_ascii_whitespace) {
                 return Ok(());
             }
             self.note_protocol(&body);
-            let _ = self.to_peer.send(line(body.to_vec())).await;
+            let _ = self.to_peer.send(line(unmarked(body))).await;
             return Ok(());
         }
+        let related = request.as_deref().filter(|id| id.parse::<u64>().is_ok());
         let mut events = sse_events(resp);
         let mut answered = false;
         while let Some(ev) = events.next().await {
-            let data = ev.map_err(lost)?.data;
+            let data = match ev {
+                Ok(ev) => unmarked(ev.data),
+                Err(SseError::TooLarge { limit }) => {
+                    if !answered {
+                        self.refuse_answer(
+                            request.as_deref(),
+                            &format!("the server sent an event of over {} MiB (the limit) on a request's stream; the stream was dropped", limit >> 20),
+                        )
+                        .await;
+                    }
+                    return Ok(());
+                }
+                Err(e) => return Err(lost(e)),
+            };
             if data.is_empty() {
                 continue;
             }
-            if is_response(&data) {
+            let data = if is_response(&data) {
                 answered = true;
                 self.note_protocol(&data);
-            }
+                data
+            } else {
+                match related {
+                    Some(id) => mark(data, id),
+                    None => data,
+                }
+            };
             let _ = self.to_peer.send(line(data)).await;
         }
         if expect_answer && !answered {
@@ -464,7 +513,7 @@ impl Bridge {
         while let Some(ev) = events.next().await {
             match ev {
                 Ok(SseEvent { data, .. }) if !data.is_empty() => {
-                    if self.to_peer.send(line(data)).await.is_err() {
+                    if self.to_peer.send(line(unmarked(data))).await.is_err() {
                         return;
                     }
                 }
@@ -550,6 +599,69 @@ fn is_request(msg: &[u8]) -> bool {
         method: Option<serde::de::IgnoredAny>,
     }
     serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_some())
+}
+
+/// The raw `id` of a request.
+fn request_id(msg: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    serde_json::from_slice::<Probe>(msg)
+        .ok()?
+        .id
+        .map(|r| r.get().to_owned())
+}
+
+/// A message as the server sent it, minus any [`RELATED`] member: only the bridge says which
+/// request a message came with, never the server.
+fn unmarked(msg: Vec<u8>) -> Vec<u8> {
+    let needle = RELATED.as_bytes();
+    if !msg.windows(needle.len()).any(|w| w == needle) {
+        return msg;
+    }
+    match std::str::from_utf8(&msg)
+        .ok()
+        .and_then(|t| jsonrpc::take_member(t, RELATED))
+    {
+        Some((stripped, _)) => stripped.into_bytes(),
+        // Marked somewhere deeper (inside params): harmless, the peer reads only the top level.
+        None => msg,
+    }
+}
+
+/// `msg` marked as having come on the stream of our request `id`.
+fn mark(msg: Vec<u8>, id: &str) -> Vec<u8> {
+    match std::str::from_utf8(&msg)
+        .ok()
+        .and_then(|t| jsonrpc::set_member(t, RELATED, id))
+    {
+        Some(marked) => marked.into_bytes(),
+        None => msg,
+    }
+}
+
+enum BodyError {
+    TooLarge,
+    Lost(String),
+}
+
+/// A JSON body read whole, but never more than `max` bytes of it.
+async fn bounded_body(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, BodyError> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| BodyError::Lost(error_chain(&e)))?;
+        if body.len() + chunk.len() > max {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn is_response(msg: &[u8]) -> bool {

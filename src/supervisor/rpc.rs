@@ -69,37 +69,135 @@ pub enum CallEvent {
     },
 }
 
+/// Bytes of one call's events queued for its client at most; beyond it progress and log
+/// messages are dropped and server→client requests refused (the client is not keeping up).
+pub const ROUTE_BYTES: usize = 8 * 1024 * 1024;
+
 /// Where a call's [`CallEvent`]s go, and the progress token it was sent with (raw JSON).
 pub struct CallRoute {
     /// Where the call's events go.
-    pub sink: mpsc::UnboundedSender<CallEvent>,
+    pub sink: RouteTx,
     /// Our progress token for the call, raw JSON.
     pub progress_token: Option<String>,
 }
+
+/// The sending side of a call's events: bounded by the bytes it holds ([`ROUTE_BYTES`]).
+#[derive(Clone)]
+pub struct RouteTx {
+    tx: mpsc::UnboundedSender<CallEvent>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// The receiving side of a call's events.
+pub struct RouteRx {
+    rx: mpsc::UnboundedReceiver<CallEvent>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// A channel for one call's events, holding at most [`ROUTE_BYTES`].
+pub fn route_channel() -> (RouteTx, RouteRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    (
+        RouteTx {
+            tx,
+            queued: queued.clone(),
+        },
+        RouteRx { rx, queued },
+    )
+}
+
+impl CallEvent {
+    fn size(&self) -> usize {
+        match self {
+            CallEvent::Notification(l) => l.len(),
+            CallEvent::Request { line, .. } => line.len(),
+        }
+    }
+}
+
+impl RouteTx {
+    /// Queues an event unless that would pass the byte bound (or the call is over).
+    pub fn try_send(&self, ev: CallEvent) -> bool {
+        let size = ev.size();
+        let before = self.queued.fetch_add(size, Ordering::Relaxed);
+        if before + size > ROUTE_BYTES || self.tx.send(ev).is_err() {
+            self.queued.fetch_sub(size, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+}
+
+impl RouteRx {
+    /// The next event; `None` once the call is over.
+    pub async fn recv(&mut self) -> Option<CallEvent> {
+        let ev = self.rx.recv().await?;
+        self.queued.fetch_sub(ev.size(), Ordering::Relaxed);
+        Some(ev)
+    }
+}
+
+/// The member the remote bridge adds to a message that arrived on the response stream of one of
+/// our requests: that request's id. Only a remote connection's bridge may set it; a stdio
+/// server's own copy of it is ignored.
+pub const RELATED: &str = "gatehouse/related";
 
 /// The pending table. The mutex guards one insert/remove/drain; it is never held across `.await`.
 #[derive(Default)]
 struct Pending {
     closed: Option<String>,
     map: HashMap<u64, Waiter>,
-    /// Routed calls in the order they started. stdio carries no link between a server→client
-    /// request and the call that caused it: it goes to the most recently started routed call
-    /// still in flight (exact when one call is in flight).
-    routes: Vec<(u64, mpsc::UnboundedSender<CallEvent>)>,
+    /// Routed calls by our request id.
+    routes: HashMap<u64, RouteTx>,
     progress: HashMap<String, u64>,
+}
+
+/// Which call a message from the server belongs to.
+enum Target {
+    Call(RouteTx),
+    /// No routed call is in flight.
+    NoCall,
+    /// Several are, and nothing says which: never guessed.
+    Ambiguous(usize),
 }
 
 impl Pending {
     fn remove(&mut self, id: u64) -> Option<Waiter> {
-        if let Some(i) = self.routes.iter().position(|(k, _)| *k == id) {
-            self.routes.remove(i);
+        if self.routes.remove(&id).is_some() {
             self.progress.retain(|_, v| *v != id);
         }
         self.map.remove(&id)
     }
 
-    fn latest_route(&self) -> Option<mpsc::UnboundedSender<CallEvent>> {
-        self.routes.last().map(|(_, s)| s.clone())
+    /// The call a message belongs to: the one the transport related it to, else the one whose
+    /// progress token it carries (a token of no call in flight: none), else the only call in
+    /// flight.
+    fn target(&self, related: Option<u64>, token: Option<&str>) -> Target {
+        // A token that names no call in flight names a finished one: never another call's.
+        let by_token = match token {
+            Some(t) => match self.progress.get(t) {
+                Some(id) => Some(*id),
+                None if related.is_none() => return Target::NoCall,
+                None => None,
+            },
+            None => None,
+        };
+        if let Some(id) = related.or(by_token) {
+            return match self.routes.get(&id) {
+                Some(s) => Target::Call(s.clone()),
+                None => Target::NoCall,
+            };
+        }
+        match self.routes.len() {
+            0 => Target::NoCall,
+            1 => self
+                .routes
+                .values()
+                .next()
+                .map_or(Target::NoCall, |s| Target::Call(s.clone())),
+            n => Target::Ambiguous(n),
+        }
     }
 }
 
@@ -115,8 +213,11 @@ pub enum Inbound {
 
 /// Where a peer reports what it sees besides replies.
 pub struct Hooks {
-    /// What the supervisor must act on (`list_changed`, the end of the connection).
-    pub inbound: mpsc::UnboundedSender<Inbound>,
+    /// What the supervisor must act on (`list_changed`, the end of the connection). Bounded: a
+    /// `list_changed` that finds it full is dropped (one is already waiting).
+    pub inbound: mpsc::Sender<Inbound>,
+    /// The connection is a remote server's bridge, whose [`RELATED`] marks are trusted.
+    pub trust_related: bool,
     /// Notes for the server's log (garbage lines, unknown ids…).
     pub note: NoteFn,
     /// Secret values to mask in anything the server sends that is stored or shown.
@@ -134,6 +235,7 @@ pub struct RpcPeer {
     next_id: AtomicU64,
     /// Secret values to mask in what the server sends before any of it is stored or shown.
     redactions: Arc<Redactions>,
+    trust_related: bool,
 }
 
 impl RpcPeer {
@@ -153,6 +255,7 @@ impl RpcPeer {
     {
         let Hooks {
             inbound,
+            trust_related,
             note,
             redactions,
         } = hooks;
@@ -163,6 +266,7 @@ impl RpcPeer {
             pending: Mutex::new(Pending::default()),
             next_id: AtomicU64::new(1),
             redactions,
+            trust_related,
         });
         tasks.spawn(jsonrpc::write_lines(stdin, out_rx, stop.clone()));
         tasks.spawn(read_loop(peer.clone(), stdout, inbound, note, stop));
@@ -199,7 +303,7 @@ impl RpcPeer {
                 if let Some(token) = route.progress_token {
                     p.progress.insert(token, id);
                 }
-                p.routes.push((id, route.sink));
+                p.routes.insert(id, route.sink);
             }
         }
         let mut guard = PendingGuard {
@@ -343,7 +447,7 @@ impl Drop for PendingGuard<'_> {
 async fn read_loop<R: AsyncBufRead + Unpin>(
     peer: Arc<RpcPeer>,
     mut stdout: R,
-    inbound: mpsc::UnboundedSender<Inbound>,
+    inbound: mpsc::Sender<Inbound>,
     note: NoteFn,
     stop: CancellationToken,
 ) {
@@ -368,18 +472,20 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     }
     // The supervisor closes the pending table: it waits a moment for the exit status, which
     // explains the end better ("killed by signal 9") than the EOF does.
-    let _ = inbound.send(Inbound::Closed);
+    let _ = inbound.send(Inbound::Closed).await;
 }
 
-async fn handle_line(
-    peer: &RpcPeer,
-    line: &[u8],
-    inbound: &mpsc::UnboundedSender<Inbound>,
-    note: &NoteFn,
-) {
+async fn handle_line(peer: &RpcPeer, line: &[u8], inbound: &mpsc::Sender<Inbound>, note: &NoteFn) {
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return;
     }
+    // The remote bridge says which of our requests a message came with; it is read, then
+    // removed, so the client never sees it. From anyone else it is not believed.
+    let (line, related) = match related_mark(peer, line) {
+        Some((stripped, id)) => (std::borrow::Cow::Owned(stripped), id),
+        None => (std::borrow::Cow::Borrowed(line), None),
+    };
+    let line: &[u8] = &line;
     let env = match Envelope::parse(line) {
         Ok(e) => e,
         Err(_) => {
@@ -412,35 +518,29 @@ async fn handle_line(
         }
         Some(Kind::Notification { method }) => match method {
             "notifications/tools/list_changed" => {
-                let _ = inbound.send(Inbound::ToolsListChanged);
+                // Full means a refresh is already waiting: this one adds nothing.
+                let _ = inbound.try_send(Inbound::ToolsListChanged);
             }
             "notifications/prompts/list_changed" | "notifications/resources/list_changed" => {}
             "notifications/progress" => {
-                #[derive(serde::Deserialize)]
-                struct P<'a> {
-                    #[serde(borrow, rename = "progressToken")]
-                    token: Option<&'a RawValue>,
-                }
-                let token = env
-                    .params
-                    .and_then(|p| serde_json::from_str::<P>(p.get()).ok())
-                    .and_then(|p| p.token.map(|t| t.get().to_owned()));
-                let sink = token.and_then(|t| {
-                    let p = peer.lock();
-                    let id = p.progress.get(&t)?;
-                    p.routes
-                        .iter()
-                        .find(|(k, _)| k == id)
-                        .map(|(_, s)| s.clone())
-                });
-                if let Some(sink) = sink {
-                    let _ = sink.send(CallEvent::Notification(line.to_vec()));
+                // Progress belongs to the call whose token it carries, and to no other.
+                let token = progress_token(env.params);
+                let target = match (token, related) {
+                    (Some(t), _) => peer.lock().target(None, Some(&t)),
+                    (None, Some(id)) => peer.lock().target(Some(id), None),
+                    (None, None) => Target::NoCall,
+                };
+                if let Target::Call(sink) = target {
+                    // A client that is not reading loses progress, never the hub's memory.
+                    sink.try_send(CallEvent::Notification(line.to_vec()));
                 }
             }
             "notifications/message" => {
-                let sink = peer.lock().latest_route();
-                let delivered =
-                    sink.is_some_and(|s| s.send(CallEvent::Notification(line.to_vec())).is_ok());
+                let target = peer.lock().target(related, None);
+                let delivered = match target {
+                    Target::Call(s) => s.try_send(CallEvent::Notification(line.to_vec())),
+                    _ => false,
+                };
                 if !delivered {
                     if let Some(p) = env.params {
                         note(format!("log: {}", peer.excerpt(p.get().as_bytes())));
@@ -450,27 +550,47 @@ async fn handle_line(
             _ => {}
         },
         Some(Kind::Request { id, method }) => {
-            // Raised during a routed call: that call's client answers it.
-            if method != "ping" {
-                if let Some(sink) = peer.lock().latest_route() {
+            if method == "ping" {
+                peer.send_raw(jsonrpc::result_line(id.get(), "{}")).await;
+                return;
+            }
+            let token = progress_token(env.params);
+            let target = peer.lock().target(related, token.as_deref());
+            let reply = match target {
+                // Raised during a routed call: that call's client (and no other) answers it.
+                Target::Call(sink) => {
                     let ev = CallEvent::Request {
                         id: id.to_owned(),
                         line: line.to_vec(),
                     };
-                    if sink.send(ev).is_ok() {
-                        return;
+                    match sink.try_send(ev) {
+                        true => return,
+                        false => jsonrpc::error_line(
+                            id.get(),
+                            ErrorCode::InternalError,
+                            &format!("the client of this call is not keeping up; {method} was not passed on"),
+                        ),
                     }
                 }
-            }
-            // Outside any call, Gatehouse answers itself.
-            let reply = match method {
-                "ping" => jsonrpc::result_line(id.get(), "{}"),
-                "roots/list" => jsonrpc::result_line(id.get(), "{\"roots\":[]}"),
-                other => jsonrpc::error_line(
-                    id.get(),
-                    ErrorCode::MethodNotFound,
-                    &format!("Gatehouse does not support {other} outside a client's call"),
-                ),
+                Target::Ambiguous(n) => {
+                    note(format!(
+                        "refused a {method} request: {n} calls are in flight and nothing in it says which one it belongs to, so no client is asked"
+                    ));
+                    jsonrpc::error_line(
+                        id.get(),
+                        ErrorCode::InvalidRequest,
+                        &format!("Gatehouse cannot tell which of the {n} calls in flight this {method} belongs to, so it asks no client; include the call's progress token in its _meta, or raise it with one call in flight"),
+                    )
+                }
+                // Outside any call, Gatehouse answers itself.
+                Target::NoCall => match method {
+                    "roots/list" => jsonrpc::result_line(id.get(), "{\"roots\":[]}"),
+                    other => jsonrpc::error_line(
+                        id.get(),
+                        ErrorCode::MethodNotFound,
+                        &format!("Gatehouse does not support {other} outside a client's call"),
+                    ),
+                },
             };
             peer.send_raw(reply).await;
         }
@@ -479,6 +599,42 @@ async fn handle_line(
             peer.excerpt(line)
         )),
     }
+}
+
+/// The [`RELATED`] mark of a line from a trusted bridge: the line without it, and the request id
+/// it names. `None` when there is no mark (or it is not trusted, or not a number).
+fn related_mark(peer: &RpcPeer, line: &[u8]) -> Option<(Vec<u8>, Option<u64>)> {
+    if !peer.trust_related {
+        return None;
+    }
+    // Cheap test first: almost every line has no mark.
+    let needle = RELATED.as_bytes();
+    if !line.windows(needle.len()).any(|w| w == needle) {
+        return None;
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    let (stripped, id) = jsonrpc::take_member(text, RELATED)?;
+    Some((stripped.into_bytes(), id.get().parse().ok()))
+}
+
+/// `params._meta.progressToken` (or `params.progressToken`), raw.
+fn progress_token(params: Option<&RawValue>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct P<'a> {
+        #[serde(borrow, rename = "progressToken", default)]
+        token: Option<&'a RawValue>,
+        #[serde(borrow, rename = "_meta", default)]
+        meta: Option<M<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct M<'a> {
+        #[serde(borrow, rename = "progressToken", default)]
+        token: Option<&'a RawValue>,
+    }
+    let p: P = serde_json::from_str(params?.get()).ok()?;
+    p.token
+        .or_else(|| p.meta.and_then(|m| m.token))
+        .map(|t| t.get().to_owned())
 }
 
 #[cfg(test)]
@@ -492,7 +648,7 @@ mod tests {
         peer: Arc<RpcPeer>,
         their_in: tokio::io::DuplexStream,
         their_out: tokio::io::DuplexStream,
-        inbound: mpsc::UnboundedReceiver<Inbound>,
+        inbound: mpsc::Receiver<Inbound>,
         notes: Arc<Mutex<Vec<String>>>,
         _tasks: tokio::task::JoinSet<()>,
     }
@@ -500,7 +656,7 @@ mod tests {
     fn setup() -> Rig {
         let (our_in, their_in) = tokio::io::duplex(1 << 16);
         let (their_out, our_out) = tokio::io::duplex(1 << 16);
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(8);
         let notes = Arc::new(Mutex::new(Vec::new()));
         let n2 = notes.clone();
         let mut tasks = tokio::task::JoinSet::new();
@@ -511,6 +667,7 @@ mod tests {
             CancellationToken::new(),
             Hooks {
                 inbound: tx,
+                trust_related: false,
                 note: Arc::new(move |s| n2.lock().unwrap().push(s)),
                 redactions: Arc::default(),
             },
@@ -593,5 +750,57 @@ mod tests {
         let fut = peer.request("never", None);
         let _ = tokio::time::timeout(std::time::Duration::from_millis(20), fut).await;
         assert_eq!(peer.in_flight(), 0);
+    }
+
+    /// A message goes to the call the bridge related it to, else to the call whose progress
+    /// token it carries, else to the only call in flight; with several and nothing to tell them
+    /// apart, to none.
+    #[test]
+    fn a_message_is_routed_to_its_own_call_or_to_none() {
+        let mut p = Pending::default();
+        let is_call = |t: Target, want: &RouteTx| match t {
+            Target::Call(s) => Arc::ptr_eq(&s.queued, &want.queued),
+            _ => false,
+        };
+        assert!(matches!(p.target(None, None), Target::NoCall));
+        let (a, _ra) = route_channel();
+        p.routes.insert(1, a.clone());
+        p.progress.insert("\"ta\"".into(), 1);
+        assert!(is_call(p.target(None, None), &a), "the only call in flight");
+        let (b, _rb) = route_channel();
+        p.routes.insert(2, b.clone());
+        assert!(matches!(p.target(None, None), Target::Ambiguous(2)));
+        assert!(
+            is_call(p.target(Some(2), None), &b),
+            "related by the bridge"
+        );
+        assert!(
+            is_call(p.target(None, Some("\"ta\"")), &a),
+            "by progress token"
+        );
+        assert!(
+            matches!(p.target(Some(9), None), Target::NoCall),
+            "related to a call that is over: nobody"
+        );
+        p.remove(1);
+        assert!(is_call(p.target(None, None), &b));
+        assert!(matches!(p.target(None, Some("\"ta\"")), Target::NoCall));
+    }
+
+    /// One call's queue holds at most ROUTE_BYTES; what does not fit is refused, and reading
+    /// makes room again.
+    #[tokio::test]
+    async fn a_calls_queue_is_bounded_by_bytes() {
+        let (tx, mut rx) = route_channel();
+        let big = vec![b'x'; ROUTE_BYTES / 4];
+        for _ in 0..4 {
+            assert!(tx.try_send(CallEvent::Notification(big.clone())));
+        }
+        assert!(!tx.try_send(CallEvent::Notification(vec![b'y'])), "full");
+        assert!(rx.recv().await.is_some());
+        assert!(
+            tx.try_send(CallEvent::Notification(big.clone())),
+            "room again"
+        );
     }
 }

@@ -18,12 +18,15 @@ use super::status::ExitInfo;
 /// What a session reports to its actor, tagged with the session's generation.
 pub(super) enum SessionEvent {
     Handshake(Result<Ready, HandshakeError>),
-    ToolsRefreshed(Vec<Arc<super::status::ToolDef>>),
+    ToolsRefreshed(Result<Vec<Arc<super::status::ToolDef>>, String>),
     Inbound(Inbound),
 }
 
-/// The actor's channel for session events; stale generations are ignored.
-pub(super) type EventTx = mpsc::UnboundedSender<(u64, SessionEvent)>;
+/// The actor's channel for session events (bounded: a flooding server waits, then loses its
+/// `list_changed` notifications, never the hub's memory); stale generations are ignored.
+pub(super) type EventTx = mpsc::Sender<(u64, SessionEvent)>;
+/// Session events queued for the actor at most.
+pub(super) const EVENT_QUEUE: usize = 64;
 
 /// One live connection and everything it owns.
 pub(super) struct Session {
@@ -40,6 +43,10 @@ pub(super) struct Session {
     pub ready: bool,
     /// A `list_changed` arrived before the handshake finished: list again once it has.
     pub refresh_after_ready: bool,
+    /// A `tools/list` after `list_changed` is running.
+    pub refreshing: bool,
+    /// Another `list_changed` came while it ran: list once more when it ends.
+    pub refresh_again: bool,
 }
 
 impl Session {
@@ -63,13 +70,14 @@ impl Session {
             stop,
             mut tasks,
         } = launched;
-        let (in_tx, mut in_rx) = mpsc::unbounded_channel();
+        let (in_tx, mut in_rx) = mpsc::channel(8);
         {
             let events = events.clone();
             tasks.spawn(async move {
                 while let Some(msg) = in_rx.recv().await {
                     if events
                         .send((generation, SessionEvent::Inbound(msg)))
+                        .await
                         .is_err()
                     {
                         break;
@@ -77,6 +85,7 @@ impl Session {
                 }
             });
         }
+        let trust_related = matches!(kind, SessionKind::Remote { .. });
         let peer = RpcPeer::start(
             server,
             writer,
@@ -84,6 +93,7 @@ impl Session {
             stop.clone(),
             rpc::Hooks {
                 inbound: in_tx,
+                trust_related,
                 note,
                 redactions,
             },
@@ -93,7 +103,7 @@ impl Session {
             let peer = peer.clone();
             tasks.spawn(async move {
                 let r = handshake::handshake(&peer, startup_timeout).await;
-                let _ = events.send((generation, SessionEvent::Handshake(r)));
+                let _ = events.send((generation, SessionEvent::Handshake(r))).await;
             });
         }
         Session {
@@ -107,6 +117,8 @@ impl Session {
             started: Instant::now(),
             ready: false,
             refresh_after_ready: false,
+            refreshing: false,
+            refresh_again: false,
         }
     }
 
@@ -144,17 +156,21 @@ impl Session {
         }
     }
 
-    /// Lists the tools again in the session's task set; reports `ToolsRefreshed`.
+    /// Lists the tools again in the session's task set (one listing at a time: a
+    /// `list_changed` during one asks for one more); reports `ToolsRefreshed`.
     pub fn refresh_tools(&mut self, events: EventTx) {
+        if self.refreshing {
+            self.refresh_again = true;
+            return;
+        }
+        self.refreshing = true;
         let peer = self.peer.clone();
         let generation = self.generation;
         self.tasks.spawn(async move {
-            match handshake::list_tools(&peer).await {
-                Ok(tools) => {
-                    let _ = events.send((generation, SessionEvent::ToolsRefreshed(tools)));
-                }
-                Err(e) => tracing::warn!(error = %e, "tools/list after list_changed failed"),
-            }
+            let r = handshake::list_tools(&peer).await;
+            let _ = events
+                .send((generation, SessionEvent::ToolsRefreshed(r)))
+                .await;
         });
     }
 

@@ -11,24 +11,25 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
 
-const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-const T: Duration = Duration::from_secs(15);
+pub(crate) const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+pub(crate) const T: Duration = Duration::from_secs(15);
 
-struct Gw {
-    th: TestHub,
-    gw: Gateway,
-    url: String,
-    http: reqwest::Client,
+/// A gateway on a loopback port in front of a test hub (shared with the isolation tests).
+pub(crate) struct Gw {
+    pub(crate) th: TestHub,
+    pub(crate) gw: Gateway,
+    pub(crate) url: String,
+    pub(crate) http: reqwest::Client,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Gw {
-    async fn start(config_json: &str) -> Gw {
+    pub(crate) async fn start(config_json: &str) -> Gw {
         Self::start_with_origins(config_json, vec![]).await
     }
 
-    async fn start_with_origins(config_json: &str, origins: Vec<String>) -> Gw {
+    pub(crate) async fn start_with_origins(config_json: &str, origins: Vec<String>) -> Gw {
         // These tests are about routing: approvals stay out of the way unless a test asks.
         let mut cfg: Value = serde_json::from_str(config_json).unwrap();
         if cfg.get("approval").is_none() {
@@ -62,7 +63,7 @@ impl Gw {
         }
     }
 
-    fn post(&self, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+    pub(crate) fn post(&self, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
         let mut r = self
             .http
             .post(&self.url)
@@ -77,7 +78,7 @@ impl Gw {
     }
 
     /// initialize + initialized; returns the session id.
-    async fn session(&self) -> String {
+    pub(crate) async fn session(&self) -> String {
         let resp = self
             .post(None, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"it","version":"1"}}}))
             .send()
@@ -104,7 +105,7 @@ impl Gw {
     }
 
     /// A request whose answer is plain JSON; returns the body text.
-    async fn rpc(&self, sid: &str, id: u64, method: &str, params: Value) -> String {
+    pub(crate) async fn rpc(&self, sid: &str, id: u64, method: &str, params: Value) -> String {
         let resp = self
             .post(
                 Some(sid),
@@ -117,7 +118,7 @@ impl Gw {
         resp.text().await.unwrap()
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.stop.cancel();
         self.gw.shutdown().await;
         let _ = tokio::time::timeout(Duration::from_secs(5), self.task).await;
@@ -140,7 +141,7 @@ fn raw_result(line: &str) -> String {
 }
 
 /// The `data:` payloads of an SSE body.
-fn sse_messages(body: &str) -> Vec<Value> {
+pub(crate) fn sse_messages(body: &str) -> Vec<Value> {
     body.split("\n\n")
         .filter_map(|ev| ev.lines().find_map(|l| l.strip_prefix("data: ")))
         .map(|d| serde_json::from_str(d).unwrap())

@@ -8,6 +8,7 @@ mod cli;
 mod clients;
 mod gateway;
 mod import;
+mod isolation;
 mod local;
 mod peers;
 mod remote;
