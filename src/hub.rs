@@ -267,6 +267,22 @@ impl HubHandle {
             .map_err(|_| HubError::ShuttingDown)
     }
 
+    /// What a call to one tool does under `config` (a server no longer configured asks). A
+    /// quarantined tool's `readOnlyHint` is not believed (see `approval::pins`). The one place
+    /// the policy is evaluated for a listed tool: the gateway and every tool list use it.
+    pub fn tool_policy(
+        &self,
+        config: &Config,
+        server: &ServerId,
+        def: &crate::supervisor::ToolDef,
+    ) -> Decision {
+        let Some(cfg) = config.servers.get(server) else {
+            return Decision::Ask;
+        };
+        let read_only = def.read_only && !self.approvals().quarantined(server.as_str(), &def.name);
+        policy::evaluate(cfg, config.approval.default, &def.name, read_only)
+    }
+
     /// Tools of running servers (all, or one server's), with their exposed names.
     pub fn tools(&self, id: Option<&str>) -> Result<Vec<ToolInfo>, HubError> {
         let servers = match id {
@@ -276,11 +292,8 @@ impl HubHandle {
         let config = self.config();
         let mut out = Vec::new();
         for h in servers {
-            let server_cfg = config.servers.get(h.id());
             for t in h.tools().iter() {
-                let approval = server_cfg.map_or(Decision::Ask, |c| {
-                    policy::evaluate(c, config.approval.default, &t.name, t.read_only)
-                });
+                let approval = self.tool_policy(&config, h.id(), t);
                 let meta = t.meta();
                 out.push(ToolInfo {
                     server: h.id().to_string(),
@@ -317,8 +330,21 @@ impl HubHandle {
         for (_, h) in removed {
             let _ = h.shutdown().await;
         }
+        let before = self.config();
         for (h, cfg) in self.install(config) {
+            // A change of tool flags alone restarts nothing: say so, so that every tool list
+            // (the gateway's catalog, the app) is rebuilt under the new flags at once.
+            let flags_changed = before.servers.get(h.id()).is_some_and(|old| {
+                old.tools != cfg.tools || old.requires_approval != cfg.requires_approval
+            });
+            let id = h.id().to_string();
             let _ = h.update(cfg).await;
+            if flags_changed {
+                self.inner.bus.publish(crate::events::Event::ToolsChanged {
+                    server: id,
+                    tools: h.tools().len(),
+                });
+            }
         }
         Ok(())
     }

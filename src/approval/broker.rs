@@ -83,13 +83,20 @@ impl ApprovalBroker {
         change
     }
 
-    /// Pins the definitions of tools not seen before (first sight is what later changes are
-    /// compared with). Persists once if anything was new.
-    pub fn pin_new(&self, server: &str, tools: &[Arc<ToolDef>]) {
-        let added = self.lock().store.pin_new(server, tools);
-        if added {
+    /// Takes a running server's full tool list (`origin`: the SHA-256 of what it runs): pins
+    /// tools not seen before (first sight is what later changes are compared with; quarantined
+    /// after the server's first listing), prunes pins of tools no longer listed, starts afresh
+    /// for another origin. Persists once if anything changed.
+    pub fn take_listing(&self, server: &str, origin: &str, tools: &[Arc<ToolDef>]) {
+        let changed = self.lock().store.take_listing(server, origin, tools);
+        if changed {
             self.persist();
         }
+    }
+
+    /// Whether a tool's own annotations may not be believed yet (see [`super::pins`]).
+    pub fn quarantined(&self, server: &str, tool: &str) -> bool {
+        self.lock().store.quarantined(server, tool)
     }
 
     /// Whether an earlier answer covers this call: the same client session said "session", or
@@ -161,6 +168,9 @@ impl ApprovalBroker {
         guard.armed = false;
         match result {
             Ok(Ok((Answer::Allow(scope), by, via))) => {
+                if self.lock().store.release(&request.server, &request.tool) {
+                    self.persist();
+                }
                 self.remember(&request, scope, &definition_hash);
                 self.publish_resolved(&id, Resolution::Allowed, Some(by));
                 Verdict::Allowed { scope, by, via }

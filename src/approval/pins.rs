@@ -1,6 +1,9 @@
 //! What the broker remembers across restarts (`DATA_DIR/approvals.json`): the first definition
 //! seen of every tool (its pin) and the "always" answers, each bound to the SHA-256 of one exact
-//! definition.
+//! definition. A server's pins belong to what it runs (its command line or URL: another one
+//! starts afresh); tools that appear after its first listing are quarantined (their annotations
+//! are not believed) until the person has allowed a call once; pins of tools no longer listed are
+//! pruned and a server keeps at most [`MAX_PINS_PER_SERVER`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,12 +26,21 @@ pub(super) struct Store {
     /// `server/tool` → the trusted definition.
     #[serde(default)]
     pins: BTreeMap<String, Pin>,
+    /// `server` → the SHA-256 of what it runs, when its pins were made.
+    #[serde(default)]
+    origins: BTreeMap<String, String>,
 }
+
+/// Pins one server may keep at most; tools past it are never pinned (and so always asked for).
+pub const MAX_PINS_PER_SERVER: usize = 2048;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pin {
     sha256: String,
     definition: Value,
+    /// Appeared after the server's first listing and not yet allowed by the person.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    quarantined: bool,
 }
 
 fn key(server: &str, tool: &str) -> String {
@@ -73,32 +85,116 @@ impl Store {
                 (Some(change), false)
             }
             None => {
-                self.pin(server, def);
-                (None, true)
+                let quarantined = self.known(server);
+                (None, self.pin(server, def, quarantined))
             }
         }
     }
 
-    /// Pins every tool not seen before. Returns whether anything was added.
-    pub fn pin_new(&mut self, server: &str, tools: &[std::sync::Arc<ToolDef>]) -> bool {
-        let mut added = false;
+    /// Takes a server's full tool list, listed while it runs `origin` (the SHA-256 of its command
+    /// line or URL). Another origin than its pins were made for drops them (and its "always"
+    /// answers): they were for another program. Tools not seen before are pinned — quarantined
+    /// unless this is the server's first listing — and pins of tools no longer listed are
+    /// pruned. Returns whether the store changed.
+    pub fn take_listing(
+        &mut self,
+        server: &str,
+        origin: &str,
+        tools: &[std::sync::Arc<ToolDef>],
+    ) -> bool {
+        let mut changed = false;
+        // First listing: nothing known of the server (a store from before origins were kept
+        // has pins without one: not a first listing).
+        let first = match self.origins.get(server) {
+            Some(o) if o == origin => false,
+            Some(_) => {
+                self.drop_server(server);
+                true
+            }
+            None => !self.has_pins(server),
+        };
+        if self.origins.get(server).map(String::as_str) != Some(origin) {
+            self.origins.insert(server.to_owned(), origin.to_owned());
+            changed = true;
+        }
+        let listed: std::collections::HashSet<String> =
+            tools.iter().map(|d| key(server, &d.name)).collect();
+        let before = self.pins.len() + self.always.len();
+        let prefix = key(server, "");
+        let mine = |k: &String| k.starts_with(&prefix);
+        self.pins.retain(|k, _| !mine(k) || listed.contains(k));
+        self.always.retain(|k, _| !mine(k) || listed.contains(k));
+        changed |= self.pins.len() + self.always.len() != before;
         for def in tools {
             if !self.pins.contains_key(&key(server, &def.name)) {
-                self.pin(server, def);
-                added = true;
+                changed |= self.pin(server, def, !first);
             }
         }
-        added
+        changed
     }
 
-    fn pin(&mut self, server: &str, def: &ToolDef) {
+    /// Whether the server was listed before.
+    fn known(&self, server: &str) -> bool {
+        self.origins.contains_key(server) || self.has_pins(server)
+    }
+
+    fn has_pins(&self, server: &str) -> bool {
+        let prefix = key(server, "");
+        self.pins
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&prefix))
+    }
+
+    fn pin_count(&self, server: &str) -> usize {
+        let prefix = key(server, "");
+        self.pins
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .count()
+    }
+
+    fn drop_server(&mut self, server: &str) {
+        let prefix = key(server, "");
+        self.pins.retain(|k, _| !k.starts_with(&prefix));
+        self.always.retain(|k, _| !k.starts_with(&prefix));
+        self.origins.remove(server);
+    }
+
+    /// Pins one definition unless the server is at its bound; returns whether it did.
+    fn pin(&mut self, server: &str, def: &ToolDef, quarantined: bool) -> bool {
+        if self.pin_count(server) >= MAX_PINS_PER_SERVER {
+            return false;
+        }
         self.pins.insert(
             key(server, &def.name),
             Pin {
                 sha256: def.hash().to_owned(),
                 definition: def.meta().definition.clone(),
+                quarantined,
             },
         );
+        true
+    }
+
+    /// Whether a tool's own annotations may not be believed yet: it appeared after its server's
+    /// first listing (or past the bound) and the person has not allowed a call to it.
+    pub fn quarantined(&self, server: &str, tool: &str) -> bool {
+        match self.pins.get(&key(server, tool)) {
+            Some(pin) => pin.quarantined,
+            None => self.known(server),
+        }
+    }
+
+    /// The person allowed a call to the tool: it leaves quarantine. Returns whether it was in.
+    pub fn release(&mut self, server: &str, tool: &str) -> bool {
+        match self.pins.get_mut(&key(server, tool)) {
+            Some(pin) if pin.quarantined => {
+                pin.quarantined = false;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Whether "always" was given for exactly this definition.
@@ -120,6 +216,7 @@ impl Store {
             Pin {
                 sha256: hash.to_owned(),
                 definition,
+                quarantined: false,
             },
         );
     }
@@ -179,5 +276,58 @@ mod tests {
             std::fs::read_to_string(aside[0].path()).unwrap(),
             "{ not json"
         );
+    }
+
+    fn tool(name: &str) -> std::sync::Arc<ToolDef> {
+        let raw = format!(
+            r#"{{"name":"{name}","inputSchema":{{"type":"object"}},"annotations":{{"readOnlyHint":true}}}}"#
+        );
+        std::sync::Arc::new(
+            ToolDef::parse(
+                serde_json::value::RawValue::from_string(raw).unwrap(),
+                std::sync::Arc::default(),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// A server renaming its tools over and over keeps only the pins of what it lists now, and
+    /// no server keeps more than MAX_PINS_PER_SERVER.
+    #[test]
+    fn pins_follow_the_listing_and_are_bounded_per_server() {
+        let mut st = Store::default();
+        for round in 0..2_000 {
+            let tools = vec![tool(&format!("a{round}")), tool(&format!("b{round}"))];
+            st.take_listing("s", "origin", &tools);
+        }
+        assert_eq!(st.pins.len(), 2, "{:?}", st.pins.keys().collect::<Vec<_>>());
+        assert!(st.to_json().len() < 2_000);
+        let many: Vec<_> = (0..MAX_PINS_PER_SERVER + 10)
+            .map(|i| tool(&format!("t{i}")))
+            .collect();
+        st.take_listing("s", "origin", &many);
+        assert_eq!(st.pins.len(), MAX_PINS_PER_SERVER);
+        // A tool past the bound is never pinned, so never trusted by its annotations.
+        assert!(st.quarantined("s", &format!("t{}", MAX_PINS_PER_SERVER + 5)));
+    }
+
+    /// The first listing is taken as it is; what appears later is quarantined until released;
+    /// another origin starts afresh and drops the "always" answers.
+    #[test]
+    fn later_tools_are_quarantined_and_another_origin_starts_afresh() {
+        let mut st = Store::default();
+        st.take_listing("s", "one", &[tool("first")]);
+        assert!(!st.quarantined("s", "first"));
+        st.take_listing("s", "one", &[tool("first"), tool("later")]);
+        assert!(st.quarantined("s", "later"));
+        assert!(st.quarantined("s", "never-listed"));
+        assert!(st.release("s", "later"));
+        assert!(!st.quarantined("s", "later"));
+        st.trust("s", "first", tool("first").hash(), None);
+        assert!(st.always_allows("s", "first", tool("first").hash()));
+        st.take_listing("s", "two", &[tool("first"), tool("other")]);
+        assert!(!st.always_allows("s", "first", tool("first").hash()));
+        assert!(!st.quarantined("s", "other"), "a first listing again");
+        assert!(!st.quarantined("t", "x"), "an unknown server is not known");
     }
 }

@@ -132,6 +132,30 @@ pub enum Transport {
     Remote(RemoteTransport),
 }
 
+impl ServerConfig {
+    /// The SHA-256 of what the server runs (its command line, or its URL): approvals pinned for
+    /// one program never carry over to another.
+    pub fn origin(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        match &self.transport {
+            Transport::Stdio(t) => {
+                h.update(b"stdio\0");
+                h.update(t.command.as_bytes());
+                for a in &t.args {
+                    h.update(b"\0");
+                    h.update(a.as_bytes());
+                }
+            }
+            Transport::Remote(r) => {
+                h.update(b"remote\0");
+                h.update(r.url.as_bytes());
+            }
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// A local server: the command Gatehouse runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StdioTransport {

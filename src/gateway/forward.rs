@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::session::{lock, ClientSession, Forwarded};
+use super::tools::Recheck;
 use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
 use crate::approval::{ApprovalRequest, Decider, Verdict};
@@ -20,6 +21,8 @@ use crate::supervisor::{Reply, ServerHandle};
 
 /// Messages of one call waiting for its client at most.
 const OUT_QUEUE: usize = 8;
+/// Times one held call is asked about at most when its tool's definition keeps changing.
+const MAX_ASKS: usize = 3;
 /// Server→client requests one client may leave unanswered at most; more are refused.
 const MAX_FORWARDED: usize = 64;
 /// How long a client may leave its call's stream unread before the call is dropped.
@@ -179,7 +182,37 @@ impl Gateway {
                     Some(Pass::Free(d)) => (d, Decider::Policy),
                     Some(Pass::Held(gate)) => {
                         let name = exposed.clone().unwrap_or_default();
-                        match hold(&gw, *gate, &tx, client_token.as_deref()).await {
+                        let mut gate = *gate;
+                        let mut asked = 1;
+                        let held = loop {
+                            let (hash, arguments) =
+                                (gate.hash.clone(), gate.request.arguments.clone());
+                            let held = hold(&gw, gate, &tx, client_token.as_deref()).await;
+                            let Held::Allowed(_, _, via) = &held else {
+                                break held;
+                            };
+                            // The answer covers what the person saw, as things stand now: the
+                            // tool is checked again at the moment it would run.
+                            match gw.recheck(&session, &server, &name, &hash, &arguments) {
+                                Recheck::Go => break held,
+                                Recheck::AskAgain(g) if asked < MAX_ASKS => {
+                                    asked += 1;
+                                    gate = *g;
+                                }
+                                Recheck::AskAgain(_) => {
+                                    break Held::Refused(
+                                        format!("The definition of {{tool}} changed each time the person answered ({MAX_ASKS} times), so it was not run."),
+                                        Decision::Denied,
+                                        Decider::Policy,
+                                        via.clone(),
+                                    )
+                                }
+                                Recheck::Refused(text, decision) => {
+                                    break Held::Refused(text, decision, Decider::Policy, via.clone())
+                                }
+                            }
+                        };
+                        match held {
                             Held::Allowed(d, by, via) => {
                                 audit.via = via;
                                 (d, by)

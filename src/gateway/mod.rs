@@ -207,12 +207,20 @@ impl Gateway {
     /// Rebuilds the catalog; if the exposed tools changed, sends `list_changed` to every client.
     pub fn refresh_catalog(&self) {
         let new = Arc::new(Catalog::build(&self.inner.hub));
-        // First sight of a definition is what later changes are compared with.
+        // First sight of a definition is what later changes are compared with; only a running
+        // server's list is its whole list (a stopped one lists nothing, which prunes nothing).
+        let config = self.inner.hub.config();
         for server in self.inner.hub.servers() {
-            self.inner
-                .hub
-                .approvals()
-                .pin_new(server.id().as_str(), &server.tools());
+            let Some(cfg) = config.servers.get(server.id()) else {
+                continue;
+            };
+            if server.status().state == crate::State::Running {
+                self.inner.hub.approvals().take_listing(
+                    server.id().as_str(),
+                    &cfg.origin(),
+                    &server.tools(),
+                );
+            }
         }
         let changed = {
             let mut cur = lock(&self.inner.catalog);

@@ -9,7 +9,7 @@ use super::forward::{CallMeta, Gate, Pass, ToolCall};
 use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;
-use crate::approval::policy::{self, Decision as Policy};
+use crate::approval::policy::Decision as Policy;
 use crate::approval::{ApprovalRequest, ClientRef, Scope};
 use crate::jsonrpc::{self, ErrorCode};
 use crate::naming::{exposed_name, split_server};
@@ -202,13 +202,67 @@ impl Gateway {
     }
 }
 
+/// What a held call finds when the person has allowed it and it is about to run.
+pub(super) enum Recheck {
+    /// Nothing changed that the answer did not cover.
+    Go,
+    /// The tool's definition is not the one the person saw: ask again, showing the change.
+    AskAgain(Box<Gate>),
+    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
+    /// the decision for the activity log.
+    Refused(String, Decision),
+}
+
 impl Gateway {
-    /// What the config says about calls to this tool (a server no longer configured asks).
+    /// What the config says about calls to this tool (see [`crate::hub::HubHandle::tool_policy`]).
     fn policy(&self, server: &ServerHandle, def: &ToolDef) -> Policy {
         let config = self.inner.hub.config();
-        match config.servers.get(server.id()) {
-            Some(cfg) => policy::evaluate(cfg, config.approval.default, &def.name, def.read_only),
-            None => Policy::Ask,
+        self.inner.hub.tool_policy(&config, server.id(), def)
+    }
+
+    /// Checks a held call again at the moment it would run, after the person allowed the
+    /// definition with hash `asked`: the tool must still be listed under `exposed` by the same
+    /// server, running, enabled, and defined as the person saw it.
+    pub(super) fn recheck(
+        &self,
+        s: &Arc<ClientSession>,
+        server: &ServerHandle,
+        exposed: &str,
+        asked: &str,
+        arguments: &RawValue,
+    ) -> Recheck {
+        let gone = |decision| {
+            Recheck::Refused(
+                format!("{exposed} was disabled or removed while the call waited for approval, so it was not run."),
+                decision,
+            )
+        };
+        if !self.inner.hub.config().servers.contains_key(server.id()) {
+            return gone(Decision::Disabled);
+        }
+        let Some(entry) = self.catalog().lookup(exposed).cloned() else {
+            // Disabled tools leave the catalog; so do a stopped server's.
+            return match server.status().state {
+                crate::State::Running => gone(Decision::Disabled),
+                _ => Recheck::Refused(not_running(server, exposed), Decision::NotRunning),
+            };
+        };
+        if &entry.server != server.id() {
+            return gone(Decision::Disabled);
+        }
+        if server.status().state != crate::State::Running {
+            return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
+        }
+        if entry.tool.hash() == asked {
+            return match self.policy(server, &entry.tool) {
+                Policy::Disabled => gone(Decision::Disabled),
+                _ => Recheck::Go,
+            };
+        }
+        match self.admit(s, server, &entry.tool, exposed, Some(arguments)) {
+            Admission::Free(_) => Recheck::Go,
+            Admission::Held(g) => Recheck::AskAgain(g),
+            Admission::Refused(d, _) => gone(d),
         }
     }
 }

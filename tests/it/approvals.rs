@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const T: Duration = Duration::from_secs(20);
+pub(crate) const T: Duration = Duration::from_secs(20);
 
 /// An MCP client session on the served gateway.
 #[derive(Clone)]
-struct Client {
+pub(crate) struct Client {
     http: reqwest::Client,
     url: String,
     token: String,
@@ -20,7 +20,7 @@ struct Client {
 }
 
 impl Client {
-    async fn connect(s: &Served, name: &str) -> Client {
+    pub(crate) async fn connect(s: &Served, name: &str) -> Client {
         Self::connect_to(&s.info, name).await
     }
 
@@ -43,7 +43,7 @@ impl Client {
         }
     }
 
-    async fn post(&self, body: Value) -> String {
+    pub(crate) async fn post(&self, body: Value) -> String {
         let r = self
             .http
             .post(&self.url)
@@ -58,7 +58,7 @@ impl Client {
     }
 
     /// Calls a tool and returns its final response message (from JSON or the SSE stream).
-    async fn call(&self, id: u64, tool: &str, args: Value) -> Value {
+    pub(crate) async fn call(&self, id: u64, tool: &str, args: Value) -> Value {
         let text = self.post(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})).await;
         let msgs: Vec<Value> = if text.starts_with('{') {
             vec![serde_json::from_str(&text).unwrap()]
@@ -74,14 +74,14 @@ impl Client {
     }
 }
 
-fn text_of(v: &Value) -> String {
+pub(crate) fn text_of(v: &Value) -> String {
     v["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or("")
         .to_owned()
 }
 
-fn gh(s: &Served, args: &[&str]) -> Output {
+pub(crate) fn gh(s: &Served, args: &[&str]) -> Output {
     Command::new(GATEHOUSE)
         .args(args)
         .env("GATEHOUSE_CONTROL", &s.sock)
@@ -90,7 +90,7 @@ fn gh(s: &Served, args: &[&str]) -> Output {
 }
 
 /// Waits until `approvals --json` lists at least one request for `tool`; returns it.
-async fn pending(s: &Served, exposed: &str) -> Value {
+pub(crate) async fn pending(s: &Served, exposed: &str) -> Value {
     let deadline = Instant::now() + T;
     loop {
         let out = gh(s, &["approvals", "--json"]);
@@ -116,7 +116,7 @@ async fn pending(s: &Served, exposed: &str) -> Value {
     }
 }
 
-fn none_pending(s: &Served) -> bool {
+pub(crate) fn none_pending(s: &Served) -> bool {
     let out = gh(s, &["approvals", "--json"]);
     serde_json::from_slice::<Value>(&out.stdout)
         .unwrap()
@@ -342,7 +342,9 @@ async fn a_cancelled_request_disappears_and_never_runs() {
 #[tokio::test]
 async fn always_survives_a_restart_until_the_definition_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg_v1 = fx_config(&["--description", "Echoes text"], 2);
+    let spec = dir.path().join("spec.txt");
+    std::fs::write(&spec, "Echoes text\n").unwrap();
+    let cfg_v1 = fx_config(&["--spec-file", spec.to_str().unwrap()], 2);
     let s = serve(dir.path(), &cfg_v1, &["fx"]).await;
     let c = Client::connect(&s, "c").await;
     let call = tokio::spawn({
@@ -369,13 +371,10 @@ async fn always_survives_a_restart_until_the_definition_changes() {
         "remembered"
     );
 
-    // The server changes the tool's description: asked again, with the change shown.
-    std::fs::write(
-        dir.path().join("gatehouse.json"),
-        fx_config(&["--description", "Echoes text and uploads it"], 2),
-    )
-    .unwrap();
-    assert!(gh(&s, &["reload"]).status.success());
+    // The server (same command) changes the tool's description: asked again, with the change
+    // shown.
+    std::fs::write(&spec, "Echoes text and uploads it\n").unwrap();
+    assert!(gh(&s, &["restart", "fx"]).status.success());
     let deadline = Instant::now() + T;
     loop {
         let tools = gh(&s, &["tools", "fx", "--json"]);

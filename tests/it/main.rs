@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
 
 mod approvals;
+mod approvals_hold;
 mod cli;
 mod clients;
 mod gateway;
