@@ -22,6 +22,8 @@
 //!   --spec-file PATH     read at every tools/list: its first line is the echo tool's
 //!                        description, each later line the name of one more tool that claims
 //!                        readOnlyHint and, when called, creates the file at its path argument
+//!   --escape PIDFILE     start a descendant that calls setsid(), ignores SIGTERM and stays
+//!                        (its pid written to PIDFILE)
 //!   --flood              also list flood {count,bytes} (count progress notifications on the
 //!                        call's token, or log messages without one, of bytes each) and
 //!                        churn {count} (count tools/list_changed notifications)
@@ -72,6 +74,10 @@ struct Opts {
     wrong_id: bool,
     /// Lists `flood` and `churn` too.
     flood: bool,
+    /// Starts a descendant that leaves the process group; its pid goes to this file.
+    escape: Option<String>,
+    /// Be that descendant (writing the pid to this file).
+    escape_daemon: Option<String>,
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -94,6 +100,8 @@ fn parse_opts() -> Result<Opts, String> {
             "--list-changed" => o.list_changed = true,
             "--description" => o.description = Some(val("--description")?),
             "--spec-file" => o.spec_file = Some(val("--spec-file")?),
+            "--escape" => o.escape = Some(val("--escape")?),
+            "--escape-daemon" => o.escape_daemon = Some(val("--escape-daemon")?),
             "--conformance" => o.conformance = true,
             "--leak-env" => o.leak_env = Some(val("--leak-env")?),
             "--silent" => o.silent.push(val("--silent")?),
@@ -119,6 +127,22 @@ fn main() {
     };
     if opts.grandchild {
         run_wrapper();
+    }
+    #[cfg(unix)]
+    if let Some(path) = &opts.escape_daemon {
+        run_escaped(path);
+    }
+    if let Some(path) = &opts.escape {
+        let exe = std::env::current_exe().unwrap_or_else(|_| "gatehouse-fixture".into());
+        let spawned = std::process::Command::new(exe)
+            .args(["--escape-daemon", path])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let Err(e) = spawned {
+            eprintln!("fixture: cannot start the escaping descendant: {e}");
+        }
     }
     if opts.ignore_term {
         #[cfg(unix)]
@@ -150,6 +174,24 @@ fn main() {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
         }
+    }
+}
+
+/// A descendant that leaves the server's process group and session (`setsid`), ignores SIGTERM
+/// and stays: what a careless daemonising tool does.
+#[cfg(unix)]
+fn run_escaped(pidfile: &str) -> ! {
+    let _ = nix::unistd::setsid();
+    unsafe {
+        // SAFETY: installing SIG_IGN is async-signal-safe and done before any thread starts.
+        let _ = nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGTERM,
+            nix::sys::signal::SigHandler::SigIgn,
+        );
+    }
+    let _ = std::fs::write(pidfile, std::process::id().to_string());
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
     }
 }
 

@@ -100,7 +100,9 @@ impl Launcher for SystemLauncher {
 async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
     // Secrets are resolved at spawn time only, off the async threads.
     let env = resolve_env(&t.env, req.secrets.clone(), req.redactions.clone()).await?;
-    let env = process::child_env(&env);
+    let mut env = process::child_env(&env);
+    let tag = process::new_tag();
+    env.push((process::TAG_VAR.to_owned(), tag.clone()));
     let mut child = process::spawn(t, &env)?;
     let pid = child.id().unwrap_or(0);
     let (Some(stdin), Some(stdout), Some(stderr)) = (
@@ -148,7 +150,7 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     Ok(Launched {
         kind: SessionKind::Child {
             pid,
-            group: Arc::new(SystemGroup { pgid: pid }),
+            group: Arc::new(SystemGroup { pgid: pid, tag }),
         },
         writer: Box::new(stdin),
         reader: Box::new(BufReader::new(stdout)),
@@ -207,31 +209,47 @@ async fn launch_remote(r: &RemoteTransport, req: &LaunchRequest<'_>) -> Result<L
     })
 }
 
-/// A real process group (Unix); on Windows the Job Object's kill-on-close ends the tree when the
-/// reaper drops the child, so there is nothing to signal.
+/// A real process group (Unix) plus every descendant that left it, found by the launch tag in
+/// its environment (Linux); on Windows the Job Object's kill-on-close ends the whole tree when
+/// the reaper drops the child, so there is nothing to signal.
 struct SystemGroup {
     pgid: u32,
+    tag: String,
 }
 
 impl ProcessGroup for SystemGroup {
     fn signal(&self, sig: StopSignal) {
         #[cfg(unix)]
-        process::signal_group(
-            self.pgid,
-            match sig {
+        {
+            let sig = match sig {
                 StopSignal::Term => nix::sys::signal::Signal::SIGTERM,
                 StopSignal::Kill => nix::sys::signal::Signal::SIGKILL,
-            },
-        );
+            };
+            process::signal_group(self.pgid, sig);
+            #[cfg(target_os = "linux")]
+            process::signal_tagged(&self.tag, sig);
+        }
         #[cfg(not(unix))]
-        let _ = (sig, self.pgid);
+        let _ = (sig, self.pgid, &self.tag);
     }
 
     fn is_empty(&self) -> bool {
-        #[cfg(unix)]
+        #[cfg(target_os = "linux")]
+        return process::group_members(self.pgid).is_empty()
+            && process::tagged(&self.tag).is_empty();
+        #[cfg(all(unix, not(target_os = "linux")))]
         return process::group_members(self.pgid).is_empty();
         #[cfg(not(unix))]
         true
+    }
+}
+
+impl Drop for SystemGroup {
+    /// Whatever way the session ended (even a task dropped without a clean stop), nothing it
+    /// started outlives it: the group dies with the child (kill-on-drop), escaped descendants here.
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        process::signal_tagged(&self.tag, nix::sys::signal::Signal::SIGKILL);
     }
 }
 

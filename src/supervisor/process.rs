@@ -48,6 +48,22 @@ const INHERITED_ENV: &[&str] = &[
     "PROGRAMFILES",
 ];
 
+/// The variable every stdio server gets with a value unique to its launch. Descendants inherit
+/// it, so one that left the process group (`setsid`, a daemonising tool) is still found — by
+/// this mark in `/proc/PID/environ` — and stopped with the rest (Linux).
+pub const TAG_VAR: &str = "GATEHOUSE_SERVER_TAG";
+
+/// A fresh launch tag.
+pub fn new_tag() -> String {
+    let mut bytes = [0u8; 12];
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = fastrand::u128(..).to_le_bytes()[..12]
+            .try_into()
+            .unwrap_or_default();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The child's environment: the inherited basics plus the declared (already resolved) env.
 pub fn child_env(declared: &BTreeMap<String, String>) -> Vec<(String, String)> {
     let mut env: BTreeMap<String, String> = INHERITED_ENV
@@ -120,6 +136,39 @@ pub fn signal_group(pgid: u32, sig: nix::sys::signal::Signal) {
     if let Ok(raw) = i32::try_from(pgid) {
         if raw > 1 {
             let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(raw), sig);
+        }
+    }
+}
+
+/// Live (non-zombie) processes carrying launch tag `tag` in their environment, whatever group
+/// or session they moved to. Only processes we may read (our own user's) can be found, which
+/// is every process a server of ours can start without privileges.
+#[cfg(target_os = "linux")]
+pub fn tagged(tag: &str) -> Vec<u32> {
+    let needle = format!("{TAG_VAR}={tag}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .filter(|pid| proc_stat(*pid).is_some_and(|(state, _, _)| state != 'Z' && state != 'X'))
+        .collect()
+}
+
+/// Sends `sig` to every process carrying launch tag `tag` (Linux).
+#[cfg(target_os = "linux")]
+pub fn signal_tagged(tag: &str, sig: nix::sys::signal::Signal) {
+    for pid in tagged(tag) {
+        if let Ok(raw) = i32::try_from(pid) {
+            if raw > 1 {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), sig);
+            }
         }
     }
 }

@@ -390,3 +390,65 @@ async fn stderr_is_kept_and_status_events_are_published() {
     assert_eq!(log.matches("fixture starting").count(), 2, "{log}");
     th.hub.shutdown().await;
 }
+
+/// Whether a process is still alive (a zombie waiting for its parent counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s
+            .rfind(')')
+            .and_then(|i| s[i + 2..].chars().next())
+            .unwrap_or('X');
+        state != 'Z' && state != 'X'
+    })
+}
+
+/// Reads the pid an escaping descendant wrote.
+async fn escaped_pid(pidfile: &std::path::Path) -> u32 {
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "the descendant never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A descendant that left the server's process group and session (setsid) and ignores SIGTERM
+/// is stopped with its server — by `stop` and at hub shutdown (a crash's cleanup takes the same
+/// path).
+#[tokio::test]
+async fn descendants_that_left_the_group_end_with_their_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (p1, p2) = (dir.path().join("one.pid"), dir.path().join("two.pid"));
+    let th = TestHub::start(&config(&[
+        ("one", fixture(&["--escape", p1.to_str().unwrap()])),
+        ("two", fixture(&["--escape", p2.to_str().unwrap()])),
+    ]));
+    let one = th.server("one");
+    let pid = wait_state(&one, State::Running, T).await.pid.unwrap();
+    let escaped = escaped_pid(&p1).await;
+    assert!(alive(escaped));
+    assert!(
+        !group_members(pid).contains(&escaped),
+        "the descendant really left the group"
+    );
+    one.stop().await.unwrap();
+    assert!(
+        !alive(escaped),
+        "a descendant outside the group survived stop"
+    );
+
+    let two = th.server("two");
+    wait_state(&two, State::Running, T).await;
+    let escaped = escaped_pid(&p2).await;
+    assert!(alive(escaped));
+    th.hub.shutdown().await;
+    assert!(
+        !alive(escaped),
+        "a descendant outside the group survived hub shutdown"
+    );
+}
