@@ -10,7 +10,7 @@ USER_CONFIG := $(shell printf '%s' "$${XDG_CONFIG_HOME:-$$HOME/.config}")/gateho
 # The desktop tests and bench need a display: a private Xvfb server.
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
 
-.PHONY: run serve test deps peers build lint bench deb
+.PHONY: run serve test deps peers build lint bench deb fuzz
 
 deps:
 	@scripts/install-deps.sh
@@ -55,6 +55,19 @@ test: peers lint
 	cargo build --bins
 	scripts/with-keyring.sh cargo test -- --include-ignored
 	scripts/with-keyring.sh $(XVFB) cargo test -p gatehouse-app -- --include-ignored --test-threads=1
+
+# Each fuzz target for FUZZ_SECS seconds (cargo-fuzz, which needs a nightly toolchain); new
+# inputs go to fuzz/corpus, crashes to fuzz/artifacts (turn each into a regression test).
+# Not part of `make test`.
+FUZZ_SECS ?= 60
+FUZZ_TARGETS := envelope line_codec host_guard config
+fuzz:
+	@rustup toolchain list | grep -q nightly || { echo "make fuzz needs a nightly toolchain (rustup toolchain install nightly)"; exit 1; }
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		mkdir -p corpus/$$t && \
+		cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECS) -max_len=65536 || exit 1; \
+	done
 
 bench: peers
 	cargo bench --bench supervisor
