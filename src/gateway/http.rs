@@ -273,8 +273,8 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<(), Response> {
 }
 
 /// Whether a `Host` header names this gateway: exactly `localhost`, an IPv4 loopback address
-/// (127.0.0.0/8, dotted quad) or `[::1]`, with our port (which may be left out only when it is
-/// 80). The value is parsed as an RFC 3986 authority: no spaces, no user info, no trailing dot,
+/// (127.0.0.0/8, dotted quad) or `[::1]`, with our port written canonically (no leading zero;
+/// it may be left out only when it is 80). The value is parsed as an RFC 3986 authority: no spaces, no user info, no trailing dot,
 /// nothing after the port. Anything else is a DNS-rebinding attempt or a mistake: 403.
 pub fn host_is_ours(host: &str, port: u16) -> bool {
     let Some((name, given)) = split_authority(host) else {
@@ -325,7 +325,12 @@ fn split_authority(authority: &str) -> Option<(HostName<'_>, Option<u16>)> {
         "" => None,
         _ => {
             let digits = rest.strip_prefix(':')?;
-            if digits.is_empty() || digits.len() > 5 || !digits.bytes().all(|b| b.is_ascii_digit())
+            // Canonical digits only: a leading zero (`:08765`) names the same port but is
+            // nothing a browser or client sends, so it is refused like any other oddity.
+            if digits.is_empty()
+                || digits.len() > 5
+                || !digits.bytes().all(|b| b.is_ascii_digit())
+                || (digits.len() > 1 && digits.starts_with('0'))
             {
                 return None;
             }
@@ -583,6 +588,9 @@ mod tests {
             "localhost",
             "localhost:1",
             "localhost:07723x",
+            // Found by `make fuzz` (host_guard): a leading zero in the port.
+            "127.0.1.7:07723",
+            "localhost:007723",
             "localhost:",
             "localhost:+7723",
             "localhost:77230",
