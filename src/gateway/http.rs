@@ -301,7 +301,13 @@ fn split_authority(authority: &str) -> Option<(HostName<'_>, Option<u16>)> {
     }
     let (name, rest) = if let Some(inner) = authority.strip_prefix('[') {
         let (addr, rest) = inner.split_once(']')?;
-        (HostName::Ipv6(addr.parse().ok()?), rest)
+        let ip: std::net::Ipv6Addr = addr.parse().ok()?;
+        // Only the canonical text (RFC 5952): `[::01]` or `[0:0:0:0:0:0:0:1]` name the same
+        // address, but no browser or client writes them so.
+        if ip.to_string() != addr {
+            return None;
+        }
+        (HostName::Ipv6(ip), rest)
     } else {
         let (name, rest) = match authority.find(':') {
             Some(i) => (&authority[..i], &authority[i..]),
@@ -588,8 +594,11 @@ mod tests {
             "localhost",
             "localhost:1",
             "localhost:07723x",
-            // Found by `make fuzz` (host_guard): a leading zero in the port.
+            // Found by `make fuzz` (host_guard): a leading zero in the port, a loopback
+            // address not in its canonical text.
             "127.0.1.7:07723",
+            "[::01]:7723",
+            "[0:0:0:0:0:0:0:1]:7723",
             "localhost:007723",
             "localhost:",
             "localhost:+7723",
