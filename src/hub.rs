@@ -369,6 +369,14 @@ impl HubHandle {
             .await
     }
 
+    /// Sets one server's `enabled` in the config file and applies it: a disabled server stops
+    /// and stays stopped across restarts of the hub; an enabled one starts.
+    pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<(), HubError> {
+        let id = id.to_owned();
+        self.edit_config(move |c| c.with_enabled(&id, enabled))
+            .await
+    }
+
     /// Removes one server from the config file and stops it.
     pub async fn remove_server(&self, id: &str) -> Result<(), HubError> {
         let id = id.to_owned();

@@ -15,6 +15,7 @@
 //! - [`logs`]: per-server ring buffer and rotated log file.
 //! - [`naming`]: exposed tool names `server__tool`.
 //! - [`private`]: 0700 directories and 0600 files for everything Gatehouse keeps.
+//! - [`probe`]: one server started on its own and reported on (`gatehouse test`).
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
 //! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
@@ -38,6 +39,7 @@ pub mod jsonrpc;
 pub mod logs;
 pub mod naming;
 pub mod private;
+pub mod probe;
 pub mod secrets;
 pub mod service;
 pub mod supervisor;

@@ -87,7 +87,7 @@ pub fn servers(state: AppStateRef<'_>) -> CommandResult<Vec<ServerRow>> {
                     name: k.clone(),
                     secret: match v {
                         EnvValue::Secret { secret, .. } => Some(secret.clone()),
-                        EnvValue::Plain(_) => None,
+                        EnvValue::Plain(_) | EnvValue::Env { .. } => None,
                     },
                 })
                 .collect();

@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
-pub use parse::{validate_secret_name, ConfigError};
+pub use parse::{closest, validate_secret_name, ConfigError};
 pub use paths::{command_line, default_config_path, default_data_dir, expand_tilde};
 pub use write::{backup_path, keep_last_good, write_atomic};
 
@@ -121,6 +121,11 @@ pub struct ServerConfig {
     pub startup_timeout_secs: u64,
     /// How long one request to the server may take (`tools/call`, lists…); 0 = no limit.
     pub call_timeout_secs: u64,
+    /// A display name (`name`), shown next to the id; the id stays what tools are named by.
+    pub name: Option<String>,
+    /// Tools the person expects the server to list (`tools_used`, as in Gremia manifests):
+    /// checked at every start, a missing one is a warning.
+    pub tools_used: Vec<String>,
 }
 
 /// How a server is reached.
@@ -186,6 +191,21 @@ impl ServerConfig {
         self.transport == other.transport && self.startup_timeout_secs == other.startup_timeout_secs
     }
 
+    /// What the server runs, for tables: its command line (shell-quoted), or its URL without the
+    /// query. Env and header values (which may hold secrets) are never part of it.
+    pub fn describe(&self) -> String {
+        match &self.transport {
+            Transport::Stdio(t) => command_line(
+                std::iter::once(t.command.as_str()).chain(t.args.iter().map(String::as_str)),
+            ),
+            // A query string may carry a key: it is left out.
+            Transport::Remote(r) => match r.url.split_once('?') {
+                Some((base, _)) => format!("{base}?…"),
+                None => r.url.clone(),
+            },
+        }
+    }
+
     /// Names of the secrets this server needs at spawn/connect time.
     pub fn secret_refs(&self) -> Vec<&str> {
         let values = match &self.transport {
@@ -196,17 +216,24 @@ impl ServerConfig {
             .into_iter()
             .filter_map(|v| match v {
                 EnvValue::Secret { secret, .. } => Some(secret.as_str()),
-                EnvValue::Plain(_) => None,
+                EnvValue::Plain(_) | EnvValue::Env { .. } => None,
             })
             .collect()
     }
 }
 
-/// An env or header value: a plain string or a reference to a keychain secret.
+/// An env or header value: a plain string, a reference to a keychain secret, or a variable of
+/// the hub's own environment.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EnvValue {
     /// The value itself.
     Plain(String),
+    /// A variable of the hub's environment (`{"env": "VAR"}`), read at spawn/connect time; no
+    /// shell expansion.
+    Env {
+        /// The variable's name.
+        env: String,
+    },
     /// A keychain secret, resolved at spawn/connect time only.
     Secret {
         /// The secret's name.

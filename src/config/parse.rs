@@ -26,17 +26,40 @@ struct RawServer {
     url: Option<String>,
     headers: Option<BTreeMap<String, EnvValue>>,
     allow_insecure: Option<bool>,
-    #[serde(default = "yes")]
-    enabled: bool,
+    enabled: Option<bool>,
     requires_approval: Option<bool>,
     #[serde(default)]
     tools: BTreeMap<String, ToolPolicy>,
     startup_timeout_secs: Option<u64>,
     call_timeout_secs: Option<u64>,
+    /// Client-file spelling of `enabled: false` (Claude, Cursor, GAIA).
+    disabled: Option<bool>,
+    /// A display name.
+    name: Option<String>,
+    /// VS Code's transport field (`stdio`, `http`, `sse`); `transport` is GAIA's spelling.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    transport: Option<String>,
+    /// Tools the person expects (Gremia).
+    tools_used: Option<Vec<String>>,
 }
 
-fn yes() -> bool {
-    true
+/// The transport a `type`/`transport` field names, checked against `command`/`url`.
+fn check_kind(kind: &str, has_command: bool) -> Result<(), String> {
+    let stdio = match kind.to_ascii_lowercase().as_str() {
+        "stdio" => true,
+        "http" | "sse" | "streamable-http" | "streamablehttp" | "streamable_http" => false,
+        other => {
+            return Err(format!(
+                "unknown transport \"{other}\": use \"stdio\" with \"command\", or \"http\" / \"sse\" with \"url\" (or leave it out: Gatehouse tells them apart)"
+            ))
+        }
+    };
+    match (stdio, has_command) {
+        (true, false) => Err(format!("the transport is \"{kind}\" but there is no \"command\": add the program to run, or set \"url\" and drop the transport")),
+        (false, true) => Err(format!("the transport is \"{kind}\" but the server has a \"command\": remote servers need \"url\"")),
+        _ => Ok(()),
+    }
 }
 
 impl<'de> Deserialize<'de> for ServerConfig {
@@ -48,6 +71,27 @@ impl<'de> Deserialize<'de> for ServerConfig {
 
 impl RawServer {
     fn validate(self) -> Result<ServerConfig, String> {
+        for kind in [&self.kind, &self.transport].into_iter().flatten() {
+            check_kind(kind, self.command.is_some())?;
+        }
+        let enabled = match (self.enabled, self.disabled) {
+            (Some(e), Some(d)) if e == d => {
+                return Err("\"disabled\" and \"enabled\" disagree: keep one of them (\"enabled\": false stops the server)".into())
+            }
+            (Some(e), _) => e,
+            (None, Some(d)) => !d,
+            (None, None) => true,
+        };
+        if self
+            .name
+            .as_deref()
+            .is_some_and(|n| n.trim().is_empty() || n.len() > 100)
+        {
+            return Err(
+                "\"name\" must be 1 to 100 characters: it is the display name shown next to the id"
+                    .into(),
+            );
+        }
         let transport = match (self.command, self.url) {
             (Some(_), Some(_)) => {
                 return Err("a server has both \"command\" and \"url\": keep \"command\" for a local (stdio) server or \"url\" for a remote one".into())
@@ -103,7 +147,9 @@ impl RawServer {
         )?;
         Ok(ServerConfig {
             transport,
-            enabled: self.enabled,
+            enabled,
+            name: self.name,
+            tools_used: self.tools_used.unwrap_or_default(),
             requires_approval: self.requires_approval,
             tools: self.tools,
             startup_timeout_secs,
@@ -130,7 +176,7 @@ impl<'de> Deserialize<'de> for EnvValue {
         impl<'de> Visitor<'de> for V {
             type Value = EnvValue;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string or a secret reference like {\"secret\": \"github-token\"}")
+                f.write_str("a string, a secret reference like {\"secret\": \"github-token\"} or an environment reference like {\"env\": \"GITHUB_TOKEN\"}")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<EnvValue, E> {
                 Ok(EnvValue::Plain(v.to_owned()))
@@ -138,16 +184,31 @@ impl<'de> Deserialize<'de> for EnvValue {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EnvValue, A::Error> {
                 let mut secret: Option<String> = None;
                 let mut prefix: Option<String> = None;
+                let mut env: Option<String> = None;
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "secret" => secret = Some(map.next_value()?),
                         "prefix" => prefix = Some(map.next_value()?),
+                        "env" => env = Some(map.next_value()?),
                         other => {
                             return Err(de::Error::custom(format!(
-                                "unknown field `{other}` in a secret reference: only \"secret\" and \"prefix\" are allowed"
+                                "unknown field `{other}` in a reference: use {{\"secret\": NAME, \"prefix\": TEXT}} or {{\"env\": VAR}}"
                             )))
                         }
                     }
+                }
+                if let Some(env) = env {
+                    if secret.is_some() || prefix.is_some() {
+                        return Err(de::Error::custom(
+                            "a reference is either {\"secret\": NAME} or {\"env\": VAR}, not both",
+                        ));
+                    }
+                    if env.is_empty() || env.contains('=') || env.contains('\0') {
+                        return Err(de::Error::custom(format!(
+                            "invalid environment variable name \"{env}\""
+                        )));
+                    }
+                    return Ok(EnvValue::Env { env });
                 }
                 let secret = secret.ok_or_else(|| {
                     de::Error::custom("a secret reference needs \"secret\": the name of a keychain secret, e.g. {\"secret\": \"github-token\"}")
@@ -248,7 +309,16 @@ impl Config {
                 Some(i) => message[..i].to_owned(),
                 None => message,
             };
-            let fix = fix_for(&message, e.classify());
+            let (message, fix) = match pasted_client_file(&message) {
+                Some(key) => (
+                    format!("this looks like an AI client's config (\"{key}\"), not Gatehouse's"),
+                    "run `gatehouse import PATH` to bring its servers in (env values that look like secrets move to the keychain), or write them under \"servers\" (see examples/gatehouse.json)".to_owned(),
+                ),
+                None => {
+                    let fix = fix_for(&message, e.classify());
+                    (message, fix)
+                }
+            };
             ConfigError::Invalid {
                 path: path.to_owned(),
                 line: e.line(),
@@ -270,6 +340,14 @@ impl Config {
         }
         Ok(config)
     }
+}
+
+/// The client-file key an unknown top-level field is, if it is one (`mcpServers`, `mcp`).
+fn pasted_client_file(message: &str) -> Option<&'static str> {
+    let field = message.strip_prefix("unknown field `")?.split('`').next()?;
+    ["mcpServers", "mcp", "context_servers", "mcp_requirements"]
+        .into_iter()
+        .find(|k| *k == field)
 }
 
 fn fix_for(message: &str, class: serde_json::error::Category) -> String {
@@ -308,7 +386,7 @@ fn fix_for(message: &str, class: serde_json::error::Category) -> String {
 }
 
 /// The allowed name nearest to `word` (edit distance ≤ 3), for "did you mean" hints.
-fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates
         .iter()
         .map(|c| (levenshtein(word, c), *c))
@@ -492,11 +570,61 @@ mod tests {
         let (_, _, msg, _) = invalid(
             "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"T\": {\"secrt\": \"x\"}}}}}",
         );
-        assert!(msg.contains("secret reference"), "{msg}");
+        assert!(
+            msg.contains("in a reference") && msg.contains("{\"env\": VAR}"),
+            "{msg}"
+        );
         let (_, _, msg, _) = invalid(
             "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"T\": {\"secret\": \"a b\"}}}}}",
         );
         assert!(msg.contains("invalid secret name"), "{msg}");
+    }
+
+    /// Client-file spellings are accepted where their meaning is unambiguous: `disabled`,
+    /// `type`/`transport` agreeing with command/url, `name`, `tools_used`, `{"env": VAR}`.
+    #[test]
+    fn pasted_entries_are_accepted_where_unambiguous() {
+        let c = Config::parse(
+            r#"{"servers": {"a": {"command": "x", "type": "stdio", "disabled": true, "name": "My A", "tools_used": ["t"], "env": {"K": {"env": "HOME"}}},
+                             "b": {"url": "https://e.com/mcp", "transport": "streamable-http"}}}"#,
+            Path::new("t"),
+        )
+        .unwrap();
+        let a = c.servers.values().next().unwrap();
+        assert!(!a.enabled);
+        assert_eq!(a.name.as_deref(), Some("My A"));
+        assert_eq!(a.tools_used, vec!["t".to_owned()]);
+        match &a.transport {
+            Transport::Stdio(t) => {
+                assert_eq!(t.env["K"], EnvValue::Env { env: "HOME".into() })
+            }
+            other => panic!("{other:?}"),
+        }
+        // Written back, it reads the same.
+        assert_eq!(Config::parse(&c.to_json(), Path::new("t")).unwrap(), c);
+    }
+
+    /// What would be a guess is refused with the fix: a transport that disagrees with the entry,
+    /// `disabled` and `enabled` disagreeing, and a client's whole file (`mcpServers`).
+    #[test]
+    fn pasted_files_and_contradictions_are_refused_with_the_fix() {
+        let (_, _, msg, _) = invalid(r#"{"servers": {"a": {"command": "x", "type": "http"}}}"#);
+        assert!(msg.contains("remote servers need \"url\""), "{msg}");
+        let (_, _, msg, _) =
+            invalid(r#"{"servers": {"a": {"url": "https://e.com", "type": "stdio"}}}"#);
+        assert!(msg.contains("no \"command\""), "{msg}");
+        let (_, _, msg, _) = invalid(r#"{"servers": {"a": {"command": "x", "type": "pigeon"}}}"#);
+        assert!(msg.contains("unknown transport"), "{msg}");
+        let (_, _, msg, _) =
+            invalid(r#"{"servers": {"a": {"command": "x", "disabled": true, "enabled": true}}}"#);
+        assert!(msg.contains("disagree"), "{msg}");
+        let (_, _, msg, fix) = invalid(r#"{"mcpServers": {"a": {"command": "x"}}}"#);
+        assert!(msg.contains("AI client's config"), "{msg}");
+        assert!(fix.contains("gatehouse import"), "{fix}");
+        let (_, _, msg, _) = invalid(
+            r#"{"servers": {"a": {"command": "x", "env": {"K": {"env": "V", "secret": "s"}}}}}"#,
+        );
+        assert!(msg.contains("not both"), "{msg}");
     }
 
     #[test]

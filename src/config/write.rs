@@ -18,6 +18,11 @@ impl Serialize for EnvValue {
         use serde::ser::SerializeMap;
         match self {
             EnvValue::Plain(v) => s.serialize_str(v),
+            EnvValue::Env { env } => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("env", env)?;
+                m.end()
+            }
             EnvValue::Secret { secret, prefix } => {
                 let mut m = s.serialize_map(None)?;
                 m.serialize_entry("secret", secret)?;
@@ -57,6 +62,9 @@ impl Serialize for ServerConfig {
                 }
             }
         }
+        if let Some(n) = &self.name {
+            m.serialize_entry("name", n)?;
+        }
         if !self.enabled {
             m.serialize_entry("enabled", &false)?;
         }
@@ -71,6 +79,9 @@ impl Serialize for ServerConfig {
         }
         if self.call_timeout_secs != DEFAULT_CALL_TIMEOUT_SECS {
             m.serialize_entry("call_timeout_secs", &self.call_timeout_secs)?;
+        }
+        if !self.tools_used.is_empty() {
+            m.serialize_entry("tools_used", &self.tools_used)?;
         }
         m.end()
     }
@@ -155,6 +166,17 @@ impl Config {
             ));
         }
         next.servers.insert(new_id, server);
+        Ok(next)
+    }
+
+    /// This config with server `id`'s `enabled` set.
+    pub fn with_enabled(&self, id: &str, enabled: bool) -> Result<Config, String> {
+        let mut next = self.clone();
+        let key = ServerId::parse(id)?;
+        match next.servers.get_mut(&key) {
+            Some(s) => s.enabled = enabled,
+            None => return Err(format!("there is no server \"{id}\"")),
+        }
         Ok(next)
     }
 

@@ -59,6 +59,33 @@ pub enum Request {
     },
     /// Re-read the config file.
     Reload,
+    /// Add a server to the config file (or replace `original`), then apply it.
+    SaveServer {
+        /// The server being replaced, when it is an edit.
+        #[serde(default)]
+        original: Option<String>,
+        /// The server's id.
+        id: String,
+        /// The entry in the file format.
+        entry: Value,
+    },
+    /// Remove a server from the config file, then stop it.
+    RemoveServer {
+        /// The server's id.
+        id: String,
+    },
+    /// Set a server's `enabled` in the config file, then apply it (start or stop it).
+    SetEnabled {
+        /// The server's id.
+        id: String,
+        /// The new value.
+        enabled: bool,
+    },
+    /// List a server's tools again without restarting it.
+    RefreshTools {
+        /// The server's id.
+        id: String,
+    },
     /// The gateway's URL and bearer token, for `gatehouse connect` (local user only).
     Gateway,
     /// Pending approval requests.

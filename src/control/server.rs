@@ -200,6 +200,30 @@ async fn handle_conn(
                 Err(e) => Response::from_hub(e),
             }
         }
+        Request::SaveServer {
+            original,
+            id,
+            entry,
+        } => done(
+            hub.save_server(original.as_deref(), &id, &entry).await,
+            &hub,
+            &id,
+        ),
+        Request::RemoveServer { id } => match hub.remove_server(&id).await {
+            Ok(()) => Response::ok(hub.status()),
+            Err(e) => Response::from_hub(e),
+        },
+        Request::SetEnabled { id, enabled } => done(hub.set_enabled(&id, enabled).await, &hub, &id),
+        Request::RefreshTools { id } => match hub.server(&id) {
+            Ok(s) => match s.refresh_tools().await {
+                Ok(()) => match hub.tools(Some(&id)) {
+                    Ok(t) => Response::ok(t),
+                    Err(e) => Response::from_hub(e),
+                },
+                Err(e) => Response::err(ErrorKind::Other, e),
+            },
+            Err(e) => Response::from_hub(e),
+        },
         Request::Reload => match hub.reload().await {
             Ok(()) => Response::ok(hub.status()),
             Err(e) => Response::from_hub(e),

@@ -29,6 +29,7 @@ where
     ));
     let mut tasks = tokio::task::JoinSet::new();
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let mut initialized = false;
     let mut buf = Vec::new();
     loop {
         let line = tokio::select! {
@@ -42,6 +43,11 @@ where
                 }
                 // Finished tasks are reaped as we go (a JoinSet keeps them until joined).
                 while tasks.try_join_next().is_some() {}
+                // The lifecycle: `initialize` once, first; nothing but pings before it.
+                if let Some(refusal) = lifecycle(&msg, &mut initialized) {
+                    let _ = out_tx.send(refusal).await;
+                    continue;
+                }
                 // Each message is handled on its own task so a slow call never holds up a
                 // cancellation or a ping behind it; requests are bounded, the rest is quick.
                 let permit = match Arc::clone(&in_flight).try_acquire_owned() {
@@ -103,4 +109,30 @@ where
     tasks.shutdown().await;
     drop(out_tx);
     let _ = writer.await;
+}
+
+/// The error for a request the lifecycle does not allow yet (or any more): anything but `ping`
+/// before `initialize`, or a second `initialize`. Notifications and responses pass.
+fn lifecycle(msg: &[u8], initialized: &mut bool) -> Option<Vec<u8>> {
+    let env = jsonrpc::Envelope::parse(msg).ok()?;
+    let (Some(id), Some(method)) = (env.id, env.method.as_deref()) else {
+        return None;
+    };
+    match (method, *initialized) {
+        ("initialize", false) => {
+            *initialized = true;
+            None
+        }
+        ("initialize", true) => Some(jsonrpc::error_line(
+            id.get(),
+            ErrorCode::InvalidRequest,
+            "this session is already initialized: initialize is sent once, first",
+        )),
+        ("ping", _) | (_, true) => None,
+        (other, false) => Some(jsonrpc::error_line(
+            id.get(),
+            ErrorCode::InvalidRequest,
+            &format!("{other} before initialize: send initialize first"),
+        )),
+    }
 }

@@ -26,6 +26,9 @@ pub(super) enum Control {
     Stop(oneshot::Sender<()>),
     Restart(oneshot::Sender<()>),
     Update(Box<ServerConfig>, oneshot::Sender<()>),
+    /// List the tools again; answered once a listing that began after the request has ended
+    /// (dropped when the server is not running).
+    Refresh(oneshot::Sender<()>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -45,6 +48,8 @@ pub(super) struct Actor {
     ev_rx: mpsc::Receiver<(u64, SessionEvent)>,
     generation: u64,
     session: Option<Session>,
+    /// Who asked for a fresh tool list (`Control::Refresh`).
+    refresh_waiters: Vec<oneshot::Sender<()>>,
     retry_at: Option<tokio::time::Instant>,
     /// Tasks reaping what a crashed child left in its group. Awaited before the actor ends.
     cleanup: JoinSet<()>,
@@ -67,6 +72,7 @@ impl Actor {
             ev_rx,
             generation: 0,
             session: None,
+            refresh_waiters: Vec::new(),
             retry_at: None,
             cleanup: JoinSet::new(),
         }
@@ -163,14 +169,30 @@ impl Actor {
                 self.begin_start().await;
                 let _ = done.send(());
             }
+            Control::Refresh(done) => match self.session.as_mut() {
+                Some(s) if s.ready => {
+                    self.refresh_waiters.push(done);
+                    self.refresh_tools();
+                }
+                // Not running: dropping `done` tells the handle.
+                _ => drop(done),
+            },
             Control::Update(cfg, done) => {
                 let relaunch = !self.cfg.launch_eq(&cfg) || self.cfg.enabled != cfg.enabled;
                 self.shared
                     .call_timeout_secs
                     .store(cfg.call_timeout_secs, std::sync::atomic::Ordering::Relaxed);
                 self.cfg = *cfg;
-                let enabled = self.cfg.enabled;
-                self.update_status(|s| s.enabled = enabled);
+                let (enabled, name, command) =
+                    (self.cfg.enabled, self.cfg.name.clone(), self.cfg.describe());
+                self.update_status(|s| {
+                    s.enabled = enabled;
+                    s.name = name;
+                    s.command = command;
+                });
+                if self.state() == State::Running {
+                    self.check_expectations();
+                }
                 if relaunch || self.state() == State::Failed {
                     self.retry_at = None;
                     self.end_session("the server's configuration changed").await;
@@ -272,15 +294,18 @@ impl Actor {
                 // What the server says about itself is shown: secret values are masked first.
                 let mask = |t: Option<String>| t.map(|t| self.ctx.redactions.mask(&t));
                 let (name, version) = (mask(ready.name), mask(ready.version));
+                let protocol = mask(ready.protocol_version);
                 self.set_state(State::Running, |s| {
                     s.tools = count;
                     s.server_name = name;
                     s.server_version = version;
+                    s.protocol_version = protocol;
                 });
                 self.ctx.bus.publish(Event::ToolsChanged {
                     server: self.shared.id.to_string(),
                     tools: count,
                 });
+                self.check_expectations();
                 if refresh {
                     self.refresh_tools();
                 }
@@ -304,6 +329,11 @@ impl Actor {
                 };
                 if again {
                     self.refresh_tools();
+                } else {
+                    // The listing that ended began after every waiter asked.
+                    for done in self.refresh_waiters.drain(..) {
+                        let _ = done.send(());
+                    }
                 }
                 let tools = match result {
                     Ok(t) => t,
@@ -319,6 +349,7 @@ impl Actor {
                     server: self.shared.id.to_string(),
                     tools: count,
                 });
+                self.check_expectations();
             }
             SessionEvent::Inbound(Inbound::ToolsListChanged) => match self.session.as_mut() {
                 Some(s) if s.ready => self.refresh_tools(),
@@ -451,6 +482,8 @@ impl Actor {
 
     /// Stops the current session, if any, with the whole stop sequence.
     async fn end_session(&mut self, reason: &str) {
+        // A listing will not end now: whoever waits for one hears so (the handle's error).
+        self.refresh_waiters.clear();
         let Some(s) = self.session.take() else {
             return;
         };
@@ -480,6 +513,61 @@ impl Actor {
                 .bus
                 .publish(Event::Status(self.shared.status.borrow().clone()));
         }
+    }
+
+    /// What the config expects of the listed tools: every per-tool policy key and every
+    /// `tools_used` name must be a tool the server lists. A key that names none (a typo, a tool
+    /// the server renamed) would leave the tool meant on the default policy without a word: it
+    /// is a warning in the server's status and log, with the nearest listed name.
+    fn check_expectations(&self) {
+        let tools = lock(&self.shared.tools).clone();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let hint = |key: &str| match crate::config::closest(key, &names) {
+            Some(best) => format!(" (did you mean \"{best}\"?)"),
+            None => String::new(),
+        };
+        let stray: Vec<String> = self
+            .cfg
+            .tools
+            .keys()
+            .filter(|k| !names.contains(&k.as_str()))
+            .map(|k| format!("\"{k}\"{}", hint(k)))
+            .collect();
+        let policy = (!stray.is_empty()).then(|| {
+            format!(
+                "the config's \"tools\" settings for {} name no tool this server lists, so they apply to nothing; fix the name{}",
+                stray.join(", "),
+                if stray.len() == 1 { "" } else { "s" }
+            )
+        });
+        self.warn("policy-keys", policy);
+        let missing: Vec<String> = self
+            .cfg
+            .tools_used
+            .iter()
+            .filter(|k| !names.contains(&k.as_str()))
+            .map(|k| format!("\"{k}\"{}", hint(k)))
+            .collect();
+        let used = (!missing.is_empty()).then(|| {
+            format!(
+                "\"tools_used\" expects {} but the server does not list {}",
+                missing.join(", "),
+                if missing.len() == 1 { "it" } else { "them" }
+            )
+        });
+        self.warn("tools-used", used);
+    }
+
+    /// Sets or clears a warning; a new one is noted in the server's log too.
+    fn warn(&self, key: &str, text: Option<String>) {
+        let new = text.as_ref().is_some_and(|t| {
+            lock(&self.shared.warnings).get(key).map(String::as_str) != Some(t.as_str())
+        });
+        if let (true, Some(t)) = (new, &text) {
+            self.shared
+                .log(&self.ctx.bus, crate::logs::LogStream::Gatehouse, t.clone());
+        }
+        self.shared.warn(key, text);
     }
 
     fn set_state(&self, state: State, f: impl FnOnce(&mut ServerStatus)) {

@@ -55,6 +55,9 @@ impl ServerHandle {
             tools: 0,
             server_name: None,
             server_version: None,
+            protocol_version: None,
+            name: cfg.name.clone(),
+            command: cfg.describe(),
             warnings: Vec::new(),
         };
         let log_file = ctx.log_dir.as_ref().map(|d| d.join(format!("{id}.log")));
@@ -162,6 +165,24 @@ impl ServerHandle {
     /// Stops and starts the server (also clears a `failed` state).
     pub async fn restart(&self) -> Result<(), Gone> {
         self.send(Control::Restart).await
+    }
+
+    /// Lists the server's tools again without restarting it; returns once a listing that began
+    /// after this call has ended (bounded by the server's call timeout).
+    pub async fn refresh_tools(&self) -> Result<(), String> {
+        if self.status().state != crate::State::Running {
+            return Err(format!(
+                "server \"{}\" is {}; start it to list its tools",
+                self.shared.id,
+                self.status().state
+            ));
+        }
+        self.send(Control::Refresh).await.map_err(|_| {
+            format!(
+                "server \"{}\" stopped before its tools were listed again",
+                self.shared.id
+            )
+        })
     }
 
     /// Applies a changed config: a launch change restarts the server; a failed server gets a new

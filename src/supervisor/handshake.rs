@@ -30,6 +30,8 @@ pub struct Ready {
     pub name: Option<String>,
     /// `serverInfo.version`.
     pub version: Option<String>,
+    /// The protocol version the server answered with.
+    pub protocol_version: Option<String>,
 }
 
 /// Why a handshake did not finish.
@@ -93,16 +95,19 @@ pub async fn handshake(peer: &RpcPeer, timeout: Duration) -> Result<Ready, Hands
         server_info: Option<Info>,
         #[serde(default)]
         capabilities: Option<serde_json::Value>,
+        #[serde(rename = "protocolVersion", default)]
+        protocol_version: Option<String>,
     }
     #[derive(serde::Deserialize)]
     struct Info {
         name: Option<String>,
         version: Option<String>,
     }
-    let (info, capabilities) = match serde_json::from_str::<InitResult>(init.get()) {
-        Ok(i) => (i.server_info, i.capabilities),
-        Err(_) => (None, None),
-    };
+    let (info, capabilities, protocol_version) =
+        match serde_json::from_str::<InitResult>(init.get()) {
+            Ok(i) => (i.server_info, i.capabilities, i.protocol_version),
+            Err(_) => (None, None, None),
+        };
     peer.notify("notifications/initialized", None).await?;
     let tools = tokio::time::timeout_at(deadline, list_tools(peer))
         .await
@@ -113,6 +118,7 @@ pub async fn handshake(peer: &RpcPeer, timeout: Duration) -> Result<Ready, Hands
         capabilities,
         name: info.as_ref().and_then(|i| i.name.clone()),
         version: info.and_then(|i| i.version),
+        protocol_version,
     })
 }
 

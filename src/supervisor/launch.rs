@@ -253,6 +253,27 @@ impl Drop for SystemGroup {
     }
 }
 
+/// A plain value, or an `{"env": VAR}` reference read from the hub's environment (no shell
+/// expansion). A value long enough to mask is masked like a secret: such references are how
+/// people pass tokens they keep in their shell profile.
+fn plain_or_env(key: &str, v: &EnvValue, redactions: &Redactions) -> Result<String, String> {
+    match v {
+        EnvValue::Plain(s) => Ok(s.clone()),
+        EnvValue::Env { env } => match std::env::var(env) {
+            Ok(value) => {
+                if value.chars().count() >= crate::secrets::MIN_SECRET_LEN {
+                    redactions.register(&format!("env:{env}"), &value);
+                }
+                Ok(value)
+            }
+            Err(_) => Err(format!(
+                "{key} refers to the environment variable {env}, which is not set in Gatehouse's environment; set it before starting Gatehouse, or give {key} a value or a secret"
+            )),
+        },
+        EnvValue::Secret { secret, .. } => Err(format!("{key}: secret {secret} was not resolved")),
+    }
+}
+
 /// Env (or header) values with secret references resolved; each resolved value is registered
 /// for masking before anything can print it.
 pub(crate) async fn resolve_env(
@@ -260,22 +281,19 @@ pub(crate) async fn resolve_env(
     secrets: Arc<dyn SecretSource>,
     redactions: Arc<Redactions>,
 ) -> Result<BTreeMap<String, String>, String> {
-    if env.values().all(|v| matches!(v, EnvValue::Plain(_))) {
-        // Nothing to look up: no trip to a blocking thread.
-        return Ok(env
+    if env.values().all(|v| !matches!(v, EnvValue::Secret { .. })) {
+        // Nothing to look up in the keychain: no trip to a blocking thread.
+        return env
             .iter()
-            .filter_map(|(k, v)| match v {
-                EnvValue::Plain(s) => Some((k.clone(), s.clone())),
-                EnvValue::Secret { .. } => None,
-            })
-            .collect());
+            .map(|(k, v)| Ok((k.clone(), plain_or_env(k, v, &redactions)?)))
+            .collect();
     }
     let env = env.clone();
     let task = tokio::task::spawn_blocking(move || {
         let mut out = BTreeMap::new();
         for (k, v) in env {
             let value = match v {
-                EnvValue::Plain(s) => s,
+                EnvValue::Plain(_) | EnvValue::Env { .. } => plain_or_env(&k, &v, &redactions)?,
                 EnvValue::Secret { secret, prefix } => {
                     let value = secrets.get(&secret).map_err(|e| e.to_string())?;
                     if value.chars().count() < crate::secrets::MIN_SECRET_LEN {

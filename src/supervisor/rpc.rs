@@ -407,6 +407,7 @@ impl RpcPeer {
     }
 
     async fn send_raw(&self, line: Vec<u8>) {
+        trace(&self.server, "to", &line);
         let _ = self.out.send(line).await;
     }
 }
@@ -486,6 +487,7 @@ async fn handle_line(peer: &RpcPeer, line: &[u8], inbound: &mpsc::Sender<Inbound
         None => (std::borrow::Cow::Borrowed(line), None),
     };
     let line: &[u8] = &line;
+    trace(&peer.server, "from", line);
     let env = match Envelope::parse(line) {
         Ok(e) => e,
         Err(_) => {
@@ -598,6 +600,41 @@ async fn handle_line(peer: &RpcPeer, line: &[u8], inbound: &mpsc::Sender<Inbound
             "dropped a JSON line that is not JSON-RPC: {}",
             peer.excerpt(line)
         )),
+    }
+}
+
+/// The protocol trace (`GATEHOUSE_LOG=debug`): one line per message to or from a server — its
+/// kind, method, id and size, never params or results (they may hold arguments or secrets).
+fn trace(server: &str, direction: &'static str, line: &[u8]) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let bytes = line.len();
+    match Envelope::parse(line.strip_suffix(b"\n").unwrap_or(line)) {
+        Ok(env) => {
+            let id = env.id.map(|i| {
+                let t = i.get();
+                // An id is the peer's to choose: a long one is cut, it is not a payload.
+                t.chars().take(40).collect::<String>()
+            });
+            let kind = match env.kind() {
+                Some(Kind::Request { .. }) => "request",
+                Some(Kind::Notification { .. }) => "notification",
+                Some(Kind::Response { .. }) if env.error.is_some() => "error",
+                Some(Kind::Response { .. }) => "response",
+                None => "invalid",
+            };
+            tracing::debug!(
+                server,
+                direction,
+                kind,
+                method = env.method.as_deref().unwrap_or(""),
+                id = id.as_deref().unwrap_or(""),
+                bytes,
+                "mcp"
+            );
+        }
+        Err(_) => tracing::debug!(server, direction, kind = "not json", bytes, "mcp"),
     }
 }
 

@@ -131,6 +131,15 @@ pub struct ServerStatus {
     pub server_name: Option<String>,
     /// `serverInfo.version` from its handshake.
     pub server_version: Option<String>,
+    /// The protocol version it answered `initialize` with.
+    #[serde(default)]
+    pub protocol_version: Option<String>,
+    /// The config's display name (`name`), if any.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What it runs: the command line, or the URL (for tables; secrets never appear in it).
+    #[serde(default)]
+    pub command: String,
     /// Things the person should know that do not stop the server (a list it answers too slowly,
     /// a policy key naming no tool…).
     #[serde(default)]

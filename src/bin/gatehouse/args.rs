@@ -88,8 +88,78 @@ pub enum Cmd {
     Start { id: String },
     /// Stop a server
     Stop { id: String },
-    /// Restart a server (also clears a `failed` state)
-    Restart { id: String },
+    /// Restart a server, or every server with --all (also clears a `failed` state)
+    Restart {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<String>,
+        /// Restart every server
+        #[arg(long)]
+        all: bool,
+    },
+    /// Add a server: `add ID [OPTIONS] -- COMMAND [ARGS...]`, or `add ID --url URL`
+    Add {
+        id: String,
+        /// A remote server's URL (instead of a command)
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// An environment variable for the server (repeatable)
+        #[arg(long = "env", value_name = "K=V")]
+        env: Vec<String>,
+        /// An environment variable taken from a keychain secret (repeatable)
+        #[arg(long = "secret-env", value_name = "K=SECRET_NAME")]
+        secret_env: Vec<String>,
+        /// A header for a remote server (repeatable)
+        #[arg(long = "header", value_name = "K=V")]
+        header: Vec<String>,
+        /// A header taken from a keychain secret (repeatable)
+        #[arg(long = "secret-header", value_name = "K=SECRET_NAME")]
+        secret_header: Vec<String>,
+        /// The server's working directory
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<String>,
+        /// ask: every call asks first; default: follow approval.default
+        #[arg(long, value_name = "ask|default", default_value = "default")]
+        approval: String,
+        /// The config file when no hub is running (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        /// The command and its arguments, after `--`
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Remove a server from the config (and stop it)
+    Remove {
+        id: String,
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Enable a server (kept in the config) and start it
+    Enable {
+        id: String,
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Disable a server (kept in the config) and stop it
+    Disable {
+        id: String,
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
+    /// Start a server on its own and report what it offers: `test ID` or `test -- COMMAND [ARGS...]`
+    Test {
+        id: Option<String>,
+        /// How long it may take to be ready, in seconds
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// The config file to find ID in (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+        /// A command not in the config yet, after `--`
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Show a server's recent stderr and Gatehouse's notes about it
     Logs {
         id: String,
@@ -105,6 +175,9 @@ pub enum Cmd {
         id: Option<String>,
         #[arg(long)]
         json: bool,
+        /// List the server's tools again first (without restarting it)
+        #[arg(long, requires = "id")]
+        refresh: bool,
     },
     /// Re-read the config file of the running hub
     Reload,

@@ -6,9 +6,11 @@
 //! - `verbs`: every verb that talks to a running hub (and `secret`, `connect`).
 //! - `print`: how answers are shown to people.
 //! - `import`: `import` and `client-config`.
+//! - `manage`: `add`, `remove`, `enable`, `disable`, `restart --all`, `test`.
 
 mod args;
 mod import;
+mod manage;
 mod print;
 mod serve;
 mod verbs;

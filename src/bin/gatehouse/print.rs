@@ -27,30 +27,134 @@ pub fn one(s: ServerStatus) {
 
 pub fn status_table(rows: &[ServerStatus]) {
     if rows.is_empty() {
-        println!("No servers configured. Add one to the config file and run `gatehouse reload`.");
+        println!(
+            "No servers configured. Add one with `gatehouse add ID -- COMMAND` (or `--url URL`)."
+        );
         return;
     }
     let now = gatehouse::logs::now_ms();
-    println!(
-        "{:<20} {:<11} {:>8} {:>9} {:>8} {:>6}  LAST ERROR",
-        "ID", "STATE", "PID", "UPTIME", "RESTARTS", "TOOLS"
+    let head = format!(
+        "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  ",
+        "ID", "STATE", "ENABLED", "PID", "UPTIME", "RESTARTS", "TOOLS"
     );
+    // The command fills what is left of the terminal's width.
+    let room = terminal_width()
+        .saturating_sub(head.chars().count())
+        .max(20);
+    println!("{head}COMMAND");
     for r in rows {
         let uptime = if r.state == State::Running {
             human_secs(now.saturating_sub(r.since_ms) / 1000)
         } else {
             String::new()
         };
+        let id = match &r.name {
+            Some(n) => format!("{} ({n})", r.id),
+            None => r.id.clone(),
+        };
         println!(
-            "{:<20} {:<11} {:>8} {:>9} {:>8} {:>6}  {}",
-            r.id,
+            "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  {}",
+            id,
             r.state.as_str(),
+            if r.enabled { "yes" } else { "no" },
             r.pid.map(|p| p.to_string()).unwrap_or_else(|| "-".into()),
             uptime,
             r.restarts,
             r.tools,
-            r.last_error.as_deref().unwrap_or(""),
+            truncate(&r.command, room),
         );
+        if let Some(e) = &r.last_error {
+            println!("    last error: {e}");
+        }
+        for w in &r.warnings {
+            println!("    warning: {w}");
+        }
+    }
+}
+
+/// The terminal's width (`COLUMNS`), 120 when unknown.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|w: &usize| *w >= 40)
+        .unwrap_or(120)
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// A probe's report (`gatehouse test`).
+pub fn probe(r: &gatehouse::probe::ProbeReport) {
+    if r.ok {
+        println!(
+            "{}: ready in {} ms (protocol {})",
+            r.id,
+            r.elapsed_ms,
+            r.protocol_version.as_deref().unwrap_or("?")
+        );
+    } else {
+        println!(
+            "{}: not ready after {} ms: {}",
+            r.id,
+            r.elapsed_ms,
+            r.error.as_deref().unwrap_or("unknown error")
+        );
+    }
+    println!("  runs: {}", r.command);
+    if let Some(n) = &r.server_name {
+        println!(
+            "  server: {n} {}",
+            r.server_version.as_deref().unwrap_or("")
+        );
+    }
+    if let Some(caps) = r.capabilities.as_ref().and_then(|c| c.as_object()) {
+        let names: Vec<&str> = caps.keys().map(String::as_str).collect();
+        println!("  capabilities: {}", names.join(", "));
+    }
+    if r.ok {
+        println!(
+            "  {} tool{}:",
+            r.tools.len(),
+            if r.tools.len() == 1 { "" } else { "s" }
+        );
+        for t in &r.tools {
+            let mut hints = Vec::new();
+            if t.read_only {
+                hints.push("read-only");
+            }
+            match t.destructive {
+                Some(true) => hints.push("destructive"),
+                Some(false) => hints.push("not destructive"),
+                None => {}
+            }
+            println!("    {:<32} {}", t.name, hints.join(", "));
+        }
+    }
+    if let Some(n) = r.prompts {
+        println!("  prompts: {n}");
+    }
+    if let Some(n) = r.resources {
+        println!("  resources: {n}");
+    }
+    for w in &r.warnings {
+        println!("  warning: {w}");
+    }
+    if let Some(f) = &r.fix {
+        println!("  fix: {f}");
+    }
+    if !r.ok && !r.stderr.is_empty() {
+        println!("  last stderr lines:");
+        for l in &r.stderr {
+            println!("    {l}");
+        }
     }
 }
 

@@ -15,6 +15,7 @@ use gatehouse::ServerStatus;
 
 use crate::args::{Cmd, SecretCmd};
 use crate::import;
+use crate::manage;
 use crate::print;
 
 pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
@@ -117,19 +118,78 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             }),
         Cmd::Start { id } => ask(&client, Request::Start { id }).await.map(print::one),
         Cmd::Stop { id } => ask(&client, Request::Stop { id }).await.map(print::one),
-        Cmd::Restart { id } => ask(&client, Request::Restart { id }).await.map(print::one),
+        Cmd::Restart { id: Some(id), .. } => {
+            ask(&client, Request::Restart { id }).await.map(print::one)
+        }
+        Cmd::Restart { id: None, .. } => manage::restart_all(&client).await,
+        Cmd::Add {
+            id,
+            url,
+            env,
+            secret_env,
+            header,
+            secret_header,
+            cwd,
+            approval,
+            config,
+            command,
+        } => {
+            let args = manage::AddArgs {
+                id,
+                url,
+                env,
+                secret_env,
+                header,
+                secret_header,
+                cwd,
+                approval,
+                config,
+                command,
+            };
+            manage::add(&client, args).await
+        }
+        Cmd::Remove { id, config } => manage::remove(&client, id, config).await,
+        Cmd::Enable { id, config } => manage::set_enabled(&client, id, true, config).await,
+        Cmd::Disable { id, config } => manage::set_enabled(&client, id, false, config).await,
+        Cmd::Test {
+            id,
+            timeout,
+            config,
+            json,
+            command,
+        } => {
+            let args = manage::TestArgs {
+                id,
+                timeout,
+                config,
+                json,
+                command,
+            };
+            return match manage::test(args).await {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(msg) => {
+                    eprintln!("gatehouse: {msg}");
+                    ExitCode::from(2)
+                }
+            };
+        }
         Cmd::Reload => ask::<Vec<ServerStatus>>(&client, Request::Reload)
             .await
             .map(|rows| print::status_table(&rows)),
-        Cmd::Tools { id, json } => ask::<Vec<ToolInfo>>(&client, Request::Tools { id })
-            .await
-            .map(|rows| {
+        Cmd::Tools { id, json, refresh } => {
+            let req = match (refresh, id) {
+                (true, Some(id)) => Request::RefreshTools { id },
+                (_, id) => Request::Tools { id },
+            };
+            ask::<Vec<ToolInfo>>(&client, req).await.map(|rows| {
                 if json {
                     print::json(&rows);
                 } else {
                     print::tools_table(&rows);
                 }
-            }),
+            })
+        }
         Cmd::Logs { id, follow, lines } => logs(&client, id, follow, lines).await,
     };
     match result {

@@ -1,0 +1,369 @@
+//! Managing servers from a terminal: `add`, `remove`, `enable`, `disable` (through the running
+//! hub's control socket, or straight to the config file — same validated, locked, atomic edit —
+//! when none runs), `restart --all`, and `test` (a server started on its own and reported on).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use gatehouse::config::{self, Config};
+use gatehouse::control::{ControlClient, ControlError, Request};
+use gatehouse::ServerStatus;
+use serde_json::{json, Map, Value};
+
+/// What `add` was given.
+pub struct AddArgs {
+    pub id: String,
+    pub url: Option<String>,
+    pub env: Vec<String>,
+    pub secret_env: Vec<String>,
+    pub header: Vec<String>,
+    pub secret_header: Vec<String>,
+    pub cwd: Option<String>,
+    pub approval: String,
+    pub config: Option<PathBuf>,
+    pub command: Vec<String>,
+}
+
+/// `K=V` pairs into a JSON object; `secret` makes each value a keychain reference.
+fn pairs(flag: &str, items: &[String], secret: bool) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for item in items {
+        let (k, v) = item
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| format!("{flag} {item}: write it as NAME=VALUE"))?;
+        let value = if secret {
+            config::validate_secret_name(v)?;
+            json!({ "secret": v })
+        } else {
+            json!(v)
+        };
+        if out.insert(k.to_owned(), value).is_some() {
+            return Err(format!("{flag}: {k} is given twice"));
+        }
+    }
+    Ok(out)
+}
+
+/// The file-format entry `add` describes.
+pub fn entry(a: &AddArgs) -> Result<Value, String> {
+    let mut e = Map::new();
+    match (&a.url, a.command.split_first()) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "give either --url URL (a remote server) or -- COMMAND ARGS (a local one), not both"
+                    .into(),
+            )
+        }
+        (None, None) => {
+            return Err(format!(
+                "what should \"{}\" run? e.g. `gatehouse add {} -- npx -y @modelcontextprotocol/server-everything`, or `gatehouse add {} --url https://example.com/mcp`",
+                a.id, a.id, a.id
+            ))
+        }
+        (Some(url), None) => {
+            if !a.env.is_empty() || !a.secret_env.is_empty() || a.cwd.is_some() {
+                return Err("--env, --secret-env and --cwd are for local servers; a remote one takes --header and --secret-header".into());
+            }
+            e.insert("url".into(), json!(url));
+            let mut headers = pairs("--header", &a.header, false)?;
+            for (k, v) in pairs("--secret-header", &a.secret_header, true)? {
+                if headers.insert(k.clone(), v).is_some() {
+                    return Err(format!("header {k} is given twice"));
+                }
+            }
+            if !headers.is_empty() {
+                e.insert("headers".into(), Value::Object(headers));
+            }
+        }
+        (None, Some((command, args))) => {
+            if !a.header.is_empty() || !a.secret_header.is_empty() {
+                return Err("--header and --secret-header are for remote (--url) servers; a local one takes --env and --secret-env".into());
+            }
+            e.insert("command".into(), json!(command));
+            if !args.is_empty() {
+                e.insert("args".into(), json!(args));
+            }
+            let mut env = pairs("--env", &a.env, false)?;
+            for (k, v) in pairs("--secret-env", &a.secret_env, true)? {
+                if env.insert(k.clone(), v).is_some() {
+                    return Err(format!("env {k} is given twice"));
+                }
+            }
+            if !env.is_empty() {
+                e.insert("env".into(), Value::Object(env));
+            }
+            if let Some(cwd) = &a.cwd {
+                e.insert("cwd".into(), json!(cwd));
+            }
+        }
+    }
+    match a.approval.as_str() {
+        "ask" => {
+            e.insert("requires_approval".into(), json!(true));
+        }
+        "default" => {}
+        other => return Err(format!(
+            "--approval {other}: use ask (every call asks) or default (approval.default decides)"
+        )),
+    }
+    Ok(Value::Object(e))
+}
+
+/// A config edit: sent to the running hub, or — when none runs — made to the file directly
+/// under the same lock (the hub's own code path: `config::edit`).
+enum Edit {
+    Save { id: String, entry: Value },
+    Remove { id: String },
+    Enabled { id: String, enabled: bool },
+}
+
+impl Edit {
+    fn request(&self) -> Request {
+        match self {
+            Edit::Save { id, entry } => Request::SaveServer {
+                original: None,
+                id: id.clone(),
+                entry: entry.clone(),
+            },
+            Edit::Remove { id } => Request::RemoveServer { id: id.clone() },
+            Edit::Enabled { id, enabled } => Request::SetEnabled {
+                id: id.clone(),
+                enabled: *enabled,
+            },
+        }
+    }
+
+    fn apply(&self, c: &Config) -> Result<Config, String> {
+        match self {
+            Edit::Save { id, entry } => c.with_server(None, id, entry),
+            Edit::Remove { id } => c.without_server(id),
+            Edit::Enabled { id, enabled } => c.with_enabled(id, *enabled),
+        }
+    }
+}
+
+/// Where an edit went.
+enum Applied {
+    /// The running hub applied it.
+    Hub,
+    /// No hub runs: the file was edited.
+    File(PathBuf),
+}
+
+async fn apply(
+    client: &ControlClient,
+    edit: Edit,
+    config: Option<PathBuf>,
+) -> Result<Applied, String> {
+    match client.request::<Value>(&edit.request()).await {
+        Ok(_) => Ok(Applied::Hub),
+        Err(ControlError::NotRunning(_)) => {
+            let path = config.unwrap_or_else(config::default_config_path);
+            let p = path.clone();
+            tokio::task::spawn_blocking(move || config::edit(&p, |c| edit.apply(c)))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+            Ok(Applied::File(path))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Waits (bounded) until server `id` is running or has failed; its last status.
+async fn settle(client: &ControlClient, id: &str, limit: Duration) -> Option<ServerStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let rows: Vec<ServerStatus> = client.request(&Request::Status).await.ok()?;
+        let s = rows.into_iter().find(|s| s.id == id)?;
+        let settled = matches!(
+            s.state,
+            gatehouse::State::Running | gatehouse::State::Failed | gatehouse::State::Stopped
+        ) || s.next_retry_ms.is_some();
+        if settled || Instant::now() >= deadline {
+            return Some(s);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Says how a server ended up after an edit, and what to do next.
+fn report(s: &ServerStatus) {
+    match s.state {
+        gatehouse::State::Running => println!(
+            "{} is running with {} tool{}; see them with `gatehouse tools {}`",
+            s.id,
+            s.tools,
+            if s.tools == 1 { "" } else { "s" },
+            s.id
+        ),
+        gatehouse::State::Stopped => println!("{} is stopped", s.id),
+        state => {
+            println!("{} is {state}", s.id);
+            if let Some(e) = &s.last_error {
+                println!("  last error: {e}");
+            }
+            println!(
+                "  see why with `gatehouse logs {}`, or check it on its own with `gatehouse test {}`",
+                s.id, s.id
+            );
+        }
+    }
+    for w in &s.warnings {
+        println!("  warning: {w}");
+    }
+}
+
+pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
+    let entry = entry(&a)?;
+    let id = a.id.clone();
+    match apply(
+        client,
+        Edit::Save {
+            id: id.clone(),
+            entry,
+        },
+        a.config,
+    )
+    .await?
+    {
+        Applied::Hub => {
+            println!("added {id} to the running hub's config");
+            if let Some(s) = settle(client, &id, Duration::from_secs(65)).await {
+                report(&s);
+            }
+        }
+        Applied::File(path) => {
+            println!("added {id} to {}", path.display());
+            println!("no hub is running: start one with `gatehouse serve`, or check the server now with `gatehouse test {id}`");
+        }
+    }
+    Ok(())
+}
+
+pub async fn remove(
+    client: &ControlClient,
+    id: String,
+    config: Option<PathBuf>,
+) -> Result<(), String> {
+    match apply(client, Edit::Remove { id: id.clone() }, config).await? {
+        Applied::Hub => println!("removed {id} from the running hub's config; it is stopped"),
+        Applied::File(path) => println!("removed {id} from {}", path.display()),
+    }
+    println!("(the previous config is kept as its .bak)");
+    Ok(())
+}
+
+pub async fn set_enabled(
+    client: &ControlClient,
+    id: String,
+    enabled: bool,
+    config: Option<PathBuf>,
+) -> Result<(), String> {
+    let verb = if enabled { "enabled" } else { "disabled" };
+    let edit = Edit::Enabled {
+        id: id.clone(),
+        enabled,
+    };
+    match apply(client, edit, config).await? {
+        Applied::Hub => {
+            println!("{verb} {id} in the running hub's config (kept across restarts)");
+            if enabled {
+                if let Some(s) = settle(client, &id, Duration::from_secs(65)).await {
+                    report(&s);
+                }
+            } else {
+                println!("{id} is stopped; `gatehouse enable {id}` starts it again");
+            }
+        }
+        Applied::File(path) => println!("{verb} {id} in {}", path.display()),
+    }
+    Ok(())
+}
+
+/// `restart --all`: every server, one after the other; each one's outcome.
+pub async fn restart_all(client: &ControlClient) -> Result<(), String> {
+    let rows: Vec<ServerStatus> = client
+        .request(&Request::Status)
+        .await
+        .map_err(|e| e.to_string())?;
+    if rows.is_empty() {
+        println!("no servers are configured");
+        return Ok(());
+    }
+    let mut failed = 0;
+    for s in rows {
+        match client
+            .request::<ServerStatus>(&Request::Restart { id: s.id.clone() })
+            .await
+        {
+            Ok(_) => println!("restarted {}", s.id),
+            Err(e) => {
+                failed += 1;
+                println!("could not restart {}: {e}", s.id);
+            }
+        }
+    }
+    match failed {
+        0 => Ok(()),
+        n => Err(format!("{n} server(s) could not be restarted")),
+    }
+}
+
+/// What `test` was given.
+pub struct TestArgs {
+    pub id: Option<String>,
+    pub timeout: u64,
+    pub config: Option<PathBuf>,
+    pub json: bool,
+    pub command: Vec<String>,
+}
+
+/// `gatehouse test`: the server from the config (or the command given) started on its own and
+/// reported on. Exit 1 when it is not ready.
+pub async fn test(a: TestArgs) -> Result<bool, String> {
+    use serde::Deserialize;
+    let (id, server) = match (a.id, a.command.split_first()) {
+        (Some(_), Some(_)) => {
+            return Err("give either an ID from the config or -- COMMAND ARGS, not both".into())
+        }
+        (None, None) => {
+            return Err(
+                "test what? `gatehouse test ID` (from the config) or `gatehouse test -- COMMAND ARGS...`"
+                    .into(),
+            )
+        }
+        (Some(id), None) => {
+            let path = a.config.unwrap_or_else(config::default_config_path);
+            let c = Config::load(&path).map_err(|e| e.to_string())?;
+            let key = config::ServerId::parse(&id)?;
+            let server = c.servers.get(&key).cloned().ok_or_else(|| {
+                format!(
+                    "there is no server \"{id}\" in {}; add it with `gatehouse add {id} -- COMMAND`, or test a command with `gatehouse test -- COMMAND`",
+                    path.display()
+                )
+            })?;
+            (id, server)
+        }
+        (None, Some((command, args))) => {
+            let entry = json!({"command": command, "args": args});
+            let server = config::ServerConfig::deserialize(&entry).map_err(|e| e.to_string())?;
+            ("test".to_owned(), server)
+        }
+    };
+    let secrets: std::sync::Arc<dyn gatehouse::secrets::SecretSource> =
+        if server.secret_refs().is_empty() {
+            std::sync::Arc::new(gatehouse::secrets::NoSecretStore)
+        } else {
+            std::sync::Arc::new(gatehouse::secrets::KeychainStore::start())
+        };
+    let report =
+        gatehouse::probe::probe(&id, server, secrets, Duration::from_secs(a.timeout)).await;
+    if a.json {
+        crate::print::json(&report);
+    } else {
+        crate::print::probe(&report);
+    }
+    Ok(report.ok)
+}

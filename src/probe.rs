@@ -1,0 +1,233 @@
+//! Checking one server on its own (`gatehouse test`, the app's Test button): it is started in a
+//! private hub of its own — never the running one's — with a deadline and no restarts, and what
+//! it offers (or why it failed, with its last stderr lines and a fix) is reported. The server is
+//! stopped and every trace of the probe removed before the report is returned.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::config::{Config, ServerConfig, ServerId, Transport, MAX_STARTUP_TIMEOUT_SECS};
+use crate::hub::{Hub, HubOptions};
+use crate::logs::LogStream;
+use crate::secrets::SecretSource;
+use crate::supervisor::{Reply, Tuning};
+use crate::State;
+
+/// What a probe found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    /// The server's id (or `test` for a command not in the config).
+    pub id: String,
+    /// What ran: the command line or URL.
+    pub command: String,
+    /// It answered `initialize` and listed its tools.
+    pub ok: bool,
+    /// Milliseconds from start to ready (or to the failure).
+    pub elapsed_ms: u64,
+    /// The protocol version it answered with.
+    pub protocol_version: Option<String>,
+    /// `serverInfo.name`.
+    pub server_name: Option<String>,
+    /// `serverInfo.version`.
+    pub server_version: Option<String>,
+    /// The capabilities it declared.
+    pub capabilities: Option<serde_json::Value>,
+    /// Its tools with their hints.
+    pub tools: Vec<ProbeTool>,
+    /// How many prompts it lists (when it declares prompts).
+    pub prompts: Option<usize>,
+    /// How many resources it lists (when it declares resources).
+    pub resources: Option<usize>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// What to do about it.
+    pub fix: Option<String>,
+    /// Its last stderr lines (secret values masked).
+    pub stderr: Vec<String>,
+    /// The config's warnings about it (policy keys naming no tool…).
+    pub warnings: Vec<String>,
+}
+
+/// One tool as a probe reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeTool {
+    /// Its name.
+    pub name: String,
+    /// `readOnlyHint: true`.
+    pub read_only: bool,
+    /// `destructiveHint`, when given.
+    pub destructive: Option<bool>,
+}
+
+/// Starts `server` on its own, waits at most `timeout` for it to be ready, reports, stops it.
+pub async fn probe(
+    id: &str,
+    mut server: ServerConfig,
+    secrets: Arc<dyn SecretSource>,
+    timeout: Duration,
+) -> ProbeReport {
+    let command = server.describe();
+    let mut report = ProbeReport {
+        id: id.to_owned(),
+        command: command.clone(),
+        ok: false,
+        elapsed_ms: 0,
+        protocol_version: None,
+        server_name: None,
+        server_version: None,
+        capabilities: None,
+        tools: Vec::new(),
+        prompts: None,
+        resources: None,
+        error: None,
+        fix: None,
+        stderr: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let key = match ServerId::parse(id) {
+        Ok(k) => k,
+        Err(e) => {
+            report.error = Some(e);
+            return report;
+        }
+    };
+    let dir = probe_dir();
+    if let Err(e) = crate::private::create_dir(&dir) {
+        report.error = Some(format!("cannot create {}: {e}", dir.display()));
+        return report;
+    }
+    server.enabled = true;
+    server.startup_timeout_secs = timeout.as_secs().clamp(1, MAX_STARTUP_TIMEOUT_SECS);
+    let mut config = Config::default();
+    config.servers.insert(key, server.clone());
+    let mut opts = HubOptions::new(dir.clone());
+    opts.secrets = secrets;
+    // One try: a probe reports the first failure instead of backing off.
+    opts.tuning = Tuning {
+        max_failures: 1,
+        ..Tuning::default()
+    };
+    let started = Instant::now();
+    let hub = Hub::start(config, opts);
+    if let Ok(h) = hub.server(id) {
+        let deadline = started + timeout + Duration::from_secs(2);
+        let status = loop {
+            let s = h.status();
+            let done = matches!(s.state, State::Running | State::Failed | State::Stopped)
+                || s.consecutive_failures > 0;
+            if done || Instant::now() >= deadline {
+                break s;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        report.elapsed_ms = started.elapsed().as_millis() as u64;
+        report.protocol_version = status.protocol_version.clone();
+        report.server_name = status.server_name.clone();
+        report.server_version = status.server_version.clone();
+        report.warnings = status.warnings.clone();
+        if status.state == State::Running {
+            report.ok = true;
+            report.capabilities = h.capabilities().map(|c| (*c).clone());
+            report.tools = h
+                .tools()
+                .iter()
+                .map(|t| ProbeTool {
+                    name: t.name.clone(),
+                    read_only: t.read_only,
+                    destructive: t
+                        .meta()
+                        .annotations
+                        .as_ref()
+                        .and_then(|a| a.get("destructiveHint"))
+                        .and_then(serde_json::Value::as_bool),
+                })
+                .collect();
+            let declares = |what: &str| {
+                report
+                    .capabilities
+                    .as_ref()
+                    .is_some_and(|c| c.get(what).is_some())
+            };
+            if declares("prompts") {
+                report.prompts = count(&h, "prompts/list", "prompts").await;
+            }
+            if declares("resources") {
+                report.resources = count(&h, "resources/list", "resources").await;
+            }
+        } else {
+            let error = status.last_error.clone().unwrap_or_else(|| {
+                format!(
+                    "not ready after {} s (state: {})",
+                    timeout.as_secs(),
+                    status.state
+                )
+            });
+            report.fix = Some(fix_for(&error, &server));
+            report.error = Some(error);
+        }
+        report.stderr = h
+            .logs()
+            .tail(None)
+            .into_iter()
+            .filter(|l| l.stream == LogStream::Stderr)
+            .map(|l| l.line)
+            .rev()
+            .take(20)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+    }
+    hub.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    report
+}
+
+/// How many items a list method returns on its first page (bounded by the list deadline).
+async fn count(h: &crate::supervisor::ServerHandle, method: &str, key: &str) -> Option<usize> {
+    let reply = tokio::time::timeout(Duration::from_secs(5), h.request(method, None))
+        .await
+        .ok()?
+        .ok()?;
+    match reply {
+        Reply::Result(r) => serde_json::from_str::<serde_json::Value>(r.get())
+            .ok()?
+            .get(key)?
+            .as_array()
+            .map(Vec::len),
+        Reply::Error(_) => None,
+    }
+}
+
+fn probe_dir() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "gatehouse-probe-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ))
+}
+
+/// What to do about a failure, from its message.
+fn fix_for(error: &str, server: &ServerConfig) -> String {
+    let run_it = match &server.transport {
+        Transport::Stdio(_) => format!(
+            "run `{}` yourself in a terminal to see its own error",
+            server.describe()
+        ),
+        Transport::Remote(r) => format!("check that {} is reachable and speaks MCP", r.url),
+    };
+    if error.contains("not found in PATH") || error.contains("does not exist") {
+        "install the program, or give its full path as the command".into()
+    } else if error.contains("secret") {
+        "set the secret with `gatehouse secret set NAME` (the message names it)".into()
+    } else if error.contains("did not answer initialize") || error.contains("not ready after") {
+        format!(
+            "it may need longer (--timeout SECONDS), or it does not speak MCP on stdio: {run_it}"
+        )
+    } else {
+        run_it
+    }
+}
