@@ -116,7 +116,9 @@ pub async fn probe(
         let deadline = started + timeout + Duration::from_secs(2);
         let status = loop {
             let s = h.status();
-            let done = matches!(s.state, State::Running | State::Failed | State::Stopped)
+            // Stopped counts only once it has a reason: the server starts out stopped.
+            let done = matches!(s.state, State::Running | State::Failed)
+                || (s.state == State::Stopped && s.last_error.is_some())
                 || s.consecutive_failures > 0;
             if done || Instant::now() >= deadline {
                 break s;

@@ -311,12 +311,9 @@ impl RpcPeer {
             id,
             done: false,
         };
-        if self
-            .out
-            .send(jsonrpc::request_line(id, method, params))
-            .await
-            .is_err()
-        {
+        let line = jsonrpc::request_line(id, method, params);
+        trace(&self.server, "to", &line);
+        if self.out.send(line).await.is_err() {
             return Err(self.lost("closed its input"));
         }
         let result = match rx.await {
@@ -338,8 +335,10 @@ impl RpcPeer {
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<&RawValue>) -> Result<(), CallError> {
+        let line = jsonrpc::notification_line(method, params);
+        trace(&self.server, "to", &line);
         self.out
-            .send(jsonrpc::notification_line(method, params))
+            .send(line)
             .await
             .map_err(|_| self.lost("closed its input"))
     }
@@ -436,10 +435,9 @@ impl Drop for PendingGuard<'_> {
                 self.id
             );
             if let Ok(p) = RawValue::from_string(params) {
-                let _ = self.peer.out.try_send(jsonrpc::notification_line(
-                    "notifications/cancelled",
-                    Some(&p),
-                ));
+                let line = jsonrpc::notification_line("notifications/cancelled", Some(&p));
+                trace(&self.peer.server, "to", &line);
+                let _ = self.peer.out.try_send(line);
             }
         }
     }

@@ -11,6 +11,7 @@ mod gateway;
 mod import;
 mod isolation;
 mod local;
+mod manage;
 mod peers;
 mod remote;
 mod secrets;

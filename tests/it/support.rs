@@ -221,6 +221,17 @@ pub async fn serve_without_env(
     expect_running: &[&str],
     remove: &[&str],
 ) -> Served {
+    serve_env(dir, config_text, expect_running, remove, &[]).await
+}
+
+/// Like [`serve`], with some variables removed from the hub's environment and some set.
+pub async fn serve_env(
+    dir: &Path,
+    config_text: &str,
+    expect_running: &[&str],
+    remove: &[&str],
+    set: &[(&str, &str)],
+) -> Served {
     let cfg = dir.join("gatehouse.json");
     std::fs::write(&cfg, config_text).unwrap();
     let sock = dir.join("control.sock");
@@ -237,6 +248,7 @@ pub async fn serve_without_env(
         ])
         .env("GATEHOUSE_CONTROL", &sock)
         .envs_remove(remove)
+        .envs(set.iter().copied())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

@@ -103,9 +103,11 @@ pub fn entry(a: &AddArgs) -> Result<Value, String> {
             e.insert("requires_approval".into(), json!(true));
         }
         "default" => {}
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "--approval {other}: use ask (every call asks) or default (approval.default decides)"
-        )),
+        ))
+        }
     }
     Ok(Value::Object(e))
 }
