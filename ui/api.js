@@ -29,6 +29,8 @@ export const restartServer = (id) => call('restart_server', { id });
 export const serverEntry = (id) => call('server_entry', { id });
 export const saveServer = (original, id, entry) => call('save_server', { original, id, entry });
 export const removeServer = (id) => call('remove_server', { id });
+export const testServer = (id, entry) => call('test_server', { id, entry });
+export const refreshTools = (id) => call('refresh_tools', { id });
 
 /** Recent lines now, then each new line to onLine until the returned stop() is called. */
 export async function followLogs(id, onLine) {

@@ -89,7 +89,7 @@ function buildRow(id) {
     el('code', { class: 'target' }),
     el('p', { class: 'last-error', hidden: true }),
     el('div', { class: 'details', hidden: true },
-      el('h3', {}, 'Tools'),
+      el('h3', {}, 'Tools ', el('button', { type: 'button', class: 'refresh-tools', 'aria-label': `List the tools of ${id} again` }, 'Refresh')),
       el('table', { class: 'table tools' },
         el('thead', {}, el('tr', {}, el('th', {}, 'Exposed as'), el('th', {}, 'Description'), el('th', {}, 'Calls'))),
         el('tbody')),
@@ -97,6 +97,7 @@ function buildRow(id) {
       el('h3', {}, 'Log'),
       el('pre', { class: 'log', tabindex: '0', 'aria-label': `Log of ${id}` })));
   node.querySelector('.expand').addEventListener('click', () => toggle(id));
+  node.querySelector('.refresh-tools').addEventListener('click', (e) => refreshTools(id, e.target));
   node.querySelector('.actions').addEventListener('click', (e) => {
     const act = e.target.closest('button')?.dataset.act;
     if (act) action(id, act, e.target);
@@ -223,6 +224,22 @@ async function loadTools(row) {
   if (!tools.length) empty.textContent = row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.';
 }
 
+/** Lists a server's tools again without restarting it (e.g. after it changed them). */
+async function refreshTools(id, button) {
+  const row = rows.get(id);
+  if (!row) return;
+  button.disabled = true;
+  try {
+    await api.refreshTools(id);
+    toast(`Listed the tools of ${id} again`);
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+  } finally {
+    button.disabled = false;
+  }
+  loadTools(row);
+}
+
 /** Saves one tool's flag in the server's entry (the core validates and writes the config). */
 async function setToolPolicy(row, tool, value) {
   const id = row.status.id;
@@ -251,6 +268,7 @@ function initForm() {
   for (const r of form.querySelectorAll('input[name=kind]')) r.addEventListener('change', syncKind);
   $('#server-cancel').addEventListener('click', () => $('#server-dialog').close());
   $('#server-remove').addEventListener('click', removeCurrent);
+  $('#server-test').addEventListener('click', testCurrent);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const errBox = $('#server-form-error');
@@ -275,6 +293,52 @@ function initForm() {
   });
 }
 
+/** Starts the form's server on its own (never the running hub's copy) and shows the report. */
+async function testCurrent() {
+  const form = $('#server-form');
+  const out = $('#server-test-report');
+  const errBox = $('#server-form-error');
+  errBox.hidden = true;
+  let entry;
+  try {
+    entry = entryFromForm(form);
+  } catch (err) {
+    errBox.textContent = err.message; errBox.hidden = false; return;
+  }
+  const button = $('#server-test');
+  button.disabled = true;
+  out.hidden = false;
+  out.textContent = 'Starting it on its own…';
+  try {
+    out.textContent = reportText(await api.testServer(form.elements.id.value, entry));
+  } catch (err) {
+    out.textContent = api.errorText(err);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** A probe report as plain lines (the same facts `gatehouse test` prints). */
+function reportText(r) {
+  const lines = [];
+  if (r.ok) lines.push(`Ready in ${r.elapsed_ms} ms (protocol ${r.protocol_version ?? '?'})`);
+  else lines.push(`Not ready after ${r.elapsed_ms} ms: ${r.error ?? 'unknown error'}`);
+  if (r.server_name) lines.push(`Server: ${r.server_name} ${r.server_version ?? ''}`);
+  if (r.ok) {
+    lines.push(`${r.tools.length} tool${r.tools.length === 1 ? '' : 's'}:`);
+    for (const t of r.tools) {
+      const hints = [t.read_only ? 'read-only' : '', t.destructive === true ? 'destructive' : ''].filter(Boolean);
+      lines.push(`  ${t.name}${hints.length ? ` (${hints.join(', ')})` : ''}`);
+    }
+  }
+  if (r.prompts !== null && r.prompts !== undefined) lines.push(`Prompts: ${r.prompts}`);
+  if (r.resources !== null && r.resources !== undefined) lines.push(`Resources: ${r.resources}`);
+  for (const w of r.warnings) lines.push(`Warning: ${w}`);
+  if (r.fix) lines.push(`Fix: ${r.fix}`);
+  if (!r.ok && r.stderr.length) lines.push('Last stderr lines:', ...r.stderr.map((l) => `  ${l}`));
+  return lines.join('\n');
+}
+
 function syncKind() {
   const form = $('#server-form');
   const remote = form.elements.kind.value === 'remote';
@@ -284,10 +348,13 @@ function syncKind() {
 
 function valueText(v) {
   if (typeof v === 'string') return v;
+  if (v.env) return `env:${v.env}`;
   return `${v.prefix ?? ''}secret:${v.secret}`;
 }
 
 function parseValue(text) {
+  const e = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(text);
+  if (e) return { env: e[1] };
   const m = /^(.*?)secret:([A-Za-z0-9._-]{1,64})$/.exec(text);
   if (!m) return text;
   return m[1] ? { secret: m[2], prefix: m[1] } : { secret: m[2] };
@@ -331,6 +398,8 @@ async function openForm(id) {
   const form = $('#server-form');
   form.reset();
   $('#server-form-error').hidden = true;
+  $('#server-test-report').hidden = true;
+  $('#server-test-report').textContent = '';
   editing = id;
   baseEntry = {};
   $('#server-dialog-title').textContent = id ? `Edit ${id}` : 'Add server';

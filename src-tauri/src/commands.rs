@@ -150,6 +150,36 @@ pub async fn save_server(
         .await?)
 }
 
+/// Starts a form's entry on its own and reports on it (the form's Test button): a private hub of
+/// its own, never the running one; the report says what it offers or why it failed.
+#[tauri::command]
+pub async fn test_server(
+    state: AppStateRef<'_>,
+    id: String,
+    entry: Value,
+) -> CommandResult<gatehouse::probe::ProbeReport> {
+    use serde::Deserialize;
+    let cfg = gatehouse::config::ServerConfig::deserialize(&entry)
+        .map_err(|e| CommandError::invalid(e.to_string()))?;
+    let id = match id.trim() {
+        "" => "test".to_owned(),
+        id => id.to_owned(),
+    };
+    let secrets: Arc<dyn gatehouse::secrets::SecretSource> = Arc::new(state.keychain.clone());
+    Ok(gatehouse::probe::probe(&id, cfg, secrets, std::time::Duration::from_secs(30)).await)
+}
+
+/// Lists a running server's tools again without restarting it.
+#[tauri::command]
+pub async fn refresh_tools(state: AppStateRef<'_>, id: String) -> CommandResult<Vec<ToolInfo>> {
+    let hub = state.hub()?;
+    hub.server(&id)?
+        .refresh_tools()
+        .await
+        .map_err(CommandError::failed)?;
+    Ok(hub.tools(Some(&id))?)
+}
+
 #[tauri::command]
 pub async fn remove_server(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
     Ok(state.hub()?.remove_server(&id).await?)

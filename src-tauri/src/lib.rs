@@ -139,6 +139,8 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::server_entry,
             commands::save_server,
             commands::remove_server,
+            commands::test_server,
+            commands::refresh_tools,
             commands::follow_logs,
             commands::unfollow_logs,
             commands::pending_approvals,

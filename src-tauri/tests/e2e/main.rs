@@ -178,6 +178,24 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     d.js("document.querySelector('#server-form [name=id]').value = ''; return true;")
         .await;
     d.type_into("#server-form [name=id]", "gamma").await;
+    // Test before saving: the entry is started on its own and reported on; nothing is saved.
+    d.click("#server-test").await;
+    let report = d
+        .wait_js(
+            "the test report",
+            "const e = document.getElementById('server-test-report'); return !e.hidden && e.textContent.startsWith('Ready in') && e.textContent;",
+        )
+        .await;
+    let report = report.as_str().unwrap_or("");
+    assert!(
+        report.contains("Server: gatehouse-fixture") && report.contains("envhash (read-only)"),
+        "{report}"
+    );
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(
+        !saved.contains("\"gamma\""),
+        "a test saved the server: {saved}"
+    );
     d.click("#server-save").await;
     d.wait_state("gamma", "running").await;
     let saved = std::fs::read_to_string(&d.config_path).expect("config");
