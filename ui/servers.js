@@ -77,6 +77,7 @@ function buildRow(id) {
     el('header', { class: 'server-head' },
       el('button', { type: 'button', class: 'expand', 'aria-expanded': 'false', 'aria-label': `Show tools and log of ${id}` }, '▸'),
       el('span', { class: 'name', text: id }),
+      el('span', { class: 'display-name' }),
       el('span', { class: 'badge' }),
       el('span', { class: 'meta' },
         el('span', { class: 'pid' }), el('span', { class: 'uptime' }),
@@ -88,6 +89,7 @@ function buildRow(id) {
         el('button', { type: 'button', dataset: { act: 'edit' } }, 'Edit'))),
     el('code', { class: 'target' }),
     el('p', { class: 'last-error', hidden: true }),
+    el('ul', { class: 'warnings', hidden: true }),
     el('div', { class: 'details', hidden: true },
       el('h3', {}, 'Tools ', el('button', { type: 'button', class: 'refresh-tools', 'aria-label': `List the tools of ${id} again` }, 'Refresh')),
       el('table', { class: 'table tools' },
@@ -126,6 +128,12 @@ function render(row) {
   const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
   err.hidden = !showErr && !(s.state === 'failed');
   err.textContent = s.last_error || '';
+  // Things to know that do not stop the server (a policy key naming no tool, a slow list…).
+  const warnings = n.querySelector('.warnings');
+  const list = s.warnings ?? [];
+  warnings.hidden = list.length === 0;
+  warnings.replaceChildren(...list.map((w) => el('li', { text: w })));
+  n.querySelector('.display-name').textContent = s.name ? s.name : '';
   const running = s.state === 'running' || s.state === 'starting' || s.state === 'restarting';
   n.querySelector('[data-act=start]').disabled = running;
   n.querySelector('[data-act=stop]').disabled = s.state === 'stopped';
