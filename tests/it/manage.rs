@@ -498,3 +498,37 @@ async fn serve_stdio_refuses_requests_before_initialize_and_a_second_initialize(
     drop(stdin);
     let _ = child.wait();
 }
+
+/// `reload` applies the file's differences and says what changed: added, removed, and what a
+/// kept server now runs.
+#[tokio::test]
+async fn reload_says_what_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _served = serve(
+        d,
+        &config(&[("fx", fixture(&[])), ("gone", fixture(&[]))]),
+        &["fx", "gone"],
+    )
+    .await;
+    std::fs::write(
+        d.join("gatehouse.json"),
+        config(&[("fx", fixture(&["--tools", "1"])), ("new", fixture(&[]))]),
+    )
+    .unwrap();
+    let out = gh(d, &["reload"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("reloaded: added new"), "{t}");
+    assert!(t.contains("reloaded: removed gone"), "{t}");
+    assert!(
+        t.contains("reloaded: changed fx: now runs") && t.contains("--tools 1"),
+        "{t}"
+    );
+    let out = gh(d, &["reload"]);
+    assert!(
+        text(&out).contains("no server was added, removed or changed"),
+        "{}",
+        text(&out)
+    );
+}

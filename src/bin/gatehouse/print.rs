@@ -72,6 +72,52 @@ pub fn status_table(rows: &[ServerStatus]) {
     }
 }
 
+/// What a reload changed, by server: added, removed, and what differs of the rest (what it runs,
+/// enabled, name, relaunched). Tool flags that change nothing visible are not listed.
+pub fn reload_changes(before: &[ServerStatus], after: &[ServerStatus]) {
+    let find = |rows: &[ServerStatus], id: &str| rows.iter().find(|s| s.id == id).cloned();
+    let mut lines = Vec::new();
+    for a in after {
+        match find(before, &a.id) {
+            None => lines.push(format!("added {}", a.id)),
+            Some(b) => {
+                let mut what = Vec::new();
+                if b.command != a.command {
+                    what.push(format!("now runs {}", a.command));
+                }
+                if b.enabled != a.enabled {
+                    what.push(if a.enabled {
+                        "enabled".into()
+                    } else {
+                        "disabled".into()
+                    });
+                }
+                if b.name != a.name {
+                    what.push("display name".into());
+                }
+                if what.is_empty() && b.pid.is_some() && b.pid != a.pid {
+                    what.push("restarted".into());
+                }
+                if !what.is_empty() {
+                    lines.push(format!("changed {}: {}", a.id, what.join(", ")));
+                }
+            }
+        }
+    }
+    for b in before {
+        if find(after, &b.id).is_none() {
+            lines.push(format!("removed {}", b.id));
+        }
+    }
+    if lines.is_empty() {
+        println!("reloaded: no server was added, removed or changed in what it runs");
+    } else {
+        for l in lines {
+            println!("reloaded: {l}");
+        }
+    }
+}
+
 /// The terminal's width (`COLUMNS`), 120 when unknown.
 fn terminal_width() -> usize {
     std::env::var("COLUMNS")

@@ -174,9 +174,17 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 }
             };
         }
-        Cmd::Reload => ask::<Vec<ServerStatus>>(&client, Request::Reload)
-            .await
-            .map(|rows| print::status_table(&rows)),
+        Cmd::Reload => {
+            let before = ask::<Vec<ServerStatus>>(&client, Request::Status).await;
+            ask::<Vec<ServerStatus>>(&client, Request::Reload)
+                .await
+                .map(|after| {
+                    if let Ok(before) = before {
+                        print::reload_changes(&before, &after);
+                    }
+                    print::status_table(&after);
+                })
+        }
         Cmd::Tools { id, json, refresh } => {
             let req = match (refresh, id) {
                 (true, Some(id)) => Request::RefreshTools { id },
