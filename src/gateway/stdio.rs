@@ -21,7 +21,6 @@ where
 {
     let session = gw.open_session();
     let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(256);
-    session.set_standalone(out_tx.clone());
     let writer = tokio::spawn(jsonrpc::write_lines(
         output,
         out_rx,
@@ -44,9 +43,14 @@ where
                 // Finished tasks are reaped as we go (a JoinSet keeps them until joined).
                 while tasks.try_join_next().is_some() {}
                 // The lifecycle: `initialize` once, first; nothing but pings before it.
+                let was = initialized;
                 if let Some(refusal) = lifecycle(&msg, &mut initialized) {
                     let _ = out_tx.send(refusal).await;
                     continue;
+                }
+                if initialized && !was {
+                    // Notifications of our own (`list_changed`) only once the client said hello.
+                    session.set_standalone(out_tx.clone());
                 }
                 // Each message is handled on its own task so a slow call never holds up a
                 // cancellation or a ping behind it; requests are bounded, the rest is quick.
