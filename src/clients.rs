@@ -111,6 +111,16 @@ pub fn entry(kind: ClientKind, url: &str, token: &str, gatehouse_bin: &Path) -> 
     }
 }
 
+/// A stdio client's entry made to connect as client profile `client` (`gatehouse connect
+/// --client ID`); an HTTP client's entry already carries the profile's token.
+pub fn for_profile(mut entry: Value, client: Option<&str>) -> Value {
+    if let (Some(id), Some(args)) = (client, entry.get_mut("args").and_then(Value::as_array_mut)) {
+        args.push(json!("--client"));
+        args.push(json!(id));
+    }
+    entry
+}
+
 /// A whole config file for `kind` holding only Gatehouse's entry: the snippet to paste.
 pub fn snippet(kind: ClientKind, url: &str, token: &str, gatehouse_bin: &Path) -> Value {
     let mut servers = serde_json::Map::new();

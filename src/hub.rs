@@ -33,6 +33,8 @@ pub struct HubOptions {
     pub deny_unattended: bool,
     /// The gateway's actual ports (besides the config's): a server reaching them is refused.
     pub gateway_ports: Vec<u16>,
+    /// Where client profiles' tokens are kept (default: files under the data dir).
+    pub client_tokens: Option<Arc<crate::profiles::ClientTokens>>,
 }
 
 impl HubOptions {
@@ -45,6 +47,7 @@ impl HubOptions {
             tuning: Tuning::default(),
             deny_unattended: false,
             gateway_ports: Vec::new(),
+            client_tokens: None,
         }
     }
 }
@@ -87,6 +90,11 @@ pub struct ToolInfo {
     pub approval: Decision,
 }
 
+/// The client profiles a config names.
+fn profile_ids(config: &Config) -> Vec<String> {
+    config.clients.keys().map(|k| k.as_str().to_owned()).collect()
+}
+
 /// The way to start the core: [`Hub::start`].
 pub struct Hub;
 
@@ -111,10 +119,20 @@ impl Hub {
             gateway_ports,
         ));
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
+        let client_tokens = opts.client_tokens.unwrap_or_else(|| {
+            Arc::new(crate::profiles::ClientTokens::new(
+                None,
+                opts.data_dir.clone(),
+            ))
+        });
+        if let Err(e) = client_tokens.sync(&profile_ids(&config)) {
+            tracing::error!("client tokens: {e}");
+        }
         let inner = Arc::new(Inner {
             bus,
             approvals,
             activity,
+            client_tokens,
             redactions: ctx.redactions.clone(),
             ctx,
             config_path: opts.config_path,
@@ -142,6 +160,7 @@ struct Inner {
     bus: EventBus,
     approvals: ApprovalBroker,
     activity: ActivityLog,
+    client_tokens: Arc<crate::profiles::ClientTokens>,
     redactions: Arc<Redactions>,
     ctx: Arc<Context>,
     config_path: Option<PathBuf>,
@@ -218,6 +237,83 @@ impl HubHandle {
     /// The approval broker: held calls, remembered answers, pins.
     pub fn approvals(&self) -> &ApprovalBroker {
         &self.inner.approvals
+    }
+
+    /// Every client profile (the `default` one first) with the tools it sees now.
+    pub fn clients(&self) -> Vec<crate::profiles::ClientInfo> {
+        use crate::profiles::{known_limit, ClientInfo, DEFAULT_PROFILE};
+        let config = self.config();
+        let everything = crate::config::ClientProfile::default();
+        let count = |profile: &crate::config::ClientProfile| {
+            self.servers()
+                .iter()
+                .filter(|h| h.status().state == crate::State::Running)
+                .map(|h| {
+                    let server_cfg = config.servers.get(h.id());
+                    h.tools()
+                        .iter()
+                        .filter(|t| {
+                            let hidden = server_cfg
+                                .and_then(|c| c.tools.get(&t.name))
+                                .and_then(|p| p.enabled)
+                                == Some(false);
+                            let exposed = exposed_name(h.id().as_str(), &t.name);
+                            !hidden && profile.sees_tool(h.id().as_str(), &exposed)
+                        })
+                        .count()
+                })
+                .sum()
+        };
+        let mut out = vec![ClientInfo {
+            id: DEFAULT_PROFILE.into(),
+            servers: None,
+            tools: count(&everything),
+            limit: None,
+        }];
+        for (id, profile) in &config.clients {
+            out.push(ClientInfo {
+                id: id.to_string(),
+                servers: profile
+                    .servers
+                    .as_ref()
+                    .map(|s| s.iter().map(|x| x.to_string()).collect()),
+                tools: count(profile),
+                limit: known_limit(id.as_str()),
+            });
+        }
+        out
+    }
+
+    /// Client profiles' tokens.
+    pub fn client_tokens(&self) -> &Arc<crate::profiles::ClientTokens> {
+        &self.inner.client_tokens
+    }
+
+    /// A new token for client profile `id` (the old one stops working, its sessions end).
+    pub async fn rotate_client_token(&self, id: &str) -> Result<String, HubError> {
+        let tokens = self.inner.client_tokens.clone();
+        let id = id.to_owned();
+        tokio::task::spawn_blocking(move || tokens.rotate(&id))
+            .await
+            .map_err(|e| HubError::Config(e.to_string()))?
+            .map_err(HubError::Config)
+    }
+
+    /// Adds (or replaces) client profile `id` in the config file and applies it (its token is
+    /// created then).
+    pub async fn save_client(
+        &self,
+        id: &str,
+        profile: crate::config::ClientProfile,
+    ) -> Result<(), HubError> {
+        let id = id.to_owned();
+        self.edit_config(move |c| c.with_client(&id, profile)).await
+    }
+
+    /// Removes client profile `id` from the config file; its token stops working at once.
+    pub async fn remove_client(&self, id: &str) -> Result<(), HubError> {
+        let id = id.to_owned();
+        self.edit_config(move |c| c.without_client(&id)).await
     }
 
     /// Every server, in id order.
@@ -329,6 +425,13 @@ impl HubHandle {
         };
         for (_, h) in removed {
             let _ = h.shutdown().await;
+        }
+        let ids = profile_ids(&config);
+        let tokens = self.inner.client_tokens.clone();
+        match tokio::task::spawn_blocking(move || tokens.sync(&ids)).await {
+            Ok(Err(e)) => tracing::error!("client tokens: {e}"),
+            Err(e) => tracing::error!("client tokens: {e}"),
+            Ok(Ok(())) => {}
         }
         let before = self.config();
         for (h, cfg) in self.install(config) {

@@ -16,6 +16,7 @@
 //! - [`naming`]: exposed tool names `server__tool`.
 //! - [`private`]: 0700 directories and 0600 files for everything Gatehouse keeps.
 //! - [`probe`]: one server started on its own and reported on (`gatehouse test`).
+//! - [`profiles`]: client profiles' tokens (one per AI client).
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
 //! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
@@ -40,6 +41,7 @@ pub mod logs;
 pub mod naming;
 pub mod private;
 pub mod probe;
+pub mod profiles;
 pub mod secrets;
 pub mod service;
 pub mod supervisor;

@@ -147,6 +147,10 @@ impl Service {
         let mut hub_opts = HubOptions::new(opts.data_dir.clone());
         hub_opts.config_path = Some(opts.config_path.clone());
         hub_opts.deny_unattended = opts.deny_unattended;
+        hub_opts.client_tokens = Some(std::sync::Arc::new(crate::profiles::ClientTokens::new(
+            Some(keychain.clone()),
+            opts.data_dir.clone(),
+        )));
         hub_opts.secrets = std::sync::Arc::new(keychain);
         if let Some((listener, _)) = &http {
             hub_opts.gateway_ports = listener

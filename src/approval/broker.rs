@@ -320,6 +320,7 @@ mod tests {
             client: ClientRef {
                 name: Some("c".into()),
                 session: session.into(),
+                profile: None,
             },
             server: "fs".into(),
             tool: "write_file".into(),

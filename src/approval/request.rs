@@ -41,6 +41,9 @@ pub struct ClientRef {
     pub name: Option<String>,
     /// The client's session id.
     pub session: String,
+    /// The client profile it connected with (absent: the gateway token, every tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// What changed in a tool's definition since it was pinned.

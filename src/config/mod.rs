@@ -49,6 +49,60 @@ pub struct Config {
     /// Where clients reach Gatehouse.
     #[serde(default)]
     pub gateway: GatewayConfig,
+    /// Client profiles: each AI client's own token and tool set (`default`, everything, is
+    /// implicit: the gateway token).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clients: BTreeMap<ServerId, ClientProfile>,
+}
+
+/// One client profile: which servers and tools an AI client sees, by its own token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ClientProfile {
+    /// The servers it sees (all when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub servers: Option<Vec<ServerId>>,
+    /// Per-tool settings by exposed name (`fs__move_file`) or a server's every tool
+    /// (`github__*`): `enabled: false` hides them, `requires_approval` overrides the policy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolPolicy>,
+    /// Approval overrides for this client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ProfileApproval>,
+}
+
+/// A profile's approval overrides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileApproval {
+    /// Which unflagged tools ask, for this client (else `approval.default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<ApprovalDefault>,
+}
+
+impl ClientProfile {
+    /// Whether this client sees server `server` at all.
+    pub fn sees_server(&self, server: &str) -> bool {
+        self.servers
+            .as_ref()
+            .is_none_or(|s| s.iter().any(|id| id.as_str() == server))
+    }
+
+    /// The profile's setting for one exposed tool: the exact name wins over `server__*`.
+    pub fn tool_policy(&self, server: &str, exposed: &str) -> Option<&ToolPolicy> {
+        self.tools
+            .get(exposed)
+            .or_else(|| self.tools.get(&format!("{server}__*")))
+    }
+
+    /// Whether this client sees one exposed tool.
+    pub fn sees_tool(&self, server: &str, exposed: &str) -> bool {
+        self.sees_server(server)
+            && self
+                .tool_policy(server, exposed)
+                .and_then(|p| p.enabled)
+                != Some(false)
+    }
 }
 
 /// A server id: `[a-z0-9-]{1,32}`. It is the first half of every exposed tool name, so it can never

@@ -338,7 +338,48 @@ impl Config {
                 })
                 .collect();
         }
+        if let Err((message, fix)) = config.check_clients() {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                line: 1,
+                column: 1,
+                message,
+                fix,
+            });
+        }
         Ok(config)
+    }
+
+    /// Client profiles name servers that exist; `default` is the gateway token's own profile.
+    pub(super) fn check_clients(&self) -> Result<(), (String, String)> {
+        for (id, profile) in &self.clients {
+            if id.as_str() == "default" {
+                return Err((
+                    "\"clients\" has a profile named \"default\", which is the gateway token's own (every server)".into(),
+                    "give the profile another name".into(),
+                ));
+            }
+            for server in profile.servers.iter().flatten() {
+                if !self.servers.contains_key(server) {
+                    return Err((
+                        format!("client \"{id}\" lists server \"{server}\", which is not in \"servers\""),
+                        "fix the name, or add the server first".into(),
+                    ));
+                }
+            }
+            for key in profile.tools.keys() {
+                let known = key
+                    .split_once("__")
+                    .is_some_and(|(server, tool)| !tool.is_empty() && self.servers.keys().any(|s| s.as_str() == server));
+                if !known {
+                    return Err((
+                        format!("client \"{id}\" has a tool setting \"{key}\" that names no configured server"),
+                        "use the exposed name (SERVER__TOOL) or SERVER__* for all of a server's tools".into(),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 

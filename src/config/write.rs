@@ -159,6 +159,9 @@ impl Config {
                     "there is no server \"{orig}\" any more; reload and try again"
                 ));
             }
+            if orig != id {
+                next.rename_in_clients(orig, Some(&new_id));
+            }
         }
         if original != Some(id) && next.servers.contains_key(&new_id) {
             return Err(format!(
@@ -166,6 +169,29 @@ impl Config {
             ));
         }
         next.servers.insert(new_id, server);
+        Ok(next)
+    }
+
+    /// This config with client profile `id` added or replaced (validated as a load would).
+    pub fn with_client(
+        &self,
+        id: &str,
+        profile: super::ClientProfile,
+    ) -> Result<Config, String> {
+        let key = ServerId::parse(id).map_err(|e| e.replace("server id", "client id"))?;
+        let mut next = self.clone();
+        next.clients.insert(key, profile);
+        next.check_clients().map_err(|(m, f)| format!("{m}; {f}"))?;
+        Ok(next)
+    }
+
+    /// This config without client profile `id`.
+    pub fn without_client(&self, id: &str) -> Result<Config, String> {
+        let mut next = self.clone();
+        let key = ServerId::parse(id)?;
+        if next.clients.remove(&key).is_none() {
+            return Err(format!("there is no client profile \"{id}\""));
+        }
         Ok(next)
     }
 
@@ -187,7 +213,30 @@ impl Config {
         if next.servers.remove(&key).is_none() {
             return Err(format!("there is no server \"{id}\""));
         }
+        next.rename_in_clients(id, None);
         Ok(next)
+    }
+
+    /// Client profiles follow a server that is renamed (`to`) or removed (`None`): their server
+    /// lists and tool keys never name a server that is gone.
+    fn rename_in_clients(&mut self, from: &str, to: Option<&ServerId>) {
+        let prefix = format!("{from}__");
+        for profile in self.clients.values_mut() {
+            if let Some(list) = profile.servers.as_mut() {
+                let had = list.iter().any(|s| s.as_str() == from);
+                list.retain(|s| s.as_str() != from);
+                if let (true, Some(to)) = (had, to) {
+                    list.push(to.clone());
+                }
+            }
+            profile.tools = std::mem::take(&mut profile.tools)
+                .into_iter()
+                .filter_map(|(k, v)| match k.strip_prefix(&prefix) {
+                    Some(rest) => to.map(|t| (format!("{t}__{rest}"), v)),
+                    None => Some((k, v)),
+                })
+                .collect();
+        }
     }
 }
 

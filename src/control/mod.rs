@@ -86,8 +86,33 @@ pub enum Request {
         /// The server's id.
         id: String,
     },
-    /// The gateway's URL and bearer token, for `gatehouse connect` (local user only).
-    Gateway,
+    /// The gateway's URL and bearer token, for `gatehouse connect` (local user only): the
+    /// gateway token, or client profile `client`'s.
+    Gateway {
+        /// A client profile (absent: the gateway token, every tool).
+        #[serde(default)]
+        client: Option<String>,
+    },
+    /// The client profiles: each one's servers, tool count and the client's known limit.
+    Clients,
+    /// Add (or replace) a client profile in the config file; its token is created.
+    SaveClient {
+        /// The profile's id.
+        id: String,
+        /// The servers it sees (all when absent).
+        #[serde(default)]
+        servers: Option<Vec<String>>,
+    },
+    /// Remove a client profile; its token stops working and its sessions end.
+    RemoveClient {
+        /// The profile's id.
+        id: String,
+    },
+    /// A new token for a client profile; the old one stops working and its sessions end.
+    RotateClientToken {
+        /// The profile's id.
+        id: String,
+    },
     /// Pending approval requests.
     Approvals,
     /// Allow a held call.
@@ -137,6 +162,8 @@ pub struct GatewayInfo {
     /// The bearer token.
     pub token: String,
 }
+
+pub use crate::profiles::ClientInfo;
 
 /// The answer to [`Request::Forget`].
 #[derive(Debug, Clone, Serialize, Deserialize)]

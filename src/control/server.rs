@@ -149,12 +149,64 @@ async fn handle_conn(
             Ok(t) => Response::ok(t),
             Err(e) => Response::from_hub(e),
         },
-        Request::Gateway => match gateway {
-            Some(g) => Response::ok(g),
-            None => Response::err(
+        Request::Gateway { client } => match (gateway, client) {
+            (Some(g), None) => Response::ok(g),
+            (Some(g), Some(c)) if c == crate::profiles::DEFAULT_PROFILE => Response::ok(g),
+            (Some(g), Some(c)) => match hub.client_tokens().token(&c) {
+                Some(t) => Response::ok(GatewayInfo {
+                    url: g.url,
+                    token: t.to_string(),
+                }),
+                None => Response::err(
+                    ErrorKind::Config,
+                    format!(
+                        "there is no client profile \"{c}\"; see them with `gatehouse clients`, add one with `gatehouse clients add {c}`"
+                    ),
+                ),
+            },
+            (None, _) => Response::err(
                 ErrorKind::NoGateway,
                 "this hub serves one client on stdio and has no HTTP endpoint".into(),
             ),
+        },
+        Request::Clients => Response::ok(hub.clients()),
+        Request::SaveClient { id, servers } => {
+            let servers = match servers
+                .map(|s| {
+                    s.iter()
+                        .map(|x| crate::config::ServerId::parse(x.trim()))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .transpose()
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = write_line(&mut w, &Response::err(ErrorKind::Config, e)).await;
+                    return;
+                }
+            };
+            let profile = crate::config::ClientProfile {
+                servers,
+                ..hub
+                    .config()
+                    .clients
+                    .iter()
+                    .find(|(k, _)| k.as_str() == id)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            };
+            match hub.save_client(&id, profile).await {
+                Ok(()) => Response::ok(hub.clients()),
+                Err(e) => Response::from_hub(e),
+            }
+        }
+        Request::RemoveClient { id } => match hub.remove_client(&id).await {
+            Ok(()) => Response::ok(hub.clients()),
+            Err(e) => Response::from_hub(e),
+        },
+        Request::RotateClientToken { id } => match hub.rotate_client_token(&id).await {
+            Ok(_) => Response::ok(hub.clients()),
+            Err(e) => Response::from_hub(e),
         },
         Request::Approvals => Response::ok(hub.approvals().pending()),
         Request::Secrets => Response::ok(hub.secret_users()),

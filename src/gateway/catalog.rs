@@ -26,6 +26,8 @@ pub struct Catalog {
     by_name: HashMap<String, Entry>,
     /// `{"tools":[…]}`, each definition as the server sent it except for its `name`.
     list_result: String,
+    /// Each exposed tool's server and definition, in list order (for client profiles' lists).
+    ordered: Vec<(String, ServerId, String)>,
     fingerprint: u64,
     /// The hub's change generation this catalog was built from.
     generation: u64,
@@ -42,6 +44,7 @@ impl Catalog {
         let generation = hub.bus().generation();
         let mut by_name = HashMap::new();
         let mut defs: Vec<String> = Vec::new();
+        let mut ordered = Vec::new();
         for server in hub.servers() {
             if server.status().state != State::Running {
                 continue;
@@ -64,7 +67,8 @@ impl Catalog {
                 let Some(def) = rename(tool.raw.get(), &name) else {
                     continue;
                 };
-                defs.push(def);
+                defs.push(def.clone());
+                ordered.push((name.clone(), server.id().clone(), def));
                 by_name.insert(
                     name,
                     Entry {
@@ -80,6 +84,7 @@ impl Catalog {
         Catalog {
             by_name,
             list_result,
+            ordered,
             fingerprint: h.finish(),
             generation,
         }
@@ -93,6 +98,25 @@ impl Catalog {
     /// `{"tools":[…]}`, built once per change.
     pub fn list_result(&self) -> &str {
         &self.list_result
+    }
+
+    /// `{"tools":[…]}` as client profile `profile` sees it.
+    pub fn list_result_for(&self, profile: &crate::config::ClientProfile) -> String {
+        let defs: Vec<&str> = self
+            .ordered
+            .iter()
+            .filter(|(name, server, _)| profile.sees_tool(server.as_str(), name))
+            .map(|(_, _, def)| def.as_str())
+            .collect();
+        format!("{{\"tools\":[{}]}}", defs.join(","))
+    }
+
+    /// How many tools client profile `profile` sees.
+    pub fn count_for(&self, profile: &crate::config::ClientProfile) -> usize {
+        self.ordered
+            .iter()
+            .filter(|(name, server, _)| profile.sees_tool(server.as_str(), name))
+            .count()
     }
 
     /// The hub's change generation this catalog was built from.

@@ -217,13 +217,14 @@ async fn not_found() -> Response {
 
 async fn mcp(State(st): State<AppState>, req: Request<Body>) -> Response {
     let (parts, body) = req.into_parts();
-    if let Err(resp) = guard(&st, &parts.headers) {
-        return resp;
-    }
+    let profile = match guard(&st, &parts.headers) {
+        Ok(p) => p,
+        Err(resp) => return resp,
+    };
     match parts.method {
-        Method::POST => post(&st, &parts.headers, body).await,
-        Method::GET => get(&st, &parts.headers),
-        Method::DELETE => delete(&st, &parts.headers),
+        Method::POST => post(&st, &parts.headers, body, &profile).await,
+        Method::GET => get(&st, &parts.headers, &profile),
+        Method::DELETE => delete(&st, &parts.headers, &profile),
         _ => {
             let mut r = plain(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -236,8 +237,10 @@ async fn mcp(State(st): State<AppState>, req: Request<Body>) -> Response {
     }
 }
 
+/// Host, Origin, then the bearer token: the gateway token (the `default` profile, every tool:
+/// `Ok(None)`) or a client profile's (`Ok(Some(id))`).
 #[allow(clippy::result_large_err)]
-fn guard(st: &AppState, h: &HeaderMap) -> Result<(), Response> {
+fn guard(st: &AppState, h: &HeaderMap) -> Result<Option<String>, Response> {
     let host = h
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
@@ -263,13 +266,16 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<(), Response> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .unwrap_or("");
-    if !constant_time_eq(presented.as_bytes(), st.token.as_bytes()) {
-        let mut r = plain(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
-        r.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        return Err(r);
+    if constant_time_eq(presented.as_bytes(), st.token.as_bytes()) {
+        return Ok(None);
     }
-    Ok(())
+    if let Some(profile) = st.gw.profile_of_token(presented) {
+        return Ok(Some(profile));
+    }
+    let mut r = plain(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
+    r.headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    Err(r)
 }
 
 /// Whether a `Host` header names this gateway: exactly `localhost`, an IPv4 loopback address
@@ -346,7 +352,7 @@ fn split_authority(authority: &str) -> Option<(HostName<'_>, Option<u16>)> {
     Some((name, port))
 }
 
-async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
+async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>) -> Response {
     let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await
     {
         Ok(Ok(b)) => b,
@@ -406,10 +412,10 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
     }
     let (session, new_session) =
         if method == Some("initialize") && is_request {
-            (st.gw.open_session(), true)
+            (st.gw.open_session_as(profile.clone()), true)
         } else {
             match h.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-                Some(id) => match st.gw.session(id) {
+                Some(id) => match st.gw.session_of(id, profile) {
                     Some(s) => (s, false),
                     None => {
                         return json(
@@ -425,7 +431,7 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body) -> Response {
                 },
                 None if method == Some("server/discover") => {
                     // A 2026-07-28 client's probe: answer with an error so it falls back to initialize.
-                    let s = st.gw.open_session();
+                    let s = st.gw.open_session_as(profile.clone());
                     let out = st.gw.handle(&s, &bytes).await;
                     st.gw.close_session(&s.id);
                     return outcome_response(out, None).await;
@@ -484,11 +490,11 @@ async fn outcome_response(outcome: Outcome, session_id: Option<String>) -> Respo
     }
 }
 
-fn get(st: &AppState, h: &HeaderMap) -> Response {
+fn get(st: &AppState, h: &HeaderMap, profile: &Option<String>) -> Response {
     let Some(session) = h
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|id| st.gw.session(id))
+        .and_then(|id| st.gw.session_of(id, profile))
     else {
         return if h.contains_key(SESSION_HEADER) {
             plain(StatusCode::NOT_FOUND, "Session not found")
@@ -526,9 +532,11 @@ fn get(st: &AppState, h: &HeaderMap) -> Response {
     )
 }
 
-fn delete(st: &AppState, h: &HeaderMap) -> Response {
+fn delete(st: &AppState, h: &HeaderMap, profile: &Option<String>) -> Response {
     match h.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-        Some(id) if st.gw.close_session(id) => StatusCode::OK.into_response(),
+        Some(id) if st.gw.session_of(id, profile).is_some() && st.gw.close_session(id) => {
+            StatusCode::OK.into_response()
+        }
         Some(_) => plain(StatusCode::NOT_FOUND, "Session not found"),
         None => plain(
             StatusCode::BAD_REQUEST,

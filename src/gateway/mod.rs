@@ -190,9 +190,24 @@ impl Gateway {
     /// Rebuilds the catalog when servers change and tells clients when their tool list did.
     async fn watch(self) {
         let mut events = self.inner.hub.events();
+        let mut tokens = self.inner.hub.client_tokens().watch();
+        let mut tokens_alive = true;
         loop {
             let ev = tokio::select! {
                 _ = self.inner.shutdown.cancelled() => return,
+                changed = tokens.changed(), if tokens_alive => {
+                    tokens_alive = changed.is_ok();
+                    if tokens_alive {
+                        // A rotated or removed client token ends its sessions at once.
+                        let current = self.inner.hub.client_tokens().clone();
+                        self.inner.sessions.close_where(|s| match (&s.profile, &s.token) {
+                            (Some(p), Some(t)) => current.token(p).as_deref() != Some(&**t),
+                            (Some(_), None) => true,
+                            (None, _) => false,
+                        });
+                    }
+                    continue;
+                }
                 ev = events.recv() => ev,
             };
             match ev {
@@ -262,12 +277,49 @@ impl Gateway {
 
     /// A new client session (HTTP: on `initialize`; stdio: at start).
     pub fn open_session(&self) -> Arc<ClientSession> {
-        self.inner.sessions.open()
+        self.inner.sessions.open(None, None)
+    }
+
+    /// A new session of client profile `profile` (`None`: the gateway token's, every tool).
+    pub fn open_session_as(&self, profile: Option<String>) -> Arc<ClientSession> {
+        let token = profile
+            .as_deref()
+            .and_then(|p| self.inner.hub.client_tokens().token(p));
+        self.inner.sessions.open(profile, token)
     }
 
     /// The session with this id, if it is still open.
     pub fn session(&self, id: &str) -> Option<Arc<ClientSession>> {
         self.inner.sessions.get(id)
+    }
+
+    /// The session with this id if it belongs to `profile`: a token of one profile never
+    /// reaches another's session.
+    pub fn session_of(&self, id: &str, profile: &Option<String>) -> Option<Arc<ClientSession>> {
+        self.inner.sessions.get(id).filter(|s| &s.profile == profile)
+    }
+
+    /// The profile a presented bearer token belongs to, if any (not the gateway token).
+    pub fn profile_of_token(&self, presented: &str) -> Option<String> {
+        self.inner.hub.client_tokens().resolve(presented)
+    }
+
+    /// The client profile config of a session (`None`: everything).
+    pub(crate) fn profile_config(&self, s: &ClientSession) -> Option<crate::config::ClientProfile> {
+        let p = s.profile.as_deref()?;
+        let config = self.inner.hub.config();
+        Some(
+            config
+                .clients
+                .iter()
+                .find(|(k, _)| k.as_str() == p)
+                .map(|(_, v)| v.clone())
+                // A profile removed from the config sees nothing until its sessions end.
+                .unwrap_or_else(|| crate::config::ClientProfile {
+                    servers: Some(Vec::new()),
+                    ..Default::default()
+                }),
+        )
     }
 
     /// Ends a session: its in-flight calls are cancelled upstream.
@@ -341,7 +393,10 @@ impl Gateway {
             Method::Ping | Method::LoggingSetLevel => reply("{}"),
             Method::ToolsList => {
                 self.settle(STARTUP_GRACE).await;
-                reply(self.catalog().list_result())
+                match self.profile_config(s) {
+                    None => reply(self.catalog().list_result()),
+                    Some(p) => reply(&self.catalog().list_result_for(&p)),
+                }
             }
             Method::ToolsCall => self.call_tool(s, id, params),
             Method::PromptsList => reply(&self.prompts_list().await),

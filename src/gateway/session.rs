@@ -19,6 +19,10 @@ pub const MAX_SESSIONS: usize = 1024;
 pub struct ClientSession {
     /// The session id (`Mcp-Session-Id`).
     pub id: String,
+    /// The client profile whose token opened it (`None`: the gateway token, every tool).
+    pub profile: Option<String>,
+    /// That profile's token when the session opened: a rotated token ends the session.
+    pub(super) token: Option<Arc<str>>,
     /// Guards a read or write of the client's identity.
     info: Mutex<ClientInfo>,
     /// Messages not tied to a request (`list_changed`): the GET stream or stdout.
@@ -57,9 +61,11 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ClientSession {
-    fn new() -> ClientSession {
+    fn new(profile: Option<String>, token: Option<Arc<str>>) -> ClientSession {
         ClientSession {
             id: super::token::random_hex(16),
+            profile,
+            token,
             info: Mutex::new(ClientInfo::default()),
             standalone: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
@@ -113,8 +119,8 @@ pub(super) struct Sessions {
 
 impl Sessions {
     /// A new session; the least recently active one is ended when the table is full.
-    pub fn open(&self) -> Arc<ClientSession> {
-        let s = Arc::new(ClientSession::new());
+    pub fn open(&self, profile: Option<String>, token: Option<Arc<str>>) -> Arc<ClientSession> {
+        let s = Arc::new(ClientSession::new(profile, token));
         let evicted = {
             let mut sessions = lock(&self.map);
             let evicted = if sessions.len() >= MAX_SESSIONS {
@@ -149,6 +155,23 @@ impl Sessions {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Ends the sessions `stale` says no longer hold a valid token.
+    pub fn close_where(&self, stale: impl Fn(&ClientSession) -> bool) {
+        let gone: Vec<_> = {
+            let mut map = lock(&self.map);
+            let ids: Vec<String> = map
+                .values()
+                .filter(|s| stale(s))
+                .map(|s| s.id.clone())
+                .collect();
+            ids.into_iter().filter_map(|id| map.remove(&id)).collect()
+        };
+        for s in gone {
+            tracing::info!(session = %s.id, profile = ?s.profile, "ended a session whose client token was rotated or removed");
+            s.close();
         }
     }
 

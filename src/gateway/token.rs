@@ -107,6 +107,16 @@ pub fn load_or_create(data_dir: &Path) -> Result<String, TokenError> {
     Ok(token)
 }
 
+/// A fresh token: 256 random bits as hex, from the OS CSPRNG.
+pub fn new_token() -> Result<String, TokenError> {
+    try_random_hex(32)
+}
+
+/// Writes a token file readable by its owner only (0600), atomically.
+pub fn write_token_file(path: &Path, token: &str) -> std::io::Result<()> {
+    write_private(path, token)
+}
+
 #[cfg(unix)]
 fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
     use std::io::Write;

@@ -41,7 +41,21 @@ impl Gateway {
             .get("arguments")
             .map(|a| a.get().to_owned())
             .unwrap_or_else(|| "{}".into());
-        let Some(entry) = self.catalog().lookup(&name).cloned() else {
+        let profile = self.profile_config(s);
+        let visible = |e: &super::catalog::Entry| {
+            profile
+                .as_ref()
+                .is_none_or(|p| p.sees_tool(e.server.as_str(), &name))
+        };
+        let Some(entry) = self.catalog().lookup(&name).filter(|e| visible(e)).cloned() else {
+            if profile.is_some() {
+                // Outside a client's profile a tool does not exist for it: nothing more is said.
+                return Outcome::Reply(jsonrpc::error_line(
+                    id.get(),
+                    ErrorCode::InvalidParams,
+                    &format!("Unknown tool: {name}"),
+                ));
+            }
             return self.not_in_catalog(s, id, &name, arguments);
         };
         let server = match self.inner.hub.server(entry.server.as_str()) {
@@ -114,7 +128,7 @@ impl Gateway {
             }
             // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
             if let Some(def) = def {
-                if self.policy(&server, &def) == Policy::Disabled {
+                if self.policy(s, &server, &def) == Policy::Disabled {
                     let meta = CallMeta::new(&server, &def.name, arguments);
                     return self.refuse(s, id, &meta, Decision::Disabled, disabled(name));
                 }
@@ -158,7 +172,7 @@ impl Gateway {
         arguments: Option<&RawValue>,
     ) -> Admission {
         let tool = def.name.as_str();
-        match self.policy(server, def) {
+        match self.policy(s, server, def) {
             Policy::Allow => return Admission::Free(Decision::Allowed),
             Policy::Disabled => return Admission::Refused(Decision::Disabled, disabled(exposed)),
             Policy::Ask => {}
@@ -181,6 +195,7 @@ impl Gateway {
             client: ClientRef {
                 name: s.info().name,
                 session: s.id.clone(),
+                profile: s.profile.clone(),
             },
             server: server.id().to_string(),
             tool: tool.to_owned(),
@@ -214,10 +229,34 @@ pub(super) enum Recheck {
 }
 
 impl Gateway {
-    /// What the config says about calls to this tool (see [`crate::hub::HubHandle::tool_policy`]).
-    fn policy(&self, server: &ServerHandle, def: &ToolDef) -> Policy {
+    /// What the config says about calls to this tool (see [`crate::hub::HubHandle::tool_policy`]),
+    /// then what the session's client profile says: it can hide a tool, flag it, or set its own
+    /// default — never un-disable what the server's entry disables.
+    fn policy(&self, s: &ClientSession, server: &ServerHandle, def: &ToolDef) -> Policy {
         let config = self.inner.hub.config();
-        self.inner.hub.tool_policy(&config, server.id(), def)
+        let base = self.inner.hub.tool_policy(&config, server.id(), def);
+        let Some(profile) = self.profile_config(s) else {
+            return base;
+        };
+        let exposed = exposed_name(server.id().as_str(), &def.name);
+        if base == Policy::Disabled || !profile.sees_tool(server.id().as_str(), &exposed) {
+            return Policy::Disabled;
+        }
+        match profile
+            .tool_policy(server.id().as_str(), &exposed)
+            .and_then(|p| p.requires_approval)
+        {
+            Some(true) => Policy::Ask,
+            Some(false) => Policy::Allow,
+            None => match profile.approval.as_ref().and_then(|a| a.default) {
+                Some(default) => {
+                    let mut c = (*config).clone();
+                    c.approval.default = default;
+                    self.inner.hub.tool_policy(&c, server.id(), def)
+                }
+                None => base,
+            },
+        }
     }
 
     /// Checks a held call again at the moment it would run, after the person allowed the
@@ -254,7 +293,7 @@ impl Gateway {
             return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
         }
         if entry.tool.hash() == asked {
-            return match self.policy(server, &entry.tool) {
+            return match self.policy(s, server, &entry.tool) {
                 Policy::Disabled => gone(Decision::Disabled),
                 _ => Recheck::Go,
             };

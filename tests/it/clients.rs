@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-fn python() -> String {
+pub(crate) fn python() -> String {
     peer_bin("venv/bin/python")
 }
 
-fn clients_script(name: &str) -> String {
+pub(crate) fn clients_script(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/clients")
         .join(name)
@@ -20,7 +20,7 @@ fn clients_script(name: &str) -> String {
         .into_owned()
 }
 
-fn run_json(cmd: &mut Command) -> Value {
+pub(crate) fn run_json(cmd: &mut Command) -> Value {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),

@@ -256,7 +256,7 @@ pub async fn serve_env(
     let client = ControlClient::new(sock.clone());
     let deadline = StdInstant::now() + Duration::from_secs(60);
     let info = loop {
-        if let Ok(r) = client.call(&Request::Gateway).await {
+        if let Ok(r) = client.call(&Request::Gateway { client: None }).await {
             if let Some(v) = r.result {
                 break serde_json::from_value::<GatewayInfo>(v).unwrap();
             }

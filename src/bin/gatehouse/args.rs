@@ -78,6 +78,16 @@ pub enum Cmd {
         /// Gateway URL (default: asked from the running hub, with its token)
         #[arg(long, value_name = "URL")]
         url: Option<String>,
+        /// Connect as this client profile (its token and tool set)
+        #[arg(long, value_name = "ID")]
+        client: Option<String>,
+    },
+    /// Client profiles: each AI client's own token and tool set (`clients` lists them)
+    Clients {
+        #[command(subcommand)]
+        cmd: Option<ClientsCmd>,
+        #[arg(long)]
+        json: bool,
     },
     /// Show every server's status
     Status {
@@ -212,7 +222,25 @@ pub enum Cmd {
         /// With --write: the client's file, if not in its usual place
         #[arg(long, value_name = "PATH")]
         file: Option<PathBuf>,
+        /// Use this client profile's token (and, for stdio clients, `connect --client ID`)
+        #[arg(long, value_name = "ID")]
+        client: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+pub enum ClientsCmd {
+    /// Add a client profile (and its token) seeing the given servers (all when absent)
+    Add {
+        id: String,
+        /// Comma-separated server ids
+        #[arg(long, value_delimiter = ',', value_name = "A,B")]
+        servers: Option<Vec<String>>,
+    },
+    /// Remove a client profile: its token stops working and its sessions end
+    Remove { id: String },
+    /// A new token for a client profile: the old one stops working and its sessions end
+    RotateToken { id: String },
 }
 
 #[derive(Subcommand)]

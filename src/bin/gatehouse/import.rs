@@ -95,7 +95,7 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     };
     // The running hub's actual port too: its own entry in a client's file is never offered.
     let running = control
-        .request::<GatewayInfo>(&Request::Gateway)
+        .request::<GatewayInfo>(&Request::Gateway { client: None })
         .await
         .ok()
         .and_then(|i| reqwest_port(&i.url));
@@ -287,6 +287,7 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
 
 pub struct ClientConfigArgs {
     pub target: String,
+    pub client: Option<String>,
     pub write: bool,
     pub replace_imported: bool,
     pub file: Option<PathBuf>,
@@ -297,7 +298,9 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
     let kind = ClientKind::parse(&args.target)?;
     let (url, token) = if kind.speaks_http() {
         let info: GatewayInfo = control
-            .request(&Request::Gateway)
+            .request(&Request::Gateway {
+                client: args.client.clone(),
+            })
             .await
             .map_err(|e| format!("{e}\n(the snippet needs the running hub's URL and token)"))?;
         (info.url, info.token)
@@ -306,7 +309,13 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
     };
     let bin = clients::gatehouse_bin();
     if !args.write {
-        let snippet = clients::snippet(kind, &url, &token, &bin);
+        let mut snippet = clients::snippet(kind, &url, &token, &bin);
+        if let Some(e) = snippet
+            .get_mut(kind.servers_key())
+            .and_then(|s| s.get_mut(clients::ENTRY_NAME))
+        {
+            *e = clients::for_profile(e.take(), args.client.as_deref());
+        }
         println!(
             "{}",
             serde_json::to_string_pretty(&snippet).unwrap_or_default()
@@ -341,7 +350,10 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
     let (backup, removed) = clients::write_entry(
         &path,
         kind,
-        &clients::entry(kind, &url, &token, &bin),
+        &clients::for_profile(
+            clients::entry(kind, &url, &token, &bin),
+            args.client.as_deref(),
+        ),
         &managed,
     )?;
     if let Some(b) = backup {

@@ -54,7 +54,7 @@ fn main() -> ExitCode {
                 };
                 serve::serve(opts).await
             }
-            Cmd::Connect { url } => verbs::connect(url, control_path).await,
+            Cmd::Connect { url, client } => verbs::connect(url, client, control_path).await,
             verb => verbs::run(verb, control_path).await,
         }
     })

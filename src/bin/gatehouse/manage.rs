@@ -369,3 +369,61 @@ pub async fn test(a: TestArgs) -> Result<bool, String> {
     }
     Ok(report.ok)
 }
+
+/// `gatehouse clients`: list the profiles with their tool counts against each client's known
+/// limit; `add`, `remove`, `rotate-token` through the running hub.
+pub async fn clients(
+    client: &ControlClient,
+    cmd: Option<crate::args::ClientsCmd>,
+    json: bool,
+) -> Result<(), String> {
+    use crate::args::ClientsCmd;
+    use gatehouse::control::ClientInfo;
+    let (req, done) = match cmd {
+        None => (Request::Clients, None),
+        Some(ClientsCmd::Add { id, servers }) => (
+            Request::SaveClient {
+                id: id.clone(),
+                servers,
+            },
+            Some(format!(
+                "added client profile {id}; connect a client with `gatehouse client-config TARGET --client {id}` (or `gatehouse connect --client {id}`)"
+            )),
+        ),
+        Some(ClientsCmd::Remove { id }) => (
+            Request::RemoveClient { id: id.clone() },
+            Some(format!(
+                "removed client profile {id}: its token no longer works and its sessions ended"
+            )),
+        ),
+        Some(ClientsCmd::RotateToken { id }) => (
+            Request::RotateClientToken { id: id.clone() },
+            Some(format!(
+                "client profile {id} has a new token: the old one no longer works and its sessions ended; write it into the client again with `gatehouse client-config TARGET --client {id} --write`"
+            )),
+        ),
+    };
+    let rows: Vec<ClientInfo> = client.request(&req).await.map_err(|e| e.to_string())?;
+    if let Some(d) = done {
+        println!("{d}");
+    }
+    if json {
+        crate::print::json(&rows);
+        return Ok(());
+    }
+    println!("{:<20} {:>6}  SERVERS", "CLIENT", "TOOLS");
+    for r in &rows {
+        let servers = match &r.servers {
+            Some(s) => s.join(", "),
+            None => "all".into(),
+        };
+        println!("{:<20} {:>6}  {servers}", r.id, r.tools);
+        if let Some(limit) = r.limit.filter(|l| r.tools > *l) {
+            println!(
+                "    warning: {} tools is more than this client handles well ({limit}); narrow it with `gatehouse clients add {} --servers …`",
+                r.tools, r.id
+            );
+        }
+    }
+    Ok(())
+}

@@ -43,9 +43,11 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             write,
             replace_imported,
             file,
+            client: profile,
         } => {
             let args = import::ClientConfigArgs {
                 target,
+                client: profile,
                 write,
                 replace_imported,
                 file,
@@ -76,6 +78,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 })
         }
         Cmd::Secret { cmd } => secret(&client, cmd).await,
+        Cmd::Clients { cmd, json } => manage::clients(&client, cmd, json).await,
         Cmd::Activity {
             json,
             limit,
@@ -243,16 +246,24 @@ async fn logs(
 
 /// `gatehouse connect`: the stdio bridge, with the URL and token asked from the running hub
 /// unless given.
-pub async fn connect(url: Option<String>, control_path: PathBuf) -> ExitCode {
+pub async fn connect(
+    url: Option<String>,
+    profile: Option<String>,
+    control_path: PathBuf,
+) -> ExitCode {
     gatehouse::service::init_tracing();
+    // A profile's token comes from the hub, never from GATEHOUSE_TOKEN (the default's).
     let env_token = std::env::var(gatehouse::gateway::token::TOKEN_ENV)
         .ok()
-        .filter(|t| !t.is_empty());
+        .filter(|t| !t.is_empty() && profile.is_none());
     let (url, token) = match (url, env_token) {
         (Some(u), Some(t)) => (u, t),
         (url, token) => {
             let client = ControlClient::new(control_path);
-            match client.request::<GatewayInfo>(&Request::Gateway).await {
+            match client
+                .request::<GatewayInfo>(&Request::Gateway { client: profile })
+                .await
+            {
                 Ok(i) => (url.unwrap_or(i.url), token.unwrap_or(i.token)),
                 Err(e) => {
                     eprintln!("gatehouse connect: {e}");

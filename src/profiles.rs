@@ -1,0 +1,185 @@
+//! Client profiles' bearer tokens: one per profile in `clients`, 256 random bits, kept in the
+//! keychain as `client-token:ID` (or, without a reachable keychain, `DATA_DIR/client-tokens/ID`,
+//! 0600). The gateway token is the `default` profile's and lives in `gateway::token`. A token
+//! names its profile; rotating or removing one bumps the generation the gateway watches to end
+//! that profile's sessions at once.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::watch;
+
+use crate::secrets::{KeychainStore, SecretError, SecretSource};
+
+/// The profile every client holding the gateway token gets: every server, every tool.
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// One client profile as `gatehouse clients` shows it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ClientInfo {
+    /// The profile's id (`default` is the gateway token's).
+    pub id: String,
+    /// The servers it sees (`None`: all).
+    pub servers: Option<Vec<String>>,
+    /// How many tools it sees now.
+    pub tools: usize,
+    /// The most tools the client of that name handles well (Cursor 40, VS Code 128), if known.
+    pub limit: Option<usize>,
+}
+
+/// The tool limit of a client known by its profile's name: Cursor warns past 40 tools, VS Code
+/// caps a request at 128; others have none known.
+pub fn known_limit(id: &str) -> Option<usize> {
+    match id {
+        "cursor" => Some(40),
+        "vscode" | "vs-code" | "code" => Some(128),
+        _ => None,
+    }
+}
+
+/// The keychain account of a profile's token.
+pub fn keychain_name(id: &str) -> String {
+    format!("client-token:{id}")
+}
+
+/// The profiles' tokens, by profile id.
+pub struct ClientTokens {
+    keychain: Option<KeychainStore>,
+    dir: PathBuf,
+    map: RwLock<BTreeMap<String, Arc<str>>>,
+    generation: watch::Sender<u64>,
+}
+
+impl ClientTokens {
+    /// Tokens kept in `keychain` when given and reachable, else under `data_dir/client-tokens`.
+    pub fn new(keychain: Option<KeychainStore>, data_dir: PathBuf) -> ClientTokens {
+        ClientTokens {
+            keychain,
+            dir: data_dir.join("client-tokens"),
+            map: RwLock::new(BTreeMap::new()),
+            generation: watch::channel(0).0,
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<str>>> {
+        self.map.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<str>>> {
+        self.map.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the table hold exactly `ids`: a profile without a token gets one (created and
+    /// stored), a token of a profile no longer configured is dropped (and deleted). Blocking.
+    pub fn sync(&self, ids: &[String]) -> Result<(), String> {
+        let mut changed = false;
+        let known: Vec<String> = self.read().keys().cloned().collect();
+        for gone in known.iter().filter(|k| !ids.contains(k)) {
+            self.write().remove(gone);
+            self.forget(gone);
+            changed = true;
+        }
+        for id in ids {
+            if self.read().contains_key(id) {
+                continue;
+            }
+            let token = match self.load(id)? {
+                Some(t) => t,
+                None => {
+                    let t = crate::gateway::token::new_token()
+                        .map_err(|e| format!("creating a token for client \"{id}\": {e}"))?;
+                    self.store(id, &t)?;
+                    t
+                }
+            };
+            self.write().insert(id.clone(), Arc::from(token));
+            changed = true;
+        }
+        if changed {
+            self.generation.send_modify(|g| *g += 1);
+        }
+        Ok(())
+    }
+
+    /// A new token for profile `id`; the old one stops working at once. Blocking.
+    pub fn rotate(&self, id: &str) -> Result<String, String> {
+        if !self.read().contains_key(id) {
+            return Err(format!("there is no client profile \"{id}\""));
+        }
+        let token = crate::gateway::token::new_token().map_err(|e| e.to_string())?;
+        self.store(id, &token)?;
+        self.write().insert(id.to_owned(), Arc::from(token.as_str()));
+        self.generation.send_modify(|g| *g += 1);
+        Ok(token)
+    }
+
+    /// Profile `id`'s token.
+    pub fn token(&self, id: &str) -> Option<Arc<str>> {
+        self.read().get(id).cloned()
+    }
+
+    /// The profile a presented token belongs to (compared in constant time with each).
+    pub fn resolve(&self, presented: &str) -> Option<String> {
+        let mut found = None;
+        for (id, token) in self.read().iter() {
+            if crate::gateway::token::constant_time_eq(presented.as_bytes(), token.as_bytes()) {
+                found = Some(id.clone());
+            }
+        }
+        found
+    }
+
+    /// Changes whenever a token is created, rotated or dropped.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    fn file(&self, id: &str) -> PathBuf {
+        self.dir.join(id)
+    }
+
+    fn load(&self, id: &str) -> Result<Option<String>, String> {
+        if let Some(k) = &self.keychain {
+            match k.get(&keychain_name(id)) {
+                Ok(t) if t.len() >= 32 => return Ok(Some(t)),
+                Ok(_) | Err(SecretError::Missing { .. }) => {}
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        match std::fs::read_to_string(self.file(id)) {
+            Ok(t) if t.trim().len() >= 32 => Ok(Some(t.trim().to_owned())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!(
+                "cannot read {}: {e}",
+                self.file(id).display()
+            )),
+        }
+    }
+
+    fn store(&self, id: &str, token: &str) -> Result<(), String> {
+        if let Some(k) = &self.keychain {
+            match k.set(&keychain_name(id), token) {
+                Ok(()) => {
+                    let _ = std::fs::remove_file(self.file(id));
+                    return Ok(());
+                }
+                Err(e) => tracing::warn!(
+                    "{e}; the token of client \"{id}\" is kept in {} (0600)",
+                    self.file(id).display()
+                ),
+            }
+        }
+        crate::private::create_dir(&self.dir)
+            .and_then(|()| crate::gateway::token::write_token_file(&self.file(id), token))
+            .map_err(|e| format!("cannot write {}: {e}", self.file(id).display()))
+    }
+
+    fn forget(&self, id: &str) {
+        if let Some(k) = &self.keychain {
+            let _ = k.delete(&keychain_name(id));
+        }
+        let _ = std::fs::remove_file(self.file(id));
+    }
+}
