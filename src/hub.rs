@@ -92,7 +92,11 @@ pub struct ToolInfo {
 
 /// The client profiles a config names.
 fn profile_ids(config: &Config) -> Vec<String> {
-    config.clients.keys().map(|k| k.as_str().to_owned()).collect()
+    config
+        .clients
+        .keys()
+        .map(|k| k.as_str().to_owned())
+        .collect()
 }
 
 /// The way to start the core: [`Hub::start`].

@@ -109,7 +109,8 @@ impl ClientTokens {
         }
         let token = crate::gateway::token::new_token().map_err(|e| e.to_string())?;
         self.store(id, &token)?;
-        self.write().insert(id.to_owned(), Arc::from(token.as_str()));
+        self.write()
+            .insert(id.to_owned(), Arc::from(token.as_str()));
         self.generation.send_modify(|g| *g += 1);
         Ok(token)
     }
@@ -151,10 +152,7 @@ impl ClientTokens {
             Ok(t) if t.trim().len() >= 32 => Ok(Some(t.trim().to_owned())),
             Ok(_) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!(
-                "cannot read {}: {e}",
-                self.file(id).display()
-            )),
+            Err(e) => Err(format!("cannot read {}: {e}", self.file(id).display())),
         }
     }
 

@@ -98,10 +98,7 @@ impl ClientProfile {
     /// Whether this client sees one exposed tool.
     pub fn sees_tool(&self, server: &str, exposed: &str) -> bool {
         self.sees_server(server)
-            && self
-                .tool_policy(server, exposed)
-                .and_then(|p| p.enabled)
-                != Some(false)
+            && self.tool_policy(server, exposed).and_then(|p| p.enabled) != Some(false)
     }
 }
 

@@ -368,9 +368,9 @@ impl Config {
                 }
             }
             for key in profile.tools.keys() {
-                let known = key
-                    .split_once("__")
-                    .is_some_and(|(server, tool)| !tool.is_empty() && self.servers.keys().any(|s| s.as_str() == server));
+                let known = key.split_once("__").is_some_and(|(server, tool)| {
+                    !tool.is_empty() && self.servers.keys().any(|s| s.as_str() == server)
+                });
                 if !known {
                     return Err((
                         format!("client \"{id}\" has a tool setting \"{key}\" that names no configured server"),

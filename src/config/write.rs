@@ -173,11 +173,7 @@ impl Config {
     }
 
     /// This config with client profile `id` added or replaced (validated as a load would).
-    pub fn with_client(
-        &self,
-        id: &str,
-        profile: super::ClientProfile,
-    ) -> Result<Config, String> {
+    pub fn with_client(&self, id: &str, profile: super::ClientProfile) -> Result<Config, String> {
         let key = ServerId::parse(id).map_err(|e| e.replace("server id", "client id"))?;
         let mut next = self.clone();
         next.clients.insert(key, profile);

@@ -296,7 +296,10 @@ impl Gateway {
     /// The session with this id if it belongs to `profile`: a token of one profile never
     /// reaches another's session.
     pub fn session_of(&self, id: &str, profile: &Option<String>) -> Option<Arc<ClientSession>> {
-        self.inner.sessions.get(id).filter(|s| &s.profile == profile)
+        self.inner
+            .sessions
+            .get(id)
+            .filter(|s| &s.profile == profile)
     }
 
     /// The profile a presented bearer token belongs to, if any (not the gateway token).

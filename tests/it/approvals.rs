@@ -520,7 +520,10 @@ async fn policies_flagged_only_always_disabled_and_deny_unattended() {
     let client = gatehouse::control::ControlClient::new(sock.clone());
     let deadline = Instant::now() + T;
     let info = loop {
-        if let Ok(r) = client.call(&gatehouse::control::Request::Gateway { client: None }).await {
+        if let Ok(r) = client
+            .call(&gatehouse::control::Request::Gateway { client: None })
+            .await
+        {
             if let Some(v) = r.result {
                 break serde_json::from_value::<gatehouse::control::GatewayInfo>(v).unwrap();
             }

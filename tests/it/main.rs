@@ -13,6 +13,7 @@ mod isolation;
 mod local;
 mod manage;
 mod peers;
+mod profiles;
 mod remote;
 mod secrets;
 mod supervisor;
