@@ -50,6 +50,9 @@ pub struct CallRecord {
     /// answer came that way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_via: Option<String>,
+    /// The client profile the call came through (absent: the gateway token, `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// Whether and how a call was let through.
@@ -253,6 +256,7 @@ enum Msg {
     Query {
         limit: usize,
         server: Option<String>,
+        client: Option<String>,
         reply: oneshot::Sender<Result<Vec<CallRecord>, String>>,
     },
 }
@@ -306,11 +310,23 @@ impl ActivityLog {
         limit: usize,
         server: Option<String>,
     ) -> Result<Vec<CallRecord>, String> {
+        self.recent_of(limit, server, None).await
+    }
+
+    /// The newest records of one server and/or one client profile (`default` for the gateway
+    /// token's calls), newest first.
+    pub async fn recent_of(
+        &self,
+        limit: usize,
+        server: Option<String>,
+        client: Option<String>,
+    ) -> Result<Vec<CallRecord>, String> {
         let (reply, rx) = oneshot::channel();
         self.tx
             .send(Msg::Query {
                 limit,
                 server,
+                client,
                 reply,
             })
             .map_err(|_| "the activity log is not running".to_owned())?;
@@ -404,11 +420,13 @@ fn writer(path: PathBuf, rx: Receiver<Msg>) {
             if let Msg::Query {
                 limit,
                 server,
+                client,
                 reply,
             } = q
             {
                 let result = match db.as_ref() {
-                    Some(conn) => query(conn, limit, server.as_deref()).map_err(|e| e.to_string()),
+                    Some(conn) => query(conn, limit, server.as_deref(), client.as_deref())
+                        .map_err(|e| e.to_string()),
                     None => Err(format!(
                         "the activity log {} cannot be opened right now (it is retried)",
                         path.display()
@@ -497,6 +515,15 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     if !has_via {
         conn.execute_batch("ALTER TABLE calls ADD COLUMN decided_via TEXT;")?;
     }
+    // Added with client profiles: which profile's token the call came with (NULL: default).
+    let has_profile: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'profile'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_profile {
+        conn.execute_batch("ALTER TABLE calls ADD COLUMN profile TEXT;")?;
+    }
     // A file that is not a database fails here, not at the first insert.
     conn.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))?;
     Ok(conn)
@@ -517,8 +544,8 @@ fn rotate_aside(path: &Path) {
 fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
     // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
     conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
             r.time_ms as i64,
@@ -531,7 +558,8 @@ fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
             r.decided_by.as_str(),
             r.duration_ms as i64,
             r.outcome.as_str(),
-            r.decided_via
+            r.decided_via,
+            r.profile
         ],
     )?;
     Ok(())
@@ -550,12 +578,14 @@ fn query(
     conn: &Connection,
     limit: usize,
     server: Option<&str>,
+    client: Option<&str>,
 ) -> rusqlite::Result<Vec<CallRecord>> {
     let mut stmt = conn.prepare(
-        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via
-         FROM calls WHERE (?1 IS NULL OR server = ?1) ORDER BY id DESC LIMIT ?2",
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile
+         FROM calls WHERE (?1 IS NULL OR server = ?1) AND (?3 IS NULL OR coalesce(profile, 'default') = ?3)
+         ORDER BY id DESC LIMIT ?2",
     )?;
-    let rows = stmt.query_map(params![server, limit as i64], |r| {
+    let rows = stmt.query_map(params![server, limit as i64, client], |r| {
         Ok(CallRecord {
             time_ms: r.get::<_, i64>(0)? as u64,
             client: r.get(1)?,
@@ -568,6 +598,7 @@ fn query(
             duration_ms: r.get::<_, i64>(8)? as u64,
             outcome: CallOutcome::parse(&r.get::<_, String>(9)?),
             decided_via: r.get(10)?,
+            profile: r.get(11)?,
         })
     })?;
     rows.collect()
@@ -590,6 +621,7 @@ mod tests {
             duration_ms: i,
             outcome: CallOutcome::Ok,
             decided_via: None,
+            profile: None,
         }
     }
 

@@ -346,13 +346,15 @@ pub async fn activity(
     state: AppStateRef<'_>,
     limit: Option<usize>,
     server: Option<String>,
+    client: Option<String>,
 ) -> CommandResult<Vec<ActivityRow>> {
     let rows = state
         .hub()?
         .activity()
-        .recent(
+        .recent_of(
             limit.unwrap_or(200).min(2000),
             server.filter(|s| !s.is_empty()),
+            client.filter(|s| !s.is_empty()),
         )
         .await
         .map_err(CommandError::failed)?;

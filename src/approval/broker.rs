@@ -101,9 +101,16 @@ impl ApprovalBroker {
 
     /// Whether an earlier answer covers this call: the same client session said "session", or
     /// "always" was given for exactly this definition.
-    pub fn granted(&self, session: &str, server: &str, tool: &str, hash: &str) -> Option<Scope> {
+    pub fn granted(
+        &self,
+        profile: Option<&str>,
+        session: &str,
+        server: &str,
+        tool: &str,
+        hash: &str,
+    ) -> Option<Scope> {
         let st = self.lock();
-        if st.store.always_allows(server, tool, hash) {
+        if st.store.always_allows(profile, server, tool, hash) {
             return Some(Scope::Always);
         }
         st.session_grants
@@ -254,8 +261,13 @@ impl ApprovalBroker {
             Scope::Always => {
                 // "Always" trusts this definition: it becomes the pin.
                 let definition = request.changed.as_ref().map(|c| c.new.clone());
-                st.store
-                    .trust(&request.server, &request.tool, hash, definition);
+                st.store.trust(
+                    request.client.profile.as_deref(),
+                    &request.server,
+                    &request.tool,
+                    hash,
+                    definition,
+                );
             }
         }
         drop(st);
@@ -388,18 +400,18 @@ mod tests {
             b.answer(&id, Answer::Deny(None), Decider::Cli).is_err(),
             "answered once only"
         );
-        assert_eq!(b.granted("s1", "fs", "write_file", &hash), None);
+        assert_eq!(b.granted(None, "s1", "fs", "write_file", &hash), None);
 
         // session
         let r = request(&b, "s1");
         ask_and_answer(&b, r, &hash, Answer::Allow(Scope::Session)).await;
         assert_eq!(
-            b.granted("s1", "fs", "write_file", &hash),
+            b.granted(None, "s1", "fs", "write_file", &hash),
             Some(Scope::Session)
         );
-        assert_eq!(b.granted("s2", "fs", "write_file", &hash), None);
+        assert_eq!(b.granted(None, "s2", "fs", "write_file", &hash), None);
         assert_eq!(b.forget("fs", Some("write_file")), 1);
-        assert_eq!(b.granted("s1", "fs", "write_file", &hash), None);
+        assert_eq!(b.granted(None, "s1", "fs", "write_file", &hash), None);
 
         // timeout
         let r = request(&b, "s1");
@@ -443,7 +455,7 @@ mod tests {
         // A new broker (a hub restart) still knows, for the same definition only.
         let b = ApprovalBroker::new(EventBus::new(8), Some(path.clone()), false);
         assert_eq!(
-            b.granted("other-session", "fs", "w", &h1),
+            b.granted(None, "other-session", "fs", "w", &h1),
             Some(Scope::Always)
         );
         let def2 = tool(def2);
@@ -453,7 +465,7 @@ mod tests {
         let change = change.expect("the change is reported");
         assert_eq!(change.fields, vec!["description".to_owned()]);
         assert_eq!(
-            b.granted("other-session", "fs", "w", &h2),
+            b.granted(None, "other-session", "fs", "w", &h2),
             None,
             "always no longer applies"
         );

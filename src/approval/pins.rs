@@ -47,6 +47,20 @@ fn key(server: &str, tool: &str) -> String {
     format!("{server}/{tool}")
 }
 
+/// The key of an "always" answer: the tool's, plus ` @PROFILE` when a client profile gave it
+/// (an answer covers the client that gave it; the gateway token's is the plain key).
+fn always_key(server: &str, tool: &str, profile: Option<&str>) -> String {
+    match profile {
+        Some(p) => format!("{server}/{tool} @{p}"),
+        None => key(server, tool),
+    }
+}
+
+/// An "always" key without its profile part.
+fn tool_key(always_key: &str) -> &str {
+    always_key.split_once(" @").map_or(always_key, |(k, _)| k)
+}
+
 impl Store {
     /// Reads the store; an unreadable file is moved aside (never lost) and the store starts empty.
     pub fn load(path: &Path) -> Store {
@@ -123,7 +137,8 @@ impl Store {
         let prefix = key(server, "");
         let mine = |k: &String| k.starts_with(&prefix);
         self.pins.retain(|k, _| !mine(k) || listed.contains(k));
-        self.always.retain(|k, _| !mine(k) || listed.contains(k));
+        self.always
+            .retain(|k, _| !mine(k) || listed.contains(tool_key(k)));
         changed |= self.pins.len() + self.always.len() != before;
         for def in tools {
             if !self.pins.contains_key(&key(server, &def.name)) {
@@ -197,17 +212,33 @@ impl Store {
         }
     }
 
-    /// Whether "always" was given for exactly this definition.
-    pub fn always_allows(&self, server: &str, tool: &str, hash: &str) -> bool {
+    /// Whether "always" was given for exactly this definition, by this client profile (`None`:
+    /// the gateway token's).
+    pub fn always_allows(
+        &self,
+        profile: Option<&str>,
+        server: &str,
+        tool: &str,
+        hash: &str,
+    ) -> bool {
         self.always
-            .get(&key(server, tool))
+            .get(&always_key(server, tool, profile))
             .is_some_and(|h| h == hash)
     }
 
-    /// Remembers "always" for the definition with `hash`; it becomes the pin.
-    pub fn trust(&mut self, server: &str, tool: &str, hash: &str, definition: Option<Value>) {
+    /// Remembers "always" (given by `profile`) for the definition with `hash`; it becomes the
+    /// pin.
+    pub fn trust(
+        &mut self,
+        profile: Option<&str>,
+        server: &str,
+        tool: &str,
+        hash: &str,
+        definition: Option<Value>,
+    ) {
         let k = key(server, tool);
-        self.always.insert(k.clone(), hash.to_owned());
+        self.always
+            .insert(always_key(server, tool, profile), hash.to_owned());
         let definition = definition
             .or_else(|| self.pins.get(&k).map(|p| p.definition.clone()))
             .unwrap_or(Value::Null);
@@ -225,7 +256,7 @@ impl Store {
     pub fn forget(&mut self, matches: impl Fn(&str, &str) -> bool) -> usize {
         let before = self.always.len();
         self.always.retain(|k, _| {
-            let (s, t) = k.split_once('/').unwrap_or((k, ""));
+            let (s, t) = tool_key(k).split_once('/').unwrap_or((k, ""));
             !matches(s, t)
         });
         before - self.always.len()
@@ -323,11 +354,31 @@ mod tests {
         assert!(st.quarantined("s", "never-listed"));
         assert!(st.release("s", "later"));
         assert!(!st.quarantined("s", "later"));
-        st.trust("s", "first", tool("first").hash(), None);
-        assert!(st.always_allows("s", "first", tool("first").hash()));
+        st.trust(None, "s", "first", tool("first").hash(), None);
+        assert!(st.always_allows(None, "s", "first", tool("first").hash()));
         st.take_listing("s", "two", &[tool("first"), tool("other")]);
-        assert!(!st.always_allows("s", "first", tool("first").hash()));
+        assert!(!st.always_allows(None, "s", "first", tool("first").hash()));
         assert!(!st.quarantined("s", "other"), "a first listing again");
         assert!(!st.quarantined("t", "x"), "an unknown server is not known");
+    }
+
+    /// An "always" answer covers the client profile that gave it, and no other; it follows the
+    /// tool's listing and is forgotten with it.
+    #[test]
+    fn always_answers_belong_to_the_profile_that_gave_them() {
+        let mut st = Store::default();
+        let t = tool("t");
+        st.take_listing("s", "o", &[t.clone()]);
+        st.trust(Some("cursor"), "s", "t", t.hash(), None);
+        assert!(st.always_allows(Some("cursor"), "s", "t", t.hash()));
+        assert!(!st.always_allows(Some("code"), "s", "t", t.hash()));
+        assert!(!st.always_allows(None, "s", "t", t.hash()));
+        st.take_listing("s", "o", &[t.clone()]);
+        assert!(
+            st.always_allows(Some("cursor"), "s", "t", t.hash()),
+            "still listed: kept"
+        );
+        assert_eq!(st.forget(|s, tool| s == "s" && tool == "t"), 1);
+        assert!(!st.always_allows(Some("cursor"), "s", "t", t.hash()));
     }
 }

@@ -151,6 +151,9 @@ pub enum Request {
         /// Only this server's calls.
         #[serde(default)]
         server: Option<String>,
+        /// Only this client profile's calls (`default`: the gateway token's).
+        #[serde(default)]
+        client: Option<String>,
     },
 }
 

@@ -211,8 +211,16 @@ async fn handle_conn(
         Request::Approvals => Response::ok(hub.approvals().pending()),
         Request::Secrets => Response::ok(hub.secret_users()),
         Request::SecretChanged { name } => Response::ok(hub.secret_changed(&name).await),
-        Request::Activity { limit, server } => {
-            match hub.activity().recent(limit.unwrap_or(50), server).await {
+        Request::Activity {
+            limit,
+            server,
+            client,
+        } => {
+            match hub
+                .activity()
+                .recent_of(limit.unwrap_or(50), server, client)
+                .await
+            {
                 Ok(rows) => Response::ok(rows),
                 Err(e) => Response::err(ErrorKind::Activity, e),
             }

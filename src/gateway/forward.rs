@@ -340,6 +340,7 @@ impl Gateway {
             duration_ms: elapsed,
             outcome,
             decided_via: via,
+            profile: s.profile.clone(),
         });
     }
 

@@ -181,7 +181,13 @@ impl Gateway {
         let broker = self.inner.hub.approvals();
         let changed = broker.check_definition(server.id().as_str(), def);
         if changed.is_none() {
-            match broker.granted(&s.id, server.id().as_str(), tool, def.hash()) {
+            match broker.granted(
+                s.profile.as_deref(),
+                &s.id,
+                server.id().as_str(),
+                tool,
+                def.hash(),
+            ) {
                 Some(Scope::Always) => return Admission::Free(Decision::RememberedAlways),
                 Some(_) => return Admission::Free(Decision::RememberedSession),
                 None => {}

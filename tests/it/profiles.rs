@@ -350,3 +350,110 @@ async fn the_stdio_bridge_connects_as_a_profile() {
     assert!(tools.iter().all(|t| t.as_str().unwrap().starts_with("a__")));
     assert_eq!(out["results"]["a__add"]["content"][0]["text"], "3");
 }
+
+/// Waits until a call to `exposed` is waiting for approval; returns the request.
+async fn pending(dir: &Path, exposed: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let out = gh(dir, &["approvals", "--json"]);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if let Some(r) = list
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["exposed"] == exposed))
+        {
+            return r.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no approval request for {exposed}"
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+}
+
+/// An "always" answer covers the profile that gave it and no other; the approval request names
+/// the profile; activity rows carry it and `activity --client` filters by it.
+#[tokio::test]
+async fn answers_and_activity_belong_to_each_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({
+        "servers": {"a": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}}}},
+        "clients": {"cursor": {"servers": ["a"]}, "code": {}},
+        "approval": {"default": "flagged-only", "timeout_secs": 20}
+    });
+    let served = serve(d, &cfg.to_string(), &["a"]).await;
+    let url = served.info.url.clone();
+    let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"hi"}}});
+    let cursor_token = token_of(d, "cursor").await;
+    let cursor = Session::open(&url, &cursor_token).await;
+    let first = tokio::spawn({
+        let (c, t, call) = (cursor.http.clone(), cursor_token.clone(), call.clone());
+        let (url, sid) = (url.clone(), cursor.sid.clone());
+        async move {
+            c.post(&url)
+                .bearer_auth(t)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", sid)
+                .body(call.to_string())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    });
+    let r = pending(d, "a__echo").await;
+    assert_eq!(r["client"]["profile"], "cursor", "{r}");
+    let out = gh(
+        d,
+        &["approve", r["id"].as_str().unwrap(), "--scope", "always"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(first.await.unwrap().contains("\"hi\""));
+    // Remembered for cursor: no question.
+    let (_, body) = cursor.post(&cursor_token, call.clone()).await;
+    assert!(body.contains("\"hi\""), "{body}");
+    // Another profile is asked; denied, it does not run.
+    let code_token = token_of(d, "code").await;
+    let code = Session::open(&url, &code_token).await;
+    let second = tokio::spawn({
+        let (c, t, call) = (code.http.clone(), code_token.clone(), call.clone());
+        let (url, sid) = (url.clone(), code.sid.clone());
+        async move {
+            c.post(&url)
+                .bearer_auth(t)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-session-id", sid)
+                .body(call.to_string())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    });
+    let r = pending(d, "a__echo").await;
+    assert_eq!(r["client"]["profile"], "code");
+    assert!(gh(d, &["deny", r["id"].as_str().unwrap()]).status.success());
+    assert!(second.await.unwrap().contains("isError"));
+
+    let rows = |client: &str| -> Vec<Value> {
+        let out = gh(d, &["activity", "--json", "--client", client]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let c = rows("cursor");
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert!(c.iter().all(|r| r["profile"] == "cursor"));
+    let k = rows("code");
+    assert_eq!(k.len(), 1, "{k:?}");
+    assert_eq!(k[0]["decision"], "denied");
+    assert!(rows("default").is_empty());
+    let human = text(&gh(d, &["activity"]));
+    assert!(
+        human.contains("CLIENT") && human.contains("cursor"),
+        "{human}"
+    );
+}

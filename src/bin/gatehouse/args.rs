@@ -66,6 +66,9 @@ pub enum Cmd {
         limit: usize,
         #[arg(long, value_name = "ID")]
         server: Option<String>,
+        /// Only the calls of this client profile (`default`: the gateway token's)
+        #[arg(long, value_name = "ID")]
+        client: Option<String>,
     },
     /// Deny a waiting call; the client gets an error result with the reason
     Deny {

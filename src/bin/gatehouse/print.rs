@@ -210,15 +210,16 @@ pub fn activity(rows: &[CallRecord]) {
         return;
     }
     println!(
-        "{:<10} {:<32} {:<20} {:<8} {:>8} OUTCOME",
-        "AGO", "TOOL", "DECISION", "BY", "MS"
+        "{:<10} {:<14} {:<32} {:<20} {:<8} {:>8} OUTCOME",
+        "AGO", "CLIENT", "TOOL", "DECISION", "BY", "MS"
     );
     let now = gatehouse::logs::now_ms();
     for r in rows {
         let ago = human_secs(now.saturating_sub(r.time_ms) / 1000);
         println!(
-            "{:<10} {:<32} {:<20} {:<8} {:>8} {}",
+            "{:<10} {:<14} {:<32} {:<20} {:<8} {:>8} {}",
             ago,
+            r.profile.as_deref().unwrap_or("default"),
             format!("{}__{}", r.server, r.tool),
             r.decision.as_str(),
             r.decided_by.as_str(),

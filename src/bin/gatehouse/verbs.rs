@@ -83,11 +83,13 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             json,
             limit,
             server,
+            client: profile,
         } => ask::<Vec<CallRecord>>(
             &client,
             Request::Activity {
                 limit: Some(limit),
                 server,
+                client: profile,
             },
         )
         .await
