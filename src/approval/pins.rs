@@ -368,12 +368,12 @@ mod tests {
     fn always_answers_belong_to_the_profile_that_gave_them() {
         let mut st = Store::default();
         let t = tool("t");
-        st.take_listing("s", "o", &[t.clone()]);
+        st.take_listing("s", "o", std::slice::from_ref(&t));
         st.trust(Some("cursor"), "s", "t", t.hash(), None);
         assert!(st.always_allows(Some("cursor"), "s", "t", t.hash()));
         assert!(!st.always_allows(Some("code"), "s", "t", t.hash()));
         assert!(!st.always_allows(None, "s", "t", t.hash()));
-        st.take_listing("s", "o", &[t.clone()]);
+        st.take_listing("s", "o", std::slice::from_ref(&t));
         assert!(
             st.always_allows(Some("cursor"), "s", "t", t.hash()),
             "still listed: kept"
