@@ -237,15 +237,32 @@ impl Gateway {
                 );
             }
         }
-        let changed = {
+        let (changed, old) = {
             let mut cur = lock(&self.inner.catalog);
             let changed = cur.fingerprint() != new.fingerprint();
-            *cur = new;
-            changed
+            let old = std::mem::replace(&mut *cur, new.clone());
+            (changed, old)
         };
         if changed {
+            // Each client hears of a change to what it sees: a profile's list is compared
+            // before and after (once per profile), the gateway token's is the whole list.
             let line = jsonrpc::notification_line("notifications/tools/list_changed", None);
-            self.inner.sessions.notify_all(&line);
+            let config = self.inner.hub.config();
+            let mut seen: std::collections::HashMap<String, bool> = Default::default();
+            self.inner
+                .sessions
+                .notify_where(&line, |s| match &s.profile {
+                    None => true,
+                    Some(p) => *seen.entry(p.clone()).or_insert_with(|| {
+                        let profile = config
+                            .clients
+                            .iter()
+                            .find(|(k, _)| k.as_str() == p)
+                            .map(|(_, v)| v.clone())
+                            .unwrap_or_default();
+                        old.list_result_for(&profile) != new.list_result_for(&profile)
+                    }),
+                });
         }
     }
 

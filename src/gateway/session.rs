@@ -183,11 +183,13 @@ impl Sessions {
         }
     }
 
-    /// Sends a message not tied to a request to every session.
-    pub fn notify_all(&self, line: &[u8]) {
+    /// Sends a message not tied to a request to the sessions `to` picks.
+    pub fn notify_where(&self, line: &[u8], mut to: impl FnMut(&ClientSession) -> bool) {
         let all: Vec<_> = lock(&self.map).values().cloned().collect();
         for s in all {
-            s.notify(line);
+            if to(&s) {
+                s.notify(line);
+            }
         }
     }
 }

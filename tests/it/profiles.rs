@@ -457,3 +457,47 @@ async fn answers_and_activity_belong_to_each_profile() {
         "{human}"
     );
 }
+
+/// `list_changed` goes to the clients whose list changed: a restart of server b is heard by the
+/// profile that sees b and by the gateway token's session, not by the profile that sees only a.
+#[tokio::test]
+async fn list_changes_reach_only_the_profiles_that_see_them() {
+    use futures_util::StreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &two_profiles(), &["a", "b"]).await;
+    let url = served.info.url.clone();
+    let mut streams = Vec::new();
+    for token in [
+        token_of(d, "cursor").await,
+        token_of(d, "code").await,
+        served.info.token.clone(),
+    ] {
+        let s = Session::open(&url, &token).await;
+        let r = s
+            .http
+            .get(&url)
+            .bearer_auth(&token)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &s.sid)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let mut body = r.bytes_stream();
+        // The stream is open once its opening comment arrives.
+        let _ = body.next().await;
+        streams.push((s, body));
+    }
+    assert!(gh(d, &["restart", "b"]).status.success());
+    let mut heard = Vec::new();
+    for (_, body) in streams.iter_mut() {
+        let mut text = String::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(1500);
+        while let Ok(Some(Ok(chunk))) = tokio::time::timeout_at(deadline, body.next()).await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        heard.push(text.contains("notifications/tools/list_changed"));
+    }
+    assert_eq!(heard, vec![false, true, true], "cursor, code, default");
+}
