@@ -48,13 +48,17 @@ export const setSecret = (name, value) => call('set_secret', { name, value });
 export const deleteSecret = (name) => call('delete_secret', { name });
 
 export const activity = (server) => call('activity', { limit: 300, server: server || null });
-export const connectInfo = () => call('connect_info');
+export const connectInfo = (profile) => call('connect_info', { profile: profile || null });
+export const clientProfiles = () => call('client_profiles');
+export const saveClientProfile = (id, servers) => call('save_client_profile', { id, servers });
+export const removeClientProfile = (id) => call('remove_client_profile', { id });
+export const rotateClientToken = (id) => call('rotate_client_token', { id });
 export const autostart = () => call('autostart');
 export const setAutostart = (enabled) => call('set_autostart', { enabled });
 
 export const uiPainted = (servers) => call('ui_painted', { servers });
 export const approvalShown = (id) => call('approval_shown', { id });
 
-export const writeClientConfig = (target) => call('write_client_config', { target });
+export const writeClientConfig = (target, profile) => call('write_client_config', { target, profile: profile || null });
 export const importPreview = (path) => call('import_preview', { path: path || null });
 export const importServers = (path, names, moveSecrets) => call('import_servers', { path, names, moveSecrets });

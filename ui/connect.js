@@ -5,8 +5,60 @@ import * as api from './api.js';
 import { $, el, toast, copyText, viewError } from './dom.js';
 
 let info = null;
+let profile = ''; // '' is the default profile (the gateway token)
+let profiles = [];
 
 export function init() {
+  $('#connect-profile').addEventListener('change', (e) => { profile = e.target.value; shown(); });
+  $('#profile-new').addEventListener('click', () => {
+    const form = $('#profile-new-form');
+    form.hidden = !form.hidden;
+    if (!form.hidden) form.elements.id.focus();
+  });
+  $('#profile-new-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const id = e.target.elements.id.value.trim();
+    try {
+      profiles = await api.saveClientProfile(id, null);
+      profile = id;
+      e.target.reset();
+      e.target.hidden = true;
+      toast(`Profile ${id} created with its own token`);
+      shown();
+    } catch (x) {
+      toast(api.errorText(x), 'error');
+    }
+  });
+  $('#profile-save').addEventListener('click', async () => {
+    const servers = [...document.querySelectorAll('#profile-servers input:checked')].map((i) => i.value);
+    try {
+      profiles = await api.saveClientProfile(profile, servers);
+      toast(`${profile} sees ${servers.length ? servers.join(', ') : 'no server'}`);
+      shown();
+    } catch (x) {
+      toast(api.errorText(x), 'error');
+    }
+  });
+  $('#profile-rotate').addEventListener('click', async () => {
+    if (!await api.confirm(`Give ${profile} a new token? The old one stops working at once; write the client's config again.`, 'New token', 'New token')) return;
+    try {
+      await api.rotateClientToken(profile);
+      toast(`${profile} has a new token`);
+      shown();
+    } catch (x) {
+      toast(api.errorText(x), 'error');
+    }
+  });
+  $('#profile-remove').addEventListener('click', async () => {
+    if (!await api.confirm(`Remove the profile ${profile}? Its token stops working at once.`, 'Remove profile')) return;
+    try {
+      profiles = await api.removeClientProfile(profile);
+      profile = '';
+      shown();
+    } catch (x) {
+      toast(api.errorText(x), 'error');
+    }
+  });
   $('#copy-url').addEventListener('click', () => copy(info?.url, 'URL copied'));
   $('#copy-token').addEventListener('click', () => copy(info?.token, 'Token copied'));
   $('#autostart').addEventListener('change', async (e) => {
@@ -28,9 +80,44 @@ function masked(text) {
   return info?.token ? text.split(info.token).join('••••••••') : text;
 }
 
+/** The profile selector, the chosen profile's servers and its tool-count meter. */
+async function renderProfiles() {
+  profiles = await api.clientProfiles();
+  if (profile && !profiles.some((p) => p.id === profile)) profile = '';
+  const select = $('#connect-profile');
+  select.replaceChildren(...profiles.map((p) => el('option', {
+    value: p.id === 'default' ? '' : p.id,
+    text: p.id === 'default' ? 'default (every tool)' : p.id,
+  })));
+  select.value = profile;
+  const detail = $('#profile-detail');
+  const current = profiles.find((p) => (p.id === 'default' ? '' : p.id) === profile);
+  detail.hidden = !profile;
+  const meter = $('#profile-meter');
+  if (current) {
+    const over = current.limit !== null && current.limit !== undefined && current.tools > current.limit;
+    meter.textContent = `${current.tools} tool${current.tools === 1 ? '' : 's'}`
+      + (current.limit ? ` — this client handles ${current.limit} well` : '')
+      + (over ? '. Too many: pick fewer servers.' : '');
+    meter.classList.toggle('over', over);
+    meter.dataset.tools = current.tools;
+  }
+  if (!profile) return;
+  const servers = await api.servers();
+  const seen = current?.servers;
+  $('#profile-servers').replaceChildren(el('legend', { text: 'Servers this client sees' }),
+    ...servers.map((row) => {
+      const { id } = row;
+      const box = el('input', { type: 'checkbox', value: id, 'aria-label': `${profile} sees ${id}` });
+      box.checked = !seen || seen.includes(id);
+      return el('label', { class: 'check' }, box, ` ${id}`);
+    }));
+}
+
 export async function shown() {
   try {
-    info = await api.connectInfo();
+    await renderProfiles();
+    info = await api.connectInfo(profile);
     viewError('connect', null);
   } catch (e) {
     viewError('connect', e);
@@ -52,7 +139,7 @@ export async function shown() {
     card.querySelector('[data-act=write]')?.addEventListener('click', async () => {
       if (!await api.confirm(`Add Gatehouse to ${c.path}? Its other entries are kept and a backup is made.`, `Write to ${c.label}`, 'Write')) return;
       try {
-        toast(await api.writeClientConfig(c.id));
+        toast(await api.writeClientConfig(c.id, profile));
       } catch (e) {
         toast(api.errorText(e), 'error');
       }

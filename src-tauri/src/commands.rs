@@ -386,32 +386,107 @@ pub struct ClientSnippet {
 
 /// The gateway URL, its token, and a ready-made config for each client.
 #[tauri::command]
-pub fn connect_info(state: AppStateRef<'_>) -> CommandResult<ConnectInfo> {
-    let info = state
-        .gateway_info()
-        .ok_or_else(|| CommandError::not_ready("the gateway is not running"))?;
+pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandResult<ConnectInfo> {
+    let (url, token, profile) = gateway_for(&state, profile)?;
     let bin = clients::gatehouse_bin();
     let clients = ClientKind::ALL
         .into_iter()
-        .map(|k| ClientSnippet {
-            id: k.id(),
-            label: k.label(),
-            path: k.config_path().map(|p| p.display().to_string()),
-            transport: if k.speaks_http() { "http" } else { "stdio" },
-            snippet: serde_json::to_string_pretty(&clients::snippet(
-                k,
-                &info.url,
-                &info.token,
-                &bin,
-            ))
-            .unwrap_or_default(),
+        .map(|k| {
+            let mut snippet = clients::snippet(k, &url, &token, &bin);
+            if let Some(e) = snippet
+                .get_mut(k.servers_key())
+                .and_then(|s| s.get_mut(clients::ENTRY_NAME))
+            {
+                *e = clients::for_profile(e.take(), profile.as_deref());
+            }
+            ClientSnippet {
+                id: k.id(),
+                label: k.label(),
+                path: k.config_path().map(|p| p.display().to_string()),
+                transport: if k.speaks_http() { "http" } else { "stdio" },
+                snippet: serde_json::to_string_pretty(&snippet).unwrap_or_default(),
+            }
         })
         .collect();
     Ok(ConnectInfo {
-        url: info.url,
-        token: info.token,
+        url,
+        token,
         clients,
     })
+}
+
+/// The gateway's URL and the token of `profile` (the gateway token for none or `default`).
+fn gateway_for(
+    state: &AppState,
+    profile: Option<String>,
+) -> CommandResult<(String, String, Option<String>)> {
+    let info = state
+        .gateway_info()
+        .ok_or_else(|| CommandError::not_ready("the gateway is not running"))?;
+    let profile = profile.filter(|p| !p.is_empty() && p != gatehouse::profiles::DEFAULT_PROFILE);
+    match profile {
+        None => Ok((info.url, info.token, None)),
+        Some(p) => {
+            let token = state.hub()?.client_tokens().token(&p).ok_or_else(|| {
+                CommandError::invalid(format!("there is no client profile \"{p}\""))
+            })?;
+            Ok((info.url, token.to_string(), Some(p)))
+        }
+    }
+}
+
+/// Every client profile (the `default` one first) with its tool count and known limit.
+#[tauri::command]
+pub fn client_profiles(
+    state: AppStateRef<'_>,
+) -> CommandResult<Vec<gatehouse::profiles::ClientInfo>> {
+    Ok(state.hub()?.clients())
+}
+
+/// Adds a client profile, or sets the servers an existing one sees (its other settings kept).
+#[tauri::command]
+pub async fn save_client_profile(
+    state: AppStateRef<'_>,
+    id: String,
+    servers: Option<Vec<String>>,
+) -> CommandResult<Vec<gatehouse::profiles::ClientInfo>> {
+    let hub = state.hub()?;
+    let servers = servers
+        .map(|s| {
+            s.iter()
+                .map(|x| gatehouse::config::ServerId::parse(x))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()
+        .map_err(CommandError::invalid)?;
+    let mut profile = hub
+        .config()
+        .clients
+        .iter()
+        .find(|(k, _)| k.as_str() == id.trim())
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    profile.servers = servers;
+    hub.save_client(id.trim(), profile).await?;
+    Ok(hub.clients())
+}
+
+/// Removes a client profile: its token stops working and its sessions end.
+#[tauri::command]
+pub async fn remove_client_profile(
+    state: AppStateRef<'_>,
+    id: String,
+) -> CommandResult<Vec<gatehouse::profiles::ClientInfo>> {
+    let hub = state.hub()?;
+    hub.remove_client(&id).await?;
+    Ok(hub.clients())
+}
+
+/// A new token for a client profile: the old one stops working and its sessions end.
+#[tauri::command]
+pub async fn rotate_client_token(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
+    state.hub()?.rotate_client_token(&id).await?;
+    Ok(())
 }
 
 #[tauri::command]
@@ -435,15 +510,20 @@ pub fn set_autostart<R: Runtime>(app: AppHandle<R>, enabled: bool) -> CommandRes
 
 /// Writes Gatehouse's entry into a client's own config file (backup kept, other entries kept).
 #[tauri::command]
-pub fn write_client_config(state: AppStateRef<'_>, target: String) -> CommandResult<String> {
+pub fn write_client_config(
+    state: AppStateRef<'_>,
+    target: String,
+    profile: Option<String>,
+) -> CommandResult<String> {
     let kind = ClientKind::parse(&target).map_err(CommandError::invalid)?;
-    let info = state
-        .gateway_info()
-        .ok_or_else(|| CommandError::not_ready("the gateway is not running"))?;
+    let (url, token, profile) = gateway_for(&state, profile)?;
     let path = kind
         .config_path()
         .ok_or_else(|| CommandError::failed("no home directory to find the client's file"))?;
-    let entry = clients::entry(kind, &info.url, &info.token, &clients::gatehouse_bin());
+    let entry = clients::for_profile(
+        clients::entry(kind, &url, &token, &clients::gatehouse_bin()),
+        profile.as_deref(),
+    );
     let (backup, _) =
         clients::write_entry(&path, kind, &entry, &[]).map_err(CommandError::failed)?;
     Ok(match backup {

@@ -595,3 +595,97 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
     );
     d.quit().await;
 }
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn connect_view_gives_a_client_its_own_profile_and_token() {
+    let _serial = lock().await;
+    let d = Desktop::launch_with(json!({ "alpha": fixture(), "beta": fixture() }), |home| {
+        std::fs::create_dir_all(home.join(".cursor")).expect("cursor dir");
+    })
+    .await;
+    d.wait_state("alpha", "running").await;
+    d.wait_state("beta", "running").await;
+
+    // Create the profile, keep only alpha.
+    d.view("connect").await;
+    d.click("#profile-new").await;
+    d.type_into("#profile-new-form [name=id]", "cursor").await;
+    d.click("#profile-new-form button[type=submit]").await;
+    d.wait_js(
+        "the profile's servers",
+        "return document.querySelectorAll('#profile-servers input').length === 2;",
+    )
+    .await;
+    let both = d
+        .wait_js(
+            "the meter with every tool",
+            "const m = document.getElementById('profile-meter'); return m.dataset.tools && Number(m.dataset.tools);",
+        )
+        .await;
+    d.click("#profile-servers input[value=beta]").await;
+    d.click("#profile-save").await;
+    let one = d
+        .wait_js(
+            "the meter with alpha's tools",
+            &format!(
+                "const m = document.getElementById('profile-meter'); const n = Number(m.dataset.tools); return n && n < {both} && n;"
+            ),
+        )
+        .await;
+    assert_eq!(one.as_u64().unwrap_or(0) * 2, both.as_u64().unwrap_or(1));
+    assert!(
+        d.js("return document.getElementById('profile-meter').textContent")
+            .await
+            .as_str()
+            .unwrap_or("")
+            .contains("handles 40 well"),
+        "Cursor's known limit is shown"
+    );
+    d.shot("connect-profile").await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(saved["clients"]["cursor"]["servers"], json!(["alpha"]));
+
+    // Write Cursor's config for this profile: its own token, not the gateway's. The snippets
+    // are the profile's once the stdio one launches `connect --client cursor`.
+    d.wait_js(
+        "the profile's snippets",
+        "const p = document.querySelector('.snippet[data-client=claude-desktop] pre'); return !!p && p.textContent.includes('--client');",
+    )
+    .await;
+    // A toast may cover the card's button: clicked from the page (the native dialog still asks).
+    d.js("document.querySelector('.snippet[data-client=cursor] [data-act=write]').click(); return true;")
+        .await;
+    d.answer_native_dialog("Write to Cursor", "Return").await;
+    let cursor_file = d.dir.path().join(".cursor/mcp.json");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let written = loop {
+        let v: Value = std::fs::read_to_string(&cursor_file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        if v["mcpServers"].get("gatehouse").is_some() || std::time::Instant::now() > deadline {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let auth = written["mcpServers"]["gatehouse"]["headers"]["Authorization"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let token = auth.strip_prefix("Bearer ").unwrap_or("").to_owned();
+    assert!(token.len() >= 32 && token != TOKEN, "{written}");
+    // A real client with that token sees alpha's tools only.
+    let out = d
+        .client_call_as(&token, json!([["alpha__echo", { "text": "profiled" }]]))
+        .finish();
+    let tools = out["tools"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tools.len() as u64, one.as_u64().unwrap_or(0), "{out}");
+    assert!(tools
+        .iter()
+        .all(|t| t.as_str().unwrap_or("").starts_with("alpha__")));
+    assert_eq!(text_of(&out, "alpha__echo"), "profiled");
+    d.quit().await;
+}

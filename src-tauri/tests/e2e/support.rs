@@ -320,10 +320,15 @@ impl Desktop {
     /// Starts a real MCP client (Python SDK, Streamable HTTP + bearer token) making `calls`;
     /// `finish` returns its JSON output.
     pub fn client_call(&self, calls: Value) -> McpClient {
+        self.client_call_as(TOKEN, calls)
+    }
+
+    /// Like `client_call`, with another bearer token (a client profile's).
+    pub fn client_call_as(&self, token: &str, calls: Value) -> McpClient {
         let python = peers_dir().join("venv/bin/python");
         let child = Command::new(python)
             .arg(repo().join("tests/clients/py_client.py"))
-            .args(["http", &self.url, TOKEN, &calls.to_string()])
+            .args(["http", &self.url, token, &calls.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
