@@ -1,5 +1,5 @@
 // The Activity view: recent routed calls with who decided and how they ended, filterable by
-// server and decision group. Arguments are shown as stored (secret values already masked by the
+// server, client profile and decision group. Arguments are shown as stored (secret values already masked by the
 // core). While shown, the list refreshes every 4 s; it stops when the view is left.
 
 import * as api from './api.js';
@@ -11,6 +11,7 @@ let poller = null;
 export function init() {
   $('#activity-refresh').addEventListener('click', load);
   $('#activity-server').addEventListener('change', load);
+  $('#activity-client').addEventListener('change', load);
   $('#activity-decision').addEventListener('change', load);
   api.on('approval-resolved', () => { if (poller) setTimeout(load, 300); });
 }
@@ -32,10 +33,11 @@ function label(decision) {
 
 async function load() {
   const server = $('#activity-server').value;
+  const client = $('#activity-client').value;
   const group = $('#activity-decision').value;
   let rows;
   try {
-    rows = await api.activity(server);
+    rows = await api.activity(server, client);
     viewError('activity', null);
   } catch (e) {
     viewError('activity', e);
@@ -48,13 +50,21 @@ async function load() {
   const select = $('#activity-server');
   const have = new Set([...select.options].map((o) => o.value));
   for (const s of [...servers].sort()) if (!have.has(s)) select.append(el('option', { value: s, text: s }));
+  // Client profiles, for the client filter.
+  try {
+    const clients = $('#activity-client');
+    const known = new Set([...clients.options].map((o) => o.value));
+    for (const p of await api.clientProfiles()) {
+      if (!known.has(p.id)) clients.append(el('option', { value: p.id, text: p.id }));
+    }
+  } catch { /* the hub is not running: the error line above says so */ }
   if (group) rows = rows.filter((r) => r.group === group);
   const body = $('#activity-table tbody');
   body.replaceChildren(...rows.map((r) => {
     const by = { ui: ' by you (app)', cli: ' by you (CLI)' }[r.decided_by] ?? '';
     const tr = el('tr', { class: `decision-${r.decision}` },
       el('td', { text: clock(r.time_ms) }),
-      el('td', { text: r.client ?? '—' }),
+      el('td', { text: r.profile ? `${r.client ?? '—'} (${r.profile})` : (r.client ?? '—') }),
       el('td', {}, el('code', { text: `${r.server}__${r.tool}` })),
       el('td', {}, el('span', { class: `badge decision ${r.group}`, text: label(r.decision) }), by),
       el('td', { text: `${r.duration_ms} ms` }),

@@ -47,7 +47,7 @@ export const secrets = () => call('secrets');
 export const setSecret = (name, value) => call('set_secret', { name, value });
 export const deleteSecret = (name) => call('delete_secret', { name });
 
-export const activity = (server) => call('activity', { limit: 300, server: server || null });
+export const activity = (server, client) => call('activity', { limit: 300, server: server || null, client: client || null });
 export const connectInfo = (profile) => call('connect_info', { profile: profile || null });
 export const clientProfiles = () => call('client_profiles');
 export const saveClientProfile = (id, servers) => call('save_client_profile', { id, servers });

@@ -60,7 +60,9 @@ function update() {
 }
 
 function fill(req) {
-  $('#approval-client').textContent = req.client.name || 'Unknown client';
+  // The client's own name, and the profile its token belongs to (what the person set up).
+  const name = req.client.name || 'Unknown client';
+  $('#approval-client').textContent = req.client.profile ? `${name} (profile ${req.client.profile})` : name;
   $('#approval-client').title = `session ${req.client.session}`;
   $('#approval-server').textContent = req.server;
   const tool = $('#approval-tool');
