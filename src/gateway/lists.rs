@@ -31,7 +31,28 @@ pub(super) struct Lists {
 }
 
 impl Gateway {
-    pub(super) async fn prompts_list(&self) -> String {
+    /// Whether the session's client profile sees server `id` (every server without a profile).
+    fn sees(&self, s: &ClientSession, id: &ServerId) -> bool {
+        self.profile_config(s)
+            .is_none_or(|p| p.sees_server(id.as_str()))
+    }
+
+    /// `{"<key>":[…]}` of the items from servers the session's profile sees.
+    fn visible_list(
+        &self,
+        s: &ClientSession,
+        key: &str,
+        items: &[(Box<RawValue>, ServerId)],
+    ) -> String {
+        let joined: Vec<&str> = items
+            .iter()
+            .filter(|(_, id)| self.sees(s, id))
+            .map(|(i, _)| i.get())
+            .collect();
+        format!("{{\"{key}\":[{}]}}", joined.join(","))
+    }
+
+    pub(super) async fn prompts_list(&self, s: &ClientSession) -> String {
         let (_, items) = self
             .fan_out_list("prompts/list", "prompts", "prompts")
             .await;
@@ -47,7 +68,9 @@ impl Gateway {
             };
             let exposed = exposed_name(server.as_str(), &n.name);
             if let Some(renamed) = rename(item.get(), &exposed) {
-                out.push(renamed);
+                if self.sees(s, &server) {
+                    out.push(renamed);
+                }
                 names.insert(exposed, (server, n.name));
             }
         }
@@ -75,6 +98,9 @@ impl Gateway {
         let Some((server, prompt)) = self.resolve_prompt(&name) else {
             return unknown();
         };
+        if !self.sees(s, &server) {
+            return unknown();
+        }
         let Ok(server) = self.inner.hub.server(server.as_str()) else {
             return unknown();
         };
@@ -99,10 +125,11 @@ impl Gateway {
         (exposed_name(server, prompt) == exposed).then(|| (id, prompt.to_owned()))
     }
 
-    pub(super) async fn resources_list(&self) -> String {
-        let (result, items) = self
+    pub(super) async fn resources_list(&self, s: &ClientSession) -> String {
+        let (_, items) = self
             .fan_out_list("resources/list", "resources", "resources")
             .await;
+        let result = self.visible_list(s, "resources", &items);
         let mut owners = HashMap::new();
         for (item, server) in items {
             #[derive(Deserialize)]
@@ -117,10 +144,11 @@ impl Gateway {
         result
     }
 
-    pub(super) async fn resource_templates_list(&self) -> String {
-        self.fan_out_list("resources/templates/list", "resourceTemplates", "resources")
-            .await
-            .0
+    pub(super) async fn resource_templates_list(&self, s: &ClientSession) -> String {
+        let (_, items) = self
+            .fan_out_list("resources/templates/list", "resourceTemplates", "resources")
+            .await;
+        self.visible_list(s, "resourceTemplates", &items)
     }
 
     pub(super) async fn resource_request(
@@ -134,7 +162,11 @@ impl Gateway {
             Ok(x) => x,
             Err(reply) => return reply,
         };
-        let Some(server) = self.resource_owner(&uri).await else {
+        let Some(server) = self
+            .resource_owner(s, &uri)
+            .await
+            .filter(|o| self.sees(s, o.id()))
+        else {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),
                 ErrorCode::ResourceNotFound,
@@ -145,12 +177,12 @@ impl Gateway {
     }
 
     /// The server owning `uri`: the one that listed it, else the one with a matching template.
-    async fn resource_owner(&self, uri: &str) -> Option<ServerHandle> {
+    async fn resource_owner(&self, s: &ClientSession, uri: &str) -> Option<ServerHandle> {
         let listed = lock(&self.inner.lists.resources).get(uri).cloned();
         let listed = match listed {
             Some(s) => Some(s),
             None => {
-                self.resources_list().await;
+                self.resources_list(s).await;
                 lock(&self.inner.lists.resources).get(uri).cloned()
             }
         };
@@ -213,7 +245,10 @@ impl Gateway {
             parsed.reference.uri,
         ) {
             ("ref/prompt", Some(name), _) => {
-                let Some((server, prompt)) = self.resolve_prompt(&name) else {
+                let Some((server, prompt)) = self
+                    .resolve_prompt(&name)
+                    .filter(|(server, _)| self.sees(s, server))
+                else {
                     return invalid(&format!("Unknown prompt: {name}"));
                 };
                 let new_ref = serde_json::json!({"type": "ref/prompt", "name": prompt}).to_string();
@@ -222,7 +257,10 @@ impl Gateway {
                 }
                 self.inner.hub.server(server.as_str()).ok()
             }
-            ("ref/resource", _, Some(uri)) => self.resource_owner(&uri).await,
+            ("ref/resource", _, Some(uri)) => self
+                .resource_owner(s, &uri)
+                .await
+                .filter(|o| self.sees(s, o.id())),
             _ => None,
         };
         match server {

@@ -419,10 +419,10 @@ impl Gateway {
                 }
             }
             Method::ToolsCall => self.call_tool(s, id, params),
-            Method::PromptsList => reply(&self.prompts_list().await),
+            Method::PromptsList => reply(&self.prompts_list(s).await),
             Method::PromptsGet => self.prompts_get(s, id, params),
-            Method::ResourcesList => reply(&self.resources_list().await),
-            Method::ResourcesTemplatesList => reply(&self.resource_templates_list().await),
+            Method::ResourcesList => reply(&self.resources_list(s).await),
+            Method::ResourcesTemplatesList => reply(&self.resource_templates_list(s).await),
             Method::ResourcesRead => self.resource_request(s, id, "resources/read", params).await,
             Method::ResourcesSubscribe => {
                 self.resource_request(s, id, "resources/subscribe", params)

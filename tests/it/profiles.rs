@@ -501,3 +501,48 @@ async fn list_changes_reach_only_the_profiles_that_see_them() {
     }
     assert_eq!(heard, vec![false, true, true], "cursor, code, default");
 }
+
+/// A profile's client sees prompts and resources only of the servers it sees: not listed, not
+/// readable, not completable — the same boundary as its tools.
+#[tokio::test]
+async fn prompts_and_resources_follow_the_profile_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({
+        "servers": {"a": fixture(&[]), "b": fixture(&["--conformance"])},
+        "clients": {"cursor": {"servers": ["a"]}}
+    });
+    let served = serve(d, &cfg.to_string(), &["a", "b"]).await;
+    let url = served.info.url.clone();
+    let cursor_token = token_of(d, "cursor").await;
+    let cursor = Session::open(&url, &cursor_token).await;
+    let default = Session::open(&url, &served.info.token).await;
+    let ask = |method: &str, params: Value| json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
+    for (s, token, sees) in [
+        (&default, &served.info.token, true),
+        (&cursor, &cursor_token, false),
+    ] {
+        let (_, body) = s.post(token, ask("prompts/list", json!({}))).await;
+        assert_eq!(body.contains("b__test_simple_prompt"), sees, "{body}");
+        let (_, body) = s.post(token, ask("resources/list", json!({}))).await;
+        assert_eq!(body.contains("test://static-text"), sees, "{body}");
+        let (_, body) = s
+            .post(token, ask("resources/templates/list", json!({})))
+            .await;
+        assert_eq!(body.contains("test://template/"), sees, "{body}");
+        let (_, body) = s
+            .post(
+                token,
+                ask("resources/read", json!({"uri": "test://static-text"})),
+            )
+            .await;
+        assert_eq!(!body.contains("Resource not found"), sees, "{body}");
+        let (_, body) = s
+            .post(
+                token,
+                ask("prompts/get", json!({"name": "b__test_simple_prompt"})),
+            )
+            .await;
+        assert_eq!(!body.contains("Unknown prompt"), sees, "{body}");
+    }
+}
