@@ -50,6 +50,8 @@ export const deleteSecret = (name) => call('delete_secret', { name });
 export const activity = (server, client) => call('activity', { limit: 300, server: server || null, client: client || null });
 export const connectInfo = (profile) => call('connect_info', { profile: profile || null });
 export const clientProfiles = () => call('client_profiles');
+export const grants = () => call('grants');
+export const revokeGrant = (grant) => call('revoke_grant', { grant });
 export const saveClientProfile = (id, servers) => call('save_client_profile', { id, servers });
 export const removeClientProfile = (id) => call('remove_client_profile', { id });
 export const rotateClientToken = (id) => call('rotate_client_token', { id });

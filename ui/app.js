@@ -9,8 +9,9 @@ import * as secrets from './secrets.js';
 import * as activity from './activity.js';
 import * as connect from './connect.js';
 import * as importer from './import.js';
+import * as permissions from './permissions.js';
 
-const views = { servers, activity, secrets, connect, import: importer };
+const views = { servers, activity, permissions, secrets, connect, import: importer };
 let current = 'servers';
 
 function show(view) {
@@ -68,7 +69,7 @@ function init() {
     refreshAll();
   });
   $('#pending-link').addEventListener('click', () => approval.open());
-  // Ctrl+1..5 switch views.
+  // Ctrl+1..6 switch views.
   document.addEventListener('keydown', (e) => {
     if (!(e.ctrlKey || e.metaKey) || document.querySelector('dialog[open]')) return;
     const names = Object.keys(views);
@@ -80,6 +81,7 @@ function init() {
   secrets.init();
   activity.init();
   connect.init();
+  permissions.init();
   importer.init();
   api.on('hub-phase', (p) => { renderPhase(p); if (p.phase === 'running') refreshAll(); });
   api.on('resync', refreshAll);

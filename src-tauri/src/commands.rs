@@ -435,6 +435,27 @@ fn gateway_for(
     }
 }
 
+/// Every remembered answer ("always" and "session"), newest first.
+#[tauri::command]
+pub fn grants(state: AppStateRef<'_>) -> CommandResult<Vec<gatehouse::approval::Grant>> {
+    Ok(state.hub()?.approvals().grants())
+}
+
+/// Revokes one remembered answer: the next call to that tool asks again.
+#[tauri::command]
+pub fn revoke_grant(
+    state: AppStateRef<'_>,
+    grant: gatehouse::approval::Grant,
+) -> CommandResult<Vec<gatehouse::approval::Grant>> {
+    let hub = state.hub()?;
+    if !hub.approvals().revoke(&grant) {
+        return Err(CommandError::invalid(
+            "that answer is not remembered any more (revoked already, or its session ended)",
+        ));
+    }
+    Ok(hub.approvals().grants())
+}
+
 /// Every client profile (the `default` one first) with its tool count and known limit.
 #[tauri::command]
 pub fn client_profiles(

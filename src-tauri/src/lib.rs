@@ -154,6 +154,8 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::set_autostart,
             commands::write_client_config,
             commands::client_profiles,
+            commands::grants,
+            commands::revoke_grant,
             commands::save_client_profile,
             commands::remove_client_profile,
             commands::rotate_client_token,

@@ -5,7 +5,7 @@
 //! Nothing here is reachable from the gateway: only the control socket and the desktop shell
 //! hold a way to answer.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,8 @@ use tokio::sync::oneshot;
 
 use super::pins::Store;
 use super::request::{
-    Answer, ApprovalError, ApprovalRequest, Decider, DefinitionChange, Resolution, Scope, Verdict,
+    Answer, ApprovalError, ApprovalRequest, Decider, DefinitionChange, Grant, Resolution, Scope,
+    Verdict,
 };
 use crate::events::{Event, EventBus};
 use crate::supervisor::status::ToolDef;
@@ -43,11 +44,19 @@ struct Inner {
     state: Mutex<State>,
 }
 
+/// Who got a "session" answer, and when.
+#[derive(Debug, Clone)]
+struct SessionGrant {
+    client: Option<String>,
+    profile: Option<String>,
+    since_ms: u64,
+}
+
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Waiting>,
-    /// (client session, server, tool) allowed for the rest of that session.
-    session_grants: HashSet<(String, String, String)>,
+    /// (client session, server, tool) allowed for the rest of that session, with who and when.
+    session_grants: HashMap<(String, String, String), SessionGrant>,
     store: Store,
 }
 
@@ -114,7 +123,7 @@ impl ApprovalBroker {
             return Some(Scope::Always);
         }
         st.session_grants
-            .contains(&(session.to_owned(), server.to_owned(), tool.to_owned()))
+            .contains_key(&(session.to_owned(), server.to_owned(), tool.to_owned()))
             .then_some(Scope::Session)
     }
 
@@ -239,10 +248,78 @@ impl ApprovalBroker {
         let mut st = self.lock();
         let matches = |s: &str, t: &str| s == server && tool.is_none_or(|x| x == t);
         let before = st.session_grants.len();
-        st.session_grants.retain(|(_, s, t)| !matches(s, t));
+        st.session_grants.retain(|(_, s, t), _| !matches(s, t));
         let removed = before - st.session_grants.len() + st.store.forget(matches);
         drop(st);
         self.persist();
+        removed
+    }
+
+    /// Every remembered answer: "always" ones (per definition and profile) and "session" ones
+    /// (per client session), newest first.
+    pub fn grants(&self) -> Vec<Grant> {
+        let st = self.lock();
+        let mut out: Vec<Grant> = st
+            .store
+            .always_grants()
+            .into_iter()
+            .map(|(server, tool, profile, hash, since_ms)| Grant {
+                scope: Scope::Always,
+                server,
+                tool,
+                profile,
+                session: None,
+                client: None,
+                since_ms,
+                definition: Some(hash.chars().take(12).collect()),
+            })
+            .collect();
+        out.extend(
+            st.session_grants
+                .iter()
+                .map(|((session, server, tool), g)| Grant {
+                    scope: Scope::Session,
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    profile: g.profile.clone(),
+                    session: Some(session.clone()),
+                    client: g.client.clone(),
+                    since_ms: g.since_ms,
+                    definition: None,
+                }),
+        );
+        out.sort_by_key(|g| std::cmp::Reverse(g.since_ms));
+        out
+    }
+
+    /// A client session ended: its "session" answers end with it.
+    pub fn end_session(&self, session: &str) {
+        self.lock()
+            .session_grants
+            .retain(|(s, _, _), _| s != session);
+    }
+
+    /// Revokes one remembered answer at once (the next call asks); returns whether it existed.
+    pub fn revoke(&self, g: &Grant) -> bool {
+        let mut st = self.lock();
+        let removed = match g.scope {
+            Scope::Always => st
+                .store
+                .revoke_always(&g.server, &g.tool, g.profile.as_deref()),
+            Scope::Session => {
+                let key = (
+                    g.session.clone().unwrap_or_default(),
+                    g.server.clone(),
+                    g.tool.clone(),
+                );
+                st.session_grants.remove(&key).is_some()
+            }
+            Scope::Once => false,
+        };
+        drop(st);
+        if removed && g.scope == Scope::Always {
+            self.persist();
+        }
         removed
     }
 
@@ -251,11 +328,18 @@ impl ApprovalBroker {
         match scope {
             Scope::Once => return,
             Scope::Session => {
-                st.session_grants.insert((
-                    request.client.session.clone(),
-                    request.server.clone(),
-                    request.tool.clone(),
-                ));
+                st.session_grants.insert(
+                    (
+                        request.client.session.clone(),
+                        request.server.clone(),
+                        request.tool.clone(),
+                    ),
+                    SessionGrant {
+                        client: request.client.name.clone(),
+                        profile: request.client.profile.clone(),
+                        since_ms: crate::logs::now_ms(),
+                    },
+                );
                 return;
             }
             Scope::Always => {
@@ -278,7 +362,7 @@ impl ApprovalBroker {
         let Some(path) = &self.inner.path else {
             return;
         };
-        let text = self.lock().store.to_json();
+        let text = self.lock().store.file_text();
         if let Err(e) = crate::config::write_atomic(path, text.as_bytes()) {
             tracing::error!(path = %path.display(), error = %e, "cannot save remembered approvals");
         }
@@ -499,5 +583,36 @@ mod tests {
         for w in waits {
             w.abort();
         }
+    }
+
+    /// Remembered answers are listed with who and when, and revoking one takes effect at once:
+    /// the next call is not covered. A session's answers end with the session.
+    #[tokio::test]
+    async fn remembered_answers_are_listed_and_revocable() {
+        let b = ApprovalBroker::new(EventBus::new(8), None, false);
+        ask_and_answer(&b, request(&b, "s1"), "h", Answer::Allow(Scope::Always)).await;
+        ask_and_answer(&b, request(&b, "s2"), "h", Answer::Allow(Scope::Session)).await;
+        let grants = b.grants();
+        assert_eq!(grants.len(), 2, "{grants:?}");
+        let always = grants.iter().find(|g| g.scope == Scope::Always).unwrap();
+        assert_eq!(
+            (always.server.as_str(), always.tool.as_str()),
+            ("fs", "write_file")
+        );
+        assert!(always.since_ms > 0 && always.definition.is_some());
+        let session = grants.iter().find(|g| g.scope == Scope::Session).unwrap();
+        assert_eq!(session.session.as_deref(), Some("s2"));
+        assert_eq!(session.client.as_deref(), Some("c"));
+
+        assert!(b.revoke(always));
+        assert_eq!(b.granted(None, "s9", "fs", "write_file", "h"), None);
+        assert!(!b.revoke(always), "already revoked");
+        assert_eq!(
+            b.granted(None, "s2", "fs", "write_file", "h"),
+            Some(Scope::Session)
+        );
+        b.end_session("s2");
+        assert_eq!(b.granted(None, "s2", "fs", "write_file", "h"), None);
+        assert!(b.grants().is_empty());
     }
 }

@@ -29,6 +29,9 @@ pub(super) struct Store {
     /// `server` → the SHA-256 of what it runs, when its pins were made.
     #[serde(default)]
     origins: BTreeMap<String, String>,
+    /// "Always" key → when it was given (ms since the epoch).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    always_since: BTreeMap<String, u64>,
 }
 
 /// Pins one server may keep at most; tools past it are never pinned (and so always asked for).
@@ -78,8 +81,10 @@ impl Store {
         }
     }
 
-    /// The store as the file holds it.
-    pub fn to_json(&self) -> String {
+    /// The store as the file holds it (times of answers no longer kept are dropped first).
+    pub fn file_text(&mut self) -> String {
+        let always = &self.always;
+        self.always_since.retain(|k, _| always.contains_key(k));
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
@@ -237,8 +242,9 @@ impl Store {
         definition: Option<Value>,
     ) {
         let k = key(server, tool);
-        self.always
-            .insert(always_key(server, tool, profile), hash.to_owned());
+        let k2 = always_key(server, tool, profile);
+        self.always.insert(k2.clone(), hash.to_owned());
+        self.always_since.insert(k2, now_ms());
         let definition = definition
             .or_else(|| self.pins.get(&k).map(|p| p.definition.clone()))
             .unwrap_or(Value::Null);
@@ -250,6 +256,35 @@ impl Store {
                 quarantined: false,
             },
         );
+    }
+
+    /// Every "always" answer: (server, tool, profile, definition hash, when).
+    pub fn always_grants(&self) -> Vec<(String, String, Option<String>, String, u64)> {
+        self.always
+            .iter()
+            .filter_map(|(k, hash)| {
+                let (tool_part, profile) = match k.split_once(" @") {
+                    Some((t, p)) => (t, Some(p.to_owned())),
+                    None => (k.as_str(), None),
+                };
+                let (server, tool) = tool_part.split_once('/')?;
+                let since = self.always_since.get(k).copied().unwrap_or(0);
+                Some((
+                    server.to_owned(),
+                    tool.to_owned(),
+                    profile,
+                    hash.clone(),
+                    since,
+                ))
+            })
+            .collect()
+    }
+
+    /// Revokes one "always" answer; returns whether there was one.
+    pub fn revoke_always(&mut self, server: &str, tool: &str, profile: Option<&str>) -> bool {
+        let k = always_key(server, tool, profile);
+        self.always_since.remove(&k);
+        self.always.remove(&k).is_some()
     }
 
     /// Drops the "always" answers matching `matches(server, tool)`; returns how many.
@@ -332,7 +367,7 @@ mod tests {
             st.take_listing("s", "origin", &tools);
         }
         assert_eq!(st.pins.len(), 2, "{:?}", st.pins.keys().collect::<Vec<_>>());
-        assert!(st.to_json().len() < 2_000);
+        assert!(st.file_text().len() < 2_000);
         let many: Vec<_> = (0..MAX_PINS_PER_SERVER + 10)
             .map(|i| tool(&format!("t{i}")))
             .collect();

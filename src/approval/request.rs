@@ -46,6 +46,33 @@ pub struct ClientRef {
     pub profile: Option<String>,
 }
 
+/// A remembered answer: "always" (this exact definition, until revoked) or "session" (this
+/// client session, until it ends).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Grant {
+    /// `session` or `always`.
+    pub scope: Scope,
+    /// The server's id.
+    pub server: String,
+    /// The server's own tool name.
+    pub tool: String,
+    /// The client profile it was given for (absent: the gateway token's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The client session (session grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The client's name, when known (session grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// When it was given (ms since the epoch; 0 for an "always" kept from before this was
+    /// recorded).
+    pub since_ms: u64,
+    /// The first 12 hex digits of the definition's SHA-256 ("always" grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
+}
+
 /// What changed in a tool's definition since it was pinned.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DefinitionChange {

@@ -115,6 +115,13 @@ pub enum Request {
     },
     /// Pending approval requests.
     Approvals,
+    /// Remembered answers ("always" and "session"), newest first.
+    Grants,
+    /// Revoke one remembered answer (the next call asks again).
+    Revoke {
+        /// The answer, as `grants` listed it.
+        grant: crate::approval::Grant,
+    },
     /// Allow a held call.
     Approve {
         /// The request's id.

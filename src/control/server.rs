@@ -209,6 +209,17 @@ async fn handle_conn(
             Err(e) => Response::from_hub(e),
         },
         Request::Approvals => Response::ok(hub.approvals().pending()),
+        Request::Grants => Response::ok(hub.approvals().grants()),
+        Request::Revoke { grant } => {
+            if hub.approvals().revoke(&grant) {
+                Response::ok(hub.approvals().grants())
+            } else {
+                Response::err(
+                    ErrorKind::UnknownApproval,
+                    "no such remembered answer (it may have been revoked already)".into(),
+                )
+            }
+        }
         Request::Secrets => Response::ok(hub.secret_users()),
         Request::SecretChanged { name } => Response::ok(hub.secret_changed(&name).await),
         Request::Activity {

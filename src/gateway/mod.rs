@@ -149,6 +149,10 @@ impl Gateway {
             watcher: Mutex::new(None),
         });
         let gw = Gateway { inner };
+        let approvals = gw.inner.hub.approvals().clone();
+        gw.inner
+            .sessions
+            .on_end(move |id| approvals.end_session(id));
         let watcher = tokio::spawn(gw.clone().watch());
         *lock(&gw.inner.watcher) = Some(watcher);
         gw

@@ -112,12 +112,29 @@ impl ClientSession {
 }
 
 /// The session table. The mutex guards one insert, lookup, removal or snapshot.
+/// What is told of a session that ends.
+type EndHook = Box<dyn Fn(&str) + Send + Sync>;
+
 #[derive(Default)]
 pub(super) struct Sessions {
     map: Mutex<HashMap<String, Arc<ClientSession>>>,
+    /// Told the id of every session that ends (its "session" answers end with it).
+    on_end: std::sync::OnceLock<EndHook>,
 }
 
 impl Sessions {
+    /// Sets what is told of every session that ends (once).
+    pub fn on_end(&self, f: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.on_end.set(Box::new(f));
+    }
+
+    fn end(&self, s: &ClientSession) {
+        s.close();
+        if let Some(f) = self.on_end.get() {
+            f(&s.id);
+        }
+    }
+
     /// A new session; the least recently active one is ended when the table is full.
     pub fn open(&self, profile: Option<String>, token: Option<Arc<str>>) -> Arc<ClientSession> {
         let s = Arc::new(ClientSession::new(profile, token));
@@ -137,7 +154,7 @@ impl Sessions {
         };
         if let Some(old) = evicted {
             tracing::info!(session = %old.id, "ended the least recently active client session ({MAX_SESSIONS} is the limit)");
-            old.close();
+            self.end(&old);
         }
         s
     }
@@ -151,7 +168,7 @@ impl Sessions {
         let s = lock(&self.map).remove(id);
         match s {
             Some(s) => {
-                s.close();
+                self.end(&s);
                 true
             }
             None => false,
@@ -171,7 +188,7 @@ impl Sessions {
         };
         for s in gone {
             tracing::info!(session = %s.id, profile = ?s.profile, "ended a session whose client token was rotated or removed");
-            s.close();
+            self.end(&s);
         }
     }
 
@@ -179,7 +196,7 @@ impl Sessions {
     pub fn close_all(&self) {
         let all: Vec<_> = lock(&self.map).drain().map(|(_, s)| s).collect();
         for s in all {
-            s.close();
+            self.end(&s);
         }
     }
 

@@ -456,6 +456,14 @@ async fn answers_and_activity_belong_to_each_profile() {
         human.contains("CLIENT") && human.contains("cursor"),
         "{human}"
     );
+    // The remembered answer is listed, for cursor only.
+    let grants: Value =
+        serde_json::from_slice(&gh(d, &["approvals", "--grants", "--json"]).stdout).unwrap();
+    let grants = grants.as_array().unwrap();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0]["scope"], "always");
+    assert_eq!(grants[0]["profile"], "cursor");
+    assert!(text(&gh(d, &["approvals", "--grants"])).contains("a__echo"));
 }
 
 /// `list_changed` goes to the clients whose list changed: a restart of server b is heard by the

@@ -336,6 +336,28 @@ async fn approval_modal_allows_denies_and_remembers() {
     )
     .await;
     d.shot("activity").await;
+
+    // 5. The Permissions view shows the "always" answer; revoking it makes the next call ask.
+    d.view("permissions").await;
+    d.wait_js(
+        "the always answer listed",
+        "return !!document.querySelector('#grants-table tr[data-tool=files__touch][data-scope=always]');",
+    )
+    .await;
+    d.shot("permissions").await;
+    d.click("#grants-table tr[data-tool=files__touch][data-scope=always] [data-act=revoke]")
+        .await;
+    d.wait_js(
+        "the answer gone",
+        "return !document.querySelector('#grants-table tr[data-tool=files__touch]');",
+    )
+    .await;
+    let c6 = call(6);
+    d.wait_js("the modal for call 6 (asked again)", &modal_for(6))
+        .await;
+    d.click("#approval-deny").await;
+    assert!(is_error(&c6.finish(), "files__touch"));
+    assert!(!target(6).exists());
     d.quit().await;
 }
 

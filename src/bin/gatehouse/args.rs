@@ -45,6 +45,9 @@ pub enum Cmd {
         /// Revoke "session" and "always" approvals of SERVER or SERVER__TOOL
         #[arg(long, value_name = "SERVER[__TOOL]")]
         forget: Option<String>,
+        /// List the remembered answers ("always" and "session") instead of waiting calls
+        #[arg(long, conflicts_with = "forget")]
+        grants: bool,
     },
     /// Allow a waiting call
     Approve {

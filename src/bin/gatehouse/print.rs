@@ -229,6 +229,47 @@ pub fn activity(rows: &[CallRecord]) {
     }
 }
 
+/// Remembered answers, newest first.
+pub fn grants(rows: &[gatehouse::approval::Grant]) {
+    if rows.is_empty() {
+        println!("No remembered answers: every call that asks will ask.");
+        return;
+    }
+    let now = gatehouse::logs::now_ms();
+    println!(
+        "{:<9} {:<32} {:<14} {:<10} FOR",
+        "SCOPE", "TOOL", "CLIENT", "AGO"
+    );
+    for g in rows {
+        let ago = if g.since_ms == 0 {
+            "-".into()
+        } else {
+            human_secs(now.saturating_sub(g.since_ms) / 1000)
+        };
+        let scope = match g.scope {
+            gatehouse::approval::Scope::Always => "always",
+            gatehouse::approval::Scope::Session => "session",
+            gatehouse::approval::Scope::Once => "once",
+        };
+        let what = match (&g.definition, &g.session) {
+            (Some(d), _) => format!("definition {d}…"),
+            (None, Some(s)) => format!(
+                "session {s} ({})",
+                g.client.as_deref().unwrap_or("unnamed client")
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "{:<9} {:<32} {:<14} {:<10} {what}",
+            scope,
+            format!("{}__{}", g.server, g.tool),
+            g.profile.as_deref().unwrap_or("default"),
+            ago
+        );
+    }
+    println!("Revoke in the app's Permissions view, or all of a tool's with `gatehouse approvals --forget SERVER__TOOL`.");
+}
+
 pub fn approvals(rows: &[ApprovalRequest]) {
     if rows.is_empty() {
         println!("No calls are waiting for approval.");

@@ -57,6 +57,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::Approvals {
             json,
             forget: Some(target),
+            ..
         } => ask::<Forgotten>(&client, Request::Forget { target })
             .await
             .map(|f| {
@@ -66,17 +67,26 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                     println!("forgot {} remembered approval(s)", f.forgotten);
                 }
             }),
-        Cmd::Approvals { json, forget: None } => {
-            ask::<Vec<ApprovalRequest>>(&client, Request::Approvals)
-                .await
-                .map(|rows| {
-                    if json {
-                        print::json(&rows);
-                    } else {
-                        print::approvals(&rows);
-                    }
-                })
-        }
+        Cmd::Approvals {
+            json, grants: true, ..
+        } => ask::<Vec<gatehouse::approval::Grant>>(&client, Request::Grants)
+            .await
+            .map(|rows| {
+                if json {
+                    print::json(&rows);
+                } else {
+                    print::grants(&rows);
+                }
+            }),
+        Cmd::Approvals { json, .. } => ask::<Vec<ApprovalRequest>>(&client, Request::Approvals)
+            .await
+            .map(|rows| {
+                if json {
+                    print::json(&rows);
+                } else {
+                    print::approvals(&rows);
+                }
+            }),
         Cmd::Secret { cmd } => secret(&client, cmd).await,
         Cmd::Clients { cmd, json } => manage::clients(&client, cmd, json).await,
         Cmd::Activity {
