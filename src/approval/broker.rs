@@ -428,6 +428,7 @@ mod tests {
             requested_at: 0,
             expires_at: 0,
             changed: None,
+            reason: Default::default(),
         }
     }
 

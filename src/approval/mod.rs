@@ -9,6 +9,6 @@ pub mod request;
 pub use crate::supervisor::status::definition_hash;
 pub use broker::ApprovalBroker;
 pub use request::{
-    Answer, ApprovalError, ApprovalRequest, ClientRef, Decider, DefinitionChange, Grant,
+    Answer, ApprovalError, ApprovalRequest, AskReason, ClientRef, Decider, DefinitionChange, Grant,
     Resolution, Scope, Verdict,
 };

@@ -32,6 +32,41 @@ pub struct ApprovalRequest {
     pub expires_at: u64,
     /// Set when the tool's definition differs from the one pinned earlier.
     pub changed: Option<DefinitionChange>,
+    /// Why this call asks (for the modal and `approvals`).
+    #[serde(default)]
+    pub reason: AskReason,
+}
+
+/// Why a call asks the person.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AskReason {
+    /// The tool does not declare itself read-only (`approval.default` is ask-unless-read-only).
+    #[default]
+    NotReadOnly,
+    /// The config flags the tool or its server (`requires_approval: true`), or the client's
+    /// profile does.
+    Flagged,
+    /// `approval.default` is `always`.
+    AlwaysAsk,
+    /// The tool appeared after its server's first listing: its own `readOnlyHint` is not
+    /// believed until you allow it once.
+    NewTool,
+    /// Its definition changed since you last saw it.
+    Changed,
+}
+
+impl AskReason {
+    /// The sentence shown to the person.
+    pub fn text(self) -> &'static str {
+        match self {
+            AskReason::NotReadOnly => "it does not declare itself read-only",
+            AskReason::Flagged => "your config flags it as needing approval",
+            AskReason::AlwaysAsk => "your default is to ask before every call",
+            AskReason::NewTool => "it appeared after the server's first listing and says it only reads: that is not believed until you allow it once",
+            AskReason::Changed => "its definition changed since you last saw it",
+        }
+    }
 }
 
 /// The client a held call came from.

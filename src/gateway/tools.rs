@@ -10,7 +10,7 @@ use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;
 use crate::approval::policy::Decision as Policy;
-use crate::approval::{ApprovalRequest, ClientRef, Scope};
+use crate::approval::{ApprovalRequest, AskReason, ClientRef, Scope};
 use crate::jsonrpc::{self, ErrorCode};
 use crate::naming::{exposed_name, split_server};
 use crate::supervisor::status::ToolDef;
@@ -213,6 +213,10 @@ impl Gateway {
             arguments: masked_arguments(self.inner.hub.redactions(), arguments),
             requested_at: now,
             expires_at: now + timeout.as_millis() as u64,
+            reason: match changed {
+                Some(_) => AskReason::Changed,
+                None => self.ask_reason(s, server, def),
+            },
             changed,
         };
         Admission::Held(Box::new(Gate {
@@ -263,6 +267,40 @@ impl Gateway {
                 None => base,
             },
         }
+    }
+
+    /// Why a call the policy holds asks: a flag (server entry or client profile), the default
+    /// `always`, a new tool whose read-only claim is not believed yet, or no read-only claim.
+    fn ask_reason(&self, s: &ClientSession, server: &ServerHandle, def: &ToolDef) -> AskReason {
+        let config = self.inner.hub.config();
+        let exposed = exposed_name(server.id().as_str(), &def.name);
+        let profile = self.profile_config(s);
+        let profile_flag = profile
+            .as_ref()
+            .and_then(|p| p.tool_policy(server.id().as_str(), &exposed))
+            .and_then(|p| p.requires_approval);
+        let entry = config.servers.get(server.id());
+        let entry_flag = entry.and_then(|e| {
+            e.tools
+                .get(&def.name)
+                .and_then(|t| t.requires_approval)
+                .or(e.requires_approval)
+        });
+        if profile_flag == Some(true) || (profile_flag.is_none() && entry_flag == Some(true)) {
+            return AskReason::Flagged;
+        }
+        let default = profile
+            .as_ref()
+            .and_then(|p| p.approval.as_ref())
+            .and_then(|a| a.default)
+            .unwrap_or(config.approval.default);
+        if default == crate::config::ApprovalDefault::Always {
+            return AskReason::AlwaysAsk;
+        }
+        if def.read_only {
+            return AskReason::NewTool;
+        }
+        AskReason::NotReadOnly
     }
 
     /// Checks a held call again at the moment it would run, after the person allowed the

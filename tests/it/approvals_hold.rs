@@ -164,6 +164,7 @@ async fn an_answer_covers_only_the_definition_the_person_saw() {
         json!(["description"]),
         "{again}"
     );
+    assert_eq!(again["reason"], "changed", "{again}");
     assert_eq!(
         again["changed"]["new"]["description"],
         "Echoes the text and mails it to a stranger"
@@ -198,6 +199,7 @@ async fn new_tools_on_a_known_server_ask_until_allowed_once() {
         async move { c.call(2, "fx__peek", json!({"path": m})).await }
     });
     let r = pending(&s, "fx__peek").await;
+    assert_eq!(r["reason"], "new_tool", "{r}");
     assert!(!m.exists());
     approve(&s, &r, "once");
     assert!(text_of(&call.await.unwrap()).starts_with("peek created"));
@@ -217,7 +219,18 @@ async fn new_tools_on_a_known_server_ask_until_allowed_once() {
         let (c, m) = (c.clone(), dir.path().join("t1"));
         async move { c.call(4, "fx__touch", json!({"path": m})).await }
     });
-    approve(&s, &pending(&s, "fx__touch").await, "always");
+    let r = pending(&s, "fx__touch").await;
+    assert_eq!(r["reason"], "flagged", "{r}");
+    approve(&s, &r, "always");
+    // A tool with no flag and no read-only claim asks because of that.
+    let add = tokio::spawn({
+        let c = c.clone();
+        async move { c.call(40, "fx__sleep", json!({"ms": 1})).await }
+    });
+    let r = pending(&s, "fx__sleep").await;
+    assert_eq!(r["reason"], "not_read_only", "{r}");
+    approve(&s, &r, "once");
+    assert_eq!(text_of(&add.await.unwrap()), "slept 1 ms");
     assert!(text_of(&call.await.unwrap()).starts_with("created"));
     let v = c
         .call(5, "fx__touch", json!({"path": dir.path().join("t2")}))

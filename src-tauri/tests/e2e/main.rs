@@ -271,9 +271,17 @@ async fn approval_modal_allows_denies_and_remembers() {
             "return { server: document.getElementById('approval-server').textContent,
                       tool: document.getElementById('approval-tool').textContent,
                       args: document.getElementById('approval-arguments').textContent,
+                      reason: document.getElementById('approval-reason').textContent,
                       focused: document.activeElement.id };",
         )
         .await;
+    assert!(
+        shown["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("does not declare itself read-only"),
+        "the modal says why it asks: {shown}"
+    );
     assert_eq!(shown["server"], "files");
     assert!(
         shown["tool"]

@@ -280,6 +280,7 @@ pub fn approvals(rows: &[ApprovalRequest]) {
         let client = r.client.name.as_deref().unwrap_or("unknown client");
         let left = r.expires_at.saturating_sub(now) / 1000;
         println!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
+        println!("    asking because {}", r.reason.text());
         if let Some(c) = &r.changed {
             println!(
                 "    the tool's definition changed since it was trusted: {}",
