@@ -30,6 +30,7 @@ export const serverEntry = (id) => call('server_entry', { id });
 export const saveServer = (original, id, entry) => call('save_server', { original, id, entry });
 export const removeServer = (id) => call('remove_server', { id });
 export const testServer = (id, entry) => call('test_server', { id, entry });
+export const splitCommand = (line) => call('split_command', { line });
 export const refreshTools = (id) => call('refresh_tools', { id });
 
 /** Recent lines now, then each new line to onLine until the returned stop() is called. */

@@ -277,11 +277,13 @@ function initForm() {
   $('#server-cancel').addEventListener('click', () => $('#server-dialog').close());
   $('#server-remove').addEventListener('click', removeCurrent);
   $('#server-test').addEventListener('click', testCurrent);
+  form.elements.command.addEventListener('change', () => splitPasted(form).catch(() => {}));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const errBox = $('#server-form-error');
     let entry;
     try {
+      await splitPasted(form);
       entry = entryFromForm(form);
     } catch (err) {
       errBox.textContent = err.message; errBox.hidden = false; return;
@@ -299,6 +301,24 @@ function initForm() {
       $('#server-save').disabled = false;
     }
   });
+}
+
+/**
+ * A whole command line pasted into Command (`npx -y @scope/pkg arg`) becomes the program and
+ * its arguments, split with the shell's quoting rules by the core, and the form shows the result.
+ * Only when Arguments is empty: what the person typed there is never overwritten.
+ */
+async function splitPasted(form) {
+  const f = form.elements;
+  const line = f.command.value.trim();
+  if (!/\s/.test(line) || f.args.value.trim()) return;
+  const words = await api.splitCommand(line);
+  if (words.length < 2) return;
+  f.command.value = words[0];
+  f.args.value = words.slice(1).join('\n');
+  const hint = $('#command-split');
+  hint.textContent = `Split into the program ${words[0]} and ${words.length - 1} argument${words.length === 2 ? '' : 's'}.`;
+  hint.hidden = false;
 }
 
 /** Starts the form's server on its own (never the running hub's copy) and shows the report. */
@@ -407,6 +427,7 @@ async function openForm(id) {
   form.reset();
   $('#server-form-error').hidden = true;
   $('#server-test-report').hidden = true;
+  $('#command-split').hidden = true;
   $('#server-test-report').textContent = '';
   editing = id;
   baseEntry = {};

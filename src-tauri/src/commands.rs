@@ -169,6 +169,12 @@ pub async fn test_server(
     Ok(gatehouse::probe::probe(&id, cfg, secrets, std::time::Duration::from_secs(30)).await)
 }
 
+/// A pasted command line as program and arguments (the shell's quoting rules; nothing expanded).
+#[tauri::command]
+pub fn split_command(line: String) -> CommandResult<Vec<String>> {
+    gatehouse::config::split_command_line(&line).map_err(CommandError::invalid)
+}
+
 /// Lists a running server's tools again without restarting it.
 #[tauri::command]
 pub async fn refresh_tools(state: AppStateRef<'_>, id: String) -> CommandResult<Vec<ToolInfo>> {

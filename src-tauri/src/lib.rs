@@ -140,6 +140,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::save_server,
             commands::remove_server,
             commands::test_server,
+            commands::split_command,
             commands::refresh_tools,
             commands::follow_logs,
             commands::unfollow_logs,

@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
 pub use parse::{closest, validate_secret_name, ConfigError};
-pub use paths::{command_line, default_config_path, default_data_dir, expand_tilde};
+pub use paths::{
+    command_line, default_config_path, default_data_dir, expand_tilde, split_command_line,
+};
 pub use write::{backup_path, keep_last_good, write_atomic};
 
 /// Default handshake timeout (`initialize` + full `tools/list`).

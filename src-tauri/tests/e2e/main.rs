@@ -158,9 +158,10 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     // Add a server through the form: the core's validation message first, then success.
     d.click("#add-server").await;
     d.type_into("#server-form [name=id]", "Bad Id").await;
+    // A whole command line pasted into Command: split into program and arguments.
     d.type_into(
         "#server-form [name=command]",
-        &bin("gatehouse-fixture").to_string_lossy(),
+        &format!("{} --tools 2", bin("gatehouse-fixture").to_string_lossy()),
     )
     .await;
     d.click("#server-save").await;
@@ -200,6 +201,12 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     d.wait_state("gamma", "running").await;
     let saved = std::fs::read_to_string(&d.config_path).expect("config");
     assert!(saved.contains("\"gamma\""), "{saved}");
+    let gamma: Value = serde_json::from_str(&saved).expect("json");
+    assert_eq!(
+        gamma["servers"]["gamma"]["command"],
+        bin("gatehouse-fixture").to_string_lossy().as_ref()
+    );
+    assert_eq!(gamma["servers"]["gamma"]["args"], json!(["--tools", "2"]));
     let bak = std::fs::read_to_string(d.config_path.with_extension("json.bak")).expect(".bak");
     assert!(
         bak.contains("\"alpha\"") && !bak.contains("\"gamma\""),
