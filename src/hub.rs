@@ -133,6 +133,7 @@ impl Hub {
             tracing::error!("client tokens: {e}");
         }
         let inner = Arc::new(Inner {
+            secret_index: opts.data_dir.join("secret-names.json"),
             bus,
             approvals,
             activity,
@@ -161,6 +162,9 @@ pub struct HubHandle {
 }
 
 struct Inner {
+    /// The names of secrets set through this hub (never values), for listing ones no server
+    /// uses yet: `DATA_DIR/secret-names.json`.
+    secret_index: PathBuf,
     bus: EventBus,
     approvals: ApprovalBroker,
     activity: ActivityLog,
@@ -508,6 +512,24 @@ impl HubHandle {
         self.apply_config(next).await
     }
 
+    /// The names of secrets set through this hub (never values).
+    fn secret_index(&self) -> std::collections::BTreeSet<String> {
+        std::fs::read_to_string(&self.inner.secret_index)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    /// Every secret Gatehouse knows of — referenced by the config or set through it — each
+    /// with the servers that use it (possibly none).
+    pub fn secret_names(&self) -> BTreeMap<String, Vec<String>> {
+        let mut all = self.secret_users();
+        for name in self.secret_index() {
+            all.entry(name).or_default();
+        }
+        all
+    }
+
     /// Secret names referenced by the config, each with the servers that use it.
     pub fn secret_users(&self) -> BTreeMap<String, Vec<String>> {
         let config = self.config();
@@ -523,6 +545,29 @@ impl HubHandle {
     /// A secret was set or removed: restarts the servers that use it (unless stopped on purpose).
     /// Returns their ids.
     pub async fn secret_changed(&self, name: &str) -> Vec<String> {
+        // The index of names follows the keychain: set → listed, removed → not.
+        let secrets = self.inner.ctx.secrets.clone();
+        let n = name.to_owned();
+        let exists = tokio::task::spawn_blocking(move || match secrets.get(&n) {
+            Ok(_) => Some(true),
+            Err(crate::secrets::SecretError::Missing { .. }) => Some(false),
+            // An unreachable keychain says nothing about the name: the index is kept.
+            Err(_) => None,
+        })
+        .await
+        .unwrap_or(None);
+        let mut names = self.secret_index();
+        let changed = match exists {
+            Some(true) => names.insert(name.to_owned()),
+            Some(false) => names.remove(name),
+            None => false,
+        };
+        if changed {
+            let text = serde_json::to_string_pretty(&names).unwrap_or_default();
+            if let Err(e) = crate::config::write_atomic(&self.inner.secret_index, text.as_bytes()) {
+                tracing::warn!(error = %e, "cannot save the index of secret names");
+            }
+        }
         let users = self.secret_users().remove(name).unwrap_or_default();
         let mut restarted = Vec::new();
         for id in users {

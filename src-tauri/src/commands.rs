@@ -279,7 +279,7 @@ pub struct SecretRow {
 /// The secrets the config references, set or not (values never leave the keychain thread).
 #[tauri::command]
 pub async fn secrets(state: AppStateRef<'_>) -> CommandResult<Vec<SecretRow>> {
-    let users = state.hub()?.secret_users();
+    let users = state.hub()?.secret_names();
     let keychain = state.keychain.clone();
     tauri::async_runtime::spawn_blocking(move || {
         users

@@ -220,7 +220,7 @@ async fn handle_conn(
                 )
             }
         }
-        Request::Secrets => Response::ok(hub.secret_users()),
+        Request::Secrets => Response::ok(hub.secret_names()),
         Request::SecretChanged { name } => Response::ok(hub.secret_changed(&name).await),
         Request::Activity {
             limit,

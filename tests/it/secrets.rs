@@ -629,3 +629,43 @@ async fn a_secret_too_short_to_mask_is_refused_when_set() {
     let out = gh(&s, &["secret", "ls", "--json"], None);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("\"set\": true"));
 }
+
+/// A secret no server uses yet, set while Gatehouse runs, is listed (used by nobody) so it can
+/// be seen, replaced and deleted; removed, it is listed no more. Only names are kept.
+#[tokio::test]
+#[ignore = "needs a keychain: run `make test` (scripts/with-keyring.sh)"]
+async fn a_secret_no_server_uses_yet_is_listed_until_removed() {
+    require_keychain();
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &config(&[]), &[]).await;
+    let out = gh(
+        &s,
+        &["secret", "set", "unused-token"],
+        Some("value-of-unused-1"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ls =
+        String::from_utf8_lossy(&gh(&s, &["secret", "ls", "--json"], None).stdout).into_owned();
+    let v: Value = serde_json::from_str(&ls).unwrap();
+    let row = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "unused-token")
+        .cloned()
+        .unwrap_or_else(|| panic!("not listed: {ls}"));
+    assert_eq!(row["servers"], json!([]), "{row}");
+    assert_eq!(row["set"], true, "{row}");
+    let index = std::fs::read_to_string(dir.path().join("data/secret-names.json")).unwrap();
+    assert!(index.contains("unused-token") && !index.contains("value-of-unused-1"));
+    assert!(gh(&s, &["secret", "rm", "unused-token"], None)
+        .status
+        .success());
+    let ls =
+        String::from_utf8_lossy(&gh(&s, &["secret", "ls", "--json"], None).stdout).into_owned();
+    assert!(!ls.contains("unused-token"), "{ls}");
+}

@@ -364,7 +364,12 @@ pub fn secrets(rows: &[(String, Result<bool, String>, Vec<String>)], as_json: bo
                 Ok(false) => "no".to_owned(),
                 Err(e) => format!("? ({e})"),
             };
-            println!("{n:<32} {set:<8} {}", servers.join(", "));
+            let used = if servers.is_empty() {
+                "no server yet".to_owned()
+            } else {
+                servers.join(", ")
+            };
+            println!("{n:<32} {set:<8} {used}");
         }
     }
 }
