@@ -15,10 +15,16 @@ export function init() {
     if (!queue.some((r) => r.id === req.id)) queue.push(req);
     update();
   });
-  api.on('approval-resolved', ({ id }) => {
+  api.on('approval-resolved', ({ id, outcome }) => {
+    const req = queue.find((r) => r.id === id);
     queue = queue.filter((r) => r.id !== id);
+    // A trace of what happened without the person (a timeout, an answer from elsewhere).
+    if (req && outcome !== 'allowed' && outcome !== 'withdrawn') {
+      toast(`${req.exposed}: ${outcome === 'timed_out' ? 'nobody answered in time, denied' : 'denied'}`);
+    }
     update();
   });
+  $('#approval-deny-all').addEventListener('click', denyAll);
   const d = dialog();
   // Esc (the dialog's cancel) means deny, never "dismiss and leave the call hanging".
   d.addEventListener('cancel', (e) => { e.preventDefault(); answer('deny'); });
@@ -108,9 +114,38 @@ function fill(req) {
   const tick = () => {
     const left = Math.max(0, Math.round((req.expires_at - Date.now()) / 1000));
     $('#approval-countdown').textContent = `Denied automatically in ${left} s`;
+    renderOthers();
   };
   tick();
   timer = setInterval(tick, 500);
+}
+
+/** The other waiting calls (client, tool, time left each), below the one being decided. */
+function renderOthers() {
+  const others = queue.slice(1);
+  $('#approval-others').hidden = others.length === 0;
+  $('#approval-deny-all').textContent = `Deny all ${queue.length}`;
+  $('#approval-waiting').replaceChildren(...others.map((r) => {
+    const left = Math.max(0, Math.round((r.expires_at - Date.now()) / 1000));
+    return el('li', { dataset: { id: r.id } },
+      el('code', { text: r.exposed }), ` from ${r.client.name || 'an unnamed client'} — ${left} s left`);
+  }));
+}
+
+/** Denies every waiting call, after asking. */
+async function denyAll() {
+  const all = [...queue];
+  if (!all.length) return;
+  if (!await api.confirm(`Deny all ${all.length} waiting calls? None of them will run.`, 'Deny all', 'Deny all')) return;
+  for (const r of all) {
+    try {
+      await api.answerApproval(r.id, 'deny');
+    } catch { /* answered elsewhere, withdrawn or timed out meanwhile */ }
+  }
+  queue = queue.filter((r) => !all.some((a) => a.id === r.id));
+  shownId = null;
+  toast(`Denied ${all.length} call${all.length === 1 ? '' : 's'}`);
+  update();
 }
 
 async function answer(decision) {

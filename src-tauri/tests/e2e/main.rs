@@ -324,6 +324,30 @@ async fn approval_modal_allows_denies_and_remembers() {
     assert!(text_of(&out, "files__touch").contains("denied"), "{out}");
     assert!(!target(3).exists());
 
+    // 3b. Two waiting: the modal lists the other one; Deny all (confirmed) denies both.
+    let c7 = call(7);
+    d.wait_js("the modal for call 7", &modal_for(7)).await;
+    let c8 = call(8);
+    d.wait_js(
+        "the second call listed as also waiting",
+        "const o = document.getElementById('approval-others');
+         return !o.hidden && document.querySelectorAll('#approval-waiting li').length === 1
+                && document.getElementById('approval-waiting').textContent.includes('files__touch')
+                && document.getElementById('approval-waiting').textContent.includes('s left');",
+    )
+    .await;
+    d.shot("approval-queue").await;
+    d.click("#approval-deny-all").await;
+    d.answer_native_dialog("Deny all", "Return").await;
+    assert!(is_error(&c7.finish(), "files__touch"));
+    assert!(is_error(&c8.finish(), "files__touch"));
+    assert!(!target(7).exists() && !target(8).exists());
+    d.wait_js(
+        "the modal closed",
+        "return !document.getElementById('approval-dialog').open;",
+    )
+    .await;
+
     // 4. Always: runs, and the next call runs without asking.
     let c4 = call(4);
     d.wait_js("the modal for call 4", &modal_for(4)).await;
