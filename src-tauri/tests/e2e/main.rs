@@ -750,3 +750,53 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
     assert_eq!(text_of(&out, "alpha__echo"), "profiled");
     d.quit().await;
 }
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn the_window_fits_at_800_by_600() {
+    let _serial = lock().await;
+    let d = Desktop::launch(json!({
+        "alpha": fixture(), "beta-with-a-longer-name": fixture(), "gamma": fixture()
+    }))
+    .await;
+    d.wait_state("alpha", "running").await;
+    d.client
+        .set_window_size(800, 600)
+        .await
+        .expect("resize the window");
+    // Give the page a moment to lay out at the new size.
+    d.wait_js("the new size", "return window.innerWidth <= 800;")
+        .await;
+    let fits = d
+        .js(
+            "const w = window.innerWidth;
+             const cards = [...document.querySelectorAll('article.server')];
+             return { page: document.documentElement.scrollWidth <= w,
+                      cards: cards.length > 0 && cards.every(c => c.getBoundingClientRect().right <= w + 0.5),
+                      buttons: [...document.querySelectorAll('article.server .actions button')]
+                                 .every(b => b.getBoundingClientRect().right <= w + 0.5) };",
+        )
+        .await;
+    assert_eq!(
+        fits,
+        json!({ "page": true, "cards": true, "buttons": true }),
+        "something spills sideways at 800×600"
+    );
+    d.shot("servers-800x600").await;
+    // The Add-server dialog: its title and its Save button are in view.
+    d.click("#add-server").await;
+    let dialog = d
+        .wait_js(
+            "the dialog laid out",
+            "const d = document.getElementById('server-dialog');
+             if (!d.open) return null;
+             const save = document.getElementById('server-save').getBoundingClientRect();
+             const title = document.getElementById('server-dialog-title').getBoundingClientRect();
+             return { save: save.bottom <= window.innerHeight && save.top >= 0 && save.right <= window.innerWidth,
+                      title: title.top >= 0 };",
+        )
+        .await;
+    assert_eq!(dialog, json!({ "save": true, "title": true }), "{dialog}");
+    d.shot("add-server-800x600").await;
+    d.quit().await;
+}
