@@ -53,6 +53,10 @@ pub struct CallRecord {
     /// The client profile the call came through (absent: the gateway token, `default`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Of `duration_ms`, how long the call waited for the person (0 when it did not ask); the
+    /// rest is the server's own time.
+    #[serde(default)]
+    pub waited_ms: u64,
 }
 
 /// Whether and how a call was let through.
@@ -524,6 +528,15 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
     if !has_profile {
         conn.execute_batch("ALTER TABLE calls ADD COLUMN profile TEXT;")?;
     }
+    // Added with the Activity detail pane: the time spent waiting for the person.
+    let has_waited: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'waited_ms'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_waited {
+        conn.execute_batch("ALTER TABLE calls ADD COLUMN waited_ms INTEGER NOT NULL DEFAULT 0;")?;
+    }
     // A file that is not a database fails here, not at the first insert.
     conn.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))?;
     Ok(conn)
@@ -544,8 +557,8 @@ fn rotate_aside(path: &Path) {
 fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
     // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
     conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
             r.time_ms as i64,
@@ -559,7 +572,8 @@ fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
             r.duration_ms as i64,
             r.outcome.as_str(),
             r.decided_via,
-            r.profile
+            r.profile,
+            r.waited_ms as i64
         ],
     )?;
     Ok(())
@@ -581,7 +595,7 @@ fn query(
     client: Option<&str>,
 ) -> rusqlite::Result<Vec<CallRecord>> {
     let mut stmt = conn.prepare(
-        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms
          FROM calls WHERE (?1 IS NULL OR server = ?1) AND (?3 IS NULL OR coalesce(profile, 'default') = ?3)
          ORDER BY id DESC LIMIT ?2",
     )?;
@@ -599,6 +613,7 @@ fn query(
             outcome: CallOutcome::parse(&r.get::<_, String>(9)?),
             decided_via: r.get(10)?,
             profile: r.get(11)?,
+            waited_ms: r.get::<_, i64>(12)? as u64,
         })
     })?;
     rows.collect()
@@ -622,6 +637,7 @@ mod tests {
             outcome: CallOutcome::Ok,
             decided_via: None,
             profile: None,
+            waited_ms: 0,
         }
     }
 

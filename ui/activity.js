@@ -6,7 +6,26 @@ import * as api from './api.js';
 import { $, el, clock, viewError } from './dom.js';
 
 const servers = new Set();
+const open = new Set(); // keys of rows whose detail is shown (kept across refreshes)
 let poller = null;
+
+const keyOf = (r) => `${r.time_ms}|${r.session}|${r.server}|${r.tool}`;
+
+/** The detail pane of one call: who, what, and where the time went. */
+function detail(r) {
+  let args = r.arguments;
+  try { args = JSON.stringify(JSON.parse(r.arguments), null, 2); } catch { /* shown as stored */ }
+  const server = Math.max(0, r.duration_ms - (r.waited_ms ?? 0));
+  const who = { ui: 'you, in the app', cli: 'you, with the CLI', policy: 'the policy' }[r.decided_by] ?? r.decided_by;
+  return el('tr', { class: 'activity-detail' }, el('td', { colspan: '6' },
+    el('dl', { class: 'detail' },
+      el('dt', { text: 'Waiting for you' }), el('dd', { text: `${r.waited_ms ?? 0} ms` }),
+      el('dt', { text: 'Server' }), el('dd', { text: `${server} ms` }),
+      el('dt', { text: 'Decided by' }), el('dd', { text: r.decided_via ? `${who} (${r.decided_via})` : who }),
+      el('dt', { text: 'Client' }), el('dd', { text: `${r.client ?? 'unnamed'} — profile ${r.profile ?? 'default'}, session ${r.session}` }),
+      el('dt', { text: 'Outcome' }), el('dd', { text: label(r.outcome) })),
+    el('pre', { class: 'arguments', text: args })));
+}
 
 export function init() {
   $('#activity-refresh').addEventListener('click', load);
@@ -60,7 +79,7 @@ async function load() {
   } catch { /* the hub is not running: the error line above says so */ }
   if (group) rows = rows.filter((r) => r.group === group);
   const body = $('#activity-table tbody');
-  body.replaceChildren(...rows.map((r) => {
+  body.replaceChildren(...rows.flatMap((r) => {
     const by = { ui: ' by you (app)', cli: ' by you (CLI)' }[r.decided_by] ?? '';
     const tr = el('tr', { class: `decision-${r.decision}` },
       el('td', { text: clock(r.time_ms) }),
@@ -69,8 +88,17 @@ async function load() {
       el('td', {}, el('span', { class: `badge decision ${r.group}`, text: label(r.decision) }), by),
       el('td', { text: `${r.duration_ms} ms` }),
       el('td', { text: label(r.outcome) }));
-    tr.title = `Arguments: ${r.arguments}`;
-    return tr;
+    tr.title = 'Show the details';
+    tr.tabIndex = 0;
+    const key = keyOf(r);
+    tr.dataset.key = key;
+    const toggle = () => {
+      if (open.has(key)) open.delete(key); else open.add(key);
+      load();
+    };
+    tr.addEventListener('click', toggle);
+    tr.addEventListener('keydown', (e) => { if (e.key === 'Enter') toggle(); });
+    return open.has(key) ? [tr, detail(r)] : [tr];
   }));
   const empty = rows.length === 0;
   $('#activity-empty').hidden = !empty;

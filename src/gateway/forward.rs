@@ -57,6 +57,8 @@ pub(super) struct CallMeta {
     tool: String,
     arguments: String,
     started: std::time::Instant,
+    /// How long the call waited for the person (held calls).
+    waited: Option<std::time::Duration>,
 }
 
 impl CallMeta {
@@ -66,6 +68,7 @@ impl CallMeta {
             tool: tool.to_owned(),
             arguments,
             started: std::time::Instant::now(),
+            waited: None,
         }
     }
 }
@@ -184,6 +187,7 @@ impl Gateway {
                         let name = exposed.clone().unwrap_or_default();
                         let mut gate = *gate;
                         let mut asked = 1;
+                        let hold_started = std::time::Instant::now();
                         let held = loop {
                             let (hash, arguments) =
                                 (gate.hash.clone(), gate.request.arguments.clone());
@@ -212,6 +216,9 @@ impl Gateway {
                                 }
                             }
                         };
+                        if let Some(m) = audit.meta.as_mut() {
+                            m.waited = Some(hold_started.elapsed());
+                        }
                         match held {
                             Held::Allowed(d, by, via) => {
                                 audit.via = via;
@@ -341,6 +348,7 @@ impl Gateway {
             outcome,
             decided_via: via,
             profile: s.profile.clone(),
+            waited_ms: m.waited.map_or(0, |w| w.as_millis() as u64),
         });
     }
 

@@ -172,6 +172,14 @@ async fn an_answer_covers_only_the_definition_the_person_saw() {
     approve(&s, &again, "once");
     assert_eq!(text_of(&call.await.unwrap()), "hi");
     assert!(none_pending(&s));
+    // The row says how much of the call's time was spent waiting for the person.
+    let rows: Value = serde_json::from_slice(&gh(&s, &["activity", "--json"]).stdout).unwrap();
+    let row = &rows[0];
+    let (waited, total) = (
+        row["waited_ms"].as_u64().unwrap(),
+        row["duration_ms"].as_u64().unwrap(),
+    );
+    assert!(waited > 0 && waited <= total, "{row}");
 }
 
 /// A tool that appears on an already-listed server is not believed when it says it only reads:

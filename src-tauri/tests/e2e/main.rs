@@ -374,6 +374,22 @@ async fn approval_modal_allows_denies_and_remembers() {
         "return document.querySelectorAll('#activity-table tbody tr').length >= 5;",
     )
     .await;
+    // A row opens its detail: where the time went (waiting for you, the server's own).
+    // (Clicked from the page: the list re-renders every few seconds under the pointer.)
+    d.js("document.querySelector('#activity-table tbody tr[data-key]').click(); return true;")
+        .await;
+    let detail = d
+        .wait_js(
+            "the detail pane",
+            "const t = document.querySelector('#activity-table .activity-detail');
+             return t && t.textContent;",
+        )
+        .await;
+    let detail = detail.as_str().unwrap_or("");
+    assert!(
+        detail.contains("Waiting for you") && detail.contains("Server") && detail.contains(" ms"),
+        "{detail}"
+    );
     d.shot("activity").await;
 
     // 5. The Permissions view shows the "always" answer; revoking it makes the next call ask.
