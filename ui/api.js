@@ -24,6 +24,7 @@ export const retryStart = () => call('retry_start');
 export const servers = () => call('servers');
 export const serverTools = (id) => call('server_tools', { id });
 export const startServer = (id) => call('start_server', { id });
+export const setServerEnabled = (id, enabled) => call('set_server_enabled', { id, enabled });
 export const stopServer = (id) => call('stop_server', { id });
 export const restartServer = (id) => call('restart_server', { id });
 export const serverEntry = (id) => call('server_entry', { id });

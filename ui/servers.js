@@ -53,9 +53,29 @@ function refreshSoon() {
   soon = setTimeout(refresh, 400);
 }
 
+/** Failed servers first (what needs you), then by id; and the summary line above the list. */
 function reorder() {
   const list = $('#server-list');
-  for (const id of [...rows.keys()].sort()) list.append(rows.get(id).node);
+  const rank = (id) => (rows.get(id).status.state === 'failed' ? 0 : 1);
+  const ids = [...rows.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  ids.forEach((id, i) => {
+    if (list.children[i] !== rows.get(id).node) list.insertBefore(rows.get(id).node, list.children[i] ?? null);
+  });
+  summarize();
+}
+
+function summarize() {
+  const all = [...rows.values()].map((r) => r.status);
+  const count = (st) => all.filter((s) => s.state === st).length;
+  const tools = all.reduce((n, s) => n + (s.state === 'running' ? s.tools : 0), 0);
+  const parts = [`${count('running')} running`];
+  if (count('failed')) parts.push(`${count('failed')} failed`);
+  if (count('restarting')) parts.push(`${count('restarting')} restarting`);
+  if (count('stopped')) parts.push(`${count('stopped')} stopped`);
+  parts.push(`${tools} tool${tools === 1 ? '' : 's'} exposed`);
+  const line = $('#servers-summary');
+  line.textContent = all.length ? parts.join(' · ') : '';
+  line.dataset.failed = count('failed');
 }
 
 function upsert(s) {
@@ -68,8 +88,10 @@ function upsert(s) {
     reorder();
     $('#servers-empty').hidden = true;
   }
+  const was = row.status.state;
   row.status = { ...row.status, ...s };
   render(row);
+  if (was !== row.status.state) reorder(); else summarize();
 }
 
 function buildRow(id) {
@@ -86,7 +108,10 @@ function buildRow(id) {
         el('button', { type: 'button', dataset: { act: 'start' } }, 'Start'),
         el('button', { type: 'button', dataset: { act: 'stop' } }, 'Stop'),
         el('button', { type: 'button', dataset: { act: 'restart' } }, 'Restart'),
-        el('button', { type: 'button', dataset: { act: 'edit' } }, 'Edit'))),
+        el('button', { type: 'button', dataset: { act: 'edit' } }, 'Edit'),
+        el('label', { class: 'toggle', title: 'Enabled: starts with Gatehouse (kept in the config)' },
+          el('input', { type: 'checkbox', class: 'enabled-toggle', 'aria-label': `${id} enabled` }), ' On'))),
+    el('p', { class: 'recovered hint', hidden: true }),
     el('code', { class: 'target' }),
     el('p', { class: 'last-error', hidden: true }),
     el('ul', { class: 'warnings', hidden: true }),
@@ -99,6 +124,19 @@ function buildRow(id) {
       el('h3', {}, 'Log'),
       el('pre', { class: 'log', tabindex: '0', 'aria-label': `Log of ${id}` })));
   node.querySelector('.expand').addEventListener('click', () => toggle(id));
+  node.querySelector('.enabled-toggle').addEventListener('change', async (e) => {
+    const on = e.target.checked;
+    e.target.disabled = true;
+    try {
+      await api.setServerEnabled(id, on);
+      toast(on ? `${id} is enabled and starting` : `${id} is disabled and stopped (kept in the config)`);
+    } catch (x) {
+      e.target.checked = !on;
+      toast(api.errorText(x), 'error');
+    } finally {
+      e.target.disabled = false;
+    }
+  });
   node.querySelector('.refresh-tools').addEventListener('click', (e) => refreshTools(id, e.target));
   node.querySelector('.actions').addEventListener('click', (e) => {
     const act = e.target.closest('button')?.dataset.act;
@@ -128,6 +166,11 @@ function render(row) {
   const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
   err.hidden = !showErr && !(s.state === 'failed');
   err.textContent = s.last_error || '';
+  n.querySelector('.enabled-toggle').checked = !!s.enabled;
+  // A crash the server recovered from stays visible for this run.
+  const rec = n.querySelector('.recovered');
+  rec.hidden = !(s.state === 'running' && s.last_crash);
+  if (!rec.hidden) rec.textContent = `Recovered; last failure at ${clock(s.last_crash_ms)}: ${s.last_crash}`;
   // Things to know that do not stop the server (a policy key naming no tool, a slow list…).
   const warnings = n.querySelector('.warnings');
   const list = s.warnings ?? [];
@@ -154,6 +197,7 @@ function tickUptimes() {
 async function action(id, act, button) {
   if (act === 'edit') { openForm(id); return; }
   button.disabled = true;
+  if (act === 'start' && rows.get(id)?.status.state === 'failed') toast(`Starting ${id} again…`);
   try {
     if (act === 'start') await api.startServer(id);
     if (act === 'stop') await api.stopServer(id);

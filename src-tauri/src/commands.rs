@@ -108,6 +108,16 @@ pub fn server_tools(state: AppStateRef<'_>, id: String) -> CommandResult<Vec<Too
     Ok(state.hub()?.tools(Some(&id))?)
 }
 
+/// Sets a server's `enabled` in the config (kept across restarts) and applies it.
+#[tauri::command]
+pub async fn set_server_enabled(
+    state: AppStateRef<'_>,
+    id: String,
+    enabled: bool,
+) -> CommandResult<()> {
+    Ok(state.hub()?.set_enabled(&id, enabled).await?)
+}
+
 #[tauri::command]
 pub async fn start_server(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
     Ok(state.hub()?.start_server(&id).await?)

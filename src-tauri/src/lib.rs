@@ -134,6 +134,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::servers,
             commands::server_tools,
             commands::start_server,
+            commands::set_server_enabled,
             commands::stop_server,
             commands::restart_server,
             commands::server_entry,

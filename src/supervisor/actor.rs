@@ -454,6 +454,8 @@ impl Actor {
             self.retry_at = None;
             self.set_state(State::Failed, |s| {
                 s.consecutive_failures = failures;
+                s.last_crash = Some(last_error.clone());
+                s.last_crash_ms = Some(now_ms());
                 s.last_error = Some(last_error);
                 s.next_retry_ms = None;
                 s.pid = None;
@@ -473,6 +475,8 @@ impl Actor {
             ));
             self.set_state(State::Restarting, |s| {
                 s.consecutive_failures = failures;
+                s.last_crash = Some(msg.clone());
+                s.last_crash_ms = Some(now_ms());
                 s.last_error = Some(msg);
                 s.next_retry_ms = Some(now_ms() + delay.as_millis() as u64);
                 s.pid = None;

@@ -56,6 +56,8 @@ impl ServerHandle {
             server_name: None,
             server_version: None,
             protocol_version: None,
+            last_crash: None,
+            last_crash_ms: None,
             name: cfg.name.clone(),
             command: cfg.describe(),
             warnings: Vec::new(),

@@ -131,6 +131,13 @@ pub struct ServerStatus {
     pub server_name: Option<String>,
     /// `serverInfo.version` from its handshake.
     pub server_version: Option<String>,
+    /// The last failure of this run of the hub, kept after the server recovered ("recovered
+    /// 2 m ago from: …"); `last_error` is cleared by a restart, this is not.
+    #[serde(default)]
+    pub last_crash: Option<String>,
+    /// When that failure happened (ms since the epoch).
+    #[serde(default)]
+    pub last_crash_ms: Option<u64>,
     /// The protocol version it answered `initialize` with.
     #[serde(default)]
     pub protocol_version: Option<String>,

@@ -107,6 +107,43 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     .await;
     let crashed = d.row("alpha").await;
     assert_ne!(crashed["pid"], json!(pid.to_string()));
+    // The crash it recovered from stays visible, and the summary counts what runs.
+    let recovered = d
+        .wait_js(
+            "the recovered line",
+            "const p = document.querySelector('article.server[data-id=alpha] .recovered');
+             return p && !p.hidden && p.textContent;",
+        )
+        .await;
+    assert!(
+        recovered
+            .as_str()
+            .unwrap_or("")
+            .contains("killed by signal 9"),
+        "{recovered}"
+    );
+    let summary = d
+        .wait_js(
+            "the summary line",
+            "const t = document.getElementById('servers-summary').textContent;
+             return t.startsWith('2 running') && t;",
+        )
+        .await;
+    assert!(
+        summary.as_str().unwrap_or("").contains("26 tools exposed"),
+        "{summary}"
+    );
+    // The enable toggle: off stops the server and keeps `enabled: false` in the config.
+    d.click("article.server[data-id=beta] .enabled-toggle")
+        .await;
+    d.wait_state("beta", "stopped").await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(saved["servers"]["beta"]["enabled"], json!(false), "{saved}");
+    d.click("article.server[data-id=beta] .enabled-toggle")
+        .await;
+    d.wait_state("beta", "running").await;
 
     // Expanded: the tools with their approval flags and the live log.
     d.click("article.server[data-id=alpha] .expand").await;
