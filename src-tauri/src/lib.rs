@@ -174,12 +174,18 @@ fn dispatch<R: Runtime>(app: &tauri::AppHandle<R>, action: tray::TrayAction) {
     match action {
         tray::TrayAction::Open => window::show_main(app),
         tray::TrayAction::Quit => lifecycle::confirm_quit(app),
-        tray::TrayAction::Restart(server) => {
+        tray::TrayAction::Restart(_) | tray::TrayAction::Start(_) | tray::TrayAction::Stop(_) => {
             let state = app.state::<Arc<AppState>>().inner().clone();
             tauri::async_runtime::spawn(async move {
                 if let Ok(hub) = state.hub() {
-                    if let Err(e) = hub.restart_server(&server).await {
-                        tracing::warn!(server, error = %e, "restart from the tray failed");
+                    let (r, server) = match action {
+                        tray::TrayAction::Start(s) => (hub.start_server(&s).await, s),
+                        tray::TrayAction::Stop(s) => (hub.stop_server(&s).await, s),
+                        tray::TrayAction::Restart(s) => (hub.restart_server(&s).await, s),
+                        _ => return,
+                    };
+                    if let Err(e) = r {
+                        tracing::warn!(server, error = %e, "a server action from the tray failed");
                     }
                 }
             });

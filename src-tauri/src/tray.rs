@@ -26,6 +26,8 @@ pub enum Entry {
     Server {
         id: String,
         text: String,
+        /// The actions that fit its state: (verb, label).
+        actions: Vec<(&'static str, &'static str)>,
     },
     Separator,
 }
@@ -61,9 +63,17 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
         });
     }
     for (id, state) in servers {
+        // Menus cannot colour text: the state leads with a mark of its own.
+        let (mark, actions): (&str, Vec<(&'static str, &'static str)>) = match state.as_str() {
+            "running" => ("●", vec![("restart", "Restart"), ("stop", "Stop")]),
+            "failed" => ("✕", vec![("start", "Start")]),
+            "stopped" => ("○", vec![("start", "Start")]),
+            _ => ("◌", vec![("stop", "Stop")]),
+        };
         out.push(Entry::Server {
             id: id.clone(),
-            text: format!("{id} — {state}"),
+            text: format!("{mark} {id} — {state}"),
+            actions,
         });
     }
     out.push(Entry::Separator);
@@ -84,6 +94,10 @@ pub enum TrayAction {
     Quit,
     /// Restart this server.
     Restart(String),
+    /// Start this server.
+    Start(String),
+    /// Stop this server.
+    Stop(String),
 }
 
 /// The action behind a menu item's id (`None` for the inert ones).
@@ -91,9 +105,16 @@ pub fn action(id: &str) -> Option<TrayAction> {
     match id {
         "open" | "approvals" | "open-error" => Some(TrayAction::Open),
         "quit" => Some(TrayAction::Quit),
-        other => other
-            .strip_prefix("restart:")
-            .map(|s| TrayAction::Restart(s.to_owned())),
+        other => {
+            let (verb, id) = other.split_once(':')?;
+            let id = id.to_owned();
+            match verb {
+                "restart" => Some(TrayAction::Restart(id)),
+                "start" => Some(TrayAction::Start(id)),
+                "stop" => Some(TrayAction::Stop(id)),
+                _ => None,
+            }
+        }
     }
 }
 
@@ -174,11 +195,16 @@ fn render<R: Runtime>(app: &AppHandle<R>, model: &[Entry]) -> tauri::Result<Menu
                 menu.append(&MenuItem::with_id(app, id, text, *enabled, None::<&str>)?)?
             }
             Entry::Separator => menu.append(&PredefinedMenuItem::separator(app)?)?,
-            Entry::Server { id, text } => {
-                let restart =
-                    MenuItem::with_id(app, format!("restart:{id}"), "Restart", true, None::<&str>)?;
-                let items: [&dyn IsMenuItem<R>; 1] = [&restart];
-                menu.append(&Submenu::with_items(app, text, true, &items)?)?
+            Entry::Server { id, text, actions } => {
+                let items = actions
+                    .iter()
+                    .map(|(verb, label)| {
+                        MenuItem::with_id(app, format!("{verb}:{id}"), *label, true, None::<&str>)
+                    })
+                    .collect::<tauri::Result<Vec<_>>>()?;
+                let refs: Vec<&dyn IsMenuItem<R>> =
+                    items.iter().map(|i| i as &dyn IsMenuItem<R>).collect();
+                menu.append(&Submenu::with_items(app, text, true, &refs)?)?
             }
         }
     }
@@ -203,7 +229,8 @@ mod tests {
         }));
         assert!(m.contains(&Entry::Server {
             id: "time".into(),
-            text: "time — restarting".into()
+            text: "◌ time — restarting".into(),
+            actions: vec![("stop", "Stop")],
         }));
         assert_eq!(
             m.last(),
@@ -234,14 +261,53 @@ mod tests {
                 Entry::Item {
                     id, enabled: true, ..
                 } => assert!(action(id).is_some(), "{id}"),
-                Entry::Server { id, .. } => assert_eq!(
-                    action(&format!("restart:{id}")),
-                    Some(TrayAction::Restart(id.clone()))
-                ),
+                Entry::Server { id, actions, .. } => {
+                    for (verb, _) in actions {
+                        assert!(action(&format!("{verb}:{id}")).is_some(), "{verb}:{id}");
+                    }
+                }
                 _ => {}
             }
         }
         assert_eq!(action("quit"), Some(TrayAction::Quit));
         assert_eq!(action("none"), None);
+    }
+
+    /// Each server offers what fits its state: a running one Restart and Stop, a stopped or
+    /// failed one Start, one on its way Stop; its state is marked at the front.
+    #[test]
+    fn each_server_offers_the_actions_that_fit_its_state() {
+        let servers: Vec<(String, String)> = ["running", "stopped", "failed", "starting"]
+            .iter()
+            .map(|s| (format!("s-{s}"), (*s).to_owned()))
+            .collect();
+        let m = model(0, &servers, false);
+        let of = |id: &str| {
+            m.iter()
+                .find_map(|e| match e {
+                    Entry::Server {
+                        id: i,
+                        text,
+                        actions,
+                    } if i == id => Some((text.clone(), actions.clone())),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_eq!(
+            of("s-running").1,
+            vec![("restart", "Restart"), ("stop", "Stop")]
+        );
+        assert!(of("s-running").0.starts_with('●'));
+        assert_eq!(of("s-stopped").1, vec![("start", "Start")]);
+        assert_eq!(of("s-failed").1, vec![("start", "Start")]);
+        assert!(of("s-failed").0.starts_with('✕'));
+        assert_eq!(of("s-starting").1, vec![("stop", "Stop")]);
+        assert_eq!(
+            action("start:s-failed"),
+            Some(TrayAction::Start("s-failed".into()))
+        );
+        assert_eq!(action("stop:x"), Some(TrayAction::Stop("x".into())));
+        assert_eq!(action("explode:x"), None);
     }
 }
