@@ -139,14 +139,22 @@ impl Store {
         let listed: std::collections::HashSet<String> =
             tools.iter().map(|d| key(server, &d.name)).collect();
         let before = self.pins.len() + self.always.len();
+        // Only this server's keys are visited (a range of the sorted maps), never every pin.
         let prefix = key(server, "");
-        let mine = |k: &String| k.starts_with(&prefix);
-        self.pins.retain(|k, _| !mine(k) || listed.contains(k));
-        self.always
-            .retain(|k, _| !mine(k) || listed.contains(tool_key(k)));
+        for k in stale_keys(&self.pins, &prefix, &listed, |k| k) {
+            self.pins.remove(&k);
+        }
+        for k in stale_keys(&self.always, &prefix, &listed, tool_key) {
+            self.always.remove(&k);
+        }
         changed |= self.pins.len() + self.always.len() != before;
+        let mut count = self.pin_count(server);
         for def in tools {
             if !self.pins.contains_key(&key(server, &def.name)) {
+                if count >= MAX_PINS_PER_SERVER {
+                    continue;
+                }
+                count += 1;
                 changed |= self.pin(server, def, !first);
             }
         }
@@ -296,6 +304,21 @@ impl Store {
         });
         before - self.always.len()
     }
+}
+
+/// The keys under `prefix` (one server's) whose tool is not `listed`; only that range of the
+/// sorted map is visited.
+fn stale_keys<V>(
+    map: &BTreeMap<String, V>,
+    prefix: &str,
+    listed: &std::collections::HashSet<String>,
+    tool_of: fn(&str) -> &str,
+) -> Vec<String> {
+    map.range(prefix.to_owned()..)
+        .take_while(|(k, _)| k.starts_with(prefix))
+        .filter(|(k, _)| !listed.contains(tool_of(k)))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// Top-level members whose values differ (`definition` when either is not an object).

@@ -27,7 +27,7 @@ pub struct Catalog {
     /// `{"tools":[…]}`, each definition as the server sent it except for its `name`.
     list_result: String,
     /// Each exposed tool's server and definition, in list order (for client profiles' lists).
-    ordered: Vec<(String, ServerId, String)>,
+    ordered: Vec<(String, ServerId, Arc<str>)>,
     fingerprint: u64,
     /// The hub's change generation this catalog was built from.
     generation: u64,
@@ -43,7 +43,7 @@ impl Catalog {
         // Read first: a change during the build makes this catalog count as stale.
         let generation = hub.bus().generation();
         let mut by_name = HashMap::new();
-        let mut defs: Vec<String> = Vec::new();
+        let mut defs: Vec<Arc<str>> = Vec::new();
         let mut ordered = Vec::new();
         for server in hub.servers() {
             if server.status().state != State::Running {
@@ -67,6 +67,7 @@ impl Catalog {
                 let Some(def) = rename(tool.raw.get(), &name) else {
                     continue;
                 };
+                let def: Arc<str> = Arc::from(def);
                 defs.push(def.clone());
                 ordered.push((name.clone(), server.id().clone(), def));
                 by_name.insert(
@@ -78,7 +79,10 @@ impl Catalog {
                 );
             }
         }
-        let list_result = format!("{{\"tools\":[{}]}}", defs.join(","));
+        let list_result = format!(
+            "{{\"tools\":[{}]}}",
+            defs.iter().map(|d| &**d).collect::<Vec<&str>>().join(",")
+        );
         let mut h = std::collections::hash_map::DefaultHasher::new();
         list_result.hash(&mut h);
         Catalog {
@@ -106,7 +110,7 @@ impl Catalog {
             .ordered
             .iter()
             .filter(|(name, server, _)| profile.sees_tool(server.as_str(), name))
-            .map(|(_, _, def)| def.as_str())
+            .map(|(_, _, def)| &**def)
             .collect();
         format!("{{\"tools\":[{}]}}", defs.join(","))
     }

@@ -21,7 +21,7 @@ pub mod stdio;
 pub mod token;
 mod tools;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -87,7 +87,14 @@ struct Inner {
     keepalive_ms: AtomicU64,
     shutdown: CancellationToken,
     watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Each server's tool list (and origin) last given to the pins: an unchanged list is not
+    /// taken again. The `Arc` is held, so a new list can never reuse its address. Guards one
+    /// refresh's comparisons.
+    listed: Mutex<HashMap<crate::config::ServerId, (ToolList, String)>>,
 }
+
+/// A server's tool list as its handle shares it.
+type ToolList = Arc<Vec<Arc<crate::supervisor::status::ToolDef>>>;
 
 /// The methods the gateway answers: every client request goes through this table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +154,7 @@ impl Gateway {
             keepalive_ms: AtomicU64::new(KEEPALIVE.as_millis() as u64),
             shutdown: CancellationToken::new(),
             watcher: Mutex::new(None),
+            listed: Mutex::new(HashMap::new()),
         });
         let gw = Gateway { inner };
         let approvals = gw.inner.hub.approvals().clone();
@@ -234,13 +242,22 @@ impl Gateway {
                 continue;
             };
             if server.status().state == crate::State::Running {
-                self.inner.hub.approvals().take_listing(
-                    server.id().as_str(),
-                    &cfg.origin(),
-                    &server.tools(),
-                );
+                let tools = server.tools();
+                let origin = cfg.origin();
+                let mut listed = lock(&self.inner.listed);
+                let same = listed
+                    .get(server.id())
+                    .is_some_and(|(t, o)| Arc::ptr_eq(t, &tools) && *o == origin);
+                if !same {
+                    self.inner
+                        .hub
+                        .approvals()
+                        .take_listing(server.id().as_str(), &origin, &tools);
+                    listed.insert(server.id().clone(), (tools, origin));
+                }
             }
         }
+        lock(&self.inner.listed).retain(|id, _| config.servers.contains_key(id));
         let (changed, old) = {
             let mut cur = lock(&self.inner.catalog);
             let changed = cur.fingerprint() != new.fingerprint();
