@@ -11,7 +11,6 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::session::{lock, ClientSession, Forwarded};
-use super::tools::Recheck;
 use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
 use crate::approval::{ApprovalRequest, Decider, Verdict};
@@ -106,6 +105,17 @@ impl Drop for Audit {
             self.finish(Decision::Withdrawn, Decider::Policy, CallOutcome::NotRun);
         }
     }
+}
+
+/// What a held call finds when the person has allowed it and it is about to run.
+pub(super) enum Recheck {
+    /// Nothing changed that the answer did not cover.
+    Go,
+    /// The tool's definition is not the one the person saw: ask again, showing the change.
+    AskAgain(Box<Gate>),
+    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
+    /// the decision for the activity log.
+    Refused(String, Decision),
 }
 
 enum Held {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::forward::{CallMeta, Gate, Pass, ToolCall};
+use super::forward::{CallMeta, Gate, Pass, Recheck, ToolCall};
 use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;
@@ -225,17 +225,6 @@ impl Gateway {
             timeout,
         }))
     }
-}
-
-/// What a held call finds when the person has allowed it and it is about to run.
-pub(super) enum Recheck {
-    /// Nothing changed that the answer did not cover.
-    Go,
-    /// The tool's definition is not the one the person saw: ask again, showing the change.
-    AskAgain(Box<Gate>),
-    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
-    /// the decision for the activity log.
-    Refused(String, Decision),
 }
 
 impl Gateway {
