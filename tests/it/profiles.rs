@@ -52,6 +52,7 @@ fn two_profiles() -> String {
 }
 
 /// A bare HTTP client session (initialize + initialized) with `token`.
+#[derive(Clone)]
 struct Session {
     http: reqwest::Client,
     url: String,
@@ -92,6 +93,12 @@ impl Session {
             .await
             .unwrap();
         (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// `post` on a task of its own (a call that waits for an answer); its body.
+    fn spawn_post(&self, token: &str, body: Value) -> tokio::task::JoinHandle<String> {
+        let (s, token) = (self.clone(), token.to_owned());
+        tokio::spawn(async move { s.post(&token, body).await.1 })
     }
 
     async fn tools(&self) -> Vec<String> {
@@ -387,23 +394,7 @@ async fn answers_and_activity_belong_to_each_profile() {
     let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"hi"}}});
     let cursor_token = token_of(d, "cursor").await;
     let cursor = Session::open(&url, &cursor_token).await;
-    let first = tokio::spawn({
-        let (c, t, call) = (cursor.http.clone(), cursor_token.clone(), call.clone());
-        let (url, sid) = (url.clone(), cursor.sid.clone());
-        async move {
-            c.post(&url)
-                .bearer_auth(t)
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-session-id", sid)
-                .body(call.to_string())
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        }
-    });
+    let first = cursor.spawn_post(&cursor_token, call.clone());
     let r = pending(d, "a__echo").await;
     assert_eq!(r["client"]["profile"], "cursor", "{r}");
     let out = gh(
@@ -418,23 +409,7 @@ async fn answers_and_activity_belong_to_each_profile() {
     // Another profile is asked; denied, it does not run.
     let code_token = token_of(d, "code").await;
     let code = Session::open(&url, &code_token).await;
-    let second = tokio::spawn({
-        let (c, t, call) = (code.http.clone(), code_token.clone(), call.clone());
-        let (url, sid) = (url.clone(), code.sid.clone());
-        async move {
-            c.post(&url)
-                .bearer_auth(t)
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-session-id", sid)
-                .body(call.to_string())
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap()
-        }
-    });
+    let second = code.spawn_post(&code_token, call.clone());
     let r = pending(d, "a__echo").await;
     assert_eq!(r["client"]["profile"], "code");
     assert!(gh(d, &["deny", r["id"].as_str().unwrap()]).status.success());
