@@ -529,3 +529,45 @@ async fn prompts_and_resources_follow_the_profile_too() {
         assert_eq!(!body.contains("Unknown prompt"), sees, "{body}");
     }
 }
+
+/// A "session" answer covers the session (of one profile) that got it: another profile's
+/// client, calling the same tool, is asked.
+#[tokio::test]
+async fn a_session_answer_does_not_reach_another_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({
+        "servers": {"a": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}}}},
+        "clients": {"cursor": {}, "code": {}},
+        "approval": {"default": "flagged-only", "timeout_secs": 20}
+    });
+    let served = serve(d, &cfg.to_string(), &["a"]).await;
+    let url = served.info.url.clone();
+    let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"s"}}});
+    let cursor_token = token_of(d, "cursor").await;
+    let cursor = Session::open(&url, &cursor_token).await;
+    let first = cursor.spawn_post(&cursor_token, call.clone());
+    let r = pending(d, "a__echo").await;
+    assert!(gh(
+        d,
+        &["approve", r["id"].as_str().unwrap(), "--scope", "session"]
+    )
+    .status
+    .success());
+    assert!(first.await.unwrap().contains("\"s\""));
+    let (_, body) = cursor.post(&cursor_token, call.clone()).await;
+    assert!(
+        body.contains("\"s\""),
+        "the session answer covers its own session: {body}"
+    );
+    let code_token = token_of(d, "code").await;
+    let code = Session::open(&url, &code_token).await;
+    let other = code.spawn_post(&code_token, call.clone());
+    let r = pending(d, "a__echo").await;
+    assert_eq!(
+        r["client"]["profile"], "code",
+        "the other profile is asked: {r}"
+    );
+    assert!(gh(d, &["deny", r["id"].as_str().unwrap()]).status.success());
+    assert!(other.await.unwrap().contains("isError"));
+}
