@@ -94,6 +94,76 @@ impl ClientKind {
     }
 }
 
+/// Whether a client's own file connects it to this Gatehouse.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum Setup {
+    /// The client's file is not there (the client may not be installed).
+    NoFile,
+    /// The file has no `gatehouse` entry.
+    NotSetUp,
+    /// The entry points somewhere else (another port, an old token).
+    Elsewhere,
+    /// The entry reaches this gateway, as `profile` (`default`: the gateway token).
+    Configured {
+        /// The client profile its token (or `--client`) names.
+        profile: String,
+    },
+}
+
+/// What the client's file at `path` says about reaching the gateway at `url`; `tokens` are
+/// (profile, token) pairs, the gateway token as `default`. Reads at most 8 MiB.
+pub fn setup(kind: ClientKind, path: &Path, url: &str, tokens: &[(String, String)]) -> Setup {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return Setup::NoFile;
+    };
+    let mut text = String::new();
+    if file.take(8 << 20).read_to_string(&mut text).is_err() {
+        return Setup::NotSetUp;
+    }
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return Setup::NotSetUp;
+    };
+    let Some(entry) = v.get(kind.servers_key()).and_then(|s| s.get(ENTRY_NAME)) else {
+        return Setup::NotSetUp;
+    };
+    if kind.speaks_http() {
+        let presented = entry
+            .pointer("/headers/Authorization")
+            .and_then(Value::as_str)
+            .and_then(|a| a.strip_prefix("Bearer "));
+        let profile = presented.and_then(|t| {
+            tokens
+                .iter()
+                .find(|(_, tok)| tok == t)
+                .map(|(p, _)| p.clone())
+        });
+        match (
+            entry.get("url").and_then(Value::as_str) == Some(url),
+            profile,
+        ) {
+            (true, Some(profile)) => Setup::Configured { profile },
+            _ => Setup::Elsewhere,
+        }
+    } else {
+        let args: Vec<&str> = entry
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !args.contains(&"connect") {
+            return Setup::Elsewhere;
+        }
+        let profile = args
+            .iter()
+            .position(|a| *a == "--client")
+            .and_then(|i| args.get(i + 1))
+            .map_or("default".to_owned(), |p| (*p).to_owned());
+        Setup::Configured { profile }
+    }
+}
+
 /// The entry (the value under `gatehouse`) that connects `kind` to the gateway.
 pub fn entry(kind: ClientKind, url: &str, token: &str, gatehouse_bin: &Path) -> Value {
     let auth = json!({ "Authorization": format!("Bearer {token}") });
@@ -255,5 +325,65 @@ mod tests {
         assert!(ClientKind::parse("emacs")
             .unwrap_err()
             .contains("claude-code"));
+    }
+
+    /// A client's own file is read for whether it reaches this Gatehouse, and as which profile.
+    #[test]
+    fn a_clients_file_says_whether_it_reaches_this_gatehouse() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = "http://127.0.0.1:7723/mcp";
+        let tokens = vec![
+            ("default".to_owned(), "t-default".to_owned()),
+            ("cursor".to_owned(), "t-cursor".to_owned()),
+        ];
+        let f = dir.path().join("mcp.json");
+        assert_eq!(setup(ClientKind::Cursor, &f, url, &tokens), Setup::NoFile);
+        std::fs::write(&f, r#"{"mcpServers": {"other": {"command": "x"}}}"#).unwrap();
+        assert_eq!(setup(ClientKind::Cursor, &f, url, &tokens), Setup::NotSetUp);
+        let write = |e: Value| {
+            std::fs::write(&f, json!({"mcpServers": {"gatehouse": e}}).to_string()).unwrap()
+        };
+        write(entry(
+            ClientKind::Cursor,
+            url,
+            "t-cursor",
+            Path::new("gatehouse"),
+        ));
+        assert_eq!(
+            setup(ClientKind::Cursor, &f, url, &tokens),
+            Setup::Configured {
+                profile: "cursor".into()
+            }
+        );
+        write(entry(
+            ClientKind::Cursor,
+            url,
+            "an-old-token",
+            Path::new("gatehouse"),
+        ));
+        assert_eq!(
+            setup(ClientKind::Cursor, &f, url, &tokens),
+            Setup::Elsewhere
+        );
+        write(entry(
+            ClientKind::Cursor,
+            "http://127.0.0.1:1/mcp",
+            "t-default",
+            Path::new("g"),
+        ));
+        assert_eq!(
+            setup(ClientKind::Cursor, &f, url, &tokens),
+            Setup::Elsewhere
+        );
+        write(for_profile(
+            entry(ClientKind::ClaudeDesktop, url, "", Path::new("gatehouse")),
+            Some("desk"),
+        ));
+        assert_eq!(
+            setup(ClientKind::ClaudeDesktop, &f, url, &tokens),
+            Setup::Configured {
+                profile: "desk".into()
+            }
+        );
     }
 }

@@ -115,6 +115,14 @@ impl ClientTokens {
         Ok(token)
     }
 
+    /// Every profile's token.
+    pub fn all(&self) -> Vec<(String, Arc<str>)> {
+        self.read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
     /// Profile `id`'s token.
     pub fn token(&self, id: &str) -> Option<Arc<str>> {
         self.read().get(id).cloned()

@@ -76,6 +76,16 @@ async function copy(text, done) {
   toast(await copyText(text) ? done : 'Could not copy to the clipboard', 'info');
 }
 
+/** What the client's own file says about reaching this Gatehouse. */
+function setupText(setup) {
+  switch (setup.state) {
+    case 'configured': return `Configured: its file reaches this Gatehouse (profile ${setup.profile}).`;
+    case 'elsewhere': return 'Its file has a Gatehouse entry for another address or an old token: write it again.';
+    case 'not_set_up': return 'Not set up: its file has no Gatehouse entry yet.';
+    default: return 'Not found on this machine (its config file does not exist).';
+  }
+}
+
 function masked(text) {
   return info?.token ? text.split(info.token).join('••••••••') : text;
 }
@@ -124,10 +134,17 @@ export async function shown() {
     return;
   }
   $('#gateway-url').textContent = info.url;
+  const list = $('#connected-list');
+  list.replaceChildren(...(info.connected.length
+    ? info.connected.map((c) => el('li', {
+      text: `${c.name} (profile ${c.profile}) — ${Math.round(c.ago_ms / 1000)} s ago`,
+    }))
+    : [el('li', { class: 'hint', text: 'No client has used Gatehouse in the last 5 minutes.' })]));
   $('#autostart').checked = await api.autostart().catch(() => false);
   $('#client-snippets').replaceChildren(...info.clients.map((c) => {
     const card = el('div', { class: 'card snippet', dataset: { client: c.id } },
       el('h2', { text: c.label }),
+      el('p', { class: `setup setup-${c.setup.state}`, text: setupText(c.setup) }),
       el('p', { class: 'hint' },
         c.transport === 'http' ? 'Connects over HTTP with the token. ' : 'Launches the gatehouse connect bridge (stdio). ',
         c.path ? 'Merge into ' : '', c.path ? el('code', { text: c.path }) : ''),

@@ -388,6 +388,8 @@ pub struct ConnectInfo {
     url: String,
     token: String,
     clients: Vec<ClientSnippet>,
+    /// Client sessions active in the last 5 minutes.
+    connected: Vec<ConnectedClient>,
 }
 
 #[derive(Serialize)]
@@ -398,6 +400,16 @@ pub struct ClientSnippet {
     path: Option<String>,
     transport: &'static str,
     snippet: String,
+    /// Whether the client's own file reaches this Gatehouse (and as which profile).
+    setup: clients::Setup,
+}
+
+/// A client session seen in the last minutes.
+#[derive(Serialize)]
+pub struct ConnectedClient {
+    name: String,
+    profile: String,
+    ago_ms: u64,
 }
 
 /// The gateway URL, its token, and a ready-made config for each client.
@@ -405,6 +417,17 @@ pub struct ClientSnippet {
 pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandResult<ConnectInfo> {
     let (url, token, profile) = gateway_for(&state, profile)?;
     let bin = clients::gatehouse_bin();
+    // Every token that reaches this gateway, by profile (the gateway token is `default`).
+    let mut tokens: Vec<(String, String)> = state
+        .hub()?
+        .client_tokens()
+        .all()
+        .into_iter()
+        .map(|(p, t)| (p, t.to_string()))
+        .collect();
+    if let Some(info) = state.gateway_info() {
+        tokens.push(("default".into(), info.token));
+    }
     let clients = ClientKind::ALL
         .into_iter()
         .map(|k| {
@@ -415,19 +438,36 @@ pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandR
             {
                 *e = clients::for_profile(e.take(), profile.as_deref());
             }
+            let setup = match k.config_path() {
+                Some(p) => clients::setup(k, &p, &url, &tokens),
+                None => clients::Setup::NoFile,
+            };
             ClientSnippet {
                 id: k.id(),
                 label: k.label(),
                 path: k.config_path().map(|p| p.display().to_string()),
                 transport: if k.speaks_http() { "http" } else { "stdio" },
                 snippet: serde_json::to_string_pretty(&snippet).unwrap_or_default(),
+                setup,
             }
+        })
+        .collect();
+    let connected = state
+        .gateway()
+        .map(|g| g.recent_sessions(std::time::Duration::from_secs(300)))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, profile, ago_ms)| ConnectedClient {
+            name,
+            profile,
+            ago_ms,
         })
         .collect();
     Ok(ConnectInfo {
         url,
         token,
         clients,
+        connected,
     })
 }
 

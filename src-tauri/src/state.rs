@@ -96,6 +96,14 @@ impl AppState {
         }
     }
 
+    /// The running gateway (for what clients are connected now).
+    pub fn gateway(&self) -> Option<gatehouse::gateway::Gateway> {
+        match &*self.lock() {
+            Phase::Running(s) => Some(s.gateway().clone()),
+            _ => None,
+        }
+    }
+
     pub fn gateway_info(&self) -> Option<GatewayInfo> {
         match &*self.lock() {
             Phase::Running(s) => s.gateway_info().cloned(),

@@ -340,6 +340,15 @@ impl Gateway {
             .filter(|s| &s.profile == profile)
     }
 
+    /// The client sessions active within `within`: (clientInfo name, profile, ms since last
+    /// seen), most recent first.
+    pub fn recent_sessions(&self, within: std::time::Duration) -> Vec<(String, String, u64)> {
+        let now = crate::logs::now_ms();
+        let mut out = self.inner.sessions.recent(now, within.as_millis() as u64);
+        out.sort_by_key(|(_, _, ago)| *ago);
+        out
+    }
+
     /// The profile a presented bearer token belongs to, if any (not the gateway token).
     pub fn profile_of_token(&self, presented: &str) -> Option<String> {
         self.inner.hub.client_tokens().resolve(presented)

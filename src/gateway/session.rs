@@ -111,6 +111,15 @@ impl ClientSession {
     }
 }
 
+/// (clientInfo name, profile, last seen) of a session.
+fn describe(s: &ClientSession) -> (String, String, u64) {
+    (
+        s.info().name.unwrap_or_else(|| "unnamed client".into()),
+        s.profile.clone().unwrap_or_else(|| "default".into()),
+        s.last_seen.load(Ordering::Relaxed),
+    )
+}
+
 /// The session table. The mutex guards one insert, lookup, removal or snapshot.
 /// What is told of a session that ends.
 type EndHook = Box<dyn Fn(&str) + Send + Sync>;
@@ -120,7 +129,13 @@ pub(super) struct Sessions {
     map: Mutex<HashMap<String, Arc<ClientSession>>>,
     /// Told the id of every session that ends (its "session" answers end with it).
     on_end: std::sync::OnceLock<EndHook>,
+    /// The last sessions that ended: (clientInfo name, profile, last seen), at most
+    /// [`RECENTLY_ENDED`], for "connected in the last minutes".
+    ended: Mutex<std::collections::VecDeque<(String, String, u64)>>,
 }
+
+/// Ended sessions remembered for "connected in the last minutes", at most.
+const RECENTLY_ENDED: usize = 32;
 
 impl Sessions {
     /// Sets what is told of every session that ends (once).
@@ -130,6 +145,13 @@ impl Sessions {
 
     fn end(&self, s: &ClientSession) {
         s.close();
+        {
+            let mut ended = lock(&self.ended);
+            if ended.len() >= RECENTLY_ENDED {
+                ended.pop_front();
+            }
+            ended.push_back(describe(s));
+        }
         if let Some(f) = self.on_end.get() {
             f(&s.id);
         }
@@ -173,6 +195,26 @@ impl Sessions {
             }
             None => false,
         }
+    }
+
+    /// Sessions seen within `within_ms` of `now`: (clientInfo name, profile, ms since).
+    pub fn recent(&self, now: u64, within_ms: u64) -> Vec<(String, String, u64)> {
+        let open: Vec<(String, String, u64)> =
+            lock(&self.map).values().map(|s| describe(s)).collect();
+        let ended: Vec<(String, String, u64)> = lock(&self.ended).iter().cloned().collect();
+        let mut out: Vec<(String, String, u64)> = Vec::new();
+        for (name, profile, seen) in open.into_iter().chain(ended) {
+            let ago = now.saturating_sub(seen);
+            if ago > within_ms {
+                continue;
+            }
+            // One line per client and profile: the most recent.
+            match out.iter_mut().find(|(n, p, _)| *n == name && *p == profile) {
+                Some(e) => e.2 = e.2.min(ago),
+                None => out.push((name, profile, ago)),
+            }
+        }
+        out
     }
 
     /// Ends the sessions `stale` says no longer hold a valid token.

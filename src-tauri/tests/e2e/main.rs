@@ -801,6 +801,19 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
         .iter()
         .all(|t| t.as_str().unwrap_or("").starts_with("alpha__")));
     assert_eq!(text_of(&out, "alpha__echo"), "profiled");
+    // Connect says Cursor's file now reaches this Gatehouse as that profile, and that a client
+    // of that profile was here just now.
+    d.view("servers").await;
+    d.view("connect").await;
+    let seen = d
+        .wait_js(
+            "the setup line and the connected client",
+            "const s = document.querySelector('.snippet[data-client=cursor] .setup');
+             const c = document.getElementById('connected-list').textContent;
+             return !!s && s.textContent.includes('profile cursor') && c.includes('(profile cursor)');",
+        )
+        .await;
+    assert_eq!(seen, json!(true));
     d.quit().await;
 }
 
