@@ -488,6 +488,24 @@ impl HubHandle {
             .await
     }
 
+    /// Sets the approval default and timeout in the config file; held calls from now on use
+    /// them.
+    pub async fn set_approval(
+        &self,
+        default: crate::config::ApprovalDefault,
+        timeout_secs: u64,
+    ) -> Result<(), HubError> {
+        self.edit_config(move |c| c.with_approval(default, timeout_secs))
+            .await
+    }
+
+    /// Sets the gateway's address in the config file (loopback only); it is used from the next
+    /// start (the running gateway keeps its port).
+    pub async fn set_listen(&self, listen: &str) -> Result<(), HubError> {
+        let listen = listen.to_owned();
+        self.edit_config(move |c| c.with_listen(&listen)).await
+    }
+
     /// Removes one server from the config file and stops it.
     pub async fn remove_server(&self, id: &str) -> Result<(), HubError> {
         let id = id.to_owned();

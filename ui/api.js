@@ -53,6 +53,10 @@ export const activity = (server, client) => call('activity', { limit: 300, serve
 export const connectInfo = (profile) => call('connect_info', { profile: profile || null });
 export const clientProfiles = () => call('client_profiles');
 export const grants = () => call('grants');
+export const settings = () => call('settings');
+export const saveSettings = (s) => call('save_settings', {
+  approvalDefault: s.approval_default, approvalTimeoutSecs: s.approval_timeout_secs, listen: s.listen,
+});
 export const revokeGrant = (grant) => call('revoke_grant', { grant });
 export const saveClientProfile = (id, servers) => call('save_client_profile', { id, servers });
 export const removeClientProfile = (id) => call('remove_client_profile', { id });

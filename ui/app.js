@@ -10,8 +10,9 @@ import * as activity from './activity.js';
 import * as connect from './connect.js';
 import * as importer from './import.js';
 import * as permissions from './permissions.js';
+import * as settings from './settings.js';
 
-const views = { servers, activity, permissions, secrets, connect, import: importer };
+const views = { servers, activity, permissions, secrets, connect, import: importer, settings };
 let current = 'servers';
 
 function show(view) {
@@ -69,7 +70,7 @@ function init() {
     refreshAll();
   });
   $('#pending-link').addEventListener('click', () => approval.open());
-  // Ctrl+1..6 switch views.
+  // Ctrl+1..7 switch views.
   document.addEventListener('keydown', (e) => {
     if (!(e.ctrlKey || e.metaKey) || document.querySelector('dialog[open]')) return;
     const names = Object.keys(views);
@@ -82,6 +83,7 @@ function init() {
   activity.init();
   connect.init();
   permissions.init();
+  settings.init();
   importer.init();
   api.on('hub-phase', (p) => { renderPhase(p); if (p.phase === 'running') refreshAll(); });
   api.on('resync', refreshAll);

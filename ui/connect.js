@@ -61,14 +61,6 @@ export function init() {
   });
   $('#copy-url').addEventListener('click', () => copy(info?.url, 'URL copied'));
   $('#copy-token').addEventListener('click', () => copy(info?.token, 'Token copied'));
-  $('#autostart').addEventListener('change', async (e) => {
-    try {
-      e.target.checked = await api.setAutostart(e.target.checked);
-    } catch (x) {
-      e.target.checked = !e.target.checked;
-      toast(api.errorText(x), 'error');
-    }
-  });
 }
 
 async function copy(text, done) {
@@ -140,7 +132,6 @@ export async function shown() {
       text: `${c.name} (profile ${c.profile}) — ${Math.round(c.ago_ms / 1000)} s ago`,
     }))
     : [el('li', { class: 'hint', text: 'No client has used Gatehouse in the last 5 minutes.' })]));
-  $('#autostart').checked = await api.autostart().catch(() => false);
   $('#client-snippets').replaceChildren(...info.clients.map((c) => {
     const card = el('div', { class: 'card snippet', dataset: { client: c.id } },
       el('h2', { text: c.label }),

@@ -491,6 +491,46 @@ fn gateway_for(
     }
 }
 
+/// What the Settings view shows and edits.
+#[derive(Serialize)]
+pub struct Settings {
+    approval_default: gatehouse::config::ApprovalDefault,
+    approval_timeout_secs: u64,
+    /// The address in the config (used from the next start).
+    listen: String,
+    /// The address the running gateway listens on.
+    running_url: Option<String>,
+}
+
+#[tauri::command]
+pub fn settings(state: AppStateRef<'_>) -> CommandResult<Settings> {
+    let config = state.hub()?.config();
+    Ok(Settings {
+        approval_default: config.approval.default,
+        approval_timeout_secs: config.approval.timeout_secs,
+        listen: config.gateway.listen.to_string(),
+        running_url: state.gateway_info().map(|i| i.url),
+    })
+}
+
+/// Saves the approval default and timeout (used at once) and the gateway address (used from the
+/// next start) in the config.
+#[tauri::command]
+pub async fn save_settings(
+    state: AppStateRef<'_>,
+    approval_default: gatehouse::config::ApprovalDefault,
+    approval_timeout_secs: u64,
+    listen: String,
+) -> CommandResult<Settings> {
+    let hub = state.hub()?;
+    hub.set_approval(approval_default, approval_timeout_secs)
+        .await?;
+    if listen.trim() != hub.config().gateway.listen.to_string() {
+        hub.set_listen(listen.trim()).await?;
+    }
+    settings(state)
+}
+
 /// Every remembered answer ("always" and "session"), newest first.
 #[tauri::command]
 pub fn grants(state: AppStateRef<'_>) -> CommandResult<Vec<gatehouse::approval::Grant>> {

@@ -157,6 +157,8 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::write_client_config,
             commands::client_profiles,
             commands::grants,
+            commands::settings,
+            commands::save_settings,
             commands::revoke_grant,
             commands::save_client_profile,
             commands::remove_client_profile,

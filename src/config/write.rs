@@ -191,6 +191,32 @@ impl Config {
         Ok(next)
     }
 
+    /// This config with other approval settings (the timeout bounded like a load bounds it).
+    pub fn with_approval(
+        &self,
+        default: super::ApprovalDefault,
+        timeout_secs: u64,
+    ) -> Result<Config, String> {
+        let timeout_secs = super::parse::bounded(
+            "approval.timeout_secs",
+            timeout_secs,
+            1,
+            super::MAX_APPROVAL_TIMEOUT_SECS,
+        )?;
+        let mut next = self.clone();
+        next.approval.default = default;
+        next.approval.timeout_secs = timeout_secs;
+        Ok(next)
+    }
+
+    /// This config with another gateway address (loopback only; used from the next start).
+    pub fn with_listen(&self, listen: &str) -> Result<Config, String> {
+        let addr = super::parse_loopback_addr(listen)?;
+        let mut next = self.clone();
+        next.gateway.listen = addr;
+        Ok(next)
+    }
+
     /// This config with server `id`'s `enabled` set.
     pub fn with_enabled(&self, id: &str, enabled: bool) -> Result<Config, String> {
         let mut next = self.clone();
@@ -338,5 +364,34 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    /// Settings edits keep their bounds: a timeout out of range and a gateway address that is
+    /// not loopback are refused with the reason, and nothing else of the config changes.
+    #[test]
+    fn settings_edits_are_bounded() {
+        let c = Config::default();
+        let next = c
+            .with_approval(super::super::ApprovalDefault::Always, 90)
+            .unwrap();
+        assert_eq!(next.approval.timeout_secs, 90);
+        assert_eq!(next.approval.default, super::super::ApprovalDefault::Always);
+        assert_eq!(next.servers, c.servers);
+        assert!(c
+            .with_approval(super::super::ApprovalDefault::Always, 0)
+            .unwrap_err()
+            .contains("between 1 and"));
+        assert!(c
+            .with_approval(super::super::ApprovalDefault::Always, u64::MAX)
+            .is_err());
+        assert_eq!(
+            c.with_listen("127.0.0.1:9000")
+                .unwrap()
+                .gateway
+                .listen
+                .port(),
+            9000
+        );
+        assert!(c.with_listen("0.0.0.0:9000").is_err());
     }
 }

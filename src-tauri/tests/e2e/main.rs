@@ -864,5 +864,48 @@ async fn the_window_fits_at_800_by_600() {
         .await;
     assert_eq!(dialog, json!({ "save": true, "title": true }), "{dialog}");
     d.shot("add-server-800x600").await;
+    d.click("#server-cancel").await;
+
+    // Settings: the approval default and timeout are saved in the config; a gateway address
+    // that is not loopback is refused with the reason; the theme applies at once.
+    d.view("settings").await;
+    d.wait_js(
+        "the settings loaded",
+        "return document.querySelector('#settings-form [name=approval_timeout_secs]').value === '60';",
+    )
+    .await;
+    d.select("#settings-form [name=approval_default]", "always")
+        .await;
+    d.js("const t = document.querySelector('#settings-form [name=approval_timeout_secs]'); t.value = '30'; return true;")
+        .await;
+    d.click("#settings-save").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+                .expect("json");
+        if saved["approval"]["default"] == "always" && saved["approval"]["timeout_secs"] == 30 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not saved: {saved}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    d.js("const l = document.querySelector('#settings-form [name=listen]'); l.value = '0.0.0.0:9999'; return true;")
+        .await;
+    d.click("#settings-save").await;
+    let err = d
+        .wait_js(
+            "the address refused",
+            "const e = document.getElementById('settings-form-error'); return !e.hidden && e.textContent;",
+        )
+        .await;
+    assert!(err.as_str().unwrap_or("").contains("loopback"), "{err}");
+    d.select("#theme", "dark").await;
+    let theme = d
+        .js("return [document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor];")
+        .await;
+    assert_eq!(theme[0], "dark", "{theme}");
+    assert_eq!(theme[1], "rgb(27, 29, 28)", "the dark background: {theme}");
+    d.shot("settings-dark").await;
     d.quit().await;
 }

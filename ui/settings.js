@@ -1,0 +1,70 @@
+// The Settings view: the approval default and timeout (used at once) and the gateway address
+// (used from the next start), saved in the config by the core; start at login; the theme
+// (this computer only: kept in the webview's storage).
+
+import * as api from './api.js';
+import { $, toast, viewError } from './dom.js';
+
+const THEME_KEY = 'gatehouse-theme';
+
+/** Applies the stored theme (called at start, before anything is drawn). */
+export function applyTheme() {
+  const theme = window.localStorage.getItem(THEME_KEY) || '';
+  if (theme) document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
+}
+
+export function init() {
+  applyTheme();
+  $('#theme').addEventListener('change', (e) => {
+    if (e.target.value) window.localStorage.setItem(THEME_KEY, e.target.value);
+    else window.localStorage.removeItem(THEME_KEY);
+    applyTheme();
+  });
+  $('#autostart').addEventListener('change', async (e) => {
+    try {
+      e.target.checked = await api.setAutostart(e.target.checked);
+    } catch (x) {
+      e.target.checked = !e.target.checked;
+      toast(api.errorText(x), 'error');
+    }
+  });
+  $('#settings-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const f = e.target.elements;
+    const errBox = $('#settings-form-error');
+    errBox.hidden = true;
+    try {
+      fill(await api.saveSettings({
+        approval_default: f.approval_default.value,
+        approval_timeout_secs: Number(f.approval_timeout_secs.value),
+        listen: f.listen.value.trim(),
+      }));
+      toast('Settings saved');
+    } catch (x) {
+      errBox.textContent = api.errorText(x);
+      errBox.hidden = false;
+    }
+  });
+}
+
+function fill(s) {
+  const f = $('#settings-form').elements;
+  f.approval_default.value = s.approval_default;
+  f.approval_timeout_secs.value = s.approval_timeout_secs;
+  f.listen.value = s.listen;
+  $('#settings-running').textContent = s.running_url ? `Listening now on ${s.running_url}.` : '';
+}
+
+export async function shown() {
+  $('#theme').value = window.localStorage.getItem(THEME_KEY) || '';
+  $('#autostart').checked = await api.autostart().catch(() => false);
+  try {
+    fill(await api.settings());
+    viewError('settings', null);
+  } catch (e) {
+    viewError('settings', e);
+  }
+}
+
+export function hidden() {}
