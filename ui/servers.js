@@ -250,11 +250,15 @@ async function loadTools(row) {
   const empty = row.node.querySelector('.tools-empty');
   let tools = [];
   let entry = {};
+  let grants = [];
   try {
     [tools, entry] = await Promise.all([api.serverTools(id), api.serverEntry(id)]);
+    grants = await api.grants().catch(() => []);
   } catch (e) {
     empty.textContent = api.errorText(e);
   }
+  // "Always" answers of this server's tools: a tool that asks says it will not, for whom, since when.
+  const always = (tool) => grants.filter((g) => g.scope === 'always' && g.server === id && g.tool === tool);
   body.replaceChildren(...tools.map((t) => {
     const policy = (entry.tools ?? {})[t.tool] ?? {};
     const explicit = policy.enabled === false ? 'disabled'
@@ -270,7 +274,14 @@ async function loadTools(row) {
     return el('tr', { dataset: { tool: t.tool } },
       el('td', {}, el('code', { text: t.name })),
       el('td', { text: t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? '') }),
-      el('td', {}, el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] }), select));
+      el('td', {},
+        el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] }),
+        ...always(t.tool).map((g) => el('span', {
+          class: 'flag flag-always',
+          title: 'Revoke in Permissions',
+          text: `always allowed (${g.profile ?? 'default'}) since ${g.since_ms ? clock(g.since_ms) : 'earlier'}`,
+        })),
+        select));
   }));
   empty.hidden = tools.length > 0;
   if (!tools.length) empty.textContent = row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.';

@@ -429,6 +429,16 @@ async fn approval_modal_allows_denies_and_remembers() {
     );
     d.shot("activity").await;
 
+    // The tool's row in Servers says it is always allowed, and since when.
+    d.view("servers").await;
+    d.click("article.server[data-id=files] .expand").await;
+    d.wait_js(
+        "the always flag on the tool row",
+        "const r = document.querySelector('article.server[data-id=files] .tools tr[data-tool=touch]');
+         return !!r && r.textContent.includes('always allowed (default) since');",
+    )
+    .await;
+
     // 5. The Permissions view shows the "always" answer; revoking it makes the next call ask.
     d.view("permissions").await;
     d.wait_js(
