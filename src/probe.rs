@@ -95,7 +95,7 @@ pub async fn probe(
         }
     };
     let dir = probe_dir();
-    if let Err(e) = crate::private::create_dir(&dir) {
+    if let Err(e) = create_fresh_dir(&dir) {
         report.error = Some(format!("cannot create {}: {e}", dir.display()));
         return report;
     }
@@ -204,12 +204,22 @@ async fn count(h: &crate::supervisor::ServerHandle, method: &str, key: &str) -> 
     }
 }
 
+/// A probe's own directory under the shared temp dir: a name from the OS CSPRNG, so another
+/// local user cannot guess it and prepare it.
 fn probe_dir() -> PathBuf {
     std::env::temp_dir().join(format!(
-        "gatehouse-probe-{}-{}",
-        std::process::id(),
-        fastrand::u64(..)
+        "gatehouse-probe-{}",
+        crate::supervisor::process::new_tag()
     ))
+}
+
+/// Creates `dir` 0700, failing if anything (a directory, a symlink) is already there: a probe
+/// never works in a place it did not make itself.
+fn create_fresh_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
 }
 
 /// What to do about a failure, from its message.
