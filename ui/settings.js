@@ -7,15 +7,18 @@ import { $, toast, viewError } from './dom.js';
 
 const THEME_KEY = 'gatehouse-theme';
 
-/** Applies the stored theme (called at start, before anything is drawn). */
+const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
+
+/** Applies the stored theme, or the system's when none is stored (the CSS has one palette per
+ * theme, chosen by `data-theme`). Called at start and whenever either changes. */
 export function applyTheme() {
-  const theme = window.localStorage.getItem(THEME_KEY) || '';
-  if (theme) document.documentElement.dataset.theme = theme;
-  else delete document.documentElement.dataset.theme;
+  const stored = window.localStorage.getItem(THEME_KEY) || '';
+  document.documentElement.dataset.theme = stored || (systemDark.matches ? 'dark' : 'light');
 }
 
 export function init() {
   applyTheme();
+  systemDark.addEventListener('change', applyTheme);
   $('#theme').addEventListener('change', (e) => {
     if (e.target.value) window.localStorage.setItem(THEME_KEY, e.target.value);
     else window.localStorage.removeItem(THEME_KEY);
