@@ -26,7 +26,8 @@
 //!                        (its pid written to PIDFILE)
 //!   --flood              also list flood {count,bytes} (count progress notifications on the
 //!                        call's token, or log messages without one, of bytes each) and
-//!                        churn {count} (count tools/list_changed notifications)
+//!                        churn {count} (count tools/list_changed notifications) and lists
+//!                        (how many tools/list requests it answered)
 //!   --leak-env NAME      a careless server: the value of NAME goes into the echo tool's title,
 //!                        description and annotations, serverInfo and instructions, a non-JSON
 //!                        stdout line (across its first 200 bytes) and stderr (base64 of
@@ -216,6 +217,8 @@ fn run_wrapper() -> ! {
 struct Shared {
     out: Mutex<std::io::Stdout>,
     calls: AtomicU64,
+    /// How many tools/list requests it answered.
+    lists: AtomicU64,
     asks: Mutex<HashMap<String, mpsc::Sender<Value>>>,
     next_ask: AtomicU64,
 }
@@ -225,6 +228,7 @@ fn serve(opts: &Opts) {
     let shared = Arc::new(Shared {
         out: Mutex::new(std::io::stdout()),
         calls: AtomicU64::new(0),
+        lists: AtomicU64::new(0),
         asks: Mutex::new(HashMap::new()),
         next_ask: AtomicU64::new(1),
     });
@@ -303,7 +307,10 @@ fn serve(opts: &Opts) {
                 Ok(init)
             }
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(json!({"tools": tools(opts)})),
+            "tools/list" => {
+                shared.lists.fetch_add(1, Ordering::Relaxed);
+                Ok(json!({"tools": tools(opts)}))
+            }
             "tools/call" => {
                 let read_ns = now_ns();
                 let shared = shared.clone();
@@ -422,6 +429,10 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
             Ok(json!({"content":[{"type":"text","text":format!("sent {count}")}]}))
         }
         // `count` tools/list_changed notifications at once.
+        // How many tools/list requests this server has answered.
+        "lists" => Ok(
+            json!({"content":[{"type":"text","text":shared.lists.load(Ordering::Relaxed).to_string()}]}),
+        ),
         "churn" => {
             let count = params
                 .pointer("/arguments/count")
@@ -637,6 +648,7 @@ fn tools(opts: &Opts) -> Vec<Value> {
     if opts.flood {
         t.push(json!({"name":"flood","description":"Sends count notifications of bytes each during the call","inputSchema": obj(json!({"count":{"type":"integer"},"bytes":{"type":"integer"}}), json!([])),"annotations":{"readOnlyHint":true}}));
         t.push(json!({"name":"churn","description":"Sends count tools/list_changed notifications","inputSchema": obj(json!({"count":{"type":"integer"}}), json!([])),"annotations":{"readOnlyHint":true}}));
+        t.push(json!({"name":"lists","description":"How many tools/list requests it answered","inputSchema": obj(json!({}), json!([])),"annotations":{"readOnlyHint":true}}));
     }
     for i in 0..opts.tools {
         t.push(
