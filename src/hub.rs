@@ -473,6 +473,17 @@ impl HubHandle {
             .await
     }
 
+    /// What [`HubHandle::save_server`] would refuse in this entry, checked against the config
+    /// as the hub has it, with the field each error is about (for a form).
+    pub fn check_server(
+        &self,
+        original: Option<&str>,
+        id: &str,
+        entry: &serde_json::Value,
+    ) -> Result<(), crate::config::EntryError> {
+        self.config().check_server(original, id, entry).map(drop)
+    }
+
     /// Adds imported servers to the config file (one validated, atomic edit) and starts them.
     pub async fn import(&self, prepared: &[crate::import::Prepared]) -> Result<(), HubError> {
         let prepared = prepared.to_vec();

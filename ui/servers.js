@@ -333,15 +333,17 @@ function initForm() {
   $('#server-remove').addEventListener('click', removeCurrent);
   $('#server-test').addEventListener('click', testCurrent);
   form.elements.command.addEventListener('change', () => splitPasted(form).catch(() => {}));
+  form.addEventListener('input', (e) => clearFieldError(form, e.target.name));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
-    const errBox = $('#server-form-error');
+    clearErrors(form);
     let entry;
     try {
       await splitPasted(form);
       entry = entryFromForm(form);
     } catch (err) {
-      errBox.textContent = err.message; errBox.hidden = false; return;
+      showError(form, err);
+      return;
     }
     $('#server-save').disabled = true;
     try {
@@ -350,12 +352,53 @@ function initForm() {
       toast(editing ? 'Saved' : 'Server added');
       refresh();
     } catch (err) {
-      errBox.textContent = api.errorText(err);
-      errBox.hidden = false;
+      showError(form, err);
     } finally {
       $('#server-save').disabled = false;
     }
   });
+}
+
+/**
+ * Shows a refusal next to the field it is about (the core names it in `field`; the form's own
+ * checks set it too), with the input marked invalid and focused; else in the box above the
+ * buttons. Hidden fields (the other kind's) fall back to the box.
+ */
+function showError(form, err) {
+  const field = err?.field;
+  const input = field ? form.elements[field] : null;
+  const radios = input && !input.tagName; // a RadioNodeList: the Kind choice
+  const anchor = radios ? form.querySelector('fieldset.kind') : input;
+  if (!anchor || anchor.closest('[hidden]')) {
+    const box = $('#server-form-error');
+    box.textContent = api.errorText(err);
+    box.hidden = false;
+    return;
+  }
+  let note = form.querySelector(`.field-error[data-field="${field}"]`);
+  if (!note) {
+    note = el('small', { class: 'field-error', id: `field-error-${field}`, 'data-field': field, role: 'alert' });
+    anchor.insertAdjacentElement('afterend', note);
+  }
+  note.textContent = api.errorText(err);
+  note.hidden = false;
+  if (!radios) {
+    input.setAttribute('aria-invalid', 'true');
+    input.setAttribute('aria-errormessage', note.id);
+    input.focus();
+  }
+}
+
+function clearFieldError(form, field) {
+  if (!field) return;
+  const note = form.querySelector(`.field-error[data-field="${field}"]`);
+  if (note) note.hidden = true;
+  form.elements[field]?.removeAttribute?.('aria-invalid');
+}
+
+function clearErrors(form) {
+  $('#server-form-error').hidden = true;
+  for (const note of form.querySelectorAll('.field-error')) clearFieldError(form, note.dataset.field);
 }
 
 /**
@@ -380,13 +423,13 @@ async function splitPasted(form) {
 async function testCurrent() {
   const form = $('#server-form');
   const out = $('#server-test-report');
-  const errBox = $('#server-form-error');
-  errBox.hidden = true;
+  clearErrors(form);
   let entry;
   try {
     entry = entryFromForm(form);
   } catch (err) {
-    errBox.textContent = err.message; errBox.hidden = false; return;
+    showError(form, err);
+    return;
   }
   const button = $('#server-test');
   button.disabled = true;
@@ -395,7 +438,12 @@ async function testCurrent() {
   try {
     out.textContent = reportText(await api.testServer(form.elements.id.value, entry));
   } catch (err) {
-    out.textContent = api.errorText(err);
+    if (err?.field) {
+      out.hidden = true;
+      showError(form, err);
+    } else {
+      out.textContent = api.errorText(err);
+    }
   } finally {
     button.disabled = false;
   }
@@ -435,20 +483,28 @@ function valueText(v) {
   return `${v.prefix ?? ''}secret:${v.secret}`;
 }
 
-function parseValue(text) {
+/** A value as typed: `env:VAR`, `[prefix]secret:NAME` (a name the keychain cannot hold is
+ * refused, never kept as plain text), or plain text. */
+function parseValue(text, field) {
   const e = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(text);
   if (e) return { env: e[1] };
-  const m = /^(.*?)secret:([A-Za-z0-9._-]{1,64})$/.exec(text);
+  const m = /^(.*?)secret:(\S*)$/.exec(text);
   if (!m) return text;
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(m[2])) {
+    throw Object.assign(new Error(`"${m[2]}" is not a secret name: use 1 to 64 of a–z, A–Z, 0–9, ".", "_" and "-"`), { field });
+  }
   return m[1] ? { secret: m[2], prefix: m[1] } : { secret: m[2] };
 }
 
-function parsePairs(text, sep, what) {
+/** `NAME=value` (or `Name: value`) lines; a bad line is refused next to its field. */
+function parsePairs(text, sep, what, field) {
   const out = {};
   text.split('\n').map((l) => l.trim()).filter(Boolean).forEach((line, i) => {
     const at = line.indexOf(sep);
-    if (at <= 0) throw new Error(`${what} line ${i + 1} ("${line}") needs the form NAME${sep === '=' ? '=' : ': '}value`);
-    out[line.slice(0, at).trim()] = parseValue(line.slice(at + 1).trim());
+    if (at <= 0) {
+      throw Object.assign(new Error(`${what} line ${i + 1} ("${line}") needs the form NAME${sep === '=' ? '=' : ': '}value`), { field });
+    }
+    out[line.slice(0, at).trim()] = parseValue(line.slice(at + 1).trim(), field);
   });
   return out;
 }
@@ -461,14 +517,14 @@ function entryFromForm(form) {
   for (const k of ['command', 'args', 'env', 'cwd', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled']) delete entry[k];
   if (f.kind.value === 'remote') {
     entry.url = f.url.value.trim();
-    const headers = parsePairs(f.headers.value, ':', 'Headers');
+    const headers = parsePairs(f.headers.value, ':', 'Headers', 'headers');
     if (Object.keys(headers).length) entry.headers = headers;
     if (f.allow_insecure.checked) entry.allow_insecure = true;
   } else {
     entry.command = f.command.value.trim();
     const args = f.args.value.split('\n').map((a) => a.trim()).filter(Boolean);
     if (args.length) entry.args = args;
-    const env = parsePairs(f.env.value, '=', 'Environment');
+    const env = parsePairs(f.env.value, '=', 'Environment', 'env');
     if (Object.keys(env).length) entry.env = env;
     if (f.cwd.value.trim()) entry.cwd = f.cwd.value.trim();
   }
@@ -480,7 +536,7 @@ function entryFromForm(form) {
 async function openForm(id) {
   const form = $('#server-form');
   form.reset();
-  $('#server-form-error').hidden = true;
+  clearErrors(form);
   $('#server-test-report').hidden = true;
   $('#command-split').hidden = true;
   $('#server-test-report').textContent = '';
@@ -524,7 +580,6 @@ async function removeCurrent() {
     toast(`Removed ${id}`);
     refresh();
   } catch (e) {
-    $('#server-form-error').textContent = api.errorText(e);
-    $('#server-form-error').hidden = false;
+    showError($('#server-form'), e);
   }
 }

@@ -146,7 +146,8 @@ pub fn server_entry(state: AppStateRef<'_>, id: String) -> CommandResult<Value> 
     serde_json::to_value(cfg).map_err(CommandError::failed)
 }
 
-/// Adds (`original` null) or replaces a server; the core validates the entry and saves the file.
+/// Adds (`original` null) or replaces a server; the core validates the entry (an error names
+/// the field it is about, for the form) and saves the file.
 #[tauri::command]
 pub async fn save_server(
     state: AppStateRef<'_>,
@@ -154,8 +155,9 @@ pub async fn save_server(
     id: String,
     entry: Value,
 ) -> CommandResult<()> {
-    Ok(state
-        .hub()?
+    let hub = state.hub()?;
+    hub.check_server(original.as_deref(), id.trim(), &entry)?;
+    Ok(hub
         .save_server(original.as_deref(), id.trim(), &entry)
         .await?)
 }
@@ -168,9 +170,7 @@ pub async fn test_server(
     id: String,
     entry: Value,
 ) -> CommandResult<gatehouse::probe::ProbeReport> {
-    use serde::Deserialize;
-    let cfg = gatehouse::config::ServerConfig::deserialize(&entry)
-        .map_err(|e| CommandError::invalid(e.to_string()))?;
+    let cfg = gatehouse::config::parse_entry(&entry)?;
     let id = match id.trim() {
         "" => "test".to_owned(),
         id => id.to_owned(),

@@ -20,6 +20,9 @@ pub enum ErrorKind {
 pub struct CommandError {
     pub kind: ErrorKind,
     pub message: String,
+    /// For refused form input: the field the message is about (the form shows it there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<&'static str>,
 }
 
 impl CommandError {
@@ -27,18 +30,31 @@ impl CommandError {
         CommandError {
             kind: ErrorKind::NotReady,
             message: message.into(),
+            field: None,
         }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
         CommandError {
             kind: ErrorKind::Invalid,
             message: message.into(),
+            field: None,
         }
     }
     pub fn failed(message: impl std::fmt::Display) -> Self {
         CommandError {
             kind: ErrorKind::Failed,
             message: message.to_string(),
+            field: None,
+        }
+    }
+}
+
+impl From<gatehouse::config::EntryError> for CommandError {
+    fn from(e: gatehouse::config::EntryError) -> Self {
+        CommandError {
+            kind: ErrorKind::Invalid,
+            message: e.message,
+            field: e.field,
         }
     }
 }

@@ -19,7 +19,7 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
-pub use parse::{closest, validate_secret_name, ConfigError};
+pub use parse::{closest, parse_entry, validate_secret_name, ConfigError, EntryError};
 pub use paths::{
     command_line, default_config_path, default_data_dir, expand_tilde, split_command_line,
 };

@@ -62,21 +62,68 @@ fn check_kind(kind: &str, has_command: bool) -> Result<(), String> {
     }
 }
 
+/// A refused server entry: what is wrong and, when it is about one field of the entry, which
+/// (so a form can show the message next to that field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryError {
+    /// The entry's key the message is about (`command`, `url`, `env`, `id`, …), when there is one.
+    pub field: Option<&'static str>,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl fmt::Display for EntryError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// An error about one field.
+pub(super) fn at(field: &'static str, message: impl Into<String>) -> EntryError {
+    EntryError {
+        field: Some(field),
+        message: message.into(),
+    }
+}
+
+/// One server entry in the file format, validated as a load would.
+pub fn parse_entry(entry: &serde_json::Value) -> Result<ServerConfig, EntryError> {
+    let raw = RawServer::deserialize(entry).map_err(|e| {
+        let m = e.to_string();
+        // serde's message has no path: the maps of references are tried alone to find the
+        // field a bad reference is in.
+        let bad = |key: &str| {
+            entry
+                .get(key)
+                .is_some_and(|v| BTreeMap::<String, EnvValue>::deserialize(v).is_err())
+        };
+        let field = ["env", "headers"].into_iter().find(|k| bad(k));
+        EntryError {
+            field,
+            message: match m.strip_prefix("unknown field ") {
+                Some(rest) => format!("unknown setting {rest}"),
+                None => m,
+            },
+        }
+    })?;
+    raw.validate()
+}
+
 impl<'de> Deserialize<'de> for ServerConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let raw = RawServer::deserialize(d)?;
-        raw.validate().map_err(de::Error::custom)
+        raw.validate().map_err(|e| de::Error::custom(e.message))
     }
 }
 
 impl RawServer {
-    fn validate(self) -> Result<ServerConfig, String> {
+    fn validate(self) -> Result<ServerConfig, EntryError> {
         for kind in [&self.kind, &self.transport].into_iter().flatten() {
-            check_kind(kind, self.command.is_some())?;
+            check_kind(kind, self.command.is_some()).map_err(|m| at("kind", m))?;
         }
         let enabled = match (self.enabled, self.disabled) {
             (Some(e), Some(d)) if e == d => {
-                return Err("\"disabled\" and \"enabled\" disagree: keep one of them (\"enabled\": false stops the server)".into())
+                return Err(at("enabled", "\"disabled\" and \"enabled\" disagree: keep one of them (\"enabled\": false stops the server)"))
             }
             (Some(e), _) => e,
             (None, Some(d)) => !d,
@@ -87,28 +134,28 @@ impl RawServer {
             .as_deref()
             .is_some_and(|n| n.trim().is_empty() || n.len() > 100)
         {
-            return Err(
-                "\"name\" must be 1 to 100 characters: it is the display name shown next to the id"
-                    .into(),
-            );
+            return Err(at(
+                "name",
+                "\"name\" must be 1 to 100 characters: it is the display name shown next to the id",
+            ));
         }
         let transport = match (self.command, self.url) {
             (Some(_), Some(_)) => {
-                return Err("a server has both \"command\" and \"url\": keep \"command\" for a local (stdio) server or \"url\" for a remote one".into())
+                return Err(at("url", "a server has both \"command\" and \"url\": keep \"command\" for a local (stdio) server or \"url\" for a remote one"))
             }
             (None, None) => {
-                return Err("a server needs \"command\" (a local stdio server, e.g. \"command\": \"npx\") or \"url\" (a remote server)".into())
+                return Err(at("command", "a server needs \"command\" (a local stdio server, e.g. \"command\": \"npx\") or \"url\" (a remote server)"))
             }
             (Some(command), None) => {
                 if command.trim().is_empty() {
-                    return Err("\"command\" is empty: give the program to run, e.g. \"npx\"".into());
+                    return Err(at("command", "\"command\" is empty: give the program to run, e.g. \"npx\""));
                 }
                 if self.headers.is_some() || self.allow_insecure.is_some() {
-                    return Err("\"headers\" and \"allow_insecure\" apply to remote (\"url\") servers only: remove them from this stdio server".into());
+                    return Err(at("headers", "\"headers\" and \"allow_insecure\" apply to remote (\"url\") servers only: remove them from this stdio server"));
                 }
                 for key in self.env.iter().flat_map(|e| e.keys()) {
                     if key.is_empty() || key.contains('=') || key.contains('\0') {
-                        return Err(format!("invalid env variable name \"{key}\": names cannot be empty or contain '='"));
+                        return Err(at("env", format!("invalid env variable name \"{key}\": names cannot be empty or contain '='")));
                     }
                 }
                 Transport::Stdio(StdioTransport {
@@ -120,10 +167,10 @@ impl RawServer {
             }
             (None, Some(url)) => {
                 if self.args.is_some() || self.env.is_some() || self.cwd.is_some() {
-                    return Err("\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only: remove them from this remote server".into());
+                    return Err(at("args", "\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only: remove them from this remote server"));
                 }
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(format!("invalid url \"{url}\": use an http:// or https:// address, e.g. \"https://example.com/mcp\""));
+                    return Err(at("url", format!("invalid url \"{url}\": use an http:// or https:// address, e.g. \"https://example.com/mcp\"")));
                 }
                 Transport::Remote(RemoteTransport {
                     url,
@@ -138,13 +185,15 @@ impl RawServer {
                 .unwrap_or(DEFAULT_STARTUP_TIMEOUT_SECS),
             1,
             MAX_STARTUP_TIMEOUT_SECS,
-        )?;
+        )
+        .map_err(|m| at("startup_timeout_secs", m))?;
         let call_timeout_secs = bounded(
             "call_timeout_secs",
             self.call_timeout_secs.unwrap_or(DEFAULT_CALL_TIMEOUT_SECS),
             0,
             MAX_CALL_TIMEOUT_SECS,
-        )?;
+        )
+        .map_err(|m| at("call_timeout_secs", m))?;
         Ok(ServerConfig {
             transport,
             enabled,

@@ -4,8 +4,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
+use super::parse::{at, parse_entry, EntryError};
 use super::{
     validate_secret_name, Config, ConfigError, EnvValue, ServerConfig, ServerId, Transport,
     DEFAULT_CALL_TIMEOUT_SECS, DEFAULT_STARTUP_TIMEOUT_SECS,
@@ -136,40 +137,64 @@ impl Config {
         id: &str,
         entry: &serde_json::Value,
     ) -> Result<Config, String> {
+        let server = self
+            .check_server(original, id, entry)
+            .map_err(|e| e.message)?;
         let new_id = ServerId::parse(id)?;
-        let server = ServerConfig::deserialize(entry).map_err(|e| {
-            let m = e.to_string();
-            match m.strip_prefix("unknown field ") {
-                Some(rest) => format!("unknown setting {rest}"),
-                None => m,
-            }
-        })?;
-        for name in server.secret_refs() {
-            validate_secret_name(name)?;
-        }
-        let ports = [self.gateway.listen.port()];
-        if let Some(why) = super::reaches_gatehouse(&server.transport, &ports) {
-            return Err(why);
-        }
         let mut next = self.clone();
-        if let Some(orig) = original {
-            let orig_id = ServerId::parse(orig)?;
-            if next.servers.remove(&orig_id).is_none() {
-                return Err(format!(
-                    "there is no server \"{orig}\" any more; reload and try again"
-                ));
+        if let Some(orig) = original.and_then(|o| ServerId::parse(o).ok()) {
+            next.servers.remove(&orig);
+            if orig.as_str() != id {
+                next.rename_in_clients(orig.as_str(), Some(&new_id));
             }
-            if orig != id {
-                next.rename_in_clients(orig, Some(&new_id));
-            }
-        }
-        if original != Some(id) && next.servers.contains_key(&new_id) {
-            return Err(format!(
-                "a server \"{id}\" already exists: pick another id or edit that one"
-            ));
         }
         next.servers.insert(new_id, server);
         Ok(next)
+    }
+
+    /// Everything [`Config::with_server`] would refuse, each error with the entry's field it is
+    /// about (`id`, `command`, `url`, `env`, `headers`, …) so a form can show it there.
+    pub fn check_server(
+        &self,
+        original: Option<&str>,
+        id: &str,
+        entry: &serde_json::Value,
+    ) -> Result<ServerConfig, EntryError> {
+        let new_id = ServerId::parse(id).map_err(|m| at("id", m))?;
+        let server = parse_entry(entry)?;
+        let refs_field = match server.transport {
+            Transport::Stdio(_) => "env",
+            Transport::Remote(_) => "headers",
+        };
+        for name in server.secret_refs() {
+            validate_secret_name(name).map_err(|m| at(refs_field, m))?;
+        }
+        let ports = [self.gateway.listen.port()];
+        if let Some(why) = super::reaches_gatehouse(&server.transport, &ports) {
+            let field = match server.transport {
+                Transport::Stdio(_) => "command",
+                Transport::Remote(_) => "url",
+            };
+            return Err(at(field, why));
+        }
+        if let Some(orig) = original {
+            let orig_id = ServerId::parse(orig).map_err(|m| at("id", m))?;
+            if !self.servers.contains_key(&orig_id) {
+                return Err(EntryError {
+                    field: None,
+                    message: format!(
+                        "there is no server \"{orig}\" any more; reload and try again"
+                    ),
+                });
+            }
+        }
+        if original != Some(id) && self.servers.contains_key(&new_id) {
+            return Err(at(
+                "id",
+                format!("a server \"{id}\" already exists: pick another id or edit that one"),
+            ));
+        }
+        Ok(server)
     }
 
     /// This config with client profile `id` added or replaced (validated as a load would).
@@ -339,6 +364,70 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("gh.json"))
+    }
+
+    #[test]
+    fn a_refused_entry_names_the_field_it_is_about() {
+        use serde_json::json;
+        let config = parse("{\"servers\": {\"a\": {\"command\": \"x\"}}}").unwrap();
+        let field = |id: &str, entry: serde_json::Value| {
+            config
+                .check_server(None, id, &entry)
+                .err()
+                .map(|e| (e.field, e.message))
+        };
+        let cases = [
+            ("Bad Id", json!({"command": "x"}), "id"),
+            ("a", json!({"command": "x"}), "id"),
+            ("b", json!({"command": "  "}), "command"),
+            ("b", json!({"url": "ftp://x"}), "url"),
+            ("b", json!({"url": ""}), "url"),
+            ("b", json!({"command": "x", "env": {"A=B": "v"}}), "env"),
+            (
+                "b",
+                json!({"command": "x", "env": {"T": {"secret": "bad name"}}}),
+                "env",
+            ),
+            ("b", json!({"url": "https://x", "args": ["y"]}), "args"),
+            ("b", json!({"command": "x", "headers": {}}), "headers"),
+            (
+                "b",
+                json!({"command": "gatehouse", "args": ["connect"]}),
+                "command",
+            ),
+            (
+                "b",
+                json!({"command": "x", "enabled": true, "disabled": true}),
+                "enabled",
+            ),
+            (
+                "b",
+                json!({"command": "x", "call_timeout_secs": 100_000}),
+                "call_timeout_secs",
+            ),
+        ];
+        for (id, entry, want) in cases {
+            let got = field(id, entry.clone());
+            assert_eq!(
+                got.as_ref().map(|g| g.0),
+                Some(Some(want)),
+                "{id} {entry}: {got:?}"
+            );
+        }
+        // Not about one field: said without one.
+        let unknown = field("b", json!({"command": "x", "colour": "red"})).unwrap();
+        assert_eq!(unknown.0, None);
+        assert!(unknown.1.contains("unknown setting"), "{}", unknown.1);
+        // What passes the check is what with_server saves.
+        assert!(field("b", json!({"command": "x"})).is_none());
+        let edited = config
+            .with_server(Some("a"), "c", &json!({"command": "y"}))
+            .unwrap();
+        assert_eq!(edited.servers.len(), 1);
+        assert!(config
+            .with_server(Some("gone"), "c", &json!({"command": "y"}))
+            .unwrap_err()
+            .contains("no server \"gone\""));
     }
 
     #[test]

@@ -202,12 +202,17 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     )
     .await;
     d.click("#server-save").await;
-    let message = d
-        .wait_js(
-            "the id error",
-            "const e = document.getElementById('server-form-error'); return !e.hidden && e.textContent;",
+    // Each refusal is shown next to its field (the input marked invalid), not in the box below.
+    let field_error = |field: &str| {
+        format!(
+            "const e = document.getElementById('field-error-{field}');
+             const i = document.querySelector('#server-form [name={field}]');
+             return e && !e.hidden && i.getAttribute('aria-invalid') === 'true'
+               && document.getElementById('server-form-error').hidden
+               && e.previousElementSibling === i && e.textContent;"
         )
-        .await;
+    };
+    let message = d.wait_js("the id error", &field_error("id")).await;
     assert!(
         message.as_str().unwrap_or("").contains("invalid server id"),
         "{message}"
@@ -216,6 +221,48 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     d.js("document.querySelector('#server-form [name=id]').value = ''; return true;")
         .await;
     d.type_into("#server-form [name=id]", "gamma").await;
+    // Typing in the field clears its error.
+    d.wait_js(
+        "the id error cleared",
+        "return document.getElementById('field-error-id').hidden;",
+    )
+    .await;
+    // A malformed environment line: refused by the form next to Environment.
+    d.type_into("#server-form [name=env]", "NO_EQUALS_SIGN")
+        .await;
+    d.click("#server-save").await;
+    let message = d.wait_js("the env error", &field_error("env")).await;
+    assert!(
+        message
+            .as_str()
+            .unwrap_or("")
+            .contains("Environment line 1"),
+        "{message}"
+    );
+    d.js("document.querySelector('#server-form [name=env]').value = ''; return true;")
+        .await;
+    // Refused by the core, which names the field: Gatehouse as its own server.
+    let command = d
+        .js("const f = document.querySelector('#server-form').elements; const v = [f.command.value, f.args.value];
+              f.command.value = 'gatehouse'; f.args.value = 'connect'; return v;")
+        .await;
+    d.click("#server-save").await;
+    let message = d
+        .wait_js("the command error", &field_error("command"))
+        .await;
+    assert!(
+        message
+            .as_str()
+            .unwrap_or("")
+            .contains("is Gatehouse itself"),
+        "{message}"
+    );
+    d.js(&format!(
+        "const f = document.querySelector('#server-form');
+         f.elements.command.value = {}; f.elements.args.value = {}; return true;",
+        command[0], command[1]
+    ))
+    .await;
     // Test before saving: the entry is started on its own and reported on; nothing is saved.
     d.click("#server-test").await;
     let report = d
