@@ -17,6 +17,8 @@ use tokio::sync::oneshot;
 
 use crate::approval::request::{Decider, Scope};
 
+pub mod export;
+
 /// Rows older than this many days are pruned.
 pub const RETENTION_DAYS: u64 = 30;
 /// At most this many rows are kept (the oldest go first).
@@ -106,6 +108,30 @@ pub enum DecisionGroup {
     TimedOut,
     /// Never ran: disabled, not running, withdrawn (or unknown).
     Refused,
+}
+
+impl DecisionGroup {
+    /// Every group, in the order a filter lists them.
+    pub const ALL: [DecisionGroup; 6] = [
+        DecisionGroup::Allowed,
+        DecisionGroup::Approved,
+        DecisionGroup::Remembered,
+        DecisionGroup::Denied,
+        DecisionGroup::TimedOut,
+        DecisionGroup::Refused,
+    ];
+
+    /// The group's name, as serialised and filtered by.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionGroup::Allowed => "allowed",
+            DecisionGroup::Approved => "approved",
+            DecisionGroup::Remembered => "remembered",
+            DecisionGroup::Denied => "denied",
+            DecisionGroup::TimedOut => "timed_out",
+            DecisionGroup::Refused => "refused",
+        }
+    }
 }
 
 impl Decision {
@@ -622,6 +648,13 @@ fn query(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_names_are_the_serialised_ones() {
+        for g in DecisionGroup::ALL {
+            assert_eq!(serde_json::to_value(g).unwrap(), g.as_str());
+        }
+    }
 
     fn rec(i: u64, server: &str) -> CallRecord {
         CallRecord {

@@ -211,6 +211,64 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// A time in UTC: year, month, day, hour, minute, second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Utc {
+    /// The year.
+    pub year: i64,
+    /// 1–12.
+    pub month: u32,
+    /// 1–31.
+    pub day: u32,
+    /// 0–23.
+    pub hour: u32,
+    /// 0–59.
+    pub minute: u32,
+    /// 0–59.
+    pub second: u32,
+}
+
+impl Utc {
+    /// The civil UTC time `secs` seconds after the Unix epoch (Howard Hinnant's algorithm).
+    pub fn from_secs(secs: u64) -> Utc {
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        Utc {
+            year: yoe + era * 400 + i64::from(month <= 2),
+            month,
+            day,
+            hour: (rem / 3600) as u32,
+            minute: (rem % 3600 / 60) as u32,
+            second: (rem % 60) as u32,
+        }
+    }
+
+    /// Now.
+    pub fn now() -> Utc {
+        Utc::from_secs(now_ms() / 1000)
+    }
+
+    /// `YYYYMMDD-HHMMSS`, for file names.
+    pub fn stamp(&self) -> String {
+        let Utc {
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            second,
+        } = *self;
+        format!("{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,9 @@
 // The Activity view: recent routed calls with who decided and how they ended, filterable by
-// server, client profile and decision group. Arguments are shown as stored (secret values already masked by the
-// core). While shown, the list refreshes every 4 s; it stops when the view is left.
+// server, client profile and decision group, and exported as CSV or JSON. Arguments are shown as stored (secret
+// values already masked by the core). While shown, the list refreshes every 4 s; it stops when the view is left.
 
 import * as api from './api.js';
-import { $, el, clock, viewError } from './dom.js';
+import { $, el, clock, toast, viewError } from './dom.js';
 
 const servers = new Set();
 const open = new Set(); // keys of rows whose detail is shown (kept across refreshes)
@@ -32,6 +32,8 @@ export function init() {
   $('#activity-server').addEventListener('change', load);
   $('#activity-client').addEventListener('change', load);
   $('#activity-decision').addEventListener('change', load);
+  $('#activity-export-csv').addEventListener('click', () => exportRows('csv'));
+  $('#activity-export-json').addEventListener('click', () => exportRows('json'));
   api.on('approval-resolved', () => { if (poller) setTimeout(load, 300); });
 }
 
@@ -44,6 +46,16 @@ export function shown() {
 export function hidden() {
   clearInterval(poller);
   poller = null;
+}
+
+/** Saves every call matching the filters (not only the rows shown) and says where. */
+async function exportRows(format) {
+  try {
+    const r = await api.exportActivity(format, $('#activity-server').value, $('#activity-client').value, $('#activity-decision').value);
+    toast(`Exported ${r.rows} call${r.rows === 1 ? '' : 's'} to ${r.path}`);
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+  }
 }
 
 function label(decision) {

@@ -50,6 +50,7 @@ export const setSecret = (name, value) => call('set_secret', { name, value });
 export const deleteSecret = (name) => call('delete_secret', { name });
 
 export const activity = (server, client) => call('activity', { limit: 300, server: server || null, client: client || null });
+export const exportActivity = (format, server, client, group) => call('export_activity', { format, server: server || null, client: client || null, group: group || null });
 export const connectInfo = (profile) => call('connect_info', { profile: profile || null });
 export const clientProfiles = () => call('client_profiles');
 export const grants = () => call('grants');

@@ -151,6 +151,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::set_secret,
             commands::delete_secret,
             commands::activity,
+            commands::export_activity,
             commands::connect_info,
             commands::autostart,
             commands::set_autostart,

@@ -283,6 +283,25 @@ async fn held_calls_follow_the_persons_answers() {
         human.contains("fx__echo") && human.contains("approved_once"),
         "{human}"
     );
+    // The same rows as CSV, filtered to one decision group: the two timed-out calls.
+    let csv =
+        String::from_utf8_lossy(&gh(&s, &["activity", "--csv", "--decision", "timed_out"]).stdout)
+            .into_owned();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[0].starts_with("time,time_ms,client,profile"), "{csv}");
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.contains(",timed_out,policy,") && l.contains(",not_run,")),
+        "{csv}"
+    );
+    let refused = gh(&s, &["activity", "--decision", "nonsense"]);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("timed_out"),
+        "the error lists the groups"
+    );
 }
 
 #[tokio::test]

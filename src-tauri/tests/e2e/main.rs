@@ -475,6 +475,50 @@ async fn approval_modal_allows_denies_and_remembers() {
         "{detail}"
     );
     d.shot("activity").await;
+    // Export: every call matching the filters, in a new file in the Downloads folder (here
+    // HOME/Downloads), the toast saying where. Filtered to the calls approved now: 3 (calls 2,
+    // 4 and the session one) of the 5+ rows.
+    let downloads = d.dir.path().join("Downloads");
+    std::fs::create_dir_all(&downloads).expect("Downloads");
+    let approved = activity.matches("\"approved_").count();
+    d.select("#activity-decision", "approved").await;
+    d.click("#activity-export-csv").await;
+    let toast = d
+        .wait_js(
+            "the export toast",
+            "const t = document.getElementById('toast'); return !t.hidden && t.textContent.startsWith('Exported') && t.textContent;",
+        )
+        .await;
+    let exported: Vec<_> = std::fs::read_dir(&downloads)
+        .expect("read Downloads")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(exported.len(), 1, "{exported:?}");
+    let path = &exported[0];
+    assert!(
+        toast
+            .as_str()
+            .unwrap_or("")
+            .contains(&path.display().to_string()),
+        "{toast}"
+    );
+    let csv = std::fs::read_to_string(path).expect("the export");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("time,time_ms,client"), "{csv}");
+    assert_eq!(lines.len() - 1, approved, "{csv}");
+    assert!(lines[1..].iter().all(|l| l.contains(",approved_")), "{csv}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).expect("meta").permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "the export is readable by its owner only"
+        );
+    }
+    d.select("#activity-decision", "").await;
 
     // The tool's row in Servers says it is always allowed, and since when.
     d.view("servers").await;

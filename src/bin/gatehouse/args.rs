@@ -63,8 +63,15 @@ pub enum Cmd {
     },
     /// Show recent routed calls: decision, who decided, duration, outcome
     Activity {
-        #[arg(long)]
+        #[arg(long, conflicts_with = "csv")]
         json: bool,
+        /// Print CSV (RFC 4180, with the two durations; cells a spreadsheet would run are
+        /// written as text) — e.g. `gatehouse activity --csv --limit 100000 > calls.csv`
+        #[arg(long)]
+        csv: bool,
+        /// Only calls whose decision is in this group
+        #[arg(long, value_name = "GROUP", value_parser = gatehouse::activity::DecisionGroup::ALL.map(|g| g.as_str()))]
+        decision: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: usize,
         #[arg(long, value_name = "ID")]

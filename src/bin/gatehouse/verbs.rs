@@ -91,6 +91,8 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::Clients { cmd, json } => manage::clients(&client, cmd, json).await,
         Cmd::Activity {
             json,
+            csv,
+            decision,
             limit,
             server,
             client: profile,
@@ -103,9 +105,14 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             },
         )
         .await
-        .map(|rows| {
+        .map(|mut rows| {
+            if let Some(group) = decision {
+                rows.retain(|r| r.decision.group().as_str() == group);
+            }
             if json {
                 print::json(&rows);
+            } else if csv {
+                print!("{}", gatehouse::activity::export::csv(&rows));
             } else {
                 print::activity(&rows);
             }
