@@ -10,7 +10,7 @@ USER_CONFIG := $(shell printf '%s' "$${XDG_CONFIG_HOME:-$$HOME/.config}")/gateho
 # The desktop tests and bench need a display: a private Xvfb server.
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
 
-.PHONY: run serve test deps peers build lint bench deb fuzz
+.PHONY: run serve test deps peers build lint bench deb fuzz screenshots
 
 deps:
 	@scripts/install-deps.sh
@@ -68,6 +68,15 @@ fuzz:
 		mkdir -p corpus/$$t && \
 		cargo +nightly fuzz run $$t corpus/$$t seeds/$$t -- -max_total_time=$(FUZZ_SECS) -max_len=65536 || exit 1; \
 	done
+
+# The README's screenshots, light and dark, from the last desktop e2e run (`make test`).
+SHOTS := servers-expanded server-form approval approval-queue activity permissions secrets connect-profile import settings
+screenshots:
+	@for s in $(SHOTS); do for f in $$s $$s-dark; do \
+		test -f target/e2e-shots/$$f.png || { echo "target/e2e-shots/$$f.png is missing: run make test first"; exit 1; }; \
+		cp target/e2e-shots/$$f.png docs/$$f.png; \
+	done; done
+	@echo "docs/: $(words $(SHOTS)) views, light and dark"
 
 bench: peers
 	cargo bench --bench supervisor

@@ -281,25 +281,42 @@ impl Desktop {
         self.row(id).await
     }
 
-    /// Saves a PNG of the window's page under `target/e2e-shots/`.
+    /// Saves PNGs of the window's page under `target/e2e-shots/`: `NAME.png` in the light theme
+    /// and `NAME-dark.png` in the dark one (the page's own theme is restored after).
+    /// `make screenshots` copies them into `docs/`.
     pub async fn shot(&self, name: &str) -> PathBuf {
-        let path = self.shots.join(format!("{name}.png"));
-        // Let the page paint what the last step changed.
+        let before = self
+            .js("return document.documentElement.dataset.theme || ''")
+            .await;
+        let mut first = None;
+        for (theme, file) in [("light", name.to_owned()), ("dark", format!("{name}-dark"))] {
+            let path = self.shots.join(format!("{file}.png"));
+            // Switch the theme, then let the page paint what the last step changed.
+            let _ = self
+                .client
+                .execute_async(
+                    "const [theme, done] = arguments;
+                     document.documentElement.dataset.theme = theme;
+                     requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));",
+                    vec![json!(theme)],
+                )
+                .await;
+            match self.client.screenshot().await {
+                Ok(png) => {
+                    let _ = std::fs::write(&path, png);
+                }
+                Err(e) => eprintln!("screenshot {file} failed: {e}"),
+            }
+            first.get_or_insert(path);
+        }
         let _ = self
             .client
-            .execute_async(
-                "const done = arguments[arguments.length - 1];
-                 requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 50)));",
-                vec![],
+            .execute(
+                "document.documentElement.dataset.theme = arguments[0]; return true;",
+                vec![before],
             )
             .await;
-        match self.client.screenshot().await {
-            Ok(png) => {
-                let _ = std::fs::write(&path, png);
-            }
-            Err(e) => eprintln!("screenshot {name} failed: {e}"),
-        }
-        path
+        first.unwrap_or_else(|| self.shots.join(format!("{name}.png")))
     }
 
     /// Runs a `gatehouse` CLI verb against the app's control socket.
