@@ -7,6 +7,17 @@
 //!
 //! p50/p99 of 2,000 sequential calls and calls/s with 16 concurrent callers, then `tools/list`
 //! over 100 servers × 50 tools.
+//!
+//! Then the hub as users run it, a `gatehouse serve` process of its own, so its CPU time is its
+//! own (utime + stime from /proc): direct stdio vs the gateway for 1 KiB, 1 MiB and 10 MiB
+//! results (the echo tool padded to that size), the hub's CPU per call at 1 and 16 clients, and
+//! the HTTP floor (ping: a reply from the same HTTP stack with nothing forwarded) with its CPU.
+//!
+//! `cargo bench --bench gateway -- --calls N` only starts that hub, makes N sequential 1 KiB
+//! calls and stops it: a fixed workload for instruction counts. With
+//! `GATEHOUSE_BENCH_HUB_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"` the
+//! hub runs under callgrind; (Ir at N = 2,200 − Ir at N = 200) / 2,000 is the count per call
+//! without start-up and shutdown.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
 
@@ -36,7 +47,19 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(run());
+    let args: Vec<String> = std::env::args().collect();
+    let calls = args
+        .iter()
+        .position(|a| a == "--calls")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse::<usize>().expect("--calls N"));
+    match calls {
+        Some(n) => rt.block_on(fixed_calls(n)),
+        None => rt.block_on(async {
+            run().await;
+            hub_process().await;
+        }),
+    }
 }
 
 async fn run() {
@@ -243,6 +266,7 @@ async fn call(p: &RpcPeer, tool: &str, i: usize) {
     }
 }
 
+#[derive(Clone)]
 struct HttpClient {
     http: reqwest::Client,
     url: String,
@@ -291,6 +315,32 @@ impl HttpClient {
             .expect("post");
         let text = r.text().await.expect("body");
         assert!(text.contains("\"result\""), "{text}");
+    }
+
+    async fn call_sized(&self, tool: &str, i: usize, bytes: usize) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello {i}","bytes":{bytes}}}}}}}"#
+        );
+        let r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .body(body)
+            .send()
+            .await
+            .expect("post");
+        let body = r.bytes().await.expect("body");
+        assert!(body.len() >= bytes, "{} bytes", body.len());
+    }
+
+    async fn call_or_ping(&self, i: usize, bytes: usize) {
+        if bytes == 0 {
+            self.ping(i).await
+        } else {
+            self.call_sized("fx__echo", i, bytes).await
+        }
     }
 
     async fn ping(&self, i: usize) {
@@ -380,4 +430,220 @@ async fn tools_list_at_scale() {
     gw.shutdown().await;
     let _ = task.await;
     hub.shutdown().await;
+}
+
+/// A `gatehouse serve` process (under `GATEHOUSE_BENCH_HUB_WRAPPER` when set) serving one fixture
+/// server, with an HTTP client on its gateway.
+struct HubProcess {
+    child: tokio::process::Child,
+    client: HttpClient,
+    _dir: tempfile::TempDir,
+}
+
+impl HubProcess {
+    async fn start() -> HubProcess {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = dir.path().join("gatehouse.json");
+        std::fs::write(
+            &cfg,
+            json!({"servers": {"fx": {"command": FIXTURE}}}).to_string(),
+        )
+        .expect("config");
+        let sock = dir.path().join("control.sock");
+        let wrapper = std::env::var("GATEHOUSE_BENCH_HUB_WRAPPER").unwrap_or_default();
+        let mut words = wrapper.split_whitespace();
+        let mut cmd = match words.next() {
+            Some(program) => {
+                let mut c = tokio::process::Command::new(program);
+                c.args(words).arg(GATEHOUSE);
+                c
+            }
+            None => tokio::process::Command::new(GATEHOUSE),
+        };
+        let child = cmd
+            .args(["serve", "--config"])
+            .arg(&cfg)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--listen", "127.0.0.1:0"])
+            .env("GATEHOUSE_CONTROL", &sock)
+            .env("GATEHOUSE_TOKEN", TOKEN)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn gatehouse serve");
+        let control = gatehouse::control::ControlClient::new(sock);
+        let deadline = Instant::now() + std::time::Duration::from_secs(120);
+        let url = loop {
+            use gatehouse::control::Request;
+            let info = control
+                .call(&Request::Gateway { client: None })
+                .await
+                .ok()
+                .and_then(|r| r.result)
+                .and_then(|v| serde_json::from_value::<GatewayInfo>(v).ok());
+            let running = control
+                .call(&Request::Status)
+                .await
+                .ok()
+                .and_then(|r| r.result)
+                .is_some_and(|v| v[0]["state"] == "running");
+            if let (Some(info), true) = (info, running) {
+                break info.url;
+            }
+            assert!(Instant::now() < deadline, "the hub did not come up");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        let client = HttpClient::new(&url).await;
+        HubProcess {
+            child,
+            client,
+            _dir: dir,
+        }
+    }
+
+    /// The hub's CPU time so far (all its threads, user + system), in seconds.
+    fn cpu(&self) -> f64 {
+        cpu_of(self.child.id().expect("pid"))
+    }
+
+    /// Stops the hub with SIGTERM (a wrapper such as callgrind then writes its output).
+    async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(120), self.child.wait()).await;
+    }
+}
+
+/// `--calls N`: N sequential 1 KiB calls through a hub process, then stop it.
+async fn fixed_calls(n: usize) {
+    let hub = HubProcess::start().await;
+    let t = Instant::now();
+    for i in 0..n {
+        hub.client.call_sized("fx__echo", i, 1024).await;
+    }
+    let wall = t.elapsed();
+    let cpu = hub.cpu();
+    hub.stop().await;
+    println!(
+        "{n} calls in {:.3} s; hub CPU {:.2} s in all (start-up included)",
+        wall.as_secs_f64(),
+        cpu
+    );
+}
+
+/// Direct vs a hub process, by result size, with the hub's CPU per call.
+async fn hub_process() {
+    let hub = HubProcess::start().await;
+    let (direct, _child) = stdio_client(FIXTURE, &[], &[]).await;
+    println!("\nhub process (gatehouse serve), echo padded to each size; CPU = the hub's own (utime + stime)");
+    let mut floor = 0.0;
+    for (label, bytes, n) in [
+        ("ping (floor)", 0usize, 2000usize),
+        ("1 KiB", 1024, 2000),
+        ("1 MiB", 1 << 20, 100),
+        ("10 MiB", 10 << 20, 20),
+    ] {
+        let warm = (n / 10).max(2);
+        let direct_p50 = if bytes == 0 {
+            0.0
+        } else {
+            for i in 0..warm {
+                call_sized(&direct, "echo", i, bytes).await;
+            }
+            p50_of(n, |i| call_sized(&direct, "echo", i, bytes)).await
+        };
+        for i in 0..warm {
+            hub.client.call_or_ping(i, bytes).await;
+        }
+        let cpu0 = hub.cpu();
+        let gw_p50 = p50_of(n, |i| hub.client.call_or_ping(i, bytes)).await;
+        let cpu = (hub.cpu() - cpu0) / n as f64;
+        if bytes == 0 {
+            floor = gw_p50;
+            println!(
+                "{label:<13} p50 {:>8.3} ms                                   hub CPU/call {:>7.1} µs",
+                gw_p50 * 1e3,
+                cpu * 1e6
+            );
+        } else {
+            println!(
+                "{label:<13} direct p50 {:>8.3} ms   gateway p50 {:>8.3} ms   added {:>7.3} ms ({:>4.1}× the floor)   hub CPU/call {:>7.1} µs",
+                direct_p50 * 1e3,
+                gw_p50 * 1e3,
+                (gw_p50 - direct_p50) * 1e3,
+                (gw_p50 - direct_p50) / floor.max(1e-9),
+                cpu * 1e6
+            );
+        }
+    }
+    // CPU per call with 16 clients at once (1 KiB).
+    let client = Arc::new(hub.client.clone());
+    let cpu0 = hub.cpu();
+    let t = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for c in 0..CONC {
+        let client = client.clone();
+        set.spawn(async move {
+            for i in 0..CONC_CALLS {
+                client
+                    .call_sized("fx__echo", c * CONC_CALLS + i, 1024)
+                    .await;
+            }
+        });
+    }
+    while set.join_next().await.is_some() {}
+    let wall = t.elapsed().as_secs_f64();
+    let calls = (CONC * CONC_CALLS) as f64;
+    let cpu = (hub.cpu() - cpu0) / calls;
+    println!(
+        "{CONC} clients × {CONC_CALLS} calls (1 KiB): {:.0} calls/s, hub CPU/call {:.1} µs",
+        calls / wall,
+        cpu * 1e6
+    );
+    hub.stop().await;
+}
+
+/// A process's CPU time so far (all its threads, user + system), in seconds.
+fn cpu_of(pid: u32) -> f64 {
+    // Fields after the command name's closing parenthesis: utime is the 12th, stime the 13th.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    rest.split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|x| x.parse::<u64>().unwrap_or(0))
+        .sum::<u64>() as f64
+        / 100.0
+}
+
+async fn p50_of<F, Fut>(n: usize, f: F) -> f64
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut lat = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        f(i).await;
+        lat.push(t.elapsed().as_secs_f64());
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    lat[n / 2]
+}
+
+async fn call_sized(p: &RpcPeer, tool: &str, i: usize, bytes: usize) {
+    let params = RawValue::from_string(format!(
+        r#"{{"name":"{tool}","arguments":{{"text":"hello {i}","bytes":{bytes}}}}}"#
+    ))
+    .expect("raw");
+    match p.request("tools/call", Some(&params)).await {
+        Ok(Reply::Result(r)) => assert!(r.get().len() >= bytes),
+        other => panic!("call failed: {other:?}"),
+    }
 }

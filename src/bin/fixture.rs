@@ -665,12 +665,19 @@ fn call_tool(params: &Value) -> Result<Value, (i64, String)> {
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     let text = |s: String| Ok(json!({"content":[{"type":"text","text":s}]}));
     match name {
-        "echo" => text(
-            args.get("text")
+        // `bytes: N` (not in the schema; for the benches): the text padded to N bytes.
+        "echo" => {
+            let mut t = args
+                .get("text")
                 .and_then(Value::as_str)
                 .unwrap_or("")
-                .to_owned(),
-        ),
+                .to_owned();
+            if let Some(n) = args.get("bytes").and_then(Value::as_u64) {
+                let n = (n as usize).min(64 << 20);
+                t.extend(std::iter::repeat_n('x', n.saturating_sub(t.len())));
+            }
+            text(t)
+        }
         "add" => {
             let a = args.get("a").and_then(Value::as_f64).unwrap_or(0.0);
             let b = args.get("b").and_then(Value::as_f64).unwrap_or(0.0);
