@@ -39,7 +39,7 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
                 None => Line::Data(std::mem::take(buf)),
             });
         }
-        let (part, found) = match chunk.iter().position(|&b| b == b'\n') {
+        let (part, found) = match memchr::memchr(b'\n', chunk) {
             Some(i) => (&chunk[..i], Some(i)),
             None => (chunk, None),
         };
