@@ -13,11 +13,13 @@
 //! results (the echo tool padded to that size), the hub's CPU per call at 1 and 16 clients, and
 //! the HTTP floor (ping: a reply from the same HTTP stack with nothing forwarded) with its CPU.
 //!
-//! `cargo bench --bench gateway -- --calls N` only starts that hub, makes N sequential 1 KiB
-//! calls and stops it: a fixed workload for instruction counts. With
+//! `cargo bench --bench gateway -- --calls N [--bytes B]` only starts that hub, makes N
+//! sequential calls (B-byte results, default 1 KiB) and stops it: a fixed workload for
+//! instruction counts. With
 //! `GATEHOUSE_BENCH_HUB_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"` the
 //! hub runs under callgrind; (Ir at N = 2,200 − Ir at N = 200) / 2,000 is the count per call
-//! without start-up and shutdown.
+//! without start-up and shutdown. `GATEHOUSE_BENCH_HUB_WORKERS=N` runs that hub with N tokio
+//! worker threads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
 
@@ -53,8 +55,13 @@ fn main() {
         .position(|a| a == "--calls")
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse::<usize>().expect("--calls N"));
+    let bytes = args
+        .iter()
+        .position(|a| a == "--bytes")
+        .and_then(|i| args.get(i + 1))
+        .map_or(1024, |n| n.parse::<usize>().expect("--bytes B"));
     match calls {
-        Some(n) => rt.block_on(fixed_calls(n)),
+        Some(n) => rt.block_on(fixed_calls(n, bytes)),
         None => rt.block_on(async {
             run().await;
             hub_process().await;
@@ -468,6 +475,11 @@ impl HubProcess {
             .args(["--listen", "127.0.0.1:0"])
             .env("GATEHOUSE_CONTROL", &sock)
             .env("GATEHOUSE_TOKEN", TOKEN)
+            .envs(
+                std::env::var("GATEHOUSE_BENCH_HUB_WORKERS")
+                    .ok()
+                    .map(|n| ("TOKIO_WORKER_THREADS", n)),
+            )
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -520,12 +532,13 @@ impl HubProcess {
     }
 }
 
-/// `--calls N`: N sequential 1 KiB calls through a hub process, then stop it.
-async fn fixed_calls(n: usize) {
+/// `--calls N [--bytes B]`: N sequential calls (results of B bytes, default 1 KiB) through a
+/// hub process, then stop it.
+async fn fixed_calls(n: usize, bytes: usize) {
     let hub = HubProcess::start().await;
     let t = Instant::now();
     for i in 0..n {
-        hub.client.call_sized("fx__echo", i, 1024).await;
+        hub.client.call_sized("fx__echo", i, bytes).await;
     }
     let wall = t.elapsed();
     let cpu = hub.cpu();
