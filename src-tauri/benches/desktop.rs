@@ -1,6 +1,8 @@
-//! Desktop benchmark (prints figures): cold start to the first paint of the Servers panel, RSS of
-//! the app plus its WebKit processes idle with 5 servers, and the approval round trip (request
-//! published → modal visible). Needs a display: `make bench` runs it under Xvfb.
+//! Desktop benchmark (prints figures): cold start to the first paint of the Servers panel, RSS and
+//! PSS of the app plus its WebKit processes idle with 5 servers, the approval round trip (request
+//! published → modal visible), then PSS with the window closed to the tray and the approval
+//! round trip from there (a new webview each time). Needs a display: `make bench` runs it under
+//! Xvfb.
 //!
 //! The app reports the two UI moments itself (`servers panel painted`, `approval modal visible`
 //! with `latency_us`) on stderr; this program starts it, reads those lines and drives calls through
@@ -70,8 +72,15 @@ fn main() {
                 webkit_kib as f64 / 1024.0,
                 (app_kib + webkit_kib) as f64 / 1024.0
             );
+            print_pss("shown", run.child.id());
             // 3. Approval round trip.
             approvals(&mut run, port, &dir);
+            // 4. Closed to the tray: the webview is destroyed.
+            close_window();
+            std::thread::sleep(Duration::from_secs(3));
+            print_pss("in the tray (window closed)", run.child.id());
+            // 5. An approval while closed: the window and its webview are created for the modal.
+            cold_approvals(&mut run, port, &dir);
             run.quit();
         }
     }
@@ -127,6 +136,47 @@ fn approvals(run: &mut App, port: u16, dir: &Path) {
         pct(0.5),
         pct(0.9),
         pct(1.0)
+    );
+}
+
+/// Approval requests while the window is closed: each creates the window afresh; the latency
+/// runs from the request reaching the app to the modal painted in the new webview.
+fn cold_approvals(run: &mut App, port: u16, dir: &Path) {
+    const COLD: usize = 5;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let control = ControlClient::new(dir.join("control.sock"));
+    let session = initialize(port);
+    let mut latencies = Vec::new();
+    for i in 0..COLD {
+        let s = session.clone();
+        let worker = std::thread::spawn(move || {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"s0__echo","arguments":{{"text":"cold {i}"}}}}}}"#,
+                i + 1000
+            );
+            post(port, Some(&s), &body).1
+        });
+        let line = run.wait_line("approval modal visible", Duration::from_secs(30));
+        let id = field(&line, "id").expect("approval id in the log line");
+        let us: u64 = field(&line, "latency_us")
+            .and_then(|v| v.parse().ok())
+            .expect("latency in the log line");
+        latencies.push(us);
+        let answered = runtime.block_on(control.call(&Request::Approve {
+            id: id.clone(),
+            scope: None,
+        }));
+        assert!(answered.is_ok(), "approve {id}: {answered:?}");
+        let reply = worker.join().expect("call answered");
+        assert!(reply.contains(&format!("cold {i}")), "{reply}");
+        close_window();
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    latencies.sort();
+    println!(
+        "approval while the window is closed → modal visible in a new webview: p50 {:.1} ms, max {:.1} ms ({COLD} requests)",
+        latencies[COLD / 2] as f64 / 1000.0,
+        latencies[COLD - 1] as f64 / 1000.0
     );
 }
 
@@ -192,28 +242,71 @@ impl App {
     }
 }
 
+/// KiB of one `/proc/PID/…` figure (`VmRSS:` in `status`, `Pss:` in `smaps_rollup`).
+fn kib(pid: u32, file: &str, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// KiB of VmRSS: the app itself, and its WebKit helper processes (web, network).
 fn footprint(app: u32) -> (u64, u64, usize) {
-    let rss = |pid: u32| -> u64 {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-            })
-            .unwrap_or(0)
-    };
+    let (app_kib, webkit, n) = webkit_sum(app, |p| kib(p, "status", "VmRSS:"));
+    (app_kib, webkit, n)
+}
+
+/// KiB of PSS (shared pages divided among their users): the app and its WebKit processes.
+fn pss(app: u32) -> (u64, u64, usize) {
+    webkit_sum(app, |p| kib(p, "smaps_rollup", "Pss:"))
+}
+
+fn webkit_sum(app: u32, figure: impl Fn(u32) -> u64) -> (u64, u64, usize) {
     let mut webkit = 0;
     let mut n = 0;
     for pid in descendants(app) {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if comm.starts_with("WebKit") {
-            webkit += rss(pid);
+            webkit += figure(pid);
             n += 1;
         }
     }
-    (rss(app), webkit, n)
+    (figure(app), webkit, n)
+}
+
+fn print_pss(what: &str, app: u32) {
+    let (a, w, n) = pss(app);
+    println!(
+        "PSS {what}, 5 servers: app {:.1} MiB + {n} WebKit processes {:.1} MiB = {:.1} MiB (MCP servers not counted)",
+        a as f64 / 1024.0,
+        w as f64 / 1024.0,
+        (a + w) as f64 / 1024.0
+    );
+}
+
+/// Closes the app's window as a window manager does (WM_DELETE_WINDOW): Gatehouse goes to the
+/// tray and destroys the webview.
+fn close_window() {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", "^Gatehouse$"])
+        .output()
+        .expect("xdotool (make deps installs it)");
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let ok = Command::new("python3")
+        .arg(repo.join("tests/desktop/xwin.py"))
+        .arg("close")
+        .args(&ids)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "closing the window failed");
 }
 
 fn descendants(root: u32) -> Vec<u32> {

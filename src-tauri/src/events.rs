@@ -131,10 +131,7 @@ pub fn spawn_bridge<R: Runtime>(
 
 /// A call waits for the person: make sure they see it.
 fn bring_forward<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest) {
-    let Some(window) = app.get_webview_window("main") else {
-        return;
-    };
-    let hidden = !window.is_visible().unwrap_or(true) || window.is_minimized().unwrap_or(false);
+    let hidden = !crate::window::main_visible(app);
     crate::window::show_main(app);
     if hidden {
         use tauri_plugin_notification::NotificationExt;

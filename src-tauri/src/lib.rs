@@ -111,12 +111,15 @@ pub fn run() -> std::process::ExitCode {
         }
     };
     app.run(|app, event| {
-        if let RunEvent::ExitRequested { api, .. } = event {
+        if let RunEvent::ExitRequested { api, code, .. } = event {
             let state = app.state::<Arc<AppState>>();
             if !state.quitting.load(std::sync::atomic::Ordering::SeqCst) {
-                // Every exit goes through `quit`: servers stop before the process ends.
                 api.prevent_exit();
-                lifecycle::quit(app);
+                // No code: the last window was closed, and Gatehouse stays in the tray. Any
+                // other exit goes through `quit`: servers stop before the process ends.
+                if code.is_some() {
+                    lifecycle::quit(app);
+                }
             }
         }
     });
@@ -169,7 +172,6 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             ui_timing::ui_painted,
             ui_timing::approval_shown,
         ])
-        .on_window_event(window::on_event)
 }
 
 /// What a tray click asks for.

@@ -564,6 +564,10 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     d.wait_state("files", "running").await;
     assert!(!d.visible_windows().is_empty(), "the window starts visible");
     let app = d.app_pid().expect("the app's pid");
+    assert!(
+        !descendants_named(app, "WebKitWebProces").is_empty(),
+        "the shown window has its web process"
+    );
 
     d.close_window();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -572,6 +576,19 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     }
     assert!(d.visible_windows().is_empty(), "closing hides the window");
     assert!(alive(app), "closing the window does not quit the app");
+    // Closed to the tray, the webview is destroyed: WebKit's web process (the page, ~200 MiB)
+    // exits with it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !descendants_named(app, "WebKitWebProces").is_empty()
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        descendants_named(app, "WebKitWebProces"),
+        Vec::<u32>::new(),
+        "a WebKit web process outlived the closed window"
+    );
 
     // Calls still flow while hidden.
     let out = d
@@ -604,6 +621,7 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         !d.visible_windows().is_empty(),
         "an approval request shows the window"
     );
+    d.follow_new_window().await;
     d.wait_js(
         "the modal",
         "return document.getElementById('approval-dialog').open;",

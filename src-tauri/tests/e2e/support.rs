@@ -170,6 +170,32 @@ impl Desktop {
         d
     }
 
+    /// Follows the app's window after it was closed and opened again (a new webview: the old
+    /// one is destroyed on close). Waits (15 s) for the driver to list a window it can script.
+    pub async fn follow_new_window(&self) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(handles) = self.client.windows().await {
+                for h in handles {
+                    if self.client.switch_to_window(h).await.is_ok()
+                        && self
+                            .client
+                            .execute("return document.readyState === 'complete'", vec![])
+                            .await
+                            .is_ok_and(|v| v == json!(true))
+                    {
+                        return;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the driver never saw the reopened window"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Runs `script` in the page and returns its value.
     pub async fn js(&self, script: &str) -> Value {
         tokio::time::timeout(Duration::from_secs(20), self.client.execute(script, vec![]))
@@ -521,4 +547,44 @@ impl Drop for McpClient {
             let _ = c.wait();
         }
     }
+}
+
+/// Live processes descended from `pid` whose name starts with `prefix` (e.g. WebKit's web
+/// process, `WebKitWebProces` as the kernel shortens it).
+pub fn descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
+    let parent_of = |p: u32| -> Option<(u32, String)> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let (head, rest) = stat.rsplit_once(") ")?;
+        let name = head.split_once(" (")?.1.to_owned();
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?;
+        if state == "Z" || state == "X" {
+            return None;
+        }
+        Some((fields.next()?.parse().ok()?, name))
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| {
+            let Some((_, name)) = parent_of(p) else {
+                return false;
+            };
+            if !name.starts_with(prefix) {
+                return false;
+            }
+            // Walk up to `pid` (or the root).
+            let mut at = p;
+            for _ in 0..64 {
+                match parent_of(at) {
+                    Some((pp, _)) if pp == pid => return true,
+                    Some((pp, _)) if pp > 1 => at = pp,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect()
 }
