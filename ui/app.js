@@ -51,10 +51,13 @@ function renderPhase(p) {
 }
 
 async function refreshAll() {
+  // Waiting approvals first, without waiting for the app state: a window opened for an
+  // approval shows the modal as soon as it can.
+  const pending = approval.refresh();
   const p = await api.appState();
   renderPhase(p);
   if (p.phase === 'running') {
-    await Promise.allSettled([servers.refresh(), approval.refresh()]);
+    await Promise.allSettled([servers.refresh(), pending]);
     views[current].shown?.();
   }
 }
