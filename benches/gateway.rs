@@ -449,13 +449,15 @@ struct HubProcess {
 
 impl HubProcess {
     async fn start() -> HubProcess {
+        HubProcess::start_with(json!({"fx": {"command": FIXTURE}})).await
+    }
+
+    /// A hub serving `servers` (the config's `servers` object), once every one is running.
+    async fn start_with(servers: Value) -> HubProcess {
+        let expected = servers.as_object().map_or(0, |m| m.len());
         let dir = tempfile::tempdir().expect("tempdir");
         let cfg = dir.path().join("gatehouse.json");
-        std::fs::write(
-            &cfg,
-            json!({"servers": {"fx": {"command": FIXTURE}}}).to_string(),
-        )
-        .expect("config");
+        std::fs::write(&cfg, json!({ "servers": servers }).to_string()).expect("config");
         let sock = dir.path().join("control.sock");
         let wrapper = std::env::var("GATEHOUSE_BENCH_HUB_WRAPPER").unwrap_or_default();
         let mut words = wrapper.split_whitespace();
@@ -500,7 +502,10 @@ impl HubProcess {
                 .await
                 .ok()
                 .and_then(|r| r.result)
-                .is_some_and(|v| v[0]["state"] == "running");
+                .and_then(|v| v.as_array().cloned())
+                .is_some_and(|rows| {
+                    rows.iter().filter(|r| r["state"] == "running").count() == expected
+                });
             if let (Some(info), true) = (info, running) {
                 break info.url;
             }
@@ -513,6 +518,20 @@ impl HubProcess {
             client,
             _dir: dir,
         }
+    }
+
+    /// The hub's resident memory now, in MiB.
+    fn rss_mib(&self) -> f64 {
+        let pid = self.child.id().expect("pid");
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            })
+            .unwrap_or(0.0)
+            / 1024.0
     }
 
     /// The hub's CPU time so far (all its threads, user + system), in seconds.
@@ -618,6 +637,26 @@ async fn hub_process() {
         "{CONC} clients × {CONC_CALLS} calls (1 KiB): {:.0} calls/s, hub CPU/call {:.1} µs",
         calls / wall,
         cpu * 1e6
+    );
+    println!("hub RSS, one server: {:.1} MiB", hub.rss_mib());
+    hub.stop().await;
+
+    // The hub's memory with 100 servers × 50 tools, listed once by a client.
+    let servers: serde_json::Map<String, Value> = (0..100)
+        .map(|i| {
+            (
+                format!("s{i}"),
+                json!({"command": FIXTURE, "args": ["--tools", "41"]}),
+            )
+        })
+        .collect();
+    let hub = HubProcess::start_with(Value::Object(servers)).await;
+    let listed = hub.client.tools_list().await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    println!(
+        "hub RSS, 100 servers × 50 tools running and listed once ({:.0} KiB): {:.1} MiB",
+        listed as f64 / 1024.0,
+        hub.rss_mib()
     );
     hub.stop().await;
 }

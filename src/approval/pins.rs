@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::request::DefinitionChange;
@@ -40,10 +41,16 @@ pub const MAX_PINS_PER_SERVER: usize = 2048;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pin {
     sha256: String,
-    definition: Value,
+    /// Kept as text (a parsed tree per tool cost several KiB each: 37 MiB of the hub's memory
+    /// with 5,400 tools); parsed only to show what changed.
+    definition: Box<RawValue>,
     /// Appeared after the server's first listing and not yet allowed by the person.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     quarantined: bool,
+}
+
+fn null_raw() -> Box<RawValue> {
+    serde_json::value::to_raw_value(&Value::Null).unwrap_or_default()
 }
 
 fn key(server: &str, tool: &str) -> String {
@@ -95,10 +102,11 @@ impl Store {
         match self.pins.get(&key(server, &def.name)) {
             Some(pin) if pin.sha256 == hash => (None, false),
             Some(pin) => {
-                let new = def.meta().definition.clone();
+                let new = def.shown_value();
+                let old: Value = serde_json::from_str(pin.definition.get()).unwrap_or(Value::Null);
                 let change = DefinitionChange {
-                    fields: changed_fields(&pin.definition, &new),
-                    old: pin.definition.clone(),
+                    fields: changed_fields(&old, &new),
+                    old,
                     new,
                 };
                 (Some(change), false)
@@ -198,7 +206,7 @@ impl Store {
             key(server, &def.name),
             Pin {
                 sha256: def.hash().to_owned(),
-                definition: def.meta().definition.clone(),
+                definition: def.shown_definition(),
                 quarantined,
             },
         );
@@ -254,8 +262,9 @@ impl Store {
         self.always.insert(k2.clone(), hash.to_owned());
         self.always_since.insert(k2, now_ms());
         let definition = definition
+            .and_then(|v| serde_json::value::to_raw_value(&v).ok())
             .or_else(|| self.pins.get(&k).map(|p| p.definition.clone()))
-            .unwrap_or(Value::Null);
+            .unwrap_or_else(null_raw);
         self.pins.insert(
             k,
             Pin {
@@ -382,6 +391,40 @@ mod tests {
 
     /// A server renaming its tools over and over keeps only the pins of what it lists now, and
     /// no server keeps more than MAX_PINS_PER_SERVER.
+    #[test]
+    fn listings_and_changes_keep_definitions_as_text_only() {
+        // Memory: a parsed tree per tool cost several KiB each (37 MiB with 5,400 tools); a
+        // listing keeps text and parses nothing for good, and a change is still described.
+        let mut st = Store::default();
+        let tools: Vec<_> = (0..50).map(|i| tool(&format!("t{i}"))).collect();
+        assert!(st.take_listing("s", "origin", &tools));
+        assert!(tools.iter().all(|t| !t.meta_parsed()));
+        let changed = std::sync::Arc::new(
+            ToolDef::parse(
+                serde_json::value::RawValue::from_string(
+                    r#"{"name":"t0","description":"now it deletes","inputSchema":{"type":"object"}}"#.into(),
+                )
+                .unwrap(),
+                std::sync::Arc::default(),
+            )
+            .unwrap(),
+        );
+        let (change, _) = st.check("s", &changed);
+        let change = change.expect("a change");
+        assert_eq!(change.fields, vec!["annotations", "description"]);
+        assert_eq!(change.old["annotations"]["readOnlyHint"], true);
+        assert_eq!(change.new["description"], "now it deletes");
+        assert!(!changed.meta_parsed());
+        // What is saved reads back the same.
+        let text = st.file_text();
+        let back: Store = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.pins.len(), 50);
+        assert_eq!(
+            back.pins["s/t0"].definition.get(),
+            st.pins["s/t0"].definition.get()
+        );
+    }
+
     #[test]
     fn pins_follow_the_listing_and_are_bounded_per_server() {
         let mut st = Store::default();

@@ -180,8 +180,6 @@ pub struct ToolMeta {
     pub description: Option<String>,
     /// `annotations`, whole.
     pub annotations: Option<Value>,
-    /// The whole definition as a value (for diffs against a pin).
-    pub definition: Value,
 }
 
 impl ToolDef {
@@ -220,9 +218,27 @@ impl ToolDef {
                     .or_else(|| text(annotations.as_ref().and_then(|a| a.get("title")))),
                 description: text(definition.get("description")),
                 annotations,
-                definition,
             }
         })
+    }
+
+    /// Whether [`ToolDef::meta`] has been parsed (it is kept once it is).
+    #[cfg(test)]
+    pub(crate) fn meta_parsed(&self) -> bool {
+        self.parsed.get().is_some()
+    }
+
+    /// The definition as it may be shown or stored (secret values masked), as compact text.
+    pub fn shown_definition(&self) -> Box<RawValue> {
+        let masked = self.redactions.mask(self.raw.get());
+        RawValue::from_string(masked)
+            .or_else(|_| serde_json::value::to_raw_value(&Value::Null))
+            .unwrap_or_default()
+    }
+
+    /// The definition as it may be shown (secret values masked), parsed: for a diff.
+    pub fn shown_value(&self) -> Value {
+        serde_json::from_str(&self.redactions.mask(self.raw.get())).unwrap_or(Value::Null)
     }
 
     /// The SHA-256 of the canonical definition (what "always allow" and pins are bound to),
