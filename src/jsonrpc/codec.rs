@@ -65,24 +65,43 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Writes queued lines (each already ending in `\n`) until the queue closes, a write fails or
-/// `stop` is cancelled. Whatever is already queued goes out before one flush. The writer is shut
-/// down at the end: for a child's stdin that is what "close stdin" means.
+/// Makes a message one line (its final `\n` kept): CR and LF inside it become spaces. JSON
+/// allows them only between tokens (raw in a string they are invalid), where a space means the
+/// same; kept, they would split the message for a newline-delimited peer. They come from
+/// pretty-printed bodies of HTTP clients and remote servers, carried as raw JSON.
+pub fn flatten(line: &mut [u8]) {
+    let body = match line.split_last_mut() {
+        Some((b'\n', body)) => body,
+        _ => line,
+    };
+    let mut at = 0;
+    while let Some(i) = memchr::memchr2(b'\n', b'\r', &body[at..]) {
+        body[at + i] = b' ';
+        at += i + 1;
+    }
+}
+
+/// Writes queued lines (each already ending in `\n`, made one line by [`flatten`]) until the
+/// queue closes, a write fails or `stop` is cancelled. Whatever is already queued goes out before
+/// one flush. The writer is shut down at the end: for a child's stdin that is what "close stdin"
+/// means.
 pub async fn write_lines<W: AsyncWrite + Unpin>(
     mut w: W,
     mut rx: mpsc::Receiver<Vec<u8>>,
     stop: CancellationToken,
 ) {
     loop {
-        let line = tokio::select! {
+        let mut line = tokio::select! {
             _ = stop.cancelled() => break,
             line = rx.recv() => match line { Some(l) => l, None => break },
         };
+        flatten(&mut line);
         if w.write_all(&line).await.is_err() {
             break;
         }
         let mut failed = false;
-        while let Ok(more) = rx.try_recv() {
+        while let Ok(mut more) = rx.try_recv() {
+            flatten(&mut more);
             if w.write_all(&more).await.is_err() {
                 failed = true;
                 break;
@@ -150,5 +169,34 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(got, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+    }
+
+    #[tokio::test]
+    async fn a_pretty_printed_message_goes_out_as_one_line_meaning_the_same() {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (tx, rx) = mpsc::channel(16);
+        let task = tokio::spawn(write_lines(ours, rx, CancellationToken::new()));
+        let pretty =
+            "{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 7,\r  \"params\": {\"text\": \"a\\nb\"}\n}";
+        tx.send(format!("{pretty}\n").into_bytes()).await.unwrap();
+        tx.send(b"{\"id\":8}\n".to_vec()).await.unwrap();
+        drop(tx);
+        task.await.unwrap();
+        // Read back as a newline-delimited peer does: two lines, the first the same JSON.
+        let mut r = tokio::io::BufReader::new(theirs);
+        let mut buf = Vec::new();
+        let Line::Data(first) = read_line(&mut r, &mut buf, 1 << 20).await.unwrap() else {
+            panic!("no first line");
+        };
+        let got: serde_json::Value = serde_json::from_slice(&first).unwrap();
+        let want: serde_json::Value = serde_json::from_str(pretty).unwrap();
+        assert_eq!(got, want);
+        assert!(
+            matches!(read_line(&mut r, &mut buf, 1 << 20).await.unwrap(), Line::Data(l) if l == b"{\"id\":8}")
+        );
+        assert!(matches!(
+            read_line(&mut r, &mut buf, 1 << 20).await.unwrap(),
+            Line::Eof
+        ));
     }
 }

@@ -6,14 +6,37 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
 /// One JSON-RPC message as an SSE event (`event: message`). A trailing `\n` of the line is
-/// dropped: the blank line ends the event.
+/// dropped: the blank line ends the event. A message with line breaks in it (JSON allows CR and
+/// LF between tokens: a remote server's pretty-printed body, a stray CR from a stdio server)
+/// gets one `data:` field per line, as SSE requires — written as one field, every break would
+/// have ended the field early and the client would have read a truncated message. The client
+/// joins the fields with `\n`, which is whitespace to JSON as CR was.
 pub fn frame(line: &[u8]) -> Bytes {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let mut out = Vec::with_capacity(line.len() + 24);
-    out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(line);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
+    out.extend_from_slice(b"event: message\n");
+    let mut rest = line;
+    loop {
+        out.extend_from_slice(b"data: ");
+        match memchr::memchr2(b'\n', b'\r', rest) {
+            Some(i) => {
+                out.extend_from_slice(&rest[..i]);
+                out.push(b'\n');
+                // CRLF is one break.
+                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                out.extend_from_slice(rest);
+                out.extend_from_slice(b"\n\n");
+                return Bytes::from(out);
+            }
+        }
+    }
 }
 
 /// One event: its type (`""` when the stream gave none) and its data lines joined by `\n`.
@@ -196,5 +219,21 @@ mod tests {
             &frame(b"{\"a\":1}\n")[..],
             b"event: message\ndata: {\"a\":1}\n\n"
         );
+    }
+
+    #[tokio::test]
+    async fn a_message_with_line_breaks_reaches_the_reader_whole() {
+        // Pretty-printed with LF, CRLF and a lone CR between tokens: valid JSON, and each break
+        // would have ended a single data field early.
+        let msg =
+            b"{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 1,\r  \"result\": {\"text\": \"a\\nb\"}\n}";
+        let framed = frame(msg);
+        assert_eq!(framed.iter().filter(|&&b| b == b'\r').count(), 0);
+        let mut r = reader(&[&framed[..]], 1 << 20);
+        let event = r.next().await.expect("an event").expect("read");
+        let got: serde_json::Value = serde_json::from_slice(&event.data).expect("whole JSON");
+        let want: serde_json::Value = serde_json::from_slice(msg).expect("json");
+        assert_eq!(got, want);
+        assert!(r.next().await.is_none(), "one event, nothing after it");
     }
 }

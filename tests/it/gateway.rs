@@ -397,6 +397,36 @@ async fn results_and_definitions_pass_through_byte_for_byte() {
         )
         .await;
     assert!(r.contains("0.1000000000000000055511151231257827"), "{r}");
+
+    // A pretty-printed request (LF, CRLF and a lone CR between tokens) reaches the stdio server
+    // as one line and is answered: its params are carried raw, so their line breaks used to
+    // split the line the server read.
+    let pretty = "{\n  \"jsonrpc\": \"2.0\",\r\n  \"id\": 8,\r  \"method\": \"tools/call\",\n  \"params\": {\n    \"name\": \"fx__echo\",\n    \"arguments\": {\n      \"text\":\r\n \"pretty\\nprinted\"\r    }\n  }\n}";
+    let resp = g
+        .http
+        .post(&g.url)
+        .bearer_auth(TOKEN)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", &sid)
+        .body(pretty)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    let body = resp.text().await.unwrap();
+    let data = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let v: Value = serde_json::from_str(if data.is_empty() { &body } else { &data })
+        .unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(v["id"], 8, "{body}");
+    assert_eq!(
+        v["result"]["content"][0]["text"], "pretty\nprinted",
+        "{body}"
+    );
     g.stop().await;
 }
 
