@@ -94,40 +94,59 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One held call: sent, its modal awaited, approved through the control socket, its answer
+/// checked. Returns the app's own request → modal latency in µs.
+fn approve_one(
+    run: &mut App,
+    port: u16,
+    session: &str,
+    control: &ControlClient,
+    runtime: &tokio::runtime::Runtime,
+    id: usize,
+    text: &str,
+) -> u64 {
+    let (tx, rx) = mpsc::channel();
+    let (s, t) = (session.to_owned(), text.to_owned());
+    std::thread::spawn(move || {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"s0__echo","arguments":{{"text":"{t}"}}}}}}"#
+        );
+        let _ = tx.send(post(port, Some(&s), &body).1);
+    });
+    let line = run.wait_line("approval modal visible", Duration::from_secs(30));
+    let approval = field(&line, "id").expect("approval id in the log line");
+    let us: u64 = field(&line, "latency_us")
+        .and_then(|v| v.parse().ok())
+        .expect("latency in the log line");
+    let answered = runtime.block_on(control.call(&Request::Approve {
+        id: approval.clone(),
+        scope: None,
+    }));
+    assert!(answered.is_ok(), "approve {approval}: {answered:?}");
+    let reply = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("call answered");
+    assert!(reply.contains(text), "unexpected reply: {reply}");
+    us
+}
+
 fn approvals(run: &mut App, port: u16, dir: &Path) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let control = ControlClient::new(dir.join("control.sock"));
     let session = initialize(port);
-    let mut latencies = Vec::new();
-    for i in 0..APPROVALS {
-        let (tx, rx) = mpsc::channel();
-        let s = session.clone();
-        std::thread::spawn(move || {
-            let body = format!(
-                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"s0__echo","arguments":{{"text":"call {i}"}}}}}}"#,
-                i + 10
-            );
-            let _ = tx.send(post(port, Some(&s), &body).1);
-        });
-        let line = run.wait_line("approval modal visible", Duration::from_secs(30));
-        let id = field(&line, "id").expect("approval id in the log line");
-        let us: u64 = field(&line, "latency_us")
-            .and_then(|v| v.parse().ok())
-            .expect("latency in the log line");
-        latencies.push(us);
-        let answered = runtime.block_on(control.call(&Request::Approve {
-            id: id.clone(),
-            scope: None,
-        }));
-        assert!(answered.is_ok(), "approve {id}: {answered:?}");
-        let reply = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("call answered");
-        assert!(
-            reply.contains(&format!("call {i}")),
-            "unexpected reply: {reply}"
-        );
-    }
+    let mut latencies: Vec<u64> = (0..APPROVALS)
+        .map(|i| {
+            approve_one(
+                run,
+                port,
+                &session,
+                &control,
+                &runtime,
+                i + 10,
+                &format!("call {i}"),
+            )
+        })
+        .collect();
     latencies.sort();
     let pct =
         |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize] as f64 / 1000.0;
@@ -148,27 +167,15 @@ fn cold_approvals(run: &mut App, port: u16, dir: &Path) {
     let session = initialize(port);
     let mut latencies = Vec::new();
     for i in 0..COLD {
-        let s = session.clone();
-        let worker = std::thread::spawn(move || {
-            let body = format!(
-                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"s0__echo","arguments":{{"text":"cold {i}"}}}}}}"#,
-                i + 1000
-            );
-            post(port, Some(&s), &body).1
-        });
-        let line = run.wait_line("approval modal visible", Duration::from_secs(30));
-        let id = field(&line, "id").expect("approval id in the log line");
-        let us: u64 = field(&line, "latency_us")
-            .and_then(|v| v.parse().ok())
-            .expect("latency in the log line");
-        latencies.push(us);
-        let answered = runtime.block_on(control.call(&Request::Approve {
-            id: id.clone(),
-            scope: None,
-        }));
-        assert!(answered.is_ok(), "approve {id}: {answered:?}");
-        let reply = worker.join().expect("call answered");
-        assert!(reply.contains(&format!("cold {i}")), "{reply}");
+        latencies.push(approve_one(
+            run,
+            port,
+            &session,
+            &control,
+            &runtime,
+            i + 1000,
+            &format!("cold {i}"),
+        ));
         close_window();
         std::thread::sleep(Duration::from_secs(2));
     }
