@@ -146,9 +146,14 @@ pub fn write(dir: &Path, rows: &[CallRecord], format: Format) -> std::io::Result
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
         match o.open(&path) {
             Ok(mut f) => {
-                f.write_all(body.as_bytes())?;
-                f.sync_all()?;
-                return Ok(path);
+                return match f.write_all(body.as_bytes()).and_then(|()| f.sync_all()) {
+                    Ok(()) => Ok(path),
+                    Err(e) => {
+                        // A full disk leaves no half file behind.
+                        let _ = std::fs::remove_file(&path);
+                        Err(e)
+                    }
+                };
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),

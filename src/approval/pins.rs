@@ -49,10 +49,6 @@ struct Pin {
     quarantined: bool,
 }
 
-fn null_raw() -> Box<RawValue> {
-    serde_json::value::to_raw_value(&Value::Null).unwrap_or_default()
-}
-
 fn key(server: &str, tool: &str) -> String {
     format!("{server}/{tool}")
 }
@@ -264,7 +260,7 @@ impl Store {
         let definition = definition
             .and_then(|v| serde_json::value::to_raw_value(&v).ok())
             .or_else(|| self.pins.get(&k).map(|p| p.definition.clone()))
-            .unwrap_or_else(null_raw);
+            .unwrap_or_default(); // `null`
         self.pins.insert(
             k,
             Pin {
@@ -389,8 +385,6 @@ mod tests {
         )
     }
 
-    /// A server renaming its tools over and over keeps only the pins of what it lists now, and
-    /// no server keeps more than MAX_PINS_PER_SERVER.
     #[test]
     fn listings_and_changes_keep_definitions_as_text_only() {
         // Memory: a parsed tree per tool cost several KiB each (37 MiB with 5,400 tools); a
@@ -425,6 +419,8 @@ mod tests {
         );
     }
 
+    /// A server renaming its tools over and over keeps only the pins of what it lists now, and
+    /// no server keeps more than MAX_PINS_PER_SERVER.
     #[test]
     fn pins_follow_the_listing_and_are_bounded_per_server() {
         let mut st = Store::default();

@@ -228,12 +228,10 @@ impl ToolDef {
         self.parsed.get().is_some()
     }
 
-    /// The definition as it may be shown or stored (secret values masked), as compact text.
+    /// The definition as it may be shown or stored (secret values masked), as compact text
+    /// (`null` if masking broke it, as [`ToolDef::shown_value`] would say).
     pub fn shown_definition(&self) -> Box<RawValue> {
-        let masked = self.redactions.mask(self.raw.get());
-        RawValue::from_string(masked)
-            .or_else(|_| serde_json::value::to_raw_value(&Value::Null))
-            .unwrap_or_default()
+        RawValue::from_string(self.redactions.mask(self.raw.get())).unwrap_or_default()
     }
 
     /// The definition as it may be shown (secret values masked), parsed: for a diff.

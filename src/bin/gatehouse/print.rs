@@ -7,14 +7,35 @@ use gatehouse::logs::{LogLine, LogStream};
 use gatehouse::{ServerStatus, State};
 use serde::Serialize;
 
+/// Writes `text` to stdout. A reader that went away (`gatehouse logs -f | head`) ends the
+/// command quietly, as a closed pipe ends other tools (`println!` would panic); another write
+/// error ends it with a message.
+pub fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("gatehouse: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 pub fn json(v: &impl Serialize) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    out(&format!(
+        "{}\n",
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    ));
 }
 
 pub fn log_line(l: &LogLine) {
     match l.stream {
-        LogStream::Gatehouse => println!("[gatehouse] {}", l.line),
-        LogStream::Stderr => println!("{}", l.line),
+        LogStream::Gatehouse => out(&format!("[gatehouse] {}\n", l.line)),
+        LogStream::Stderr => out(&format!("{}\n", l.line)),
     }
 }
 

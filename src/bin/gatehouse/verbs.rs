@@ -112,7 +112,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             if json {
                 print::json(&rows);
             } else if csv {
-                print!("{}", gatehouse::activity::export::csv(&rows));
+                print::out(&gatehouse::activity::export::csv(&rows));
             } else {
                 print::activity(&rows);
             }
