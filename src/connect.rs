@@ -128,7 +128,15 @@ impl Bridge {
             .bearer_auth(&self.token)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
-        if let Some(sid) = self.session_id() {
+        let modern = Envelope::parse(&msg)
+            .ok()
+            .is_some_and(|e| !matches!(crate::protocol::read_envelope(e.params), Ok(None)));
+        if modern {
+            // A modern client's request: no session, the routing headers of its body.
+            for (name, value) in crate::protocol::routing_headers(&msg) {
+                req = req.header(name, value);
+            }
+        } else if let Some(sid) = self.session_id() {
             req = req.header("mcp-session-id", sid);
         }
         let resp = match req.body(msg).send().await {

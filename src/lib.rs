@@ -42,6 +42,7 @@ pub mod naming;
 pub mod private;
 pub mod probe;
 pub mod profiles;
+pub mod protocol;
 pub mod secrets;
 pub mod service;
 pub mod supervisor;

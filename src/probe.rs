@@ -27,8 +27,10 @@ pub struct ProbeReport {
     pub ok: bool,
     /// Milliseconds from start to ready (or to the failure).
     pub elapsed_ms: u64,
-    /// The protocol version it answered with.
+    /// The protocol version it speaks.
     pub protocol_version: Option<String>,
+    /// `modern` (answered `server/discover`) or `legacy` (`initialize`).
+    pub era: Option<crate::protocol::Era>,
     /// `serverInfo.name`.
     pub server_name: Option<String>,
     /// `serverInfo.version`.
@@ -76,6 +78,7 @@ pub async fn probe(
         ok: false,
         elapsed_ms: 0,
         protocol_version: None,
+        era: None,
         server_name: None,
         server_version: None,
         capabilities: None,
@@ -127,6 +130,7 @@ pub async fn probe(
         };
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         report.protocol_version = status.protocol_version.clone();
+        report.era = status.era;
         report.server_name = status.server_name.clone();
         report.server_version = status.server_version.clone();
         report.warnings = status.warnings.clone();

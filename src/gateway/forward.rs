@@ -15,6 +15,7 @@ use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
 use crate::approval::{ApprovalRequest, Decider, Verdict};
 use crate::jsonrpc::{self, set_member, ErrorCode};
+use crate::protocol::{Era, ResultKind};
 use crate::supervisor::rpc::{CallError, CallEvent, CallRoute, ResponseBody};
 use crate::supervisor::{Reply, ServerHandle};
 
@@ -286,15 +287,49 @@ impl Gateway {
                     // The client went away: dropping `call` cancels it upstream.
                     return;
                 };
+                // The result's top level, read once: its isError flag, its type, its `_meta`.
+                let view = match &result {
+                    Ok(Reply::Result(r)) => Some(crate::protocol::ResultView::of(r.get())),
+                    _ => None,
+                };
+                let era = session.era();
+                // A legacy client has no way to answer a multi round-trip request.
+                let unanswerable = era == Era::Legacy
+                    && view
+                        .as_ref()
+                        .is_some_and(|v| v.kind == ResultKind::InputRequired);
                 let outcome = match &result {
-                    Ok(Reply::Result(r)) if is_error_result(r.get()) => CallOutcome::IsError,
+                    Ok(Reply::Result(_)) if unanswerable => CallOutcome::IsError,
+                    Ok(Reply::Result(_)) if view.as_ref().is_some_and(|v| v.is_error) => {
+                        CallOutcome::IsError
+                    }
                     Ok(Reply::Result(_)) => CallOutcome::Ok,
                     Ok(Reply::Error(_)) => CallOutcome::ProtocolError,
                     Err(CallError::Timeout { .. }) => CallOutcome::TimedOut,
                     Err(_) => CallOutcome::Lost,
                 };
                 let line = match result {
-                    Ok(Reply::Result(r)) => jsonrpc::result_line(&client_id, r.get()),
+                    Ok(Reply::Result(_)) if unanswerable => {
+                        let what = exposed.as_deref().unwrap_or(method);
+                        let text = format!(
+                            "server \"{}\" answered {what} by asking the client for more input (an MCP 2026-07-28 input request), which this client cannot answer: it speaks protocol {}. Call it from a client that speaks 2026-07-28.",
+                            server.id(),
+                            session.info().protocol_version.as_deref().unwrap_or("2025-era")
+                        );
+                        match &exposed {
+                            Some(_) => jsonrpc::result_line(&client_id, &super::tool_error(&text)),
+                            None => {
+                                jsonrpc::error_line(&client_id, ErrorCode::InternalError, &text)
+                            }
+                        }
+                    }
+                    Ok(Reply::Result(r)) => match &view {
+                        Some(v) => jsonrpc::result_line(
+                            &client_id,
+                            &crate::protocol::for_client_viewed(r.get(), era, v),
+                        ),
+                        None => jsonrpc::result_line(&client_id, r.get()),
+                    },
                     Ok(Reply::Error(e)) => jsonrpc::error_object_line(&client_id, e.get()),
                     Err(CallError::Timeout { server, secs }) => {
                         let what = exposed.as_deref().unwrap_or(method);
@@ -393,6 +428,22 @@ impl Gateway {
             }
             CallEvent::Request { id, line } => {
                 let peer = server.peer().ok()?;
+                if s.era() == Era::Modern {
+                    // A modern client takes no requests from a server: the revision asks for
+                    // input with an input-required result instead. Refused at once, so the call
+                    // goes on (or fails) without waiting for an answer that cannot come.
+                    let why = "the client speaks MCP 2026-07-28, which has no server-to-client requests; Gatehouse does not turn this one into an input request";
+                    let err = jsonrpc::error_object(ErrorCode::MethodNotFound, why);
+                    server.warn_once(&format!(
+                        "a request from the server during a call was refused: {why}"
+                    ));
+                    tokio::spawn(async move {
+                        if let Ok(err) = RawValue::from_string(err) {
+                            peer.respond(&id, ResponseBody::Error(&err)).await;
+                        }
+                    });
+                    return None;
+                }
                 if lock(&s.forwarded).len() >= MAX_FORWARDED {
                     // A client that leaves server requests unanswered gets no more of them.
                     let why = format!(
@@ -419,95 +470,6 @@ impl Gateway {
                 );
                 Some(rewritten)
             }
-        }
-    }
-}
-
-/// Whether a tool result says `"isError": true` at its top level. Only the top level is read:
-/// the values of other keys are stepped over (string contents with a SIMD search), so a 10 MiB
-/// result costs no second parse. Anything the scan does not expect (an escaped key, a
-/// malformed text) is decided by a full parse instead.
-pub(crate) fn is_error_result(raw: &str) -> bool {
-    top_level_is_error(raw.as_bytes()).unwrap_or_else(|| {
-        #[derive(Deserialize)]
-        struct R {
-            #[serde(rename = "isError", default)]
-            is_error: Option<bool>,
-        }
-        serde_json::from_str::<R>(raw).ok().and_then(|r| r.is_error) == Some(true)
-    })
-}
-
-/// The top-level scan of [`is_error_result`]; `None` when it cannot tell.
-fn top_level_is_error(b: &[u8]) -> Option<bool> {
-    let ws = |mut i: usize| {
-        while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
-            i += 1;
-        }
-        i
-    };
-    // The index just past the string opening at `i` (`b[i] == '"'`).
-    let string_end = |i: usize| -> Option<usize> {
-        let mut j = i + 1;
-        loop {
-            j += memchr::memchr2(b'"', b'\\', b.get(j..)?)?;
-            match b[j] {
-                b'\\' => j += 2,
-                _ => return Some(j + 1),
-            }
-        }
-    };
-    let mut i = ws(0);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = ws(i + 1);
-    if b.get(i) == Some(&b'}') {
-        return Some(false);
-    }
-    let mut found: Option<bool> = None;
-    loop {
-        if b.get(i) != Some(&b'"') {
-            return None;
-        }
-        let end = string_end(i)?;
-        let key = b.get(i + 1..end - 1)?;
-        if key.contains(&b'\\') {
-            return None; // spelled with escapes: serde decides
-        }
-        i = ws(end);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        i = ws(i + 1);
-        if key == b"isError" {
-            if found.is_some() {
-                return None; // twice: serde refuses the duplicate, so it decides
-            }
-            found = Some(b.get(i..i + 4) == Some(b"true"));
-        }
-        // Step over the value: strings whole, containers by depth, scalars to the next `,`/`}`.
-        let mut depth = 0usize;
-        loop {
-            match *b.get(i)? {
-                b'"' => i = string_end(i)?,
-                b'{' | b'[' => {
-                    depth += 1;
-                    i += 1;
-                }
-                b'}' | b']' if depth > 0 => {
-                    depth -= 1;
-                    i += 1;
-                }
-                b',' | b'}' if depth == 0 => break,
-                _ => i += 1,
-            }
-        }
-        i = ws(i);
-        match b.get(i)? {
-            b',' => i = ws(i + 1),
-            b'}' => return Some(found.unwrap_or(false)),
-            _ => return None,
         }
     }
 }
@@ -564,57 +526,5 @@ async fn hold(
             Decider::Policy,
             None,
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The full parse the scan stands in for.
-    fn by_serde(raw: &str) -> bool {
-        #[derive(Deserialize)]
-        struct R {
-            #[serde(rename = "isError", default)]
-            is_error: Option<bool>,
-        }
-        serde_json::from_str::<R>(raw).ok().and_then(|r| r.is_error) == Some(true)
-    }
-
-    #[test]
-    fn the_top_level_scan_agrees_with_a_full_parse() {
-        let big = "x".repeat(1 << 20);
-        let cases = [
-            r#"{"content":[{"type":"text","text":"hi"}]}"#.to_owned(),
-            r#"{"content":[],"isError":true}"#.to_owned(),
-            r#"{"isError":false,"content":[]}"#.to_owned(),
-            r#" { "isError" : true } "#.to_owned(),
-            r#"{"isError":null}"#.to_owned(),
-            r#"{"isError":"true"}"#.to_owned(),
-            r#"{"isError":true,"isError":false}"#.to_owned(),
-            r#"{"isError":true}"#.to_owned(),
-            // Nested or quoted: not the result's own flag.
-            r#"{"structuredContent":{"isError":true},"content":[]}"#.to_owned(),
-            r#"{"content":[{"type":"text","text":""isError":true"}]}"#.to_owned(),
-            r#"{"a":"\","isError":true}"#.to_owned(),
-            r#"{"a":[1,{"b":[]},"]}"],"n":-1.5e3,"t":true,"isError":true}"#.to_owned(),
-            format!(r#"{{"content":[{{"type":"text","text":"{big}"}}],"isError":true}}"#),
-            format!(r#"{{"content":[{{"type":"text","text":"{big}"}}]}}"#),
-            "{}".to_owned(),
-            "[]".to_owned(),
-            r#"{"isError":tru"#.to_owned(),
-            "".to_owned(),
-        ];
-        for raw in &cases {
-            assert_eq!(
-                is_error_result(raw),
-                by_serde(raw),
-                "{}",
-                raw.chars().take(80).collect::<String>()
-            );
-        }
-        // The big ones are decided by the scan, without the fallback.
-        assert_eq!(top_level_is_error(cases[12].as_bytes()), Some(true));
-        assert_eq!(top_level_is_error(cases[13].as_bytes()), Some(false));
     }
 }

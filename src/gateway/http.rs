@@ -381,19 +381,53 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
             None,
         );
     }
-    // Peek at the method first: a 2026-07-28 client's `server/discover` probe carries its own
-    // version header and must get a JSON-RPC error (below), not a 400.
+    // Peek at the envelope: a request carrying the 2026-07-28 `_meta` envelope is served the
+    // modern way (no session, routing headers checked against the body).
     #[derive(serde::Deserialize)]
     struct Peek<'a> {
         #[serde(borrow, default)]
         method: Option<&'a str>,
-        #[serde(default)]
-        id: Option<serde::de::IgnoredAny>,
+        #[serde(borrow, default)]
+        id: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        params: Option<&'a serde_json::value::RawValue>,
     }
     let peek = serde_json::from_slice::<Peek>(&bytes).ok();
     let method = peek.as_ref().and_then(|p| p.method);
     let is_request = peek.as_ref().is_some_and(|p| p.id.is_some());
     let version = h.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    if method != Some("initialize") {
+        let id = peek
+            .as_ref()
+            .and_then(|p| p.id)
+            .map_or(NULL_ID, |i| i.get());
+        match crate::protocol::read_envelope(peek.as_ref().and_then(|p| p.params)) {
+            Err(e) => return modern_reply(super::envelope_error(id, &e)),
+            Ok(Some(envelope)) => {
+                let Some(p) = peek.as_ref() else {
+                    return plain(StatusCode::BAD_REQUEST, "Bad Request");
+                };
+                return modern_post(st, h, &bytes, p.method, p.id, p.params, &envelope, profile)
+                    .await;
+            }
+            Ok(None)
+                if version.is_some_and(|v| crate::protocol::MODERN_VERSIONS.contains(&v))
+                    && method != Some("server/discover") =>
+            {
+                return modern_reply(error_line(
+                    id,
+                    ErrorCode::InvalidParams,
+                    &format!(
+                        "a {v} request carries its protocol version and client capabilities in params._meta ({} and {})",
+                        crate::protocol::PROTOCOL_VERSION_KEY,
+                        crate::protocol::CLIENT_CAPABILITIES_KEY,
+                        v = version.unwrap_or_default()
+                    ),
+                ));
+            }
+            Ok(None) => {}
+        }
+    }
     if let Some(v) = version.filter(|_| method != Some("server/discover")) {
         if !SUPPORTED_VERSIONS.contains(&v) {
             return json(
@@ -430,7 +464,7 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
                     }
                 },
                 None if method == Some("server/discover") => {
-                    // A 2026-07-28 client's probe: answer with an error so it falls back to initialize.
+                    // `server/discover` is stateless: answered without a session.
                     let s = st.gw.open_session_as(profile.clone());
                     let out = st.gw.handle(&s, &bytes).await;
                     st.gw.close_session(&s.id);
@@ -450,6 +484,134 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
     let outcome = st.gw.handle(&session, &bytes).await;
     let sid = new_session.then(|| session.id.clone());
     outcome_response(outcome, sid).await
+}
+
+/// The routing headers of the modern revision, each of which must come once.
+const ROUTING_HEADERS: [&str; 3] = [VERSION_HEADER, "mcp-method", "mcp-name"];
+
+/// A modern request: its routing headers are checked against its body (a mismatch is 400 with
+/// -32020), then it is handled in its client's modern session.
+#[allow(clippy::too_many_arguments)]
+async fn modern_post(
+    st: &AppState,
+    h: &HeaderMap,
+    bytes: &[u8],
+    method: Option<&str>,
+    id: Option<&serde_json::value::RawValue>,
+    params: Option<&serde_json::value::RawValue>,
+    envelope: &crate::protocol::Envelope,
+    profile: &Option<String>,
+) -> Response {
+    let raw_id = id.map_or(NULL_ID, |i| i.get());
+    if let Err(why) = check_routing_headers(h, method, params, envelope) {
+        return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
+    }
+    if id.is_none() {
+        // The revision defines no client notification over HTTP: taken and dropped.
+        return StatusCode::ACCEPTED.into_response();
+    }
+    if method == Some("tools/call") {
+        let values = |name: &str| -> Vec<String> {
+            h.get_all(name)
+                .iter()
+                .map(|v| {
+                    v.to_str()
+                        .map_or_else(|_| "\u{fffd}".to_owned(), str::to_owned)
+                })
+                .collect()
+        };
+        if let Err(why) = st.gw.check_param_headers(profile, params, values) {
+            return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
+        }
+    }
+    let session = st.gw.modern_session(profile.clone(), envelope);
+    match st.gw.handle(&session, bytes).await {
+        Outcome::Reply(line) => modern_reply(line),
+        other => outcome_response(other, None).await,
+    }
+}
+
+/// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` against the body: each present once and
+/// equal to what the body says (`Mcp-Name` decoded first).
+fn check_routing_headers(
+    h: &HeaderMap,
+    method: Option<&str>,
+    params: Option<&serde_json::value::RawValue>,
+    envelope: &crate::protocol::Envelope,
+) -> Result<(), String> {
+    if let Some(dup) = ROUTING_HEADERS
+        .iter()
+        .find(|name| h.get_all(**name).iter().count() > 1)
+    {
+        return Err(format!("Header mismatch: {dup} appears more than once"));
+    }
+    let header = |name: &str| h.get(name).map(|v| v.to_str().map_err(|_| ()));
+    match header(VERSION_HEADER) {
+        Some(Ok(v)) if v == envelope.version => {}
+        Some(Ok(v)) => {
+            return Err(format!(
+                "Header mismatch: MCP-Protocol-Version header value '{v}' does not match body value '{}'",
+                envelope.version
+            ))
+        }
+        _ => return Err("Header mismatch: the MCP-Protocol-Version header is missing or malformed".into()),
+    }
+    let method = method.unwrap_or_default();
+    match header("mcp-method") {
+        Some(Ok(v)) if v == method => {}
+        Some(Ok(v)) => return Err(format!(
+            "Header mismatch: Mcp-Method header value '{v}' does not match body value '{method}'"
+        )),
+        _ => return Err("Header mismatch: the Mcp-Method header is missing or malformed".into()),
+    }
+    if let Some(key) = crate::protocol::name_member(method) {
+        #[derive(serde::Deserialize)]
+        struct P {
+            name: Option<serde_json::Value>,
+            uri: Option<serde_json::Value>,
+        }
+        let body = params
+            .and_then(|p| serde_json::from_str::<P>(p.get()).ok())
+            .and_then(|p| if key == "name" { p.name } else { p.uri });
+        if let Some(body) = body.as_ref().and_then(|b| b.as_str()) {
+            match header("mcp-name") {
+                Some(Ok(v)) => match crate::protocol::decode_header_value(v) {
+                    Some(decoded) if decoded == body => {}
+                    Some(decoded) => {
+                        return Err(format!(
+                            "Header mismatch: Mcp-Name header value '{decoded}' does not match body value '{body}'"
+                        ))
+                    }
+                    None => return Err("Header mismatch: the Mcp-Name header carries a malformed base64 value".into()),
+                },
+                _ => return Err("Header mismatch: the Mcp-Name header is missing or malformed".into()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A modern answer given at once: an error gets the status the revision gives its code (400 for
+/// a malformed or refused request, 404 for an unknown method), anything else 200.
+fn modern_reply(line: Vec<u8>) -> Response {
+    let status = match reply_error_code(&line) {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32700 | -32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    json(status, line, None)
+}
+
+/// The error code of an error answer (`None` for a result).
+fn reply_error_code(line: &[u8]) -> Option<i64> {
+    #[derive(serde::Deserialize)]
+    struct E {
+        code: i64,
+    }
+    // Only the top level is read: a long list result is not parsed for this.
+    let [error] = crate::jsonrpc::scan::top_level(line.trim_ascii_end(), [b"error"])?;
+    let error = line.get(error?)?;
+    serde_json::from_slice::<E>(error).ok().map(|e| e.code)
 }
 
 async fn outcome_response(outcome: Outcome, session_id: Option<String>) -> Response {

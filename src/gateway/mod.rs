@@ -40,9 +40,10 @@ use session::{lock, Forwarded, Sessions};
 pub use session::{ClientInfo, ClientSession, MAX_SESSIONS};
 pub use tools::tool_error;
 
-/// Protocol versions we speak with clients, oldest first.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-/// The version offered to a client that asks for one we do not speak.
+/// Legacy protocol versions we speak with clients (`initialize`), oldest first; the modern
+/// ones are [`crate::protocol::MODERN_VERSIONS`].
+pub const SUPPORTED_VERSIONS: &[&str] = crate::protocol::LEGACY_VERSIONS;
+/// The version offered to a legacy client that asks for one we do not speak.
 pub const LATEST_VERSION: &str = "2025-11-25";
 
 /// How long `tools/list` waits for servers that are still starting (a client that launched
@@ -326,6 +327,29 @@ impl Gateway {
         self.inner.sessions.open(profile, token)
     }
 
+    /// The session of a modern client of `profile` (`None`: the gateway token's): one per
+    /// profile and `clientInfo`, ended 8 h after it began ([`session::MODERN_SESSION_LIFETIME`]).
+    pub fn modern_session(
+        &self,
+        profile: Option<String>,
+        envelope: &crate::protocol::Envelope,
+    ) -> Arc<ClientSession> {
+        let token = profile
+            .as_deref()
+            .and_then(|p| self.inner.hub.client_tokens().token(p));
+        self.inner.sessions.modern(profile, token, &envelope.client)
+    }
+
+    /// Marks a session's client as modern (a stdio client whose first request carried the
+    /// 2026-07-28 envelope): results, lists and server requests follow the modern rules.
+    pub fn mark_modern(&self, s: &ClientSession) {
+        s.set_info(|i| {
+            i.era = crate::protocol::Era::Modern;
+            i.protocol_version = Some(crate::protocol::MODERN_VERSION.into());
+            i.initialized = true;
+        });
+    }
+
     /// The session with this id, if it is still open.
     pub fn session(&self, id: &str) -> Option<Arc<ClientSession>> {
         self.inner.sessions.get(id)
@@ -419,7 +443,20 @@ impl Gateway {
                 self.client_notification(s, method, env.params);
                 Outcome::Accepted
             }
-            Some(Kind::Request { id, method }) => self.request(s, id, method, env.params).await,
+            Some(Kind::Request { id, method }) => {
+                // A modern request's envelope is checked before anything else is done with it.
+                match crate::protocol::read_envelope(env.params) {
+                    Err(e) => return Outcome::Reply(envelope_error(id.get(), &e)),
+                    // A modern client says who it is on each request (stdio: from the first).
+                    Ok(Some(envelope))
+                        if envelope.client.0.is_some() && s.info().name.is_none() =>
+                    {
+                        s.set_info(|i| (i.name, i.version) = envelope.client.clone());
+                    }
+                    Ok(_) => {}
+                }
+                self.request(s, id, method, env.params).await
+            }
         }
     }
 
@@ -431,6 +468,10 @@ impl Gateway {
         params: Option<&RawValue>,
     ) -> Outcome {
         let reply = |result: &str| Outcome::Reply(jsonrpc::result_line(id.get(), result));
+        // A list of ours, as the client's era wants it (a modern one: resultType, ttlMs,
+        // cacheScope).
+        let era = s.era();
+        let list = |result: &str| reply(&crate::protocol::list_for_client(result, era));
         let Some(m) = Method::parse(method) else {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),
@@ -444,15 +485,15 @@ impl Gateway {
             Method::ToolsList => {
                 self.settle(STARTUP_GRACE).await;
                 match self.profile_config(s) {
-                    None => reply(self.catalog().list_result()),
-                    Some(p) => reply(&self.catalog().list_result_for(&p)),
+                    None => list(self.catalog().list_result()),
+                    Some(p) => list(&self.catalog().list_result_for(&p)),
                 }
             }
             Method::ToolsCall => self.call_tool(s, id, params),
-            Method::PromptsList => reply(&self.prompts_list(s).await),
+            Method::PromptsList => list(&self.prompts_list(s).await),
             Method::PromptsGet => self.prompts_get(s, id, params),
-            Method::ResourcesList => reply(&self.resources_list(s).await),
-            Method::ResourcesTemplatesList => reply(&self.resource_templates_list(s).await),
+            Method::ResourcesList => list(&self.resources_list(s).await),
+            Method::ResourcesTemplatesList => list(&self.resource_templates_list(s).await),
             Method::ResourcesRead => self.resource_request(s, id, "resources/read", params).await,
             Method::ResourcesSubscribe => {
                 self.resource_request(s, id, "resources/subscribe", params)
@@ -463,18 +504,7 @@ impl Gateway {
                     .await
             }
             Method::CompletionComplete => self.complete(s, id, params).await,
-            Method::ServerDiscover => {
-                tracing::info!(
-                    "answered a server/discover probe with method-not-found; \
-                     the client falls back to initialize"
-                );
-                Outcome::Reply(jsonrpc::error_line(
-                    id.get(),
-                    ErrorCode::MethodNotFound,
-                    "Method not found: server/discover (protocol 2026-07-28) is not supported \
-                     yet; use initialize",
-                ))
-            }
+            Method::ServerDiscover => reply(&discover_result()),
         }
     }
 
@@ -578,6 +608,46 @@ fn member_params(
         .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         .ok_or_else(invalid)?;
     Ok((p, value))
+}
+
+/// What Gatehouse says of itself to `server/discover` (MCP 2026-07-28): every version it
+/// speaks, both eras; its capabilities; its identity in `_meta`. Stateless, so any client may
+/// ask at any time, with or without a session.
+pub fn discover_result() -> String {
+    let versions: Vec<String> = crate::protocol::supported_versions()
+        .iter()
+        .map(|v| jsonrpc::json_string(v))
+        .collect();
+    format!(
+        concat!(
+            "{{\"resultType\":\"complete\",\"supportedVersions\":[{versions}],",
+            "\"capabilities\":{{\"tools\":{{\"listChanged\":false}},\"prompts\":{{\"listChanged\":false}},",
+            "\"resources\":{{\"listChanged\":false}},\"completions\":{{}}}},",
+            "\"instructions\":\"Gatehouse gathers the tools of the MCP servers it runs; each tool is named server__tool.\",",
+            "\"ttlMs\":{ttl},\"cacheScope\":\"private\",\"_meta\":{{{key}:{info}}}}}"
+        ),
+        versions = versions.join(","),
+        ttl = crate::protocol::LIST_TTL_MS,
+        key = jsonrpc::json_string(crate::protocol::SERVER_INFO_KEY),
+        info = crate::protocol::our_info(),
+    )
+}
+
+/// The error answer to a modern request whose envelope is refused: -32602 for a missing or
+/// malformed key, -32022 with the versions we speak for an unknown version.
+pub fn envelope_error(id: &str, e: &crate::protocol::EnvelopeError) -> Vec<u8> {
+    use crate::protocol::EnvelopeError;
+    match e {
+        EnvelopeError::Invalid(why) => jsonrpc::error_line(id, ErrorCode::InvalidParams, why),
+        EnvelopeError::Unsupported(v) => jsonrpc::error_object_line(
+            id,
+            &jsonrpc::error_object_with_data(
+                ErrorCode::UnsupportedProtocolVersion,
+                "Unsupported protocol version",
+                &crate::protocol::unsupported_data(v),
+            ),
+        ),
+    }
 }
 
 fn trim(b: &[u8]) -> &[u8] {

@@ -15,6 +15,12 @@ use crate::supervisor::rpc::RpcPeer;
 /// send DELETE must not grow the hub forever).
 pub const MAX_SESSIONS: usize = 1024;
 
+/// How long a modern client's session lasts. MCP 2026-07-28 has no protocol session, so
+/// Gatehouse keeps one per client token and `clientInfo` (name and version): it holds that
+/// client's "allow for this session" answers, which end with it, at the latest this long after
+/// its first request.
+pub const MODERN_SESSION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(8 * 3600);
+
 /// One connected client (an HTTP session, or the stdio peer).
 pub struct ClientSession {
     /// The session id (`Mcp-Session-Id`).
@@ -34,6 +40,9 @@ pub struct ClientSession {
     pub(super) forwarded: Mutex<HashMap<String, Forwarded>>,
     /// When the client last sent anything (ms since the epoch), for evicting idle sessions.
     last_seen: AtomicU64,
+    /// A modern client's session ends at this time (ms since the epoch); legacy sessions end
+    /// when their client ends them (or is evicted).
+    pub expires_ms: Option<u64>,
 }
 
 /// A server→client request awaiting the client's answer: the server's connection and the
@@ -54,6 +63,15 @@ pub struct ClientInfo {
     pub protocol_version: Option<String>,
     /// `notifications/initialized` arrived.
     pub initialized: bool,
+    /// The era the client speaks: legacy (it sent `initialize`) or modern (its requests carry
+    /// the 2026-07-28 envelope). Results, lists and server requests follow it.
+    pub era: crate::protocol::Era,
+}
+
+impl Default for crate::protocol::Era {
+    fn default() -> Self {
+        crate::protocol::Era::Legacy
+    }
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -71,7 +89,13 @@ impl ClientSession {
             inflight: Mutex::new(HashMap::new()),
             forwarded: Mutex::new(HashMap::new()),
             last_seen: AtomicU64::new(crate::logs::now_ms()),
+            expires_ms: None,
         }
+    }
+
+    /// The era its client speaks.
+    pub fn era(&self) -> crate::protocol::Era {
+        lock(&self.info).era
     }
 
     /// Who the client said it is.
@@ -159,9 +183,17 @@ impl Sessions {
 
     /// A new session; the least recently active one is ended when the table is full.
     pub fn open(&self, profile: Option<String>, token: Option<Arc<str>>) -> Arc<ClientSession> {
-        let s = Arc::new(ClientSession::new(profile, token));
+        self.insert(Arc::new(ClientSession::new(profile, token)))
+    }
+
+    /// Adds a session (one already there under its id wins: two first requests of the same
+    /// modern client at once share one); the least recently active one is ended when full.
+    fn insert(&self, s: Arc<ClientSession>) -> Arc<ClientSession> {
         let evicted = {
             let mut sessions = lock(&self.map);
+            if let Some(existing) = sessions.get(&s.id) {
+                return existing.clone();
+            }
             let evicted = if sessions.len() >= MAX_SESSIONS {
                 let oldest = sessions
                     .values()
@@ -179,6 +211,56 @@ impl Sessions {
             self.end(&old);
         }
         s
+    }
+
+    /// The session of a modern client: one per client profile and `clientInfo` (name and
+    /// version), made on its first request and ended [`MODERN_SESSION_LIFETIME`] later (or
+    /// when evicted, or its token is rotated).
+    pub fn modern(
+        &self,
+        profile: Option<String>,
+        token: Option<Arc<str>>,
+        client: &(Option<String>, Option<String>),
+    ) -> Arc<ClientSession> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        for part in [
+            profile.as_deref().unwrap_or(""),
+            client.0.as_deref().unwrap_or(""),
+            client.1.as_deref().unwrap_or(""),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        let digest = h.finalize();
+        let id: String = format!(
+            "modern-{}",
+            digest[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        let now = crate::logs::now_ms();
+        let found = lock(&self.map).get(&id).cloned();
+        match found {
+            Some(s) if s.expires_ms.is_some_and(|t| t > now) => return s,
+            Some(_) => {
+                self.close(&id);
+            }
+            None => {}
+        }
+        let mut fresh = ClientSession::new(profile, token);
+        fresh.id = id;
+        fresh.expires_ms = Some(now + MODERN_SESSION_LIFETIME.as_millis() as u64);
+        {
+            let mut info = lock(&fresh.info);
+            info.name = client.0.clone();
+            info.version = client.1.clone();
+            info.era = crate::protocol::Era::Modern;
+            info.protocol_version = Some(crate::protocol::MODERN_VERSION.into());
+            info.initialized = true;
+        }
+        self.insert(Arc::new(fresh))
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<ClientSession>> {

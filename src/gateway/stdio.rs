@@ -28,7 +28,7 @@ where
     ));
     let mut tasks = tokio::task::JoinSet::new();
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
-    let mut initialized = false;
+    let mut opened = Opened::No;
     let mut buf = Vec::new();
     loop {
         let line = tokio::select! {
@@ -42,15 +42,24 @@ where
                 }
                 // Finished tasks are reaped as we go (a JoinSet keeps them until joined).
                 while tasks.try_join_next().is_some() {}
-                // The lifecycle: `initialize` once, first; nothing but pings before it.
-                let was = initialized;
-                if let Some(refusal) = lifecycle(&msg, &mut initialized) {
+                // The lifecycle: a legacy client sends `initialize` once, first (nothing but
+                // pings before it); a modern one sends requests carrying their envelope.
+                let was = opened;
+                if let Some(refusal) = lifecycle(&msg, &mut opened) {
                     let _ = out_tx.send(refusal).await;
                     continue;
                 }
-                if initialized && !was {
-                    // Notifications of our own (`list_changed`) only once the client said hello.
-                    session.set_standalone(out_tx.clone());
+                match (was, opened) {
+                    (Opened::No, Opened::Legacy) => {
+                        // Notifications of our own (`list_changed`) only once the client said
+                        // hello.
+                        session.set_standalone(out_tx.clone());
+                    }
+                    (Opened::No, Opened::Modern) => {
+                        // A modern client hears of changes only on a subscription it asked for.
+                        gw.mark_modern(&session);
+                    }
+                    _ => {}
                 }
                 // Each message is handled on its own task so a slow call never holds up a
                 // cancellation or a ping behind it; requests are bounded, the rest is quick.
@@ -115,28 +124,53 @@ where
     let _ = writer.await;
 }
 
-/// The error for a request the lifecycle does not allow yet (or any more): anything but `ping`
-/// before `initialize`, or a second `initialize`. Notifications and responses pass.
-fn lifecycle(msg: &[u8], initialized: &mut bool) -> Option<Vec<u8>> {
+/// How a stdio client opened: not yet, with `initialize` (legacy), or with a request carrying
+/// the 2026-07-28 envelope (modern). The first request decides, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    No,
+    Legacy,
+    Modern,
+}
+
+/// The error for a request the lifecycle does not allow yet (or any more): a legacy request
+/// before `initialize`, a second `initialize`, or `initialize` from a client that opened the
+/// modern way. `ping` and `server/discover` are always answered; notifications and responses
+/// pass.
+fn lifecycle(msg: &[u8], opened: &mut Opened) -> Option<Vec<u8>> {
     let env = jsonrpc::Envelope::parse(msg).ok()?;
     let (Some(id), Some(method)) = (env.id, env.method.as_deref()) else {
         return None;
     };
-    match (method, *initialized) {
-        ("initialize", false) => {
-            *initialized = true;
+    let modern = !matches!(crate::protocol::read_envelope(env.params), Ok(None));
+    match (method, *opened) {
+        ("ping" | "server/discover", _) => None,
+        ("initialize", Opened::No) => {
+            *opened = Opened::Legacy;
             None
         }
-        ("initialize", true) => Some(jsonrpc::error_line(
+        ("initialize", Opened::Legacy) => Some(jsonrpc::error_line(
             id.get(),
             ErrorCode::InvalidRequest,
             "this session is already initialized: initialize is sent once, first",
         )),
-        ("ping", _) | (_, true) => None,
-        (other, false) => Some(jsonrpc::error_line(
+        ("initialize", Opened::Modern) => Some(jsonrpc::error_object_line(
+            id.get(),
+            &jsonrpc::error_object_with_data(
+                ErrorCode::UnsupportedProtocolVersion,
+                "this connection speaks protocol 2026-07-28 (its first request carried the envelope); initialize is not accepted on it",
+                &crate::protocol::unsupported_data("initialize"),
+            ),
+        )),
+        (_, Opened::No) if modern => {
+            *opened = Opened::Modern;
+            None
+        }
+        (_, Opened::Legacy | Opened::Modern) => None,
+        (other, Opened::No) => Some(jsonrpc::error_line(
             id.get(),
             ErrorCode::InvalidRequest,
-            &format!("{other} before initialize: send initialize first"),
+            &format!("{other} before initialize: send initialize first (or, in protocol 2026-07-28, the request's envelope in params._meta)"),
         )),
     }
 }

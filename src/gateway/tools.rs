@@ -102,6 +102,90 @@ impl Gateway {
         )
     }
 
+    /// A modern `tools/call`'s `Mcp-Param-*` headers against its arguments, for a tool whose
+    /// input schema annotates parameters with `x-mcp-header`: each annotated argument that is
+    /// present has its header, once, equal to it (decoded; integers compared as numbers), and no
+    /// header claims an argument that is absent. `header` gives every value of a header name.
+    pub fn check_param_headers(
+        &self,
+        profile: &Option<String>,
+        params: Option<&RawValue>,
+        header: impl Fn(&str) -> Vec<String>,
+    ) -> Result<(), String> {
+        use crate::protocol::{decode_header_value, header_scalar, value_at};
+        #[derive(serde::Deserialize)]
+        struct P {
+            name: Option<String>,
+            #[serde(default)]
+            arguments: serde_json::Value,
+        }
+        let Some(P {
+            name: Some(name),
+            arguments,
+        }) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok())
+        else {
+            return Ok(());
+        };
+        let catalog = self.catalog();
+        let Some(entry) = catalog.lookup(&name) else {
+            return Ok(()); // the call itself says the tool is unknown
+        };
+        let config = self.inner.hub.config();
+        let visible = profile.as_deref().is_none_or(|p| {
+            config
+                .clients
+                .iter()
+                .find(|(k, _)| k.as_str() == p)
+                .is_some_and(|(_, v)| v.sees_tool(entry.server.as_str(), &name))
+        });
+        if !visible {
+            return Ok(());
+        }
+        for (path, token) in entry.tool.header_annotations() {
+            let header_name = format!("Mcp-Param-{token}");
+            let values = header(&header_name.to_ascii_lowercase());
+            let argument = path.join(".");
+            if values.len() > 1 {
+                return Err(format!(
+                    "Header mismatch: {header_name} appears more than once"
+                ));
+            }
+            let given = values.into_iter().next();
+            let rendered = value_at(&arguments, &path).and_then(header_scalar);
+            match (given, rendered) {
+                (None, None) => {}
+                (Some(_), None) => {
+                    return Err(format!(
+                        "Header mismatch: {header_name} is present but the argument {argument} is absent or has no header form"
+                    ))
+                }
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "Header mismatch: {header_name} is missing but the argument {argument} is present"
+                    ))
+                }
+                (Some(raw), Some(body)) => {
+                    let Some(decoded) = decode_header_value(&raw) else {
+                        return Err(format!(
+                            "Header mismatch: {header_name} carries a malformed base64 value"
+                        ));
+                    };
+                    let numeric = || {
+                        let value = value_at(&arguments, &path)?;
+                        let n = value.as_f64().filter(|_| value.is_number())?;
+                        Some(decoded.parse::<f64>().ok()? == n)
+                    };
+                    if decoded != body && numeric() != Some(true) {
+                        return Err(format!(
+                            "Header mismatch: {header_name} header value does not match the argument {argument}"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A name the catalog does not have. A client may hold a tool list from before its server
     /// stopped: name the server and its state (or that the tool is disabled) rather than calling
     /// the tool unknown.

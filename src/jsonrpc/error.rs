@@ -15,6 +15,12 @@ pub enum ErrorCode {
     InternalError,
     /// An unknown resource URI, as MCP up to 2025-11-25 numbers it (-32002).
     ResourceNotFound,
+    /// Modern Streamable HTTP: a routing header disagrees with the body, or is missing (-32020).
+    HeaderMismatch,
+    /// A modern request needs a client capability its client did not declare (-32021).
+    MissingRequiredClientCapability,
+    /// A modern request in a protocol version we do not speak (-32022).
+    UnsupportedProtocolVersion,
 }
 
 impl ErrorCode {
@@ -27,6 +33,9 @@ impl ErrorCode {
             ErrorCode::InvalidParams => -32602,
             ErrorCode::InternalError => -32603,
             ErrorCode::ResourceNotFound => -32002,
+            ErrorCode::HeaderMismatch => -32020,
+            ErrorCode::MissingRequiredClientCapability => -32021,
+            ErrorCode::UnsupportedProtocolVersion => -32022,
         }
     }
 }
@@ -43,5 +52,8 @@ mod tests {
         assert_eq!(ErrorCode::InvalidParams.code(), -32602);
         assert_eq!(ErrorCode::InternalError.code(), -32603);
         assert_eq!(ErrorCode::ResourceNotFound.code(), -32002);
+        assert_eq!(ErrorCode::HeaderMismatch.code(), -32020);
+        assert_eq!(ErrorCode::MissingRequiredClientCapability.code(), -32021);
+        assert_eq!(ErrorCode::UnsupportedProtocolVersion.code(), -32022);
     }
 }

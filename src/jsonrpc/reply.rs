@@ -35,6 +35,15 @@ pub fn error_object(code: ErrorCode, message: &str) -> String {
     )
 }
 
+/// Gatehouse's own error object with a `data` member (raw JSON).
+pub fn error_object_with_data(code: ErrorCode, message: &str, data: &str) -> String {
+    format!(
+        "{{\"code\":{},\"message\":{},\"data\":{data}}}",
+        code.code(),
+        json_string(message)
+    )
+}
+
 /// An error response carrying an error object as a peer sent it (raw JSON).
 pub fn error_object_line(id: &str, error: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEAD.len() + id.len() + error.len() + 13);

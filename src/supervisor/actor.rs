@@ -295,11 +295,13 @@ impl Actor {
                 let mask = |t: Option<String>| t.map(|t| self.ctx.redactions.mask(&t));
                 let (name, version) = (mask(ready.name), mask(ready.version));
                 let protocol = mask(ready.protocol_version);
+                let era = ready.era;
                 self.set_state(State::Running, |s| {
                     s.tools = count;
                     s.server_name = name;
                     s.server_version = version;
                     s.protocol_version = protocol;
+                    s.era = Some(era);
                 });
                 self.ctx.bus.publish(Event::ToolsChanged {
                     server: self.shared.id.to_string(),

@@ -166,6 +166,14 @@ impl Launcher for FakeLauncher {
                         let (Some(id), Some(method)) = (v.get("id"), v["method"].as_str()) else {
                             continue;
                         };
+                        if method == "server/discover" {
+                            // A legacy server: the method is unknown to it.
+                            let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}});
+                            if their_w.write_all(format!("{reply}\n").as_bytes()).await.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
                         let result = match method {
                             "initialize" if script.answers => serde_json::json!({
                                 "protocolVersion": "2025-06-18",

@@ -56,6 +56,7 @@ impl ServerHandle {
             server_name: None,
             server_version: None,
             protocol_version: None,
+            era: None,
             last_crash: None,
             last_crash_ms: None,
             name: cfg.name.clone(),

@@ -1,6 +1,14 @@
-//! The MCP handshake with one server: `initialize`, `notifications/initialized`, then every page
-//! of `tools/list`. A server is `running` only when all of it succeeded within its startup
-//! timeout.
+//! The MCP handshake with one server: a `server/discover` probe (MCP 2026-07-28); when the
+//! server is not modern, `initialize` and `notifications/initialized`; then every page of
+//! `tools/list`. A server is `running` only when all of it succeeded within its startup timeout.
+//!
+//! The probe decides the era: a `DiscoverResult` naming a modern version we speak makes the
+//! server modern (every later request carries our envelope, see [`crate::protocol`]). Anything
+//! else — an error of any code, garbage, no answer within [`PROBE_TIMEOUT`], a result naming no
+//! modern version — falls back to `initialize`; the fallback is never keyed on one error code.
+//! A modern server that answers the fallback `initialize` with the unsupported-version error
+//! (its discover answer was merely slow) is probed once more. The era is found again at every
+//! start, so a server upgraded in place is seen as it now is.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +17,11 @@ use serde_json::value::RawValue;
 
 use super::rpc::{CallError, Reply, RpcPeer};
 use super::status::ToolDef;
+use crate::protocol::{self, Era};
+
+/// How long a server may take to answer the `server/discover` probe before it is taken for a
+/// legacy server (within its startup timeout).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The protocol version we offer servers; every peer in PEERS.md accepts it.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -32,6 +45,8 @@ pub struct Ready {
     pub version: Option<String>,
     /// The protocol version the server answered with.
     pub protocol_version: Option<String>,
+    /// Its era: modern (answered `server/discover`) or legacy (`initialize`).
+    pub era: Era,
 }
 
 /// Why a handshake did not finish.
@@ -77,6 +92,102 @@ impl HandshakeError {
 pub async fn handshake(peer: &RpcPeer, timeout: Duration) -> Result<Ready, HandshakeError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let secs = timeout.as_secs();
+    let opened = match probe(peer, deadline, secs, Some(PROBE_TIMEOUT)).await? {
+        Some(found) => found,
+        None => match initialize(peer, deadline, secs).await {
+            Err(HandshakeError::Refused(e)) if unsupported_version(&e) => {
+                // Modern evidence: a slow server settled on the probe after we gave up on it.
+                probe(peer, deadline, secs, None)
+                    .await?
+                    .ok_or(HandshakeError::Refused(e))?
+            }
+            other => other?,
+        },
+    };
+    let tools = tokio::time::timeout_at(deadline, list_tools(peer))
+        .await
+        .map_err(|_| HandshakeError::ToolsTimeout { secs })?
+        .map_err(HandshakeError::Tools)?;
+    Ok(Ready { tools, ..opened })
+}
+
+/// `server/discover`: `Some` when the server is modern (its era is set on the peer), `None` when
+/// it is not (any error, garbage, silence for `limit`, no modern version offered).
+async fn probe(
+    peer: &RpcPeer,
+    deadline: tokio::time::Instant,
+    secs: u64,
+    limit: Option<Duration>,
+) -> Result<Option<Ready>, HandshakeError> {
+    let until = match limit {
+        Some(l) => deadline.min(tokio::time::Instant::now() + l),
+        None => deadline,
+    };
+    peer.set_era(Era::Modern);
+    let answer = tokio::time::timeout_at(until, peer.request("server/discover", None)).await;
+    peer.set_era(Era::Legacy);
+    let result = match answer {
+        Ok(Ok(Reply::Result(r))) => r,
+        Ok(Ok(Reply::Error(_))) => return Ok(None),
+        Ok(Err(e)) => return Err(HandshakeError::Lost(e)),
+        Err(_) if tokio::time::Instant::now() >= deadline => {
+            return Err(HandshakeError::InitializeTimeout { secs })
+        }
+        Err(_) => return Ok(None),
+    };
+    #[derive(serde::Deserialize)]
+    struct Discover {
+        #[serde(rename = "supportedVersions")]
+        supported_versions: Vec<String>,
+        #[serde(default)]
+        capabilities: Option<serde_json::Value>,
+        #[serde(rename = "_meta", default)]
+        meta: Option<std::collections::HashMap<String, serde_json::Value>>,
+    }
+    let Ok(d) = serde_json::from_str::<Discover>(result.get()) else {
+        return Ok(None);
+    };
+    let Some(version) = protocol::MODERN_VERSIONS
+        .iter()
+        .rev()
+        .find(|v| d.supported_versions.iter().any(|s| s == *v))
+    else {
+        return Ok(None);
+    };
+    peer.set_era(Era::Modern);
+    let info = d
+        .meta
+        .as_ref()
+        .and_then(|m| m.get(protocol::SERVER_INFO_KEY))
+        .cloned()
+        .unwrap_or_default();
+    let text = |k: &str| info.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    Ok(Some(Ready {
+        tools: Vec::new(),
+        capabilities: d.capabilities,
+        name: text("name"),
+        version: text("version"),
+        protocol_version: Some((*version).to_owned()),
+        era: Era::Modern,
+    }))
+}
+
+/// Whether an error object is the modern unsupported-version error.
+fn unsupported_version(error: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct E {
+        code: i64,
+    }
+    serde_json::from_str::<E>(error)
+        .is_ok_and(|e| e.code == crate::jsonrpc::ErrorCode::UnsupportedProtocolVersion.code())
+}
+
+/// The legacy opening: `initialize`, then `notifications/initialized`.
+async fn initialize(
+    peer: &RpcPeer,
+    deadline: tokio::time::Instant,
+    secs: u64,
+) -> Result<Ready, HandshakeError> {
     let params = format!(
         "{{\"protocolVersion\":\"{PROTOCOL_VERSION}\",\"capabilities\":{CLIENT_CAPABILITIES},\"clientInfo\":{{\"name\":\"gatehouse\",\"version\":\"{}\"}}}}",
         env!("CARGO_PKG_VERSION")
@@ -109,16 +220,13 @@ pub async fn handshake(peer: &RpcPeer, timeout: Duration) -> Result<Ready, Hands
             Err(_) => (None, None, None),
         };
     peer.notify("notifications/initialized", None).await?;
-    let tools = tokio::time::timeout_at(deadline, list_tools(peer))
-        .await
-        .map_err(|_| HandshakeError::ToolsTimeout { secs })?
-        .map_err(HandshakeError::Tools)?;
     Ok(Ready {
-        tools,
+        tools: Vec::new(),
         capabilities,
         name: info.as_ref().and_then(|i| i.name.clone()),
         version: info.and_then(|i| i.version),
         protocol_version,
+        era: Era::Legacy,
     })
 }
 
@@ -143,7 +251,17 @@ pub async fn list_tools(peer: &RpcPeer) -> Result<Vec<Arc<ToolDef>>, String> {
             Err(e) => return Err(e.to_string()),
         };
         for raw in page.tools {
-            tools.push(Arc::new(ToolDef::parse(raw, peer.redactions().clone())?));
+            let tool = ToolDef::parse(raw, peer.redactions().clone())?;
+            // A tool whose `x-mcp-header` annotations break the revision's rules cannot be
+            // called over Streamable HTTP: it is left out of the list, with a note.
+            if let Some(why) = tool.invalid_header_annotation() {
+                peer.note(format!(
+                    "left out tool \"{}\": its inputSchema's x-mcp-header annotation is invalid ({why})",
+                    tool.name
+                ));
+                continue;
+            }
+            tools.push(Arc::new(tool));
         }
         match page.next_cursor {
             Some(c) if !c.is_empty() => cursor = Some(c),

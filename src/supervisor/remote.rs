@@ -2,7 +2,10 @@
 //! into one end of an in-memory pipe and reads lines from another, and this bridge carries them
 //! over Streamable HTTP (one POST per message, answers as JSON or SSE, a GET stream for what the
 //! server sends on its own), falling back to the 2024-11-05 HTTP+SSE transport when the server
-//! only speaks that. When the connection is lost the bridge ends with the reason, and the actor
+//! only speaks that. A server that answers the handshake's `server/discover` probe is spoken to
+//! in the 2026-07-28 way instead: no session, no GET stream, no ping, and every POST carries
+//! `MCP-Protocol-Version`, `Mcp-Method` and (for calls, prompts and reads) `Mcp-Name` headers
+//! taken from its body; its 4xx answers with a JSON-RPC error are that request's answer. When the connection is lost the bridge ends with the reason, and the actor
 //! treats that like a child's exit (in-flight calls answered, restart with backoff).
 
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::sse::{SseError, SseEvent, SseReader};
 use crate::jsonrpc::{self, read_line, write_lines, ErrorCode, Line, MAX_LINE_BYTES as MAX_LINE};
+use crate::protocol;
 use crate::supervisor::rpc::RELATED;
 
 /// How long an idle connection may go unchecked: a ping is sent when nothing else went out.
@@ -97,6 +101,8 @@ enum Mode {
     Sse {
         endpoint: reqwest::Url,
     },
+    /// 2026-07-28: no session, no GET stream; every POST carries the routing headers.
+    Modern,
 }
 
 struct Bridge {
@@ -147,7 +153,7 @@ where
         tokio::select! {
             _ = stop.cancelled() => break None,
             Some(reason) = lost_rx.recv() => break Some(reason),
-            _ = keepalive, if mode.is_some() => {
+            _ = keepalive, if mode.as_ref().is_some_and(|m| !matches!(m, Mode::Modern)) => {
                 last_sent = tokio::time::Instant::now();
                 let b = bridge.clone();
                 let m = mode.clone();
@@ -169,6 +175,15 @@ where
                 };
                 last_sent = tokio::time::Instant::now();
                 match &mode {
+                    // The handshake's probe: a modern server answers it, anything else is told
+                    // "not modern" and the next message (initialize) opens the legacy way.
+                    None if method_of(&msg).as_deref() == Some("server/discover") => {
+                        match bridge.discover(&msg).await {
+                            Ok(true) => mode = Some(Mode::Modern),
+                            Ok(false) => {}
+                            Err(reason) => break Some(reason),
+                        }
+                    }
                     None => match bridge.connect(&msg, &tasks).await {
                         Ok(m) => mode = Some(m),
                         Err(reason) => break Some(reason),
@@ -234,6 +249,73 @@ impl Bridge {
             h.insert("mcp-protocol-version", v);
         }
         h
+    }
+
+    /// The headers of one modern POST: no session, and the routing headers of its body.
+    fn modern_headers(&self, msg: &[u8]) -> HeaderMap {
+        let mut h = self.base_headers(None);
+        h.remove(SESSION_HEADER);
+        for (name, value) in protocol::routing_headers(msg) {
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                h.insert(name, v);
+            }
+        }
+        h
+    }
+
+    /// The `server/discover` probe: `Ok(true)` when the server answered it as a modern server
+    /// (the answer is passed on), `Ok(false)` when it did not (the peer gets an error answer and
+    /// falls back to `initialize`), `Err` when the server cannot be reached at all.
+    async fn discover(&self, msg: &[u8]) -> Result<bool, String> {
+        let id = request_id(msg);
+        let resp = self
+            .http
+            .post(self.url.clone())
+            .headers(self.modern_headers(msg))
+            .body(msg.to_vec())
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
+        let status = resp.status().as_u16();
+        if matches!(status, 401 | 403) || (300..400).contains(&status) {
+            check_status(&resp)?;
+        }
+        let sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let answer = if resp.status().is_success() && !sse {
+            bounded_body(resp, MAX_LINE).await.ok()
+        } else if resp.status().is_success() {
+            // The answer is the stream's response event.
+            let mut events = sse_events(resp);
+            let mut found = None;
+            while let Some(Ok(ev)) = events.next().await {
+                if is_response(&ev.data) {
+                    found = Some(ev.data);
+                    break;
+                }
+            }
+            found
+        } else {
+            None
+        };
+        let modern = answer.as_deref().is_some_and(is_discover_result);
+        match (modern, answer, id) {
+            (true, Some(body), _) => {
+                let _ = self.to_peer.send(line(unmarked(body))).await;
+            }
+            (_, _, Some(id)) => {
+                let why = format!("not a modern MCP server (HTTP {status} to server/discover)");
+                let _ = self
+                    .to_peer
+                    .send(jsonrpc::error_line(&id, ErrorCode::MethodNotFound, &why))
+                    .await;
+            }
+            _ => {}
+        }
+        Ok(modern)
     }
 
     /// The first message (initialize): Streamable HTTP, or the old SSE transport if the server
@@ -351,11 +433,16 @@ impl Bridge {
         let (url, session) = match mode {
             Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
             Mode::Sse { endpoint } => (endpoint.clone(), None),
+            Mode::Modern => (self.url.clone(), None),
+        };
+        let headers = match mode {
+            Mode::Modern => self.modern_headers(&msg),
+            _ => self.base_headers(session),
         };
         let resp = self
             .http
             .post(url)
-            .headers(self.base_headers(session))
+            .headers(headers)
             .body(msg)
             .send()
             .await
@@ -363,9 +450,17 @@ impl Bridge {
         if resp.status().as_u16() == 404 && session.is_some() {
             return Err("the server ended our session (HTTP 404)".into());
         }
+        let modern_error = matches!(mode, Mode::Modern)
+            && resp.status().is_client_error()
+            && !matches!(resp.status().as_u16(), 401 | 403);
+        if modern_error {
+            // A modern server answers a request it refuses with 4xx and a JSON-RPC error: that
+            // error is the request's answer, not a lost connection.
+            return self.relay(resp, is_request, request).await;
+        }
         check_status(&resp)?;
         match mode {
-            Mode::Streamable { .. } => self.relay(resp, is_request, request).await,
+            Mode::Streamable { .. } | Mode::Modern => self.relay(resp, is_request, request).await,
             Mode::Sse { .. } => Ok(()),
         }
     }
@@ -532,8 +627,8 @@ impl Bridge {
         let (url, session) = match mode {
             Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
             // On the old transport the answer would arrive on the event stream, which the GET
-            // reader already watches; nothing to send.
-            Mode::Sse { .. } => return,
+            // reader already watches; nothing to send. The modern revision has no ping.
+            Mode::Sse { .. } | Mode::Modern => return,
         };
         let sent = tokio::time::timeout(
             Duration::from_secs(10),
@@ -590,6 +685,35 @@ fn error_chain(e: &reqwest::Error) -> String {
         src = inner.source();
     }
     s
+}
+
+/// A request's method.
+fn method_of(msg: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct M {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<M>(msg).ok()?.method
+}
+
+/// Whether a response is a `DiscoverResult` naming a modern version we speak.
+fn is_discover_result(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct R {
+        result: Option<D>,
+    }
+    #[derive(serde::Deserialize)]
+    struct D {
+        #[serde(rename = "supportedVersions")]
+        supported_versions: Vec<String>,
+    }
+    serde_json::from_slice::<R>(body).is_ok_and(|r| {
+        r.result.is_some_and(|d| {
+            d.supported_versions
+                .iter()
+                .any(|v| protocol::MODERN_VERSIONS.contains(&v.as_str()))
+        })
+    })
 }
 
 fn is_request(msg: &[u8]) -> bool {

@@ -236,6 +236,11 @@ pub struct RpcPeer {
     /// Secret values to mask in what the server sends before any of it is stored or shown.
     redactions: Arc<Redactions>,
     trust_related: bool,
+    /// The server's era (0 legacy, 1 modern), set by the handshake: every request to a modern
+    /// server carries our envelope, none to a legacy one carries anybody's.
+    modern: std::sync::atomic::AtomicBool,
+    /// Notes for the server's log.
+    note: NoteFn,
 }
 
 impl RpcPeer {
@@ -267,6 +272,8 @@ impl RpcPeer {
             next_id: AtomicU64::new(1),
             redactions,
             trust_related,
+            modern: std::sync::atomic::AtomicBool::new(false),
+            note: note.clone(),
         });
         tasks.spawn(jsonrpc::write_lines(stdin, out_rx, stop.clone()));
         tasks.spawn(read_loop(peer.clone(), stdout, inbound, note, stop));
@@ -311,7 +318,9 @@ impl RpcPeer {
             id,
             done: false,
         };
-        let line = jsonrpc::request_line(id, method, params);
+        // This hop's protocol keys are ours: the client's envelope never reaches the server.
+        let own = crate::protocol::for_upstream(params, self.era());
+        let line = jsonrpc::request_line(id, method, own.as_deref().or(params));
         trace(&self.server, "to", &line);
         if self.out.send(line).await.is_err() {
             return Err(self.lost("closed its input"));
@@ -322,6 +331,26 @@ impl RpcPeer {
         };
         guard.done = true;
         result
+    }
+
+    /// Writes a note in the server's log.
+    pub fn note(&self, text: String) {
+        (self.note)(text);
+    }
+
+    /// The server's era as the handshake found it (legacy until then).
+    pub fn era(&self) -> crate::protocol::Era {
+        if self.modern.load(Ordering::Relaxed) {
+            crate::protocol::Era::Modern
+        } else {
+            crate::protocol::Era::Legacy
+        }
+    }
+
+    /// Sets the server's era (the handshake's probe).
+    pub fn set_era(&self, era: crate::protocol::Era) {
+        self.modern
+            .store(era == crate::protocol::Era::Modern, Ordering::Relaxed);
     }
 
     /// Sends the client's answer to a server→client request back to the server.

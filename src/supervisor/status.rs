@@ -138,9 +138,14 @@ pub struct ServerStatus {
     /// When that failure happened (ms since the epoch).
     #[serde(default)]
     pub last_crash_ms: Option<u64>,
-    /// The protocol version it answered `initialize` with.
+    /// The protocol version it speaks: the modern one its `server/discover` named, or the one
+    /// it answered `initialize` with.
     #[serde(default)]
     pub protocol_version: Option<String>,
+    /// `modern` (it answered `server/discover`) or `legacy` (`initialize`), from its last
+    /// handshake.
+    #[serde(default)]
+    pub era: Option<crate::protocol::Era>,
     /// The config's display name (`name`), if any.
     #[serde(default)]
     pub name: Option<String>,
@@ -203,6 +208,27 @@ impl ToolDef {
             hash: OnceLock::new(),
             redactions,
         })
+    }
+
+    /// Why its `x-mcp-header` annotations are invalid, if they are (only a definition that
+    /// has one is parsed for this).
+    pub fn invalid_header_annotation(&self) -> Option<String> {
+        let raw = self.raw.get();
+        memchr::memmem::find(raw.as_bytes(), b"x-mcp-header")?;
+        let definition: Value = serde_json::from_str(raw).ok()?;
+        crate::protocol::invalid_x_mcp_header(definition.get("inputSchema")?)
+    }
+
+    /// The `x-mcp-header` annotations of its input schema: (property path, header token).
+    pub fn header_annotations(&self) -> Vec<(Vec<String>, String)> {
+        let raw = self.raw.get();
+        if memchr::memmem::find(raw.as_bytes(), b"x-mcp-header").is_none() {
+            return Vec::new();
+        }
+        serde_json::from_str::<Value>(raw)
+            .ok()
+            .and_then(|d| d.get("inputSchema").map(crate::protocol::x_mcp_headers))
+            .unwrap_or_default()
     }
 
     /// Title, description and annotations, parsed on first use, secret values masked (this is

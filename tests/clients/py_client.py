@@ -5,7 +5,11 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
 
   py_client.py http   URL TOKEN CALLS_JSON       ClientSession over Streamable HTTP with a bearer token
   py_client.py auto   URL TOKEN CALLS_JSON       mcp.Client in auto mode (server/discover, then fallback)
+  py_client.py modern URL TOKEN CALLS_JSON       mcp.Client pinned to 2026-07-28 (never sends initialize)
   py_client.py stdio  CALLS_JSON -- CMD ARGS...  ClientSession over stdio to CMD (the gateway or a peer)
+  py_client.py stdio-auto / stdio-modern CALLS_JSON -- CMD ARGS...   mcp.Client over stdio, auto or pinned
+
+mcp.Client modes also print "protocol" (the version the client ended up speaking).
 
 CALLS_JSON: [[tool, arguments], ...]
 """
@@ -41,7 +45,7 @@ async def exercise(session_like, calls, initialize=True):
 
 async def main():
     mode = sys.argv[1]
-    if mode in ("http", "auto"):
+    if mode in ("http", "auto", "modern"):
         url, token, calls = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
         async with http:
@@ -49,8 +53,11 @@ async def main():
                 async with streamable_http_client(url, http_client=http) as (r, w, *_):
                     async with ClientSession(r, w) as s:
                         return await exercise(s, calls)
-            async with mcp.Client(streamable_http_client(url, http_client=http), mode="auto") as c:
-                return await exercise(c, calls, initialize=False)
+            pin = "auto" if mode == "auto" else "2026-07-28"
+            async with mcp.Client(streamable_http_client(url, http_client=http), mode=pin) as c:
+                out = await exercise(c, calls, initialize=False)
+                out["protocol"] = c.protocol_version
+                return out
     if mode == "stdio":
         calls = json.loads(sys.argv[2])
         cmd = sys.argv[sys.argv.index("--") + 1 :]
@@ -58,6 +65,15 @@ async def main():
         async with stdio_client(params) as (r, w):
             async with ClientSession(r, w) as s:
                 return await exercise(s, calls)
+    if mode in ("stdio-auto", "stdio-modern"):
+        calls = json.loads(sys.argv[2])
+        cmd = sys.argv[sys.argv.index("--") + 1 :]
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        pin = "auto" if mode == "stdio-auto" else "2026-07-28"
+        async with mcp.Client(params, mode=pin) as c:
+            out = await exercise(c, calls, initialize=False)
+            out["protocol"] = c.protocol_version
+            return out
     raise SystemExit(f"unknown mode {mode}")
 
 

@@ -55,8 +55,8 @@ pub fn status_table(rows: &[ServerStatus]) {
     }
     let now = gatehouse::logs::now_ms();
     let head = format!(
-        "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  ",
-        "ID", "STATE", "ENABLED", "PID", "UPTIME", "RESTARTS", "TOOLS"
+        "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  ",
+        "ID", "STATE", "ENABLED", "PID", "UPTIME", "RESTARTS", "TOOLS", "PROTOCOL"
     );
     // The command fills what is left of the terminal's width.
     let room = terminal_width()
@@ -73,8 +73,14 @@ pub fn status_table(rows: &[ServerStatus]) {
             Some(n) => format!("{} ({n})", r.id),
             None => r.id.clone(),
         };
+        // The version and era it spoke at its last handshake.
+        let protocol = match (&r.protocol_version, r.era) {
+            (Some(v), Some(e)) => format!("{v} {}", e.as_str()),
+            (Some(v), None) => v.clone(),
+            _ => "-".into(),
+        };
         println!(
-            "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  {}",
+            "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  {}",
             id,
             r.state.as_str(),
             if r.enabled { "yes" } else { "no" },
@@ -82,6 +88,7 @@ pub fn status_table(rows: &[ServerStatus]) {
             uptime,
             r.restarts,
             r.tools,
+            truncate(&protocol, 17),
             truncate(&r.command, room),
         );
         if let Some(e) = &r.last_error {
@@ -162,10 +169,11 @@ fn truncate(text: &str, max: usize) -> String {
 pub fn probe(r: &gatehouse::probe::ProbeReport) {
     if r.ok {
         println!(
-            "{}: ready in {} ms (protocol {})",
+            "{}: ready in {} ms (protocol {}, {})",
             r.id,
             r.elapsed_ms,
-            r.protocol_version.as_deref().unwrap_or("?")
+            r.protocol_version.as_deref().unwrap_or("?"),
+            r.era.map_or("era unknown", |e| e.as_str())
         );
     } else {
         println!(
