@@ -312,12 +312,22 @@ pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Co
                         m.remove(SERVER_INFO_KEY)?;
                         serde_json::to_string(&m).ok()
                     });
-            if let Some(stripped) = stripped {
-                out = Cow::Owned(format!(
-                    "{}{stripped}{}",
-                    &raw[..range.start],
-                    &raw[range.end..]
-                ));
+            match stripped.as_deref() {
+                // Nothing else was in it: the member goes (the other members keep their bytes;
+                // their order becomes sorted, which JSON gives no meaning to).
+                Some("{}") => {
+                    if let Some((without, _)) = crate::jsonrpc::take_member(raw, "_meta") {
+                        out = Cow::Owned(without);
+                    }
+                }
+                Some(stripped) => {
+                    out = Cow::Owned(format!(
+                        "{}{stripped}{}",
+                        &raw[..range.start],
+                        &raw[range.end..]
+                    ));
+                }
+                None => {}
             }
         }
     }
@@ -325,6 +335,33 @@ pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Co
         out = Cow::Owned(insert_first(&out, RESULT_TYPE_KEY, "\"complete\""));
     }
     out
+}
+
+/// The first input request of an input-required result that a client with `capabilities`
+/// (raw JSON) did not declare it can answer: (its method, the capability it needs).
+pub fn unanswerable_input(result: &str, capabilities: &str) -> Option<(String, &'static str)> {
+    #[derive(Deserialize)]
+    struct R {
+        #[serde(rename = "inputRequests", default)]
+        input_requests: BTreeMap<String, Req>,
+    }
+    #[derive(Deserialize)]
+    struct Req {
+        method: Option<String>,
+    }
+    let r: R = serde_json::from_str(result).ok()?;
+    let caps: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(capabilities).unwrap_or_default();
+    r.input_requests.into_values().find_map(|req| {
+        let method = req.method?;
+        let needs = match method.as_str() {
+            "elicitation/create" => "elicitation",
+            "sampling/createMessage" => "sampling",
+            "roots/list" => "roots",
+            _ => return None,
+        };
+        (!caps.contains_key(needs)).then_some((method, needs))
+    })
 }
 
 /// `raw` (an object) with `"key":value` as its first member.
@@ -691,6 +728,14 @@ mod tests {
         assert_eq!(
             for_client(&m, Era::Legacy),
             r#"{"resultType":"complete","content":[],"_meta":{"trace":1}}"#
+        );
+        // An identity alone in `_meta`: the member goes with it.
+        let alone = format!(
+            r#"{{"content":[],"_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}}}},"isError":false}}"#
+        );
+        assert_eq!(
+            for_client(&alone, Era::Legacy),
+            r#"{"content":[],"isError":false}"#
         );
         assert_eq!(result_kind(&m), ResultKind::Complete);
         assert_eq!(

@@ -78,6 +78,12 @@ function fill(req) {
   const name = req.client.name || 'Unknown client';
   $('#approval-client').textContent = req.client.profile ? `${name} (profile ${req.client.profile})` : name;
   $('#approval-client').title = `session ${req.client.session}`;
+  // "This session": until the client disconnects, or — a 2026-07-28 client has no protocol
+  // session — for this client (its token and name) until a set time.
+  const ends = req.client.session_ends_ms;
+  $('#approval-session-scope').textContent = ends
+    ? `this client (same token and name), until ${new Date(ends).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })} (8 hours from its first call)`
+    : 'this client, until it disconnects';
   $('#approval-server').textContent = req.server;
   // Why it asks, in the person's terms (the core names the reason).
   $('#approval-reason').textContent = `Asking because ${REASONS[req.reason] ?? REASONS.not_read_only}.`;

@@ -417,6 +417,7 @@ mod tests {
                 name: Some("c".into()),
                 session: session.into(),
                 profile: None,
+                session_ends_ms: None,
             },
             server: "fs".into(),
             tool: "write_file".into(),

@@ -79,6 +79,11 @@ pub struct ClientRef {
     /// The client profile it connected with (absent: the gateway token, every tool).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// When the session ends on its own (ms since the epoch): a modern (2026-07-28) client has
+    /// no protocol session, so "this session" means its token and `clientInfo` until then.
+    /// Absent: until the client disconnects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_ends_ms: Option<u64>,
 }
 
 /// A remembered answer: "always" (this exact definition, until revoked) or "session" (this

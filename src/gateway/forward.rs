@@ -240,9 +240,8 @@ impl Gateway {
                                 audit.finish(decision, by, CallOutcome::NotRun);
                                 lock(&session.inflight).remove(&client_id);
                                 let result = super::tool_error(&text.replace("{tool}", &name));
-                                let _ = tx
-                                    .send(Out::Final(jsonrpc::result_line(&client_id, &result)))
-                                    .await;
+                                let line = ours(&client_id, &result, session.era());
+                                let _ = tx.send(Out::Final(line)).await;
                                 return;
                             }
                             Held::ClientGone => {
@@ -294,11 +293,20 @@ impl Gateway {
                 };
                 let era = session.era();
                 // A legacy client has no way to answer a multi round-trip request.
-                let unanswerable = era == Era::Legacy
-                    && view
-                        .as_ref()
-                        .is_some_and(|v| v.kind == ResultKind::InputRequired);
+                let input_required = view
+                    .as_ref()
+                    .is_some_and(|v| v.kind == ResultKind::InputRequired);
+                let unanswerable = era == Era::Legacy && input_required;
+                // A modern client gets only input requests it declared it can answer.
+                let undeclared = match (&result, era) {
+                    (Ok(Reply::Result(r)), Era::Modern) if input_required => {
+                        let caps = session.info().capabilities.unwrap_or_else(|| "{}".into());
+                        crate::protocol::unanswerable_input(r.get(), &caps)
+                    }
+                    _ => None,
+                };
                 let outcome = match &result {
+                    Ok(Reply::Result(_)) if undeclared.is_some() => CallOutcome::ProtocolError,
                     Ok(Reply::Result(_)) if unanswerable => CallOutcome::IsError,
                     Ok(Reply::Result(_)) if view.as_ref().is_some_and(|v| v.is_error) => {
                         CallOutcome::IsError
@@ -309,6 +317,17 @@ impl Gateway {
                     Err(_) => CallOutcome::Lost,
                 };
                 let line = match result {
+                    Ok(Reply::Result(_)) if undeclared.is_some() => {
+                        let (asked, needs) = undeclared.unwrap_or_default();
+                        jsonrpc::error_object_line(
+                            &client_id,
+                            &jsonrpc::error_object_with_data(
+                                ErrorCode::MissingRequiredClientCapability,
+                                &format!("server \"{}\" needs the client to answer {asked}, and this client did not declare the \"{needs}\" capability", server.id()),
+                                &format!("{{\"requiredCapabilities\":{{{}:{{}}}}}}", jsonrpc::json_string(needs)),
+                            ),
+                        )
+                    }
                     Ok(Reply::Result(_)) if unanswerable => {
                         let what = exposed.as_deref().unwrap_or(method);
                         let text = format!(
@@ -317,7 +336,7 @@ impl Gateway {
                             session.info().protocol_version.as_deref().unwrap_or("2025-era")
                         );
                         match &exposed {
-                            Some(_) => jsonrpc::result_line(&client_id, &super::tool_error(&text)),
+                            Some(_) => ours(&client_id, &super::tool_error(&text), era),
                             None => {
                                 jsonrpc::error_line(&client_id, ErrorCode::InternalError, &text)
                             }
@@ -337,16 +356,17 @@ impl Gateway {
                             "server \"{server}\" did not answer {what} within {secs} s (its call_timeout_secs); Gatehouse cancelled the call, and its outcome is unknown."
                         );
                         match &exposed {
-                            Some(_) => jsonrpc::result_line(&client_id, &super::tool_error(&text)),
+                            Some(_) => ours(&client_id, &super::tool_error(&text), era),
                             None => {
                                 jsonrpc::error_line(&client_id, ErrorCode::InternalError, &text)
                             }
                         }
                     }
                     Err(e) => match &exposed {
-                        Some(name) => jsonrpc::result_line(
+                        Some(name) => ours(
                             &client_id,
                             &super::tool_error(&format!("{e}; the outcome of {name} is unknown.")),
+                            era,
                         ),
                         None => jsonrpc::error_line(
                             &client_id,
@@ -471,6 +491,16 @@ impl Gateway {
                 Some(rewritten)
             }
         }
+    }
+}
+
+/// A result Gatehouse makes itself (a refusal, a timeout), as a client of `era` takes it: a
+/// modern client gets its `resultType`.
+pub(super) fn ours(id: &str, result: &str, era: Era) -> Vec<u8> {
+    match era {
+        // Ours carry no server's identity: nothing to read for a legacy client.
+        Era::Legacy => jsonrpc::result_line(id, result),
+        Era::Modern => jsonrpc::result_line(id, &crate::protocol::for_client(result, era)),
     }
 }
 

@@ -559,9 +559,11 @@ fn check_routing_headers(
     let method = method.unwrap_or_default();
     match header("mcp-method") {
         Some(Ok(v)) if v == method => {}
-        Some(Ok(v)) => return Err(format!(
+        Some(Ok(v)) => {
+            return Err(format!(
             "Header mismatch: Mcp-Method header value '{v}' does not match body value '{method}'"
-        )),
+        ))
+        }
         _ => return Err("Header mismatch: the Mcp-Method header is missing or malformed".into()),
     }
     if let Some(key) = crate::protocol::name_member(method) {

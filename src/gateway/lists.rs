@@ -265,9 +265,10 @@ impl Gateway {
         };
         match server {
             Some(server) => self.forward(s, id, server, "completion/complete", p, None),
-            None => Outcome::Reply(jsonrpc::result_line(
+            None => Outcome::Reply(super::forward::ours(
                 id.get(),
                 r#"{"completion":{"values":[],"hasMore":false}}"#,
+                s.era(),
             )),
         }
     }

@@ -447,13 +447,14 @@ impl Gateway {
                 // A modern request's envelope is checked before anything else is done with it.
                 match crate::protocol::read_envelope(env.params) {
                     Err(e) => return Outcome::Reply(envelope_error(id.get(), &e)),
-                    // A modern client says who it is on each request (stdio: from the first).
-                    Ok(Some(envelope))
-                        if envelope.client.0.is_some() && s.info().name.is_none() =>
-                    {
-                        s.set_info(|i| (i.name, i.version) = envelope.client.clone());
-                    }
-                    Ok(_) => {}
+                    // A modern client says who it is and what it can answer on each request.
+                    Ok(Some(envelope)) => s.set_info(|i| {
+                        if i.name.is_none() {
+                            (i.name, i.version) = envelope.client.clone();
+                        }
+                        i.capabilities = Some(envelope.capabilities);
+                    }),
+                    Ok(None) => {}
                 }
                 self.request(s, id, method, env.params).await
             }
@@ -467,11 +468,16 @@ impl Gateway {
         method: &str,
         params: Option<&RawValue>,
     ) -> Outcome {
-        let reply = |result: &str| Outcome::Reply(jsonrpc::result_line(id.get(), result));
+        let reply = |result: &str| Outcome::Reply(forward::ours(id.get(), result, s.era()));
         // A list of ours, as the client's era wants it (a modern one: resultType, ttlMs,
         // cacheScope).
         let era = s.era();
-        let list = |result: &str| reply(&crate::protocol::list_for_client(result, era));
+        let list = |result: &str| {
+            Outcome::Reply(jsonrpc::result_line(
+                id.get(),
+                &crate::protocol::list_for_client(result, era),
+            ))
+        };
         let Some(m) = Method::parse(method) else {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),

@@ -66,6 +66,8 @@ pub struct ClientInfo {
     /// The era the client speaks: legacy (it sent `initialize`) or modern (its requests carry
     /// the 2026-07-28 envelope). Results, lists and server requests follow it.
     pub era: crate::protocol::Era,
+    /// A modern client's capabilities, as its latest request declared them (raw JSON).
+    pub capabilities: Option<String>,
 }
 
 impl Default for crate::protocol::Era {

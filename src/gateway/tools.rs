@@ -242,7 +242,7 @@ impl Gateway {
             crate::activity::CallOutcome::NotRun,
             None,
         );
-        Outcome::Reply(jsonrpc::result_line(id.get(), &result))
+        Outcome::Reply(super::forward::ours(id.get(), &result, s.era()))
     }
 
     /// The policy for one call, then earlier answers: free, held for the person, or refused
@@ -286,6 +286,7 @@ impl Gateway {
                 name: s.info().name,
                 session: s.id.clone(),
                 profile: s.profile.clone(),
+                session_ends_ms: s.expires_ms,
             },
             server: server.id().to_string(),
             tool: tool.to_owned(),

@@ -9,7 +9,12 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
   py_client.py stdio  CALLS_JSON -- CMD ARGS...  ClientSession over stdio to CMD (the gateway or a peer)
   py_client.py stdio-auto / stdio-modern CALLS_JSON -- CMD ARGS...   mcp.Client over stdio, auto or pinned
 
-mcp.Client modes also print "protocol" (the version the client ended up speaking).
+  py_client.py elicit URL TOKEN CALLS_JSON REPLY   mcp.Client pinned to 2026-07-28 that answers every
+                                                   elicitation by accepting {"reply": REPLY}
+                                                   (REPLY "-" declares no elicitation capability)
+
+mcp.Client modes also print "protocol" (the version the client ended up speaking). A call that
+fails prints {"error": {"code", "message"}} as its result instead of stopping the script.
 
 CALLS_JSON: [[tool, arguments], ...]
 """
@@ -20,6 +25,7 @@ import sys
 
 import httpx2
 import mcp
+import mcp_types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -39,12 +45,29 @@ async def exercise(session_like, calls, initialize=True):
     out["tools"] = sorted(t.name for t in tools.tools)
     out["results"] = {}
     for name, args in calls:
-        out["results"][name] = dump(await session_like.call_tool(name, args))
+        try:
+            out["results"][name] = dump(await session_like.call_tool(name, args))
+        except mcp.MCPError as e:
+            out["results"][name] = {"error": {"code": e.code, "message": e.message}}
     return out
 
 
 async def main():
     mode = sys.argv[1]
+    if mode == "elicit":
+        url, token, calls, reply = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
+
+        async def answer(context, params):
+            return mcp_types.ElicitResult(action="accept", content={"reply": reply})
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            transport = streamable_http_client(url, http_client=http)
+            callback = None if reply == "-" else answer
+            async with mcp.Client(transport, mode="2026-07-28", elicitation_callback=callback) as c:
+                out = await exercise(c, calls, initialize=False)
+                out["protocol"] = c.protocol_version
+                return out
     if mode in ("http", "auto", "modern"):
         url, token, calls = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)

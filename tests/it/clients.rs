@@ -165,7 +165,8 @@ async fn real_clients_get_what_a_direct_connection_gets() {
         .unwrap()
         .contains("hello from the filesystem"));
 
-    // mcp.Client in auto mode: it probes server/discover first and falls back to initialize.
+    // mcp.Client in auto mode: it probes server/discover, which Gatehouse answers, and stays
+    // on 2026-07-28: the same results, each saying it is complete.
     let auto = run_json(Command::new(python()).args([
         &clients_script("py_client.py"),
         "auto",
@@ -173,11 +174,18 @@ async fn real_clients_get_what_a_direct_connection_gets() {
         &served.info.token,
         &gw_calls,
     ]));
-    assert_eq!(auto["results"], http["results"]);
-    let log = std::fs::read_to_string(&served.log).unwrap();
-    assert!(
-        log.contains("server/discover probe"),
-        "auto mode never probed server/discover: {log}"
+    assert_eq!(auto["protocol"], "2026-07-28", "{auto}");
+    let without_type = |v: &Value| {
+        let mut v = v.clone();
+        for r in v.as_object_mut().unwrap().values_mut() {
+            assert_eq!(r["resultType"], "complete", "{r}");
+            r.as_object_mut().unwrap().remove("resultType");
+        }
+        v
+    };
+    assert_eq!(
+        without_type(&auto["results"]),
+        without_type(&http["results"])
     );
 
     // The Python SDK over `gatehouse serve --stdio`.

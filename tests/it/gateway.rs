@@ -312,7 +312,7 @@ async fn guard_rules_in_order_with_their_status_codes() {
         g.post(Some(&sid), &ping).send().await.unwrap().status(),
         404
     );
-    // A 2026-07-28 probe gets a JSON-RPC error, so clients fall back to initialize.
+    // A 2026-07-28 probe is answered, without a session: both eras are offered.
     let r = g
         .post(
             None,
@@ -323,7 +323,12 @@ async fn guard_rules_in_order_with_their_status_codes() {
         .await
         .unwrap();
     let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    let versions = v["result"]["supportedVersions"].as_array().unwrap();
+    assert!(
+        versions.contains(&json!("2026-07-28")) && versions.contains(&json!("2025-11-25")),
+        "{v}"
+    );
     // Any other request with an unknown protocol version is refused.
     let sid = g.session().await;
     let r = g

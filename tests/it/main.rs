@@ -12,6 +12,7 @@ mod import;
 mod isolation;
 mod local;
 mod manage;
+mod modern;
 mod peers;
 mod profiles;
 mod remote;

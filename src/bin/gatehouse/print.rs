@@ -310,6 +310,13 @@ pub fn approvals(rows: &[ApprovalRequest]) {
         let left = r.expires_at.saturating_sub(now) / 1000;
         println!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
         println!("    asking because {}", r.reason.text());
+        if let Some(ends) = r.client.session_ends_ms {
+            // A 2026-07-28 client has no protocol session.
+            println!(
+                "    --scope session covers this client (same token and name) for {} more",
+                human_secs(ends.saturating_sub(now) / 1000)
+            );
+        }
         if let Some(c) = &r.changed {
             println!(
                 "    the tool's definition changed since it was trusted: {}",
