@@ -43,7 +43,6 @@ impl Catalog {
         // Read first: a change during the build makes this catalog count as stale.
         let generation = hub.bus().generation();
         let mut by_name = HashMap::new();
-        let mut defs: Vec<Arc<str>> = Vec::new();
         let mut ordered = Vec::new();
         for server in hub.servers() {
             if server.status().state != State::Running {
@@ -68,7 +67,6 @@ impl Catalog {
                     continue;
                 };
                 let def: Arc<str> = Arc::from(def);
-                defs.push(def.clone());
                 ordered.push((name.clone(), server.id().clone(), def));
                 by_name.insert(
                     name,
@@ -79,10 +77,11 @@ impl Catalog {
                 );
             }
         }
-        let list_result = format!(
-            "{{\"tools\":[{}]}}",
-            defs.iter().map(|d| &**d).collect::<Vec<&str>>().join(",")
-        );
+        // A stable order whatever order servers list in (MCP 2026-07-28 asks for one: clients
+        // and model prompt caches key on it): by exposed name.
+        ordered.sort_by(|a, b| a.0.cmp(&b.0));
+        let defs: Vec<&str> = ordered.iter().map(|(_, _, d)| &**d).collect();
+        let list_result = format!("{{\"tools\":[{}]}}", defs.join(","));
         let mut h = std::collections::hash_map::DefaultHasher::new();
         list_result.hash(&mut h);
         Catalog {

@@ -114,10 +114,11 @@ enum Method {
     CompletionComplete,
     LoggingSetLevel,
     ServerDiscover,
+    SubscriptionsListen,
 }
 
 impl Method {
-    const TABLE: [(&'static str, Method); 14] = [
+    const TABLE: [(&'static str, Method); 15] = [
         ("initialize", Method::Initialize),
         ("ping", Method::Ping),
         ("tools/list", Method::ToolsList),
@@ -132,6 +133,7 @@ impl Method {
         ("completion/complete", Method::CompletionComplete),
         ("logging/setLevel", Method::LoggingSetLevel),
         ("server/discover", Method::ServerDiscover),
+        ("subscriptions/listen", Method::SubscriptionsListen),
     ];
 
     fn parse(name: &str) -> Option<Method> {
@@ -511,7 +513,87 @@ impl Gateway {
             }
             Method::CompletionComplete => self.complete(s, id, params).await,
             Method::ServerDiscover => reply(&discover_result()),
+            Method::SubscriptionsListen => self.listen(s, id, params),
         }
+    }
+
+    /// `subscriptions/listen` (MCP 2026-07-28): the answer is a stream that stays open, first the
+    /// acknowledgment of the kinds Gatehouse honors (the tool, prompt and resource lists of this
+    /// client's view), then each change of those, tagged with the request's id. Resource
+    /// subscriptions are not honored (the acknowledgment leaves them out).
+    fn listen(&self, s: &Arc<ClientSession>, id: &RawValue, params: Option<&RawValue>) -> Outcome {
+        #[derive(Deserialize, Default)]
+        struct Filter {
+            #[serde(rename = "toolsListChanged", default)]
+            tools: bool,
+            #[serde(rename = "promptsListChanged", default)]
+            prompts: bool,
+            #[serde(rename = "resourcesListChanged", default)]
+            resources: bool,
+        }
+        #[derive(Deserialize)]
+        struct P {
+            notifications: Filter,
+        }
+        let Some(P { notifications: f }) =
+            params.and_then(|p| serde_json::from_str::<P>(p.get()).ok())
+        else {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InvalidParams,
+                "Invalid params: subscriptions/listen needs \"notifications\", the kinds of change to hear of",
+            ));
+        };
+        let mut kinds = Vec::new();
+        let mut honored = serde_json::Map::new();
+        for (asked, kind, key) in [
+            (f.tools, "tools", "toolsListChanged"),
+            (f.prompts, "prompts", "promptsListChanged"),
+            (f.resources, "resources", "resourcesListChanged"),
+        ] {
+            if asked {
+                kinds.push(kind);
+                honored.insert(key.into(), serde_json::Value::Bool(true));
+            }
+        }
+        let (tx, rx) = mpsc::channel(session::LISTEN_QUEUE);
+        let meta = format!(
+            "{{{}:{}}}",
+            jsonrpc::json_string(SUBSCRIPTION_ID_KEY),
+            id.get()
+        );
+        let ack = format!(
+            "{{\"notifications\":{},\"_meta\":{meta}}}",
+            serde_json::Value::Object(honored)
+        );
+        let Ok(ack) = RawValue::from_string(ack) else {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InvalidParams,
+                "Invalid request id",
+            ));
+        };
+        let line =
+            jsonrpc::notification_line("notifications/subscriptions/acknowledged", Some(&ack));
+        if tx.try_send(Out::Event(line)).is_err() {
+            return Outcome::Accepted;
+        }
+        let listener = session::Listener {
+            id: id.get().to_owned(),
+            kinds,
+            tx,
+        };
+        if !s.listen(listener) {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InternalError,
+                &format!(
+                    "this client has {} listen streams open already; close one first",
+                    session::MAX_LISTENERS
+                ),
+            ));
+        }
+        Outcome::Stream(rx)
     }
 
     fn initialize(&self, s: &Arc<ClientSession>, params: Option<&RawValue>) -> String {
@@ -565,6 +647,7 @@ impl Gateway {
                     request_id: &'a RawValue,
                 }
                 if let Some(p) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()) {
+                    s.unlisten(p.request_id.get());
                     let handle = lock(&s.inflight).remove(p.request_id.get());
                     if let Some(h) = handle {
                         // Dropping the upstream call sends notifications/cancelled to the server.
@@ -616,6 +699,31 @@ fn member_params(
     Ok((p, value))
 }
 
+/// `_meta` key: the subscription a change notification belongs to (its listen request's id).
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The listen kind a change notification belongs to.
+fn listen_kind(method: &str) -> Option<&'static str> {
+    match method {
+        "notifications/tools/list_changed" => Some("tools"),
+        "notifications/prompts/list_changed" => Some("prompts"),
+        "notifications/resources/list_changed" => Some("resources"),
+        _ => None,
+    }
+}
+
+/// A change notification on the listen stream of request `id` (raw).
+fn tagged_notification(method: &str, id: &str) -> Vec<u8> {
+    let params = format!(
+        "{{\"_meta\":{{{}:{id}}}}}",
+        jsonrpc::json_string(SUBSCRIPTION_ID_KEY)
+    );
+    match RawValue::from_string(params) {
+        Ok(p) => jsonrpc::notification_line(method, Some(&p)),
+        Err(_) => jsonrpc::notification_line(method, None),
+    }
+}
+
 /// What Gatehouse says of itself to `server/discover` (MCP 2026-07-28): every version it
 /// speaks, both eras; its capabilities; its identity in `_meta`. Stateless, so any client may
 /// ask at any time, with or without a session.
@@ -627,7 +735,7 @@ pub fn discover_result() -> String {
     format!(
         concat!(
             "{{\"resultType\":\"complete\",\"supportedVersions\":[{versions}],",
-            "\"capabilities\":{{\"tools\":{{\"listChanged\":false}},\"prompts\":{{\"listChanged\":false}},",
+            "\"capabilities\":{{\"tools\":{{\"listChanged\":true}},\"prompts\":{{\"listChanged\":false}},",
             "\"resources\":{{\"listChanged\":false}},\"completions\":{{}}}},",
             "\"instructions\":\"Gatehouse gathers the tools of the MCP servers it runs; each tool is named server__tool.\",",
             "\"ttlMs\":{ttl},\"cacheScope\":\"private\",\"_meta\":{{{key}:{info}}}}}"

@@ -33,6 +33,8 @@ pub struct ClientSession {
     info: Mutex<ClientInfo>,
     /// Messages not tied to a request (`list_changed`): the GET stream or stdout.
     standalone: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// A modern client's open `subscriptions/listen` streams (at most [`MAX_LISTENERS`]).
+    listeners: Mutex<Vec<Listener>>,
     /// Requests being forwarded, by the client's raw id: aborting one drops the upstream call,
     /// which sends `notifications/cancelled` to the server.
     pub(super) inflight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
@@ -43,6 +45,21 @@ pub struct ClientSession {
     /// A modern client's session ends at this time (ms since the epoch); legacy sessions end
     /// when their client ends them (or is evicted).
     pub expires_ms: Option<u64>,
+}
+
+/// Open `subscriptions/listen` streams per session, at most: one more is refused.
+pub const MAX_LISTENERS: usize = 16;
+
+/// Change notifications a listen stream waits to send, at most: a client that does not read its
+/// stream loses it (it re-listens and refetches, as the revision says), never the hub's memory.
+pub const LISTEN_QUEUE: usize = 16;
+
+/// One `subscriptions/listen` stream: its request id (raw, the subscription id), the kinds of
+/// change it asked for, and where its notifications go.
+pub(super) struct Listener {
+    pub id: String,
+    pub kinds: Vec<&'static str>,
+    pub tx: mpsc::Sender<super::Out>,
 }
 
 /// A server→client request awaiting the client's answer: the server's connection and the
@@ -88,6 +105,7 @@ impl ClientSession {
             token,
             info: Mutex::new(ClientInfo::default()),
             standalone: Mutex::new(None),
+            listeners: Mutex::new(Vec::new()),
             inflight: Mutex::new(HashMap::new()),
             forwarded: Mutex::new(HashMap::new()),
             last_seen: AtomicU64::new(crate::logs::now_ms()),
@@ -120,6 +138,49 @@ impl ClientSession {
         if let Some(tx) = lock(&self.standalone).clone() {
             let _ = tx.try_send(line.to_vec());
         }
+        self.notify_listeners(line);
+    }
+
+    /// Adds a listen stream; `false` when the session has [`MAX_LISTENERS`] already.
+    pub(super) fn listen(&self, l: Listener) -> bool {
+        let mut all = lock(&self.listeners);
+        all.retain(|l| !l.tx.is_closed());
+        if all.len() >= MAX_LISTENERS {
+            return false;
+        }
+        all.push(l);
+        true
+    }
+
+    /// Ends the listen stream opened by request `id` (its client cancelled it).
+    pub(super) fn unlisten(&self, id: &str) {
+        lock(&self.listeners).retain(|l| l.id != id);
+    }
+
+    /// A change notification to every listen stream that asked for its kind, tagged with the
+    /// stream's subscription id. A stream whose queue is full is ended.
+    fn notify_listeners(&self, line: &[u8]) {
+        let mut all = lock(&self.listeners);
+        if all.is_empty() {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct M {
+            method: String,
+        }
+        let Ok(M { method }) = serde_json::from_slice::<M>(line) else {
+            return;
+        };
+        let Some(kind) = super::listen_kind(&method) else {
+            return;
+        };
+        all.retain(|l| {
+            if !l.kinds.contains(&kind) {
+                return !l.tx.is_closed();
+            }
+            let tagged = super::tagged_notification(&method, &l.id);
+            l.tx.try_send(super::Out::Event(tagged)).is_ok()
+        });
     }
 
     pub(super) fn touch(&self) {
@@ -129,6 +190,7 @@ impl ClientSession {
 
     /// Cancels everything in flight and drops the streams.
     fn close(&self) {
+        lock(&self.listeners).clear();
         for (_, h) in lock(&self.inflight).drain() {
             h.abort();
         }

@@ -13,6 +13,10 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
                                                    elicitation by accepting {"reply": REPLY}
                                                    (REPLY "-" declares no elicitation capability)
 
+  py_client.py listen URL TOKEN                    mcp.Client pinned to 2026-07-28 opens subscriptions/listen
+                                                   for tool list changes, prints {"listening": true} once
+                                                   acknowledged, then the first change and the tools after it
+
 mcp.Client modes also print "protocol" (the version the client ended up speaking). A call that
 fails prints {"error": {"code", "message"}} as its result instead of stopping the script.
 
@@ -22,6 +26,8 @@ CALLS_JSON: [[tool, arguments], ...]
 import asyncio
 import json
 import sys
+
+import anyio
 
 import httpx2
 import mcp
@@ -68,6 +74,20 @@ async def main():
                 out = await exercise(c, calls, initialize=False)
                 out["protocol"] = c.protocol_version
                 return out
+    if mode == "listen":
+        url, token = sys.argv[2], sys.argv[3]
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            transport = streamable_http_client(url, http_client=http)
+            async with mcp.Client(transport, mode="2026-07-28") as c:
+                before = sorted(t.name for t in (await c.list_tools()).tools)
+                async with c.listen(tools_list_changed=True) as sub:
+                    print(json.dumps({"listening": True, "honored": sub.honored.model_dump(by_alias=True, exclude_none=True)}), flush=True)
+                    with anyio.fail_after(30):
+                        async for event in sub:
+                            after = sorted(t.name for t in (await c.list_tools()).tools)
+                            return {"event": type(event).__name__, "before": before, "after": after}
+        raise SystemExit("the listen stream ended without an event")
     if mode in ("http", "auto", "modern"):
         url, token, calls = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)

@@ -472,3 +472,97 @@ async fn modern_requests_are_checked_against_their_headers() {
         "{rows:?}"
     );
 }
+
+/// A modern client hears of list changes on the `subscriptions/listen` stream it opened (there
+/// is no GET stream in 2026-07-28): acknowledged first, then the change when a server goes away.
+#[tokio::test]
+#[ignore = "needs the Python SDK 2.3: run `make test`"]
+async fn a_modern_client_hears_list_changes_on_its_listen_stream() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &both_eras(&[]), &["fx", "modern"]).await;
+    let mut child = Command::new(python())
+        .args([
+            &clients_script("py_client.py"),
+            "listen",
+            &s.info.url,
+            &s.info.token,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["honored"]["toolsListChanged"], true, "{first}");
+    assert!(gh(&s, &["disable", "modern"]).status.success());
+    let last: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(last["event"], "ToolsListChanged", "{last}");
+    let names = |k: &str| -> Vec<String> { serde_json::from_value(last[k].clone()).unwrap() };
+    assert!(
+        names("before").contains(&"modern__add".to_owned()),
+        "{last}"
+    );
+    assert!(
+        !names("after").iter().any(|n| n.starts_with("modern__")),
+        "{last}"
+    );
+    assert!(names("after").contains(&"fx__echo".to_owned()), "{last}");
+}
+
+/// A remote server that answers `server/discover` is spoken to in 2026-07-28: no session, the
+/// routing headers on every POST (the upstream's own tool name in body and `Mcp-Name`), and a
+/// tool's `x-mcp-header` parameters mirrored into `Mcp-Param-*` headers — the SDK's server
+/// refuses the call without them. A legacy client calls it through Gatehouse.
+#[tokio::test]
+#[ignore = "needs the Python SDK 2.3: run `make test`"]
+async fn a_modern_remote_server_gets_its_routing_and_parameter_headers() {
+    let port = crate::remote::free_port();
+    let mut server = Command::new(python())
+        .args([
+            &clients_script("modern_server.py"),
+            "http",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the modern HTTP server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg: Value = serde_json::from_str(&config(&[(
+        "web",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp")}),
+    )]))
+    .unwrap();
+    cfg["approval"] = json!({"default": "flagged-only"});
+    let s = serve(dir.path(), &cfg.to_string(), &["web"]).await;
+    let web = status_of(&s, "web");
+    assert_eq!(
+        (web["era"].clone(), web["protocol_version"].clone()),
+        (json!("modern"), json!(MODERN)),
+        "{web}"
+    );
+    let calls = json!([
+        ["web__regional", {"region": "eu-west", "q": "hi"}],
+        ["web__add", {"a": 1, "b": 1}],
+    ]);
+    let out = run_json(&mut py(&s, "http", &calls));
+    assert_eq!(
+        out["results"]["web__regional"]["content"][0]["text"], "eu-west: hi",
+        "{out}"
+    );
+    assert_eq!(
+        out["results"]["web__add"]["content"][0]["text"], "2",
+        "{out}"
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}
