@@ -3,6 +3,7 @@
 //! The echo tool of the fixture server, in one run:
 //! - direct: a JSON-RPC client on the fixture's own stdio;
 //! - gateway HTTP: Streamable HTTP to the hub, which forwards to the same kind of child;
+//! - gateway 2026: the same from a 2026-07-28 client (no session; envelope and routing headers);
 //! - connect bridge: a stdio client on `gatehouse connect`, which goes over HTTP to the hub.
 //!
 //! p50/p99 of 2,000 sequential calls and calls/s with 16 concurrent callers, then `tools/list`
@@ -13,8 +14,9 @@
 //! results (the echo tool padded to that size), the hub's CPU per call at 1 and 16 clients, and
 //! the HTTP floor (ping: a reply from the same HTTP stack with nothing forwarded) with its CPU.
 //!
-//! `cargo bench --bench gateway -- --calls N [--bytes B]` only starts that hub, makes N
-//! sequential calls (B-byte results, default 1 KiB) and stops it: a fixed workload for
+//! `cargo bench --bench gateway -- --calls N [--bytes B] [--modern]` only starts that hub, makes
+//! N sequential calls (B-byte results, default 1 KiB; from a 2026-07-28 client with `--modern`)
+//! and stops it: a fixed workload for
 //! instruction counts. With
 //! `GATEHOUSE_BENCH_HUB_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p"` the
 //! hub runs under callgrind; (Ir at N = 2,200 − Ir at N = 200) / 2,000 is the count per call
@@ -60,8 +62,10 @@ fn main() {
         .position(|a| a == "--bytes")
         .and_then(|i| args.get(i + 1))
         .map_or(1024, |n| n.parse::<usize>().expect("--bytes B"));
+    // `--modern`: the fixed calls come from a 2026-07-28 client (no session, envelope).
+    let modern = args.iter().any(|a| a == "--modern");
     match calls {
-        Some(n) => rt.block_on(fixed_calls(n, bytes)),
+        Some(n) => rt.block_on(fixed_calls(n, bytes, modern)),
         None => rt.block_on(async {
             run().await;
             hub_process().await;
@@ -125,6 +129,16 @@ async fn run() {
     })
     .await;
 
+    let modern = Arc::new(HttpClient::modern(&url));
+    let m = measure("gateway 2026", {
+        let modern = modern.clone();
+        move |i| {
+            let c = modern.clone();
+            async move { c.call("fx__echo", i).await }
+        }
+    })
+    .await;
+
     // Reference: the HTTP round trip alone (the gateway answers ping itself, nothing forwarded).
     let ping = measure("HTTP ping only", {
         let http = http.clone();
@@ -156,7 +170,11 @@ async fn run() {
         "of the gateway's added p50, the HTTP transport alone (ping) is {:.3} ms; forwarding is the rest",
         (ping.p50 - d.p50).max(0.0) * 1000.0
     );
-    for (name, m) in [("gateway HTTP", &h), ("connect bridge", &b)] {
+    for (name, m) in [
+        ("gateway HTTP", &h),
+        ("gateway 2026", &m),
+        ("connect bridge", &b),
+    ] {
         println!(
             "{name:<15} added p50 {:>7.3} ms   added p99 {:>7.3} ms   throughput {:>5.1} % of direct",
             (m.p50 - d.p50) * 1000.0,
@@ -164,6 +182,10 @@ async fn run() {
             100.0 * m.rate / d.rate
         );
     }
+    println!(
+        "a 2026-07-28 client (no session; envelope and routing headers checked) adds {:+.3} ms p50 over a legacy one",
+        (m.p50 - h.p50) * 1000.0
+    );
 
     stop.cancel();
     gw.shutdown().await;
@@ -278,6 +300,8 @@ struct HttpClient {
     http: reqwest::Client,
     url: String,
     session: String,
+    /// Speaks 2026-07-28 (no session) instead of 2025.
+    modern: bool,
 }
 
 impl HttpClient {
@@ -303,6 +327,22 @@ impl HttpClient {
             http,
             url: url.to_owned(),
             session,
+            modern: false,
+        }
+    }
+
+    /// A 2026-07-28 client: no session; every request carries its envelope and routing headers.
+    fn modern(url: &str) -> HttpClient {
+        let http = gatehouse::http_client_builder()
+            .no_proxy()
+            .pool_max_idle_per_host(64)
+            .build()
+            .expect("client");
+        HttpClient {
+            http,
+            url: url.to_owned(),
+            session: String::new(),
+            modern: true,
         }
     }
 
@@ -311,16 +351,28 @@ impl HttpClient {
     }
 
     async fn call_sized(&self, tool: &str, i: usize, bytes: usize) {
-        let body = format!(
-            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello {i}","bytes":{bytes}}}}}}}"#
-        );
-        let r = self
-            .http
-            .post(&self.url)
+        let req = if self.modern {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello {i}","bytes":{bytes}}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench","version":"1"}}}}}}}}"#
+            );
+            self.http
+                .post(&self.url)
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/call")
+                .header("mcp-name", tool)
+                .body(body)
+        } else {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"{tool}","arguments":{{"text":"hello {i}","bytes":{bytes}}}}}}}"#
+            );
+            self.http
+                .post(&self.url)
+                .header("mcp-session-id", &self.session)
+                .body(body)
+        };
+        let r = req
             .bearer_auth(TOKEN)
             .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .body(body)
             .send()
             .await
             .expect("post");
@@ -544,11 +596,13 @@ impl HubProcess {
 
 /// `--calls N [--bytes B]`: N sequential calls (results of B bytes, default 1 KiB) through a
 /// hub process, then stop it.
-async fn fixed_calls(n: usize, bytes: usize) {
+async fn fixed_calls(n: usize, bytes: usize, modern: bool) {
     let hub = HubProcess::start().await;
+    let modern_client = HttpClient::modern(&hub.client.url);
+    let client = if modern { &modern_client } else { &hub.client };
     let t = Instant::now();
     for i in 0..n {
-        hub.client.call_sized("fx__echo", i, bytes).await;
+        client.call_sized("fx__echo", i, bytes).await;
     }
     let wall = t.elapsed();
     let cpu = hub.cpu();

@@ -42,6 +42,30 @@ pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// How a result is meant: finished, or asking the client for input first (multi round-trip).
 pub const RESULT_TYPE_KEY: &str = "resultType";
 
+/// The byte searches of the hot path, each built once (building a searcher costs more than
+/// running it over a small message).
+pub(crate) struct Needles {
+    /// `io.modelcontextprotocol/`: any reserved `_meta` key.
+    pub reserved: memchr::memmem::Finder<'static>,
+    /// The protocol-version key: a modern envelope.
+    pub version: memchr::memmem::Finder<'static>,
+    /// The server-identity key.
+    pub server_info: memchr::memmem::Finder<'static>,
+    /// `x-mcp-header`.
+    pub x_mcp_header: memchr::memmem::Finder<'static>,
+    /// `"tools/call"`.
+    pub tools_call: memchr::memmem::Finder<'static>,
+}
+
+/// The searchers, built on first use.
+pub(crate) static NEEDLES: std::sync::LazyLock<Needles> = std::sync::LazyLock::new(|| Needles {
+    reserved: memchr::memmem::Finder::new(b"io.modelcontextprotocol/"),
+    version: memchr::memmem::Finder::new(PROTOCOL_VERSION_KEY.as_bytes()),
+    server_info: memchr::memmem::Finder::new(SERVER_INFO_KEY.as_bytes()),
+    x_mcp_header: memchr::memmem::Finder::new(b"x-mcp-header"),
+    tools_call: memchr::memmem::Finder::new(b"\"tools/call\""),
+});
+
 /// Which era a peer speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -73,11 +97,28 @@ pub fn supported_versions() -> Vec<&'static str> {
 }
 
 /// Gatehouse's identity, as a modern `_meta` value.
-pub fn our_info() -> String {
-    format!(
-        "{{\"name\":\"gatehouse\",\"title\":\"Gatehouse\",\"version\":{}}}",
-        json_string(env!("CARGO_PKG_VERSION"))
-    )
+pub fn our_info() -> &'static str {
+    static INFO: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{{\"name\":\"gatehouse\",\"title\":\"Gatehouse\",\"version\":{}}}",
+            json_string(env!("CARGO_PKG_VERSION"))
+        )
+    });
+    &INFO
+}
+
+/// Our envelope's members but the capabilities, as `_meta` text (built once).
+fn our_stamp() -> &'static str {
+    static STAMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}:{},{}:{}",
+            json_string(PROTOCOL_VERSION_KEY),
+            json_string(MODERN_VERSION),
+            json_string(CLIENT_INFO_KEY),
+            our_info(),
+        )
+    });
+    &STAMP
 }
 
 /// A modern request's envelope, as its client sent it.
@@ -109,18 +150,33 @@ pub fn read_envelope(params: Option<&RawValue>) -> Result<Option<Envelope>, Enve
         return Ok(None);
     };
     // Legacy traffic never carries the key: most requests are decided without a parse.
-    if memchr::memmem::find(params.get().as_bytes(), PROTOCOL_VERSION_KEY.as_bytes()).is_none() {
+    if NEEDLES.version.find(params.get().as_bytes()).is_none() {
         return Ok(None);
     }
-    #[derive(Deserialize)]
-    struct P<'a> {
-        #[serde(borrow, rename = "_meta", default)]
-        meta: Option<&'a RawValue>,
-    }
-    let Ok(P { meta: Some(meta) }) = serde_json::from_str::<P>(params.get()) else {
-        return Ok(None);
+    // `_meta` is found at the top level, the rest stepped over (never parsed for this).
+    let text = params.get();
+    let meta = match scan::top_level(text.as_bytes(), [b"_meta"]) {
+        Some([Some(r)]) => &text[r],
+        Some([None]) => return Ok(None),
+        None => {
+            #[derive(Deserialize)]
+            struct P<'a> {
+                #[serde(borrow, rename = "_meta", default)]
+                meta: Option<&'a RawValue>,
+            }
+            match serde_json::from_str::<P>(text) {
+                Ok(P { meta: Some(m) }) => m.get(),
+                _ => return Ok(None),
+            }
+        }
     };
-    let Ok(meta) = serde_json::from_str::<BTreeMap<&str, &RawValue>>(meta.get()) else {
+    envelope_of_meta(meta)
+}
+
+/// The modern envelope in a request's `_meta` (its raw text).
+pub fn envelope_of_meta(meta: &str) -> Result<Option<Envelope>, EnvelopeError> {
+    let Ok(meta) = serde_json::from_str::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(meta)
+    else {
         return Ok(None);
     };
     let Some(version) = meta.get(PROTOCOL_VERSION_KEY) else {
@@ -179,46 +235,65 @@ pub fn unsupported_data(requested: &str) -> String {
 /// and the capabilities of the client the request comes from when it declared them (so a
 /// multi round-trip request it can answer passes through), else none. `None`: the params are
 /// unchanged (most legacy traffic, decided without a parse).
-pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<Box<RawValue>> {
+pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<String> {
     let text = params.map_or("", |p| p.get());
-    let reserved = memchr::memmem::find(text.as_bytes(), b"io.modelcontextprotocol/").is_some();
+    let reserved = NEEDLES.reserved.find(text.as_bytes()).is_some();
     if era == Era::Legacy && !reserved {
         return None;
     }
-    let mut members: BTreeMap<String, Box<RawValue>> = match params {
-        None => BTreeMap::new(),
-        Some(p) => serde_json::from_str(p.get()).ok()?,
+    // Only `_meta` is read and rewritten; the other members (the arguments) keep their bytes and
+    // are stepped over, not parsed.
+    let meta_range = match params {
+        None => None,
+        Some(p) => {
+            let [m] = scan::top_level(p.get().as_bytes(), [b"_meta"])?;
+            m
+        }
     };
-    let mut meta: BTreeMap<String, Box<RawValue>> = members
-        .get("_meta")
-        .and_then(|m| serde_json::from_str(m.get()).ok())
+    // Borrowed: the members that stay are copied as they are, never re-encoded.
+    let mut meta: BTreeMap<std::borrow::Cow<'_, str>, &RawValue> = meta_range
+        .clone()
+        .and_then(|r| serde_json::from_str(&text[r]).ok())
         .unwrap_or_default();
     let client_capabilities = meta.remove(CLIENT_CAPABILITIES_KEY);
     meta.remove(PROTOCOL_VERSION_KEY);
     meta.remove(CLIENT_INFO_KEY);
     if era == Era::Legacy {
         meta.remove(LOG_LEVEL_KEY);
-    } else {
-        meta.insert(
-            PROTOCOL_VERSION_KEY.into(),
-            RawValue::from_string(json_string(MODERN_VERSION)).ok()?,
-        );
-        meta.insert(
-            CLIENT_INFO_KEY.into(),
-            RawValue::from_string(our_info()).ok()?,
-        );
-        let caps = match client_capabilities {
-            Some(c) if c.get().starts_with('{') => c,
-            _ => RawValue::from_string("{}".into()).ok()?,
-        };
-        meta.insert(CLIENT_CAPABILITIES_KEY.into(), caps);
     }
-    if meta.is_empty() {
-        members.remove("_meta");
-    } else {
-        members.insert("_meta".into(), serde_json::value::to_raw_value(&meta).ok()?);
+    let mut new_meta = String::with_capacity(128);
+    new_meta.push('{');
+    for (k, v) in &meta {
+        if new_meta.len() > 1 {
+            new_meta.push(',');
+        }
+        new_meta.push_str(&json_string(k));
+        new_meta.push(':');
+        new_meta.push_str(v.get());
     }
-    serde_json::value::to_raw_value(&members).ok()
+    if era == Era::Modern {
+        let caps = client_capabilities
+            .map(|c| c.get())
+            .filter(|c| c.starts_with('{'))
+            .unwrap_or("{}");
+        if new_meta.len() > 1 {
+            new_meta.push(',');
+        }
+        new_meta.push_str(our_stamp());
+        new_meta.push_str(",\"");
+        new_meta.push_str(CLIENT_CAPABILITIES_KEY);
+        new_meta.push_str("\":");
+        new_meta.push_str(caps);
+    }
+    new_meta.push('}');
+    let out = match (params, meta_range) {
+        (None, _) => format!("{{\"_meta\":{new_meta}}}"),
+        (Some(_), Some(r)) => format!("{}{new_meta}{}", &text[..r.start], &text[r.end..]),
+        (Some(_), None) if era == Era::Legacy => return None,
+        (Some(_), None) => insert_first(text, "_meta", &new_meta),
+    };
+    // Valid JSON by construction: valid params with one valid member replaced or added.
+    Some(out)
 }
 
 /// What a result is, by its top-level `resultType` (absent: `complete`, as the revision says of
@@ -304,7 +379,7 @@ pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Co
     let mut out: Cow<'a, str> = Cow::Borrowed(raw);
     if let Some(range) = view.meta.clone() {
         let inside = &raw.as_bytes()[range.clone()];
-        if memchr::memmem::find(inside, SERVER_INFO_KEY.as_bytes()).is_some() {
+        if NEEDLES.server_info.find(inside).is_some() {
             let stripped =
                 serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(&raw[range.clone()])
                     .ok()
@@ -644,7 +719,7 @@ mod tests {
         ));
         // To a legacy server: the envelope and the log level leave, the rest stays.
         let legacy = for_upstream(Some(&modern_client), Era::Legacy).unwrap();
-        let v: serde_json::Value = serde_json::from_str(legacy.get()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&legacy).unwrap();
         assert_eq!(
             v["_meta"],
             serde_json::json!({"traceparent":"00-ab-cd-01","progressToken":7})
@@ -652,7 +727,7 @@ mod tests {
         assert_eq!(v["arguments"], serde_json::json!({"a":1}));
         // To a modern server: ours, with the client's capabilities.
         let modern = for_upstream(Some(&modern_client), Era::Modern).unwrap();
-        let v: serde_json::Value = serde_json::from_str(modern.get()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&modern).unwrap();
         assert_eq!(v["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
         assert_eq!(v["_meta"][CLIENT_INFO_KEY]["name"], "gatehouse");
         assert_eq!(
@@ -666,11 +741,11 @@ mod tests {
         let plain = raw(r#"{"name":"t","_meta":{"progressToken":1}}"#);
         assert!(for_upstream(Some(&plain), Era::Legacy).is_none());
         let v: serde_json::Value =
-            serde_json::from_str(for_upstream(Some(&plain), Era::Modern).unwrap().get()).unwrap();
+            serde_json::from_str(&for_upstream(Some(&plain), Era::Modern).unwrap()).unwrap();
         assert_eq!(v["_meta"][CLIENT_CAPABILITIES_KEY], serde_json::json!({}));
         assert_eq!(v["_meta"]["progressToken"], 1);
         let none: serde_json::Value =
-            serde_json::from_str(for_upstream(None, Era::Modern).unwrap().get()).unwrap();
+            serde_json::from_str(&for_upstream(None, Era::Modern).unwrap()).unwrap();
         assert_eq!(none["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
     }
 

@@ -139,10 +139,15 @@ impl Gateway {
         tool: Option<ToolCall>,
     ) -> Outcome {
         // The client's progress token is replaced by one of ours, unique across clients.
-        let client_token = params
-            .get("_meta")
-            .and_then(|m| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(m.get()).ok())
-            .and_then(|m| m.get("progressToken").map(|t| t.get().to_owned()));
+        let client_token = params.get("_meta").and_then(|m| {
+            let text = m.get();
+            match jsonrpc::scan::top_level(text.as_bytes(), [b"progressToken"]) {
+                Some([token]) => token.map(|r| text[r].to_owned()),
+                None => serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(text)
+                    .ok()
+                    .and_then(|m| m.get("progressToken").map(|t| t.get().to_owned())),
+            }
+        });
         let our_token = client_token
             .as_ref()
             .map(|_| format!("\"gatehouse-{}\"", self.next()));

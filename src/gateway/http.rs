@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -486,9 +486,6 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
     outcome_response(outcome, sid).await
 }
 
-/// The routing headers of the modern revision, each of which must come once.
-const ROUTING_HEADERS: [&str; 3] = [VERSION_HEADER, "mcp-method", "mcp-name"];
-
 /// A modern request: its routing headers are checked against its body (a mismatch is 400 with
 /// -32020), then it is handled in its client's modern session.
 #[allow(clippy::too_many_arguments)]
@@ -503,14 +500,20 @@ async fn modern_post(
     profile: &Option<String>,
 ) -> Response {
     let raw_id = id.map_or(NULL_ID, |i| i.get());
-    if let Err(why) = check_routing_headers(h, method, params, envelope) {
+    let members = Members::of(params);
+    let named = match crate::protocol::name_member(method.unwrap_or_default()) {
+        Some("uri") => members.uri.as_deref(),
+        Some(_) => members.name.as_deref(),
+        None => None,
+    };
+    if let Err(why) = check_routing_headers(h, method, named, envelope) {
         return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
     }
     if id.is_none() {
         // The revision defines no client notification over HTTP: taken and dropped.
         return StatusCode::ACCEPTED.into_response();
     }
-    if method == Some("tools/call") {
+    if let (Some("tools/call"), Some(tool)) = (method, members.name.as_deref()) {
         let values = |name: &str| -> Vec<String> {
             h.get_all(name)
                 .iter()
@@ -520,33 +523,83 @@ async fn modern_post(
                 })
                 .collect()
         };
-        if let Err(why) = st.gw.check_param_headers(profile, params, values) {
+        if let Err(why) = st
+            .gw
+            .check_param_headers(profile, tool, members.arguments, values)
+        {
             return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
         }
     }
     let session = st.gw.modern_session(profile.clone(), envelope);
-    match st.gw.handle(&session, bytes).await {
+    match st.gw.handle_modern(&session, bytes, envelope).await {
         Outcome::Reply(line) => modern_reply(line),
         other => outcome_response(other, None).await,
     }
 }
 
+/// The members of a modern request's params the transport checks headers against: `name`,
+/// `uri` (strings) and `arguments` (raw). Read from the top level in one pass; the arguments are
+/// stepped over, not parsed.
+struct Members<'a> {
+    name: Option<String>,
+    uri: Option<String>,
+    arguments: Option<&'a str>,
+}
+
+impl<'a> Members<'a> {
+    fn of(params: Option<&'a serde_json::value::RawValue>) -> Members<'a> {
+        let text = params.map_or("{}", |p| p.get());
+        let string = |raw: &str| serde_json::from_str::<String>(raw).ok();
+        match crate::jsonrpc::scan::top_level(text.as_bytes(), [b"name", b"uri", b"arguments"]) {
+            Some([name, uri, arguments]) => Members {
+                name: name.and_then(|r| string(&text[r])),
+                uri: uri.and_then(|r| string(&text[r])),
+                arguments: arguments.map(|r| &text[r]),
+            },
+            // Spelled in a way the scan leaves to serde (escaped keys, duplicates).
+            None => {
+                #[derive(serde::Deserialize, Default)]
+                struct P<'a> {
+                    name: Option<serde_json::Value>,
+                    uri: Option<serde_json::Value>,
+                    #[serde(borrow)]
+                    arguments: Option<&'a serde_json::value::RawValue>,
+                }
+                let p: P<'a> = serde_json::from_str(text).unwrap_or_default();
+                let text =
+                    |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+                Members {
+                    name: text(p.name),
+                    uri: text(p.uri),
+                    arguments: p.arguments.map(|a| a.get()),
+                }
+            }
+        }
+    }
+}
+
+/// The routing headers, parsed once.
+static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+static MCP_VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
+
 /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` against the body: each present once and
-/// equal to what the body says (`Mcp-Name` decoded first).
+/// equal to what the body says (`Mcp-Name` decoded first); `named` is the body's `name` or `uri`
+/// for the methods that name something.
 fn check_routing_headers(
     h: &HeaderMap,
     method: Option<&str>,
-    params: Option<&serde_json::value::RawValue>,
+    named: Option<&str>,
     envelope: &crate::protocol::Envelope,
 ) -> Result<(), String> {
-    if let Some(dup) = ROUTING_HEADERS
-        .iter()
-        .find(|name| h.get_all(**name).iter().count() > 1)
+    if let Some(dup) = [&MCP_VERSION, &MCP_METHOD, &MCP_NAME]
+        .into_iter()
+        .find(|name| h.get_all(*name).iter().nth(1).is_some())
     {
         return Err(format!("Header mismatch: {dup} appears more than once"));
     }
-    let header = |name: &str| h.get(name).map(|v| v.to_str().map_err(|_| ()));
-    match header(VERSION_HEADER) {
+    let header = |name: &HeaderName| h.get(name).map(|v| v.to_str().map_err(|_| ()));
+    match header(&MCP_VERSION) {
         Some(Ok(v)) if v == envelope.version => {}
         Some(Ok(v)) => {
             return Err(format!(
@@ -557,7 +610,7 @@ fn check_routing_headers(
         _ => return Err("Header mismatch: the MCP-Protocol-Version header is missing or malformed".into()),
     }
     let method = method.unwrap_or_default();
-    match header("mcp-method") {
+    match header(&MCP_METHOD) {
         Some(Ok(v)) if v == method => {}
         Some(Ok(v)) => {
             return Err(format!(
@@ -566,17 +619,9 @@ fn check_routing_headers(
         }
         _ => return Err("Header mismatch: the Mcp-Method header is missing or malformed".into()),
     }
-    if let Some(key) = crate::protocol::name_member(method) {
-        #[derive(serde::Deserialize)]
-        struct P {
-            name: Option<serde_json::Value>,
-            uri: Option<serde_json::Value>,
-        }
-        let body = params
-            .and_then(|p| serde_json::from_str::<P>(p.get()).ok())
-            .and_then(|p| if key == "name" { p.name } else { p.uri });
-        if let Some(body) = body.as_ref().and_then(|b| b.as_str()) {
-            match header("mcp-name") {
+    if crate::protocol::name_member(method).is_some() {
+        if let Some(body) = named {
+            match header(&MCP_NAME) {
                 Some(Ok(v)) => match crate::protocol::decode_header_value(v) {
                     Some(decoded) if decoded == body => {}
                     Some(decoded) => {

@@ -409,6 +409,25 @@ impl Gateway {
 
     /// Handles one message from the client.
     pub async fn handle(&self, s: &Arc<ClientSession>, message: &[u8]) -> Outcome {
+        self.handle_with(s, message, None).await
+    }
+
+    /// [`Gateway::handle`] for a modern request whose envelope the transport has read already.
+    pub async fn handle_modern(
+        &self,
+        s: &Arc<ClientSession>,
+        message: &[u8],
+        envelope: &crate::protocol::Envelope,
+    ) -> Outcome {
+        self.handle_with(s, message, Some(envelope)).await
+    }
+
+    async fn handle_with(
+        &self,
+        s: &Arc<ClientSession>,
+        message: &[u8],
+        known: Option<&crate::protocol::Envelope>,
+    ) -> Outcome {
         s.touch();
         let message = trim(message);
         if message.first() == Some(&b'[') {
@@ -447,16 +466,27 @@ impl Gateway {
             }
             Some(Kind::Request { id, method }) => {
                 // A modern request's envelope is checked before anything else is done with it.
-                match crate::protocol::read_envelope(env.params) {
-                    Err(e) => return Outcome::Reply(envelope_error(id.get(), &e)),
-                    // A modern client says who it is and what it can answer on each request.
-                    Ok(Some(envelope)) => s.set_info(|i| {
+                let read;
+                let envelope = match known {
+                    Some(e) => Some(e),
+                    None => match crate::protocol::read_envelope(env.params) {
+                        Err(e) => return Outcome::Reply(envelope_error(id.get(), &e)),
+                        Ok(e) => {
+                            read = e;
+                            read.as_ref()
+                        }
+                    },
+                };
+                // A modern client says who it is and what it can answer on each request.
+                if let Some(envelope) = envelope {
+                    s.set_info(|i| {
                         if i.name.is_none() {
                             (i.name, i.version) = envelope.client.clone();
                         }
-                        i.capabilities = Some(envelope.capabilities);
-                    }),
-                    Ok(None) => {}
+                        if i.capabilities.as_deref() != Some(envelope.capabilities.as_str()) {
+                            i.capabilities = Some(envelope.capabilities.clone());
+                        }
+                    });
                 }
                 self.request(s, id, method, env.params).await
             }

@@ -217,6 +217,8 @@ pub(super) struct Sessions {
     map: Mutex<HashMap<String, Arc<ClientSession>>>,
     /// Told the id of every session that ends (its "session" answers end with it).
     on_end: std::sync::OnceLock<EndHook>,
+    /// The keys of the hash that names modern clients' sessions.
+    modern_keys: std::hash::RandomState,
     /// The last sessions that ended: (clientInfo name, profile, last seen), at most
     /// [`RECENTLY_ENDED`], for "connected in the last minutes".
     ended: Mutex<std::collections::VecDeque<(String, String, u64)>>,
@@ -286,23 +288,13 @@ impl Sessions {
         token: Option<Arc<str>>,
         client: &(Option<String>, Option<String>),
     ) -> Arc<ClientSession> {
-        use sha2::Digest;
-        let mut h = sha2::Sha256::new();
-        for part in [
-            profile.as_deref().unwrap_or(""),
-            client.0.as_deref().unwrap_or(""),
-            client.1.as_deref().unwrap_or(""),
-        ] {
-            h.update((part.len() as u64).to_le_bytes());
-            h.update(part.as_bytes());
-        }
-        let digest = h.finalize();
-        let id: String = format!(
-            "modern-{}",
-            digest[..12]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
+        use std::hash::BuildHasher;
+        // A keyed hash (keys random per hub) of who the client is: its id, stable for the hub's
+        // life, names nothing a client could predict.
+        let id = format!(
+            "modern-{:016x}",
+            self.modern_keys
+                .hash_one((profile.as_deref(), &client.0, &client.1))
         );
         let now = crate::logs::now_ms();
         let found = lock(&self.map).get(&id).cloned();

@@ -109,39 +109,34 @@ impl Gateway {
     pub fn check_param_headers(
         &self,
         profile: &Option<String>,
-        params: Option<&RawValue>,
+        name: &str,
+        arguments: Option<&str>,
         header: impl Fn(&str) -> Vec<String>,
     ) -> Result<(), String> {
         use crate::protocol::{decode_header_value, header_scalar, value_at};
-        #[derive(serde::Deserialize)]
-        struct P {
-            name: Option<String>,
-            #[serde(default)]
-            arguments: serde_json::Value,
-        }
-        let Some(P {
-            name: Some(name),
-            arguments,
-        }) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok())
-        else {
-            return Ok(());
-        };
         let catalog = self.catalog();
-        let Some(entry) = catalog.lookup(&name) else {
+        let Some(entry) = catalog.lookup(name) else {
             return Ok(()); // the call itself says the tool is unknown
         };
+        let annotations = entry.tool.header_annotations();
+        if annotations.is_empty() {
+            return Ok(()); // most tools: nothing to check, the arguments are not parsed
+        }
+        let arguments: serde_json::Value = arguments
+            .and_then(|a| serde_json::from_str(a).ok())
+            .unwrap_or_default();
         let config = self.inner.hub.config();
         let visible = profile.as_deref().is_none_or(|p| {
             config
                 .clients
                 .iter()
                 .find(|(k, _)| k.as_str() == p)
-                .is_some_and(|(_, v)| v.sees_tool(entry.server.as_str(), &name))
+                .is_some_and(|(_, v)| v.sees_tool(entry.server.as_str(), name))
         });
         if !visible {
             return Ok(());
         }
-        for (path, token) in entry.tool.header_annotations() {
+        for (path, token) in annotations {
             let header_name = format!("Mcp-Param-{token}");
             let values = header(&header_name.to_ascii_lowercase());
             let argument = path.join(".");

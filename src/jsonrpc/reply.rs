@@ -57,15 +57,20 @@ pub fn error_object_line(id: &str, error: &str) -> Vec<u8> {
 
 /// A request with a numeric id; `params` is raw JSON and goes in untouched.
 pub fn request_line(id: u64, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    request_line_text(id, method, params.map(|p| p.get()))
+}
+
+/// [`request_line`] with params as text the caller knows to be JSON (built from valid parts).
+pub fn request_line_text(id: u64, method: &str, params: Option<&str>) -> Vec<u8> {
     let method = json_string(method);
-    let mut out = Vec::with_capacity(64 + method.len() + params.map_or(0, |p| p.get().len()));
+    let mut out = Vec::with_capacity(64 + method.len() + params.map_or(0, str::len));
     out.extend_from_slice(HEAD);
     out.extend_from_slice(id.to_string().as_bytes());
     out.extend_from_slice(b",\"method\":");
     out.extend_from_slice(method.as_bytes());
     if let Some(p) = params {
         out.extend_from_slice(b",\"params\":");
-        out.extend_from_slice(p.get().as_bytes());
+        out.extend_from_slice(p.as_bytes());
     }
     out.extend_from_slice(b"}\n");
     out

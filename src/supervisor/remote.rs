@@ -283,7 +283,7 @@ impl Bridge {
     /// The `Mcp-Param-*` headers of a `tools/call` (none for other messages, or a tool without
     /// annotations).
     fn param_headers_of(&self, msg: &[u8]) -> Vec<(String, String)> {
-        if memchr::memmem::find(msg, b"\"tools/call\"").is_none() {
+        if protocol::NEEDLES.tools_call.find(msg).is_none() {
             return Vec::new();
         }
         #[derive(serde::Deserialize)]
@@ -334,7 +334,7 @@ impl Bridge {
     /// Learns the header annotations of the tools in a `tools/list` answer (only an answer that
     /// mentions `x-mcp-header` is parsed for this).
     fn learn_param_headers(&self, body: &[u8]) {
-        if memchr::memmem::find(body, b"x-mcp-header").is_none() {
+        if protocol::NEEDLES.x_mcp_header.find(body).is_none() {
             return;
         }
         #[derive(serde::Deserialize)]

@@ -320,7 +320,8 @@ impl RpcPeer {
         };
         // This hop's protocol keys are ours: the client's envelope never reaches the server.
         let own = crate::protocol::for_upstream(params, self.era());
-        let line = jsonrpc::request_line(id, method, own.as_deref().or(params));
+        let line =
+            jsonrpc::request_line_text(id, method, own.as_deref().or(params.map(|p| p.get())));
         trace(&self.server, "to", &line);
         if self.out.send(line).await.is_err() {
             return Err(self.lost("closed its input"));

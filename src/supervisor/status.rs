@@ -214,7 +214,7 @@ impl ToolDef {
     /// has one is parsed for this).
     pub fn invalid_header_annotation(&self) -> Option<String> {
         let raw = self.raw.get();
-        memchr::memmem::find(raw.as_bytes(), b"x-mcp-header")?;
+        crate::protocol::NEEDLES.x_mcp_header.find(raw.as_bytes())?;
         let definition: Value = serde_json::from_str(raw).ok()?;
         crate::protocol::invalid_x_mcp_header(definition.get("inputSchema")?)
     }
@@ -222,7 +222,11 @@ impl ToolDef {
     /// The `x-mcp-header` annotations of its input schema: (property path, header token).
     pub fn header_annotations(&self) -> Vec<(Vec<String>, String)> {
         let raw = self.raw.get();
-        if memchr::memmem::find(raw.as_bytes(), b"x-mcp-header").is_none() {
+        if crate::protocol::NEEDLES
+            .x_mcp_header
+            .find(raw.as_bytes())
+            .is_none()
+        {
             return Vec::new();
         }
         serde_json::from_str::<Value>(raw)
