@@ -67,10 +67,11 @@ pub(crate) static NEEDLES: std::sync::LazyLock<Needles> = std::sync::LazyLock::n
 });
 
 /// Which era a peer speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Era {
-    /// 2024-11-05 … 2025-11-25: `initialize`, sessions.
+    /// 2024-11-05 … 2025-11-25: `initialize`, sessions. What a peer is until it shows otherwise.
+    #[default]
     Legacy,
     /// 2026-07-28: per-request envelope, `server/discover`.
     Modern,
@@ -652,9 +653,12 @@ pub fn invalid_x_mcp_header(input_schema: &serde_json::Value) -> Option<String> 
     None
 }
 
-/// The `x-mcp-header` annotations of a (valid) input schema: (path of `properties` keys,
-/// header name token).
-pub fn x_mcp_headers(input_schema: &serde_json::Value) -> Vec<(Vec<String>, String)> {
+/// One `x-mcp-header` annotation: the path of `properties` keys to the parameter, and the
+/// header name token (`Mcp-Param-{token}`).
+pub type HeaderAnnotation = (Vec<String>, String);
+
+/// The `x-mcp-header` annotations of a (valid) input schema.
+pub fn x_mcp_headers(input_schema: &serde_json::Value) -> Vec<HeaderAnnotation> {
     let mut out = Vec::new();
     let mut stack: Vec<(Vec<String>, &serde_json::Value)> = vec![(Vec::new(), input_schema)];
     while let Some((path, node)) = stack.pop() {

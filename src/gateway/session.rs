@@ -87,12 +87,6 @@ pub struct ClientInfo {
     pub capabilities: Option<String>,
 }
 
-impl Default for crate::protocol::Era {
-    fn default() -> Self {
-        crate::protocol::Era::Legacy
-    }
-}
-
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -117,7 +117,8 @@ struct Bridge {
     /// The `x-mcp-header` annotations of the tools the server listed (tool name → property path
     /// and header token), learnt from its `tools/list` answers: a modern server's calls carry
     /// them as `Mcp-Param-*` headers. At most [`MAX_ANNOTATED_TOOLS`] tools.
-    param_headers: std::sync::Mutex<std::collections::HashMap<String, Vec<(Vec<String>, String)>>>,
+    param_headers:
+        std::sync::Mutex<std::collections::HashMap<String, Vec<protocol::HeaderAnnotation>>>,
 }
 
 /// Tools whose header annotations a bridge remembers, at most.
