@@ -24,7 +24,7 @@ const OUT_QUEUE: usize = 8;
 /// Times one held call is asked about at most when its tool's definition keeps changing.
 const MAX_ASKS: usize = 3;
 /// Server→client requests one client may leave unanswered at most; more are refused.
-const MAX_FORWARDED: usize = 64;
+pub(super) const MAX_FORWARDED: usize = 64;
 /// How long a client may leave its call's stream unread before the call is dropped.
 const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -171,10 +171,6 @@ impl Gateway {
         };
         let (tx, rx) = mpsc::channel::<Out>(OUT_QUEUE);
         let (sink, mut events) = crate::supervisor::rpc::route_channel();
-        let route = CallRoute {
-            sink,
-            progress_token: our_token.clone(),
-        };
         let client_id = id.get().to_owned();
         let gw = self.clone();
         let session = s.clone();
@@ -261,29 +257,59 @@ impl Gateway {
                 audit.decision = decision;
                 audit.by = by;
                 audit.sent = true;
-                let call = server.request_routed(method, Some(&params), Some(route));
-                tokio::pin!(call);
+                // A 2026-07-28 server may answer with input requests; for a 2025 client each
+                // round is relayed (`input.rs`) and the call sent again with the answers.
+                let mut params = params;
+                let mut rounds = 0;
+                let mut input_failure: Option<String> = None;
                 let result = loop {
-                    tokio::select! {
-                        r = &mut call => break Some(r),
-                        Some(ev) = events.recv() => {
-                            if let Some(line) = gw.relay(&session, &server, ev, client_token.as_deref()) {
-                                // A client that stops reading loses this call's stream, never the
-                                // hub's memory.
-                                match tokio::time::timeout(CLIENT_STALL, tx.send(Out::Event(line))).await {
-                                    Ok(Ok(())) => {}
-                                    Ok(Err(_)) => break None,
-                                    Err(_) => {
-                                        server.warn_once(&format!(
-                                            "a client stopped reading the stream of its call ({method}) for {} s; the call was dropped",
-                                            CLIENT_STALL.as_secs()
-                                        ));
-                                        break None;
-                                    }
-                                }
+                    let route = CallRoute {
+                        sink: sink.clone(),
+                        progress_token: our_token.clone(),
+                    };
+                    let got = gw
+                        .relay_call(
+                            &session,
+                            &server,
+                            method,
+                            &params,
+                            route,
+                            &mut events,
+                            &tx,
+                            client_token.as_deref(),
+                        )
+                        .await;
+                    let Some(got) = got else { break None };
+                    let needs_input = session.era() == Era::Legacy
+                        && matches!(&got, Ok(Reply::Result(r)) if crate::protocol::result_kind(r.get()) == ResultKind::InputRequired);
+                    if !needs_input {
+                        break Some(got);
+                    }
+                    if rounds >= super::input::MAX_INPUT_ROUNDS {
+                        input_failure = Some(format!(
+                            "it asked for input more than {} times",
+                            super::input::MAX_INPUT_ROUNDS
+                        ));
+                        break Some(got);
+                    }
+                    let Ok(Reply::Result(r)) = &got else {
+                        break Some(got);
+                    };
+                    match gw.relay_input(&session, &tx, r.get(), &params).await {
+                        Ok(next) => match RawValue::from_string(next) {
+                            Ok(p) => {
+                                params = p;
+                                rounds += 1;
                             }
+                            Err(e) => {
+                                input_failure = Some(format!("the retry could not be built ({e})"));
+                                break Some(got);
+                            }
+                        },
+                        Err(why) => {
+                            input_failure = Some(why);
+                            break Some(got);
                         }
-                        _ = tx.closed() => break None,
                     }
                 };
                 lock(&session.inflight).remove(&client_id);
@@ -336,9 +362,9 @@ impl Gateway {
                     Ok(Reply::Result(_)) if unanswerable => {
                         let what = exposed.as_deref().unwrap_or(method);
                         let text = format!(
-                            "server \"{}\" answered {what} by asking the client for more input (an MCP 2026-07-28 input request), which this client cannot answer: it speaks protocol {}. Call it from a client that speaks 2026-07-28.",
+                            "server \"{}\" answered {what} by asking the client for more input (an MCP 2026-07-28 input request), which could not be relayed to this client: {}.",
                             server.id(),
-                            session.info().protocol_version.as_deref().unwrap_or("2025-era")
+                            input_failure.as_deref().unwrap_or("it cannot answer one")
                         );
                         match &exposed {
                             Some(_) => ours(&client_id, &super::tool_error(&text), era),
@@ -392,6 +418,48 @@ impl Gateway {
             }
         }
         Outcome::Stream(rx)
+    }
+
+    /// Sends one request of a call to its server and relays what the server says about it to the
+    /// client until the answer: `None` when the client went away or stopped reading (the request
+    /// is cancelled upstream when the future is dropped).
+    #[allow(clippy::too_many_arguments)]
+    async fn relay_call(
+        &self,
+        session: &Arc<ClientSession>,
+        server: &ServerHandle,
+        method: &'static str,
+        params: &RawValue,
+        route: CallRoute,
+        events: &mut crate::supervisor::rpc::RouteRx,
+        tx: &mpsc::Sender<Out>,
+        client_token: Option<&str>,
+    ) -> Option<Result<Reply, CallError>> {
+        let call = server.request_routed(method, Some(params), Some(route));
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                r = &mut call => return Some(r),
+                Some(ev) = events.recv() => {
+                    if let Some(line) = self.relay(session, server, ev, client_token) {
+                        // A client that stops reading loses this call's stream, never the hub's
+                        // memory.
+                        match tokio::time::timeout(CLIENT_STALL, tx.send(Out::Event(line))).await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(_)) => return None,
+                            Err(_) => {
+                                server.warn_once(&format!(
+                                    "a client stopped reading the stream of its call ({method}) for {} s; the call was dropped",
+                                    CLIENT_STALL.as_secs()
+                                ));
+                                return None;
+                            }
+                        }
+                    }
+                }
+                _ = tx.closed() => return None,
+            }
+        }
     }
 
     /// Records a tool call in the activity log (never waits on it).
@@ -488,7 +556,7 @@ impl Gateway {
                 rewritten.push(b'\n');
                 lock(&s.forwarded).insert(
                     ours,
-                    Forwarded {
+                    Forwarded::Upstream {
                         peer,
                         upstream_id: id,
                     },

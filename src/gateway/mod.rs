@@ -15,6 +15,7 @@
 pub mod catalog;
 mod forward;
 pub mod http;
+mod input;
 mod lists;
 pub mod session;
 pub mod stdio;
@@ -633,6 +634,8 @@ impl Gateway {
             protocol_version: Option<String>,
             #[serde(rename = "clientInfo", default)]
             client_info: Option<Who>,
+            #[serde(default)]
+            capabilities: Option<Box<RawValue>>,
         }
         #[derive(Deserialize, Default)]
         struct Who {
@@ -651,6 +654,8 @@ impl Gateway {
             info.name = who.name;
             info.version = who.version;
             info.protocol_version = Some(version.clone());
+            // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
+            info.capabilities = p.capabilities.map(|c| c.get().to_owned());
         });
         serde_json::json!({
             "protocolVersion": version,
@@ -691,15 +696,25 @@ impl Gateway {
 
     async fn client_response(&self, s: &Arc<ClientSession>, id: &RawValue, env: &Envelope<'_>) {
         let target = lock(&s.forwarded).remove(id.get());
-        let Some(Forwarded { peer, upstream_id }) = target else {
-            return;
-        };
-        let body = match (env.result, env.error) {
-            (_, Some(e)) => ResponseBody::Error(e),
-            (Some(r), None) => ResponseBody::Result(r),
-            (None, None) => return,
-        };
-        peer.respond(&upstream_id, body).await;
+        match target {
+            Some(Forwarded::Upstream { peer, upstream_id }) => {
+                let body = match (env.result, env.error) {
+                    (_, Some(e)) => ResponseBody::Error(e),
+                    (Some(r), None) => ResponseBody::Result(r),
+                    (None, None) => return,
+                };
+                peer.respond(&upstream_id, body).await;
+            }
+            Some(Forwarded::Input(waiting)) => {
+                let answer = match (env.result, env.error) {
+                    (_, Some(e)) => Err(e.to_owned()),
+                    (Some(r), None) => Ok(r.to_owned()),
+                    (None, None) => return,
+                };
+                let _ = waiting.send(answer);
+            }
+            None => {}
+        }
     }
 }
 

@@ -62,12 +62,19 @@ pub(super) struct Listener {
     pub tx: mpsc::Sender<super::Out>,
 }
 
-/// A server→client request awaiting the client's answer: the server's connection and the
-/// request's id as the server sent it.
-pub(super) struct Forwarded {
-    pub peer: Arc<RpcPeer>,
-    pub upstream_id: Box<RawValue>,
+/// A request to the client awaiting its answer: a server's own (2025), sent back to that
+/// server's connection under the id the server gave it, or one Gatehouse made of a 2026-07-28
+/// server's input request, whose answer goes to the call that waits for it.
+pub(super) enum Forwarded {
+    Upstream {
+        peer: Arc<RpcPeer>,
+        upstream_id: Box<RawValue>,
+    },
+    Input(tokio::sync::oneshot::Sender<InputAnswer>),
 }
+
+/// A client's answer to an input request Gatehouse sent it: its result, or its error object.
+pub(super) type InputAnswer = Result<Box<RawValue>, Box<RawValue>>;
 
 /// Who a client said it is.
 #[derive(Debug, Clone, Default)]

@@ -16,7 +16,7 @@ pub use codec::{excerpt, read_line, write_lines, Line, MAX_LINE_BYTES};
 pub use error::ErrorCode;
 pub use reply::{
     error_line, error_object, error_object_line, error_object_with_data, json_string,
-    notification_line, request_line, request_line_text, result_line, NULL_ID,
+    notification_line, request_line, request_line_text, request_line_with_id, result_line, NULL_ID,
 };
 
 /// Sets one top-level member of a raw JSON object to `raw_value`; the other members keep their

@@ -76,6 +76,23 @@ pub fn request_line_text(id: u64, method: &str, params: Option<&str>) -> Vec<u8>
     out
 }
 
+/// A request whose id is raw JSON text (a string of ours, quoted); `params` is raw JSON.
+pub fn request_line_with_id(id: &str, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    let method = json_string(method);
+    let mut out =
+        Vec::with_capacity(64 + id.len() + method.len() + params.map_or(0, |p| p.get().len()));
+    out.extend_from_slice(HEAD);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    out.extend_from_slice(method.as_bytes());
+    if let Some(p) = params {
+        out.extend_from_slice(b",\"params\":");
+        out.extend_from_slice(p.get().as_bytes());
+    }
+    out.extend_from_slice(b"}\n");
+    out
+}
+
 /// A notification; `params` is raw JSON.
 pub fn notification_line(method: &str, params: Option<&RawValue>) -> Vec<u8> {
     let method = json_string(method);

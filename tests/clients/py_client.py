@@ -12,6 +12,7 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
   py_client.py elicit URL TOKEN CALLS_JSON REPLY   mcp.Client pinned to 2026-07-28 that answers every
                                                    elicitation by accepting {"reply": REPLY}
                                                    (REPLY "-" declares no elicitation capability)
+  py_client.py http-elicit URL TOKEN CALLS_JSON REPLY  a 2025 ClientSession that answers elicitation/create
 
   py_client.py listen URL TOKEN                    mcp.Client pinned to 2026-07-28 opens subscriptions/listen
                                                    for tool list changes, prints {"listening": true} once
@@ -88,6 +89,18 @@ async def main():
                             after = sorted(t.name for t in (await c.list_tools()).tools)
                             return {"event": type(event).__name__, "before": before, "after": after}
         raise SystemExit("the listen stream ended without an event")
+    if mode == "http-elicit":
+        # A 2025-era ClientSession that answers elicitation requests (the old server→client way).
+        url, token, calls, reply = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
+
+        async def answer_legacy(context, params):
+            return mcp_types.ElicitResult(action="accept", content={"reply": reply})
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            async with streamable_http_client(url, http_client=http) as (r, w, *_):
+                async with ClientSession(r, w, elicitation_callback=answer_legacy) as s:
+                    return await exercise(s, calls)
     if mode in ("http", "auto", "modern"):
         url, token, calls = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)

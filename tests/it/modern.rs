@@ -280,8 +280,9 @@ async fn modern_clients_call_through_serve_stdio() {
 
 /// A modern upstream's input request (elicitation, as an input-required result) reaches the
 /// modern client that made the call, which answers and retries through Gatehouse; a modern
-/// client that did not declare elicitation gets the missing-capability error; a legacy client,
-/// which cannot answer one, gets an isError result saying so.
+/// client that did not declare elicitation gets the missing-capability error; a 2025 client that
+/// declared elicitation is asked the old way (a server→client request on the call's stream) and
+/// its answer goes back in the retry; one that did not gets an isError result saying so.
 #[tokio::test]
 #[ignore = "needs the Python SDK 2.3: run `make test`"]
 async fn input_requests_reach_only_clients_that_can_answer_them() {
@@ -304,6 +305,13 @@ async fn input_requests_reach_only_clients_that_can_answer_them() {
         out["results"]["modern__confirm"]["error"]["code"], -32021,
         "{out}"
     );
+    let mut legacy = py(&s, "http-elicit", &calls);
+    legacy.arg("the old way");
+    let legacy = run_json(&mut legacy);
+    assert_eq!(
+        legacy["results"]["modern__confirm"]["content"][0]["text"], "the person said: the old way",
+        "{legacy}"
+    );
     let legacy = run_json(&mut py(&s, "http", &calls));
     let result = &legacy["results"]["modern__confirm"];
     assert_eq!(result["isError"], true, "{legacy}");
@@ -311,7 +319,7 @@ async fn input_requests_reach_only_clients_that_can_answer_them() {
         result["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("cannot answer"),
+            .contains("did not declare the \"elicitation\" capability"),
         "{legacy}"
     );
 }
