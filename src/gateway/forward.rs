@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::input::{Parked, Relayed};
 use super::session::{lock, ClientSession, Forwarded};
 use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
@@ -20,7 +21,7 @@ use crate::supervisor::rpc::{CallError, CallEvent, CallRoute, ResponseBody};
 use crate::supervisor::{Reply, ServerHandle};
 
 /// Messages of one call waiting for its client at most.
-const OUT_QUEUE: usize = 8;
+pub(super) const OUT_QUEUE: usize = 8;
 /// Times one held call is asked about at most when its tool's definition keeps changing.
 const MAX_ASKS: usize = 3;
 /// Server→client requests one client may leave unanswered at most; more are refused.
@@ -262,23 +263,57 @@ impl Gateway {
                 let mut params = params;
                 let mut rounds = 0;
                 let mut input_failure: Option<String> = None;
+                let mut tx = tx;
+                let mut client_id = client_id;
                 let result = loop {
                     let route = CallRoute {
                         sink: sink.clone(),
                         progress_token: our_token.clone(),
                     };
-                    let got = gw
-                        .relay_call(
-                            &session,
-                            &server,
-                            method,
-                            &params,
-                            route,
-                            &mut events,
-                            &tx,
-                            client_token.as_deref(),
-                        )
-                        .await;
+                    let got = {
+                        let call = server.request_routed(method, Some(&params), Some(route));
+                        tokio::pin!(call);
+                        loop {
+                            let relayed = gw
+                                .relay_call(
+                                    &session,
+                                    &server,
+                                    method,
+                                    call.as_mut(),
+                                    &mut events,
+                                    &tx,
+                                    client_token.as_deref(),
+                                )
+                                .await;
+                            match relayed {
+                                Relayed::Done(r) => break Some(r),
+                                Relayed::Gone => break None,
+                                Relayed::AskClient { upstream_id, line } => {
+                                    // A 2025 server asks a 2026-07-28 client: the client's request
+                                    // ends with an input-required result, and its retry takes the
+                                    // call over (`input.rs`).
+                                    match gw
+                                        .park(
+                                            &session,
+                                            &server,
+                                            &tx,
+                                            &client_id,
+                                            upstream_id,
+                                            &line,
+                                        )
+                                        .await
+                                    {
+                                        Parked::Attached(next) => {
+                                            client_id = next.client_id;
+                                            tx = next.tx;
+                                        }
+                                        Parked::Refused => {}
+                                        Parked::Gone => break None,
+                                    }
+                                }
+                            }
+                        }
+                    };
                     let Some(got) = got else { break None };
                     let needs_input = session.era() == Era::Legacy
                         && matches!(&got, Ok(Reply::Result(r)) if crate::protocol::result_kind(r.get()) == ResultKind::InputRequired);
@@ -420,44 +455,51 @@ impl Gateway {
         Outcome::Stream(rx)
     }
 
-    /// Sends one request of a call to its server and relays what the server says about it to the
-    /// client until the answer: `None` when the client went away or stopped reading (the request
-    /// is cancelled upstream when the future is dropped).
+    /// Relays what the server says about a call to the client until its answer (`Done`), the
+    /// client going away or not reading (`Gone`; dropping the call cancels it upstream), or — for
+    /// a 2026-07-28 client, which takes no server→client requests — a request of the server's
+    /// that the client must answer through an input-required result (`AskClient`).
     #[allow(clippy::too_many_arguments)]
-    async fn relay_call(
+    async fn relay_call<F>(
         &self,
         session: &Arc<ClientSession>,
         server: &ServerHandle,
         method: &'static str,
-        params: &RawValue,
-        route: CallRoute,
+        mut call: std::pin::Pin<&mut F>,
         events: &mut crate::supervisor::rpc::RouteRx,
         tx: &mpsc::Sender<Out>,
         client_token: Option<&str>,
-    ) -> Option<Result<Reply, CallError>> {
-        let call = server.request_routed(method, Some(params), Some(route));
-        tokio::pin!(call);
+    ) -> Relayed
+    where
+        F: std::future::Future<Output = Result<Reply, CallError>>,
+    {
         loop {
             tokio::select! {
-                r = &mut call => return Some(r),
+                r = &mut call => return Relayed::Done(r),
                 Some(ev) = events.recv() => {
+                    let ev = match ev {
+                        CallEvent::Request { id, line } if session.era() == Era::Modern => {
+                            return Relayed::AskClient { upstream_id: id, line };
+                        }
+                        ev => ev,
+                    };
                     if let Some(line) = self.relay(session, server, ev, client_token) {
                         // A client that stops reading loses this call's stream, never the hub's
                         // memory.
                         match tokio::time::timeout(CLIENT_STALL, tx.send(Out::Event(line))).await {
                             Ok(Ok(())) => {}
-                            Ok(Err(_)) => return None,
+                            Ok(Err(_)) => return Relayed::Gone,
                             Err(_) => {
                                 server.warn_once(&format!(
                                     "a client stopped reading the stream of its call ({method}) for {} s; the call was dropped",
                                     CLIENT_STALL.as_secs()
                                 ));
-                                return None;
+                                return Relayed::Gone;
                             }
                         }
                     }
                 }
-                _ = tx.closed() => return None,
+                _ = tx.closed() => return Relayed::Gone,
             }
         }
     }
@@ -521,22 +563,6 @@ impl Gateway {
             }
             CallEvent::Request { id, line } => {
                 let peer = server.peer().ok()?;
-                if s.era() == Era::Modern {
-                    // A modern client takes no requests from a server: the revision asks for
-                    // input with an input-required result instead. Refused at once, so the call
-                    // goes on (or fails) without waiting for an answer that cannot come.
-                    let why = "the client speaks MCP 2026-07-28, which has no server-to-client requests; Gatehouse does not turn this one into an input request";
-                    let err = jsonrpc::error_object(ErrorCode::MethodNotFound, why);
-                    server.warn_once(&format!(
-                        "a request from the server during a call was refused: {why}"
-                    ));
-                    tokio::spawn(async move {
-                        if let Ok(err) = RawValue::from_string(err) {
-                            peer.respond(&id, ResponseBody::Error(&err)).await;
-                        }
-                    });
-                    return None;
-                }
                 if lock(&s.forwarded).len() >= MAX_FORWARDED {
                     // A client that leaves server requests unanswered gets no more of them.
                     let why = format!(

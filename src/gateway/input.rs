@@ -128,3 +128,240 @@ impl Gateway {
         serde_json::to_string(&members).map_err(|e| e.to_string())
     }
 }
+
+/// Calls whose 2025 server asked a 2026-07-28 client something, waiting for the client's retry,
+/// at most; another such request is refused to its server.
+pub const MAX_PARKED: usize = 256;
+
+/// The prefix of the `requestState` Gatehouse gives a parked call.
+const STATE_PREFIX: &str = "gatehouse:";
+
+/// The key of the one input request of a parked call.
+const INPUT_KEY: &str = "gatehouse";
+
+/// What relaying a call to its client came to.
+pub(super) enum Relayed {
+    /// The server's answer.
+    Done(Result<crate::supervisor::Reply, crate::supervisor::rpc::CallError>),
+    /// The client went away or stopped reading.
+    Gone,
+    /// The server asked a 2026-07-28 client something mid-call (a server→client request).
+    AskClient {
+        upstream_id: Box<RawValue>,
+        line: Vec<u8>,
+    },
+}
+
+/// What parking a call came to.
+pub(super) enum Parked {
+    /// The client retried: the call goes on, answering this request on this stream.
+    Attached(Attach),
+    /// The request was answered with an error (the client cannot answer it); the call goes on.
+    Refused,
+    /// No retry came in time, or the client went away: the call is dropped.
+    Gone,
+}
+
+/// A client's retry of a parked call.
+pub(super) struct Attach {
+    pub client_id: String,
+    pub tx: mpsc::Sender<Out>,
+}
+
+/// A parked call: whose it is, and how its retry reaches it.
+pub(super) struct ParkedCall {
+    session: String,
+    abort: Option<tokio::task::AbortHandle>,
+    attach: tokio::sync::oneshot::Sender<(Attach, Option<Box<RawValue>>)>,
+}
+
+/// The parked calls, by the `requestState` given to their client. The mutex guards one insert,
+/// lookup or removal.
+pub(super) type ParkedCalls = std::sync::Mutex<std::collections::HashMap<String, ParkedCall>>;
+
+impl Gateway {
+    /// A 2025 server asked a 2026-07-28 client something during a call: the client's request is
+    /// answered with an input-required result carrying that request and a `requestState` of
+    /// ours, and the call waits (at most [`INPUT_DEADLINE`]) for the client's retry, whose answer
+    /// goes to the server. A request the client did not declare it can answer is refused to the
+    /// server at once.
+    pub(super) async fn park(
+        &self,
+        s: &Arc<ClientSession>,
+        server: &crate::supervisor::ServerHandle,
+        tx: &mpsc::Sender<Out>,
+        client_id: &str,
+        upstream_id: Box<RawValue>,
+        line: &[u8],
+    ) -> Parked {
+        #[derive(Deserialize)]
+        struct Req<'a> {
+            method: String,
+            #[serde(default, borrow)]
+            params: Option<&'a RawValue>,
+        }
+        let Ok(peer) = server.peer() else {
+            return Parked::Gone;
+        };
+        let refuse = |why: String| {
+            let peer = peer.clone();
+            let id = upstream_id.clone();
+            server.warn_once(&format!(
+                "a request from the server during a call was refused: {why}"
+            ));
+            async move {
+                let err = jsonrpc::error_object(jsonrpc::ErrorCode::MethodNotFound, &why);
+                if let Ok(err) = RawValue::from_string(err) {
+                    peer.respond(&id, crate::supervisor::rpc::ResponseBody::Error(&err))
+                        .await;
+                }
+                Parked::Refused
+            }
+        };
+        let Ok(req) = serde_json::from_slice::<Req>(line) else {
+            return refuse("the request is malformed".into()).await;
+        };
+        let embedded = format!(
+            "{{\"method\":{},\"params\":{}}}",
+            json_string(&req.method),
+            req.params.map_or("{}", |p| p.get())
+        );
+        let capabilities = s.info().capabilities.unwrap_or_else(|| "{}".into());
+        let one = format!("{{\"inputRequests\":{{\"k\":{embedded}}}}}");
+        if let Some((method, needs)) = crate::protocol::unanswerable_input(&one, &capabilities) {
+            return refuse(format!(
+                "the client speaks MCP 2026-07-28 and did not declare the \"{needs}\" capability that {method} needs"
+            ))
+            .await;
+        }
+        if !matches!(
+            req.method.as_str(),
+            "elicitation/create" | "sampling/createMessage" | "roots/list"
+        ) {
+            return refuse(format!(
+                "the client speaks MCP 2026-07-28, which has no server-to-client {} requests",
+                req.method
+            ))
+            .await;
+        }
+        let state = format!("{STATE_PREFIX}{}", super::token::random_hex(16));
+        let (attach_tx, attach_rx) = tokio::sync::oneshot::channel();
+        let room = {
+            let mut parked = lock(&self.inner.parked);
+            let room = parked.len() < MAX_PARKED;
+            if room {
+                let abort = lock(&s.inflight).remove(client_id);
+                parked.insert(
+                    state.clone(),
+                    ParkedCall {
+                        session: s.id.clone(),
+                        abort,
+                        attach: attach_tx,
+                    },
+                );
+            }
+            room
+        };
+        if !room {
+            return refuse(format!(
+                "{MAX_PARKED} calls are already waiting for their clients' input"
+            ))
+            .await;
+        }
+        let result = format!(
+            "{{\"resultType\":\"input_required\",\"inputRequests\":{{{}:{embedded}}},\"requestState\":{}}}",
+            json_string(INPUT_KEY),
+            json_string(&state)
+        );
+        let _ = tx
+            .send(Out::Final(jsonrpc::result_line(client_id, &result)))
+            .await;
+        let attached = tokio::time::timeout(INPUT_DEADLINE, attach_rx).await;
+        lock(&self.inner.parked).remove(&state);
+        let Ok(Ok((attach, answer))) = attached else {
+            return Parked::Gone;
+        };
+        match answer {
+            Some(answer) => {
+                peer.respond(
+                    &upstream_id,
+                    crate::supervisor::rpc::ResponseBody::Result(&answer),
+                )
+                .await
+            }
+            None => {
+                let err = jsonrpc::error_object(
+                    jsonrpc::ErrorCode::InvalidParams,
+                    "the client retried without an answer to the request",
+                );
+                if let Ok(err) = RawValue::from_string(err) {
+                    peer.respond(
+                        &upstream_id,
+                        crate::supervisor::rpc::ResponseBody::Error(&err),
+                    )
+                    .await;
+                }
+            }
+        }
+        Parked::Attached(attach)
+    }
+
+    /// A retry of a parked call (its `requestState` is ours): `None` when the request is not one,
+    /// else the outcome — the call's stream from here on, or an error when the state is unknown,
+    /// expired or another client's.
+    pub(super) fn resume(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+    ) -> Option<super::Outcome> {
+        let text = params?.get();
+        // Cheap first: most requests carry no state of ours.
+        memchr::memmem::find(text.as_bytes(), STATE_PREFIX.as_bytes())?;
+        let [state, responses] =
+            crate::jsonrpc::scan::top_level(text.as_bytes(), [b"requestState", b"inputResponses"])?;
+        let state = serde_json::from_str::<String>(&text[state?]).ok()?;
+        if !state.starts_with(STATE_PREFIX) {
+            return None;
+        }
+        let parked = {
+            let mut all = lock(&self.inner.parked);
+            match all.get(&state) {
+                Some(p) if p.session == s.id => all.remove(&state),
+                _ => None,
+            }
+        };
+        let Some(parked) = parked else {
+            return Some(super::Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                jsonrpc::ErrorCode::InvalidParams,
+                "Invalid params: this requestState is unknown or expired (the call it belonged to ended); call the tool again",
+            )));
+        };
+        #[derive(Deserialize)]
+        struct Answers {
+            #[serde(default)]
+            gatehouse: Option<Box<RawValue>>,
+        }
+        let answer = responses
+            .and_then(|r| serde_json::from_str::<Answers>(&text[r]).ok())
+            .and_then(|a| a.gatehouse);
+        let (tx, rx) = mpsc::channel(super::forward::OUT_QUEUE);
+        if let Some(abort) = parked.abort {
+            lock(&s.inflight).insert(id.get().to_owned(), abort);
+        }
+        let attach = Attach {
+            client_id: id.get().to_owned(),
+            tx,
+        };
+        if parked.attach.send((attach, answer)).is_err() {
+            lock(&s.inflight).remove(id.get());
+            return Some(super::Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                jsonrpc::ErrorCode::InvalidParams,
+                "Invalid params: the call this requestState belonged to has ended; call the tool again",
+            )));
+        }
+        Some(super::Outcome::Stream(rx))
+    }
+}

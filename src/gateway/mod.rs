@@ -93,6 +93,8 @@ struct Inner {
     /// taken again. The `Arc` is held, so a new list can never reuse its address. Guards one
     /// refresh's comparisons.
     listed: Mutex<HashMap<crate::config::ServerId, (ToolList, String)>>,
+    /// Calls waiting for a 2026-07-28 client's retry with its input (`input.rs`).
+    parked: input::ParkedCalls,
 }
 
 /// A server's tool list as its handle shares it.
@@ -159,6 +161,7 @@ impl Gateway {
             shutdown: CancellationToken::new(),
             watcher: Mutex::new(None),
             listed: Mutex::new(HashMap::new()),
+            parked: Mutex::new(HashMap::new()),
         });
         let gw = Gateway { inner };
         let approvals = gw.inner.hub.approvals().clone();
@@ -518,6 +521,15 @@ impl Gateway {
                 &format!("Method not found: {method}"),
             ));
         };
+        // The retry of a call that waits for this client's input goes on with that call.
+        if matches!(
+            m,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
+        ) {
+            if let Some(resumed) = self.resume(s, id, params) {
+                return resumed;
+            }
+        }
         match m {
             Method::Initialize => reply(&self.initialize(s, params)),
             Method::Ping | Method::LoggingSetLevel => reply("{}"),

@@ -10,7 +10,8 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
   py_client.py stdio-auto / stdio-modern CALLS_JSON -- CMD ARGS...   mcp.Client over stdio, auto or pinned
 
   py_client.py elicit URL TOKEN CALLS_JSON REPLY   mcp.Client pinned to 2026-07-28 that answers every
-                                                   elicitation by accepting {"reply": REPLY}
+                                                   elicitation by accepting {"reply": REPLY} and every
+                                                   sampling request with the text REPLY
                                                    (REPLY "-" declares no elicitation capability)
   py_client.py http-elicit URL TOKEN CALLS_JSON REPLY  a 2025 ClientSession that answers elicitation/create
 
@@ -67,11 +68,19 @@ async def main():
         async def answer(context, params):
             return mcp_types.ElicitResult(action="accept", content={"reply": reply})
 
+        async def sample(context, params):
+            return mcp_types.CreateMessageResult(
+                role="assistant", content=mcp_types.TextContent(type="text", text=reply), model="test"
+            )
+
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
         async with http:
             transport = streamable_http_client(url, http_client=http)
             callback = None if reply == "-" else answer
-            async with mcp.Client(transport, mode="2026-07-28", elicitation_callback=callback) as c:
+            sampler = None if reply == "-" else sample
+            async with mcp.Client(
+                transport, mode="2026-07-28", elicitation_callback=callback, sampling_callback=sampler
+            ) as c:
                 out = await exercise(c, calls, initialize=False)
                 out["protocol"] = c.protocol_version
                 return out

@@ -574,3 +574,64 @@ async fn a_modern_remote_server_gets_its_routing_and_parameter_headers() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A 2025 server's request during a call (the fixture asks for sampling) reaches a 2026-07-28
+/// client as an input-required result; its retry carries the answer back to the waiting call,
+/// which then finishes — one call, one activity row. A client that did not declare sampling gets
+/// the server told so; a `requestState` Gatehouse never gave is refused.
+#[tokio::test]
+#[ignore = "needs the Python SDK 2.3: run `make test`"]
+async fn a_legacy_servers_request_reaches_a_modern_client_as_an_input_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({"servers": {"fx": fixture(&[])}, "approval": {"default": "flagged-only"}});
+    let s = serve(dir.path(), &cfg.to_string(), &["fx"]).await;
+    let calls = json!([["fx__ask", {"question": "colour?"}]]);
+    let mut answering = py(&s, "elicit", &calls);
+    answering.arg("blue");
+    let out = run_json(&mut answering);
+    assert_eq!(
+        out["results"]["fx__ask"]["content"][0]["text"], "the client said: blue",
+        "{out}"
+    );
+    let rows: Vec<Value> = serde_json::from_slice(&gh(&s, &["activity", "--json"]).stdout).unwrap();
+    assert_eq!(
+        rows.iter().filter(|r| r["tool"] == "ask").count(),
+        1,
+        "{rows:?}"
+    );
+    assert_eq!(rows[0]["outcome"], "ok", "{rows:?}");
+
+    let mut silent = py(&s, "elicit", &calls);
+    silent.arg("-");
+    let out = run_json(&mut silent);
+    let text = out["results"]["fx__ask"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        text.contains("did not declare the \\\"sampling\\\" capability"),
+        "{out}"
+    );
+
+    // A state of ours that no call waits with: refused, nothing runs.
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    let body = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{
+        "name": "fx__ask", "arguments": {"question": "?"},
+        "requestState": "gatehouse:00000000000000000000000000000000",
+        "inputResponses": {"gatehouse": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}}});
+    let r = http
+        .post(&s.info.url)
+        .bearer_auth(&s.info.token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "fx__ask")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+}
