@@ -375,42 +375,89 @@ pub fn for_client(raw: &str, client: Era) -> Cow<'_, str> {
     for_client_viewed(raw, client, &view)
 }
 
-/// [`for_client`] with the result's top level already read.
+/// [`for_client`] with the result's top level already read. A modern client's copy is made in
+/// one pass: `resultType` first where missing, our identity in `_meta` in place of the server's.
 pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Cow<'a, str> {
-    let mut out: Cow<'a, str> = Cow::Borrowed(raw);
-    if let Some(range) = view.meta.clone() {
-        let inside = &raw.as_bytes()[range.clone()];
-        if NEEDLES.server_info.find(inside).is_some() {
-            let stripped =
-                serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(&raw[range.clone()])
-                    .ok()
-                    .and_then(|mut m| {
-                        m.remove(SERVER_INFO_KEY)?;
-                        serde_json::to_string(&m).ok()
-                    });
-            match stripped.as_deref() {
-                // Nothing else was in it: the member goes (the other members keep their bytes;
-                // their order becomes sorted, which JSON gives no meaning to).
-                Some("{}") => {
-                    if let Some((without, _)) = crate::jsonrpc::take_member(raw, "_meta") {
-                        out = Cow::Owned(without);
-                    }
-                }
-                Some(stripped) => {
-                    out = Cow::Owned(format!(
-                        "{}{stripped}{}",
-                        &raw[..range.start],
-                        &raw[range.end..]
-                    ));
-                }
-                None => {}
-            }
+    let has_info = view.meta.as_ref().is_some_and(|r| {
+        NEEDLES
+            .server_info
+            .find(&raw.as_bytes()[r.clone()])
+            .is_some()
+    });
+    // `_meta` without the server's identity, and with ours for a modern client.
+    let new_meta = |meta: &str| -> Option<String> {
+        let mut m: BTreeMap<std::borrow::Cow<'_, str>, &RawValue> =
+            serde_json::from_str(meta).ok()?;
+        m.remove(SERVER_INFO_KEY);
+        let mut out = String::with_capacity(meta.len() + 96);
+        out.push('{');
+        if client == Era::Modern {
+            out.push_str(&json_string(SERVER_INFO_KEY));
+            out.push(':');
+            out.push_str(our_info());
         }
+        for (k, v) in &m {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&json_string(k));
+            out.push(':');
+            out.push_str(v.get());
+        }
+        out.push('}');
+        Some(out)
+    };
+    if client == Era::Legacy {
+        let Some(range) = view.meta.clone().filter(|_| has_info) else {
+            return Cow::Borrowed(raw);
+        };
+        return match new_meta(&raw[range.clone()]).as_deref() {
+            // Nothing else was in it: the member goes (the other members keep their bytes; their
+            // order becomes sorted, which JSON gives no meaning to).
+            Some("{}") => match crate::jsonrpc::take_member(raw, "_meta") {
+                Some((without, _)) => Cow::Owned(without),
+                None => Cow::Borrowed(raw),
+            },
+            Some(m) => Cow::Owned(format!("{}{m}{}", &raw[..range.start], &raw[range.end..])),
+            None => Cow::Borrowed(raw),
+        };
     }
-    if client == Era::Modern && !view.has_type {
-        out = Cow::Owned(insert_first(&out, RESULT_TYPE_KEY, "\"complete\""));
+    let Some(open) = raw.find('{') else {
+        return Cow::Borrowed(raw);
+    };
+    let mut head = String::new();
+    if !view.has_type {
+        head.push_str("\"resultType\":\"complete\"");
     }
-    out
+    let (rest_a, meta_text, rest_b) = match view.meta.clone() {
+        Some(r) => match new_meta(&raw[r.clone()]) {
+            Some(m) => (&raw[open + 1..r.start], m, &raw[r.end..]),
+            None => (&raw[open + 1..], String::new(), ""),
+        },
+        None => {
+            if !head.is_empty() {
+                head.push(',');
+            }
+            head.push_str(&format!(
+                "{}:{{{}:{}}}",
+                json_string("_meta"),
+                json_string(SERVER_INFO_KEY),
+                our_info()
+            ));
+            (&raw[open + 1..], String::new(), "")
+        }
+    };
+    let empty_rest = rest_a.trim_start().starts_with('}');
+    let mut out = String::with_capacity(raw.len() + head.len() + meta_text.len() + 2);
+    out.push_str(&raw[..=open]);
+    out.push_str(&head);
+    if !head.is_empty() && !empty_rest {
+        out.push(',');
+    }
+    out.push_str(rest_a);
+    out.push_str(&meta_text);
+    out.push_str(rest_b);
+    Cow::Owned(out)
 }
 
 /// The first input request of an input-required result that a client with `capabilities`
@@ -464,19 +511,28 @@ fn insert_first(raw: &str, key: &str, value: &str) -> String {
 pub const LIST_TTL_MS: u64 = 0;
 
 /// A list result of ours (`tools/list`, `prompts/list`…) for a client of `client` era: a modern
-/// one also gets `resultType`, `ttlMs` and `cacheScope: "private"` (each client's list is its
-/// own: profiles see different tools).
+/// one also gets `resultType`, `ttlMs`, `cacheScope: "private"` (each client's list is its own:
+/// profiles see different tools) and our identity in `_meta`.
 pub fn list_for_client(raw: &str, client: Era) -> Cow<'_, str> {
     if client == Era::Legacy {
         return Cow::Borrowed(raw);
     }
-    let Some([kind, ttl, scope]) = scan::top_level(
+    let Some([kind, ttl, scope, meta]) = scan::top_level(
         raw.as_bytes(),
-        [RESULT_TYPE_KEY.as_bytes(), b"ttlMs", b"cacheScope"],
+        [
+            RESULT_TYPE_KEY.as_bytes(),
+            b"ttlMs",
+            b"cacheScope",
+            b"_meta",
+        ],
     ) else {
         return Cow::Borrowed(raw);
     };
     let mut out = raw.to_owned();
+    if meta.is_none() {
+        let ours = format!("{{{}:{}}}", json_string(SERVER_INFO_KEY), our_info());
+        out = insert_first(&out, "_meta", &ours);
+    }
     if scope.is_none() {
         out = insert_first(&out, "cacheScope", "\"private\"");
     }
@@ -788,16 +844,28 @@ mod tests {
 
     #[test]
     fn results_carry_their_type_and_our_hop_only() {
-        // A legacy server's result to a modern client: resultType added, nothing else moves.
+        // A legacy server's result to a modern client: resultType and our identity added,
+        // nothing else moves.
         let r = r#"{"content":[{"type":"text","text":"resultType"}],"isError":false}"#;
+        let ours = format!(r#""_meta":{{"{SERVER_INFO_KEY}":{}}}"#, our_info());
         assert_eq!(
             for_client(r, Era::Modern),
-            r#"{"resultType":"complete","content":[{"type":"text","text":"resultType"}],"isError":false}"#
+            format!(
+                r#"{{"resultType":"complete",{ours},"content":[{{"type":"text","text":"resultType"}}],"isError":false}}"#
+            )
         );
         assert_eq!(
             for_client("{}", Era::Modern),
-            r#"{"resultType":"complete"}"#
+            format!(r#"{{"resultType":"complete",{ours}}}"#)
         );
+        // A modern server's identity is replaced by ours; its other keys stay.
+        let m2 = format!(
+            r#"{{"resultType":"complete","_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}},"trace":1}}}}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&for_client(&m2, Era::Modern)).unwrap();
+        assert_eq!(v["_meta"][SERVER_INFO_KEY]["name"], "gatehouse");
+        assert_eq!(v["_meta"]["trace"], 1);
+        assert_eq!(v["resultType"], "complete");
         // Untouched for a legacy client, and not copied.
         assert!(matches!(for_client(r, Era::Legacy), Cow::Borrowed(_)));
         // A modern server's identity leaves, its type stays.
@@ -826,6 +894,7 @@ mod tests {
         assert_eq!(v["resultType"], "complete");
         assert_eq!(v["cacheScope"], "private");
         assert_eq!(v["ttlMs"], LIST_TTL_MS);
+        assert_eq!(v["_meta"][SERVER_INFO_KEY]["name"], "gatehouse");
     }
 
     #[test]

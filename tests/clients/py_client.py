@@ -18,6 +18,7 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
   py_client.py listen URL TOKEN                    mcp.Client pinned to 2026-07-28 opens subscriptions/listen
                                                    for tool list changes, prints {"listening": true} once
                                                    acknowledged, then the first change and the tools after it
+  py_client.py stdio-listen -- CMD ARGS...         the same over stdio
 
 mcp.Client modes also print "protocol" (the version the client ended up speaking). A call that
 fails prints {"error": {"code", "message"}} as its result instead of stopping the script.
@@ -60,6 +61,21 @@ async def exercise(session_like, calls, initialize=True):
     return out
 
 
+async def listen(transport):
+    """Opens subscriptions/listen for tool list changes; prints once acknowledged, returns the
+    first change and the tools before and after it."""
+    async with mcp.Client(transport, mode="2026-07-28") as c:
+        before = sorted(t.name for t in (await c.list_tools()).tools)
+        async with c.listen(tools_list_changed=True) as sub:
+            honored = sub.honored.model_dump(by_alias=True, exclude_none=True)
+            print(json.dumps({"listening": True, "honored": honored}), flush=True)
+            with anyio.fail_after(30):
+                async for event in sub:
+                    after = sorted(t.name for t in (await c.list_tools()).tools)
+                    return {"event": type(event).__name__, "before": before, "after": after}
+    raise SystemExit("the listen stream ended without an event")
+
+
 async def main():
     mode = sys.argv[1]
     if mode == "elicit":
@@ -88,16 +104,10 @@ async def main():
         url, token = sys.argv[2], sys.argv[3]
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
         async with http:
-            transport = streamable_http_client(url, http_client=http)
-            async with mcp.Client(transport, mode="2026-07-28") as c:
-                before = sorted(t.name for t in (await c.list_tools()).tools)
-                async with c.listen(tools_list_changed=True) as sub:
-                    print(json.dumps({"listening": True, "honored": sub.honored.model_dump(by_alias=True, exclude_none=True)}), flush=True)
-                    with anyio.fail_after(30):
-                        async for event in sub:
-                            after = sorted(t.name for t in (await c.list_tools()).tools)
-                            return {"event": type(event).__name__, "before": before, "after": after}
-        raise SystemExit("the listen stream ended without an event")
+            return await listen(streamable_http_client(url, http_client=http))
+    if mode == "stdio-listen":
+        cmd = sys.argv[sys.argv.index("--") + 1 :]
+        return await listen(StdioServerParameters(command=cmd[0], args=cmd[1:]))
     if mode == "http-elicit":
         # A 2025-era ClientSession that answers elicitation requests (the old server→client way).
         url, token, calls, reply = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]

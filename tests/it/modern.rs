@@ -69,6 +69,27 @@ async fn a_modern_only_server_runs_and_serves_both_eras_of_client() {
     assert_eq!(legacy["era"], "legacy", "{legacy}");
     let table = String::from_utf8_lossy(&gh(&s, &["status"]).stdout).into_owned();
     assert!(table.contains("2026-07-28 modern"), "{table}");
+    let tools = String::from_utf8_lossy(&gh(&s, &["tools", "modern"]).stdout).into_owned();
+    assert!(
+        tools.contains("modern speaks MCP 2026-07-28 (modern)"),
+        "{tools}"
+    );
+    let probe = Command::new(GATEHOUSE)
+        .args([
+            "test",
+            "--",
+            &python(),
+            &clients_script("modern_server.py"),
+            "stdio",
+        ])
+        .output()
+        .unwrap();
+    let probe_out = String::from_utf8_lossy(&probe.stdout).into_owned();
+    assert!(probe.status.success(), "{probe_out}");
+    assert!(
+        probe_out.contains("(protocol 2026-07-28, modern)"),
+        "{probe_out}"
+    );
     let logs = String::from_utf8_lossy(&gh(&s, &["logs", "modern"]).stdout).into_owned();
     assert!(
         logs.contains("left out tool \"broken\"") && logs.contains("x-mcp-header"),
@@ -232,11 +253,15 @@ async fn modern_clients_call_through_serve_stdio() {
         .unwrap()
         .contains(&json!("fx__echo")));
 
-    let child = run("stdio-modern", &json!([["fx__echo", {"text": "held"}]]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let never = dir.path().join("never");
+    let child = run(
+        "stdio-modern",
+        &json!([["fx__echo", {"text": "held"}], ["fx__touch", {"path": never.to_str().unwrap()}]]),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let cli = |args: &[&str]| {
         Command::new(GATEHOUSE)
             .args(args)
@@ -244,21 +269,30 @@ async fn modern_clients_call_through_serve_stdio() {
             .output()
             .unwrap()
     };
-    let deadline = Instant::now() + T;
-    let id = loop {
-        let list: Value =
-            serde_json::from_slice(&cli(&["approvals", "--json"]).stdout).unwrap_or(json!([]));
-        if let Some(id) = list
-            .as_array()
-            .and_then(|l| l.first())
-            .and_then(|r| r["id"].as_str())
-        {
-            break id.to_owned();
+    let asked = |exposed: &'static str| {
+        let cli = &cli;
+        async move {
+            let deadline = Instant::now() + T;
+            loop {
+                let list: Value = serde_json::from_slice(&cli(&["approvals", "--json"]).stdout)
+                    .unwrap_or(json!([]));
+                let found = list.as_array().and_then(|l| {
+                    l.iter()
+                        .find(|r| r["exposed"] == exposed)
+                        .and_then(|r| r["id"].as_str().map(str::to_owned))
+                });
+                if let Some(id) = found {
+                    return id;
+                }
+                assert!(Instant::now() < deadline, "{exposed} was never asked");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
-        assert!(Instant::now() < deadline, "the held call was never asked");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     };
+    let id = asked("fx__echo").await;
     assert!(cli(&["approve", &id]).status.success());
+    let id = asked("fx__touch").await;
+    assert!(cli(&["deny", &id]).status.success());
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -276,6 +310,27 @@ async fn modern_clients_call_through_serve_stdio() {
         out["results"]["fx__echo"]["content"][0]["text"], "held",
         "{out}"
     );
+    assert_eq!(out["results"]["fx__touch"]["isError"], true, "{out}");
+    assert!(!never.exists(), "a denied call never runs");
+
+    // A list change reaches a modern stdio client on its listen stream.
+    use std::io::BufRead;
+    let mut listen = run("stdio-listen", &json!([]))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(listen.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["honored"]["toolsListChanged"], true, "{first}");
+    // The client ends at the first change, and with it this stdio hub: the CLI may lose its
+    // answer in that race, so only what the client heard is checked.
+    let _ = cli(&["disable", "modern"]);
+    let last: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(listen.wait().unwrap().success());
+    assert_eq!(last["event"], "ToolsListChanged", "{last}");
+    let after: Vec<String> = serde_json::from_value(last["after"].clone()).unwrap();
+    assert!(!after.iter().any(|n| n.starts_with("modern__")), "{last}");
+    assert!(after.contains(&"fx__echo".to_owned()), "{last}");
 }
 
 /// A modern upstream's input request (elicitation, as an input-required result) reaches the

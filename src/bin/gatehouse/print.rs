@@ -337,6 +337,15 @@ pub fn approvals(rows: &[ApprovalRequest]) {
     }
 }
 
+/// The protocol a server speaks, as a line above its tools.
+pub fn protocol_line(s: &ServerStatus) {
+    match (&s.protocol_version, s.era) {
+        (Some(v), Some(e)) => println!("{} speaks MCP {v} ({})", s.id, e.as_str()),
+        (Some(v), None) => println!("{} speaks MCP {v}", s.id),
+        _ => {}
+    }
+}
+
 pub fn tools_table(rows: &[ToolInfo]) {
     if rows.is_empty() {
         println!("No tools: no server is running yet (see `gatehouse status`).");

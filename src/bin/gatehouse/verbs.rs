@@ -208,17 +208,30 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 })
         }
         Cmd::Tools { id, json, refresh } => {
+            let one = id.clone();
             let req = match (refresh, id) {
                 (true, Some(id)) => Request::RefreshTools { id },
                 (_, id) => Request::Tools { id },
             };
-            ask::<Vec<ToolInfo>>(&client, req).await.map(|rows| {
-                if json {
+            match ask::<Vec<ToolInfo>>(&client, req).await {
+                Ok(rows) if json => {
                     print::json(&rows);
-                } else {
-                    print::tools_table(&rows);
+                    Ok(())
                 }
-            })
+                Ok(rows) => {
+                    // One server's tools: what it speaks, first.
+                    if let Some(id) = one {
+                        if let Ok(all) = ask::<Vec<ServerStatus>>(&client, Request::Status).await {
+                            if let Some(s) = all.iter().find(|s| s.id == id) {
+                                print::protocol_line(s);
+                            }
+                        }
+                    }
+                    print::tools_table(&rows);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            }
         }
         Cmd::Logs { id, follow, lines } => logs(&client, id, follow, lines).await,
     };
