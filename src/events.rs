@@ -28,6 +28,14 @@ pub enum Event {
     },
     /// A call is held until the person answers.
     ApprovalRequested(ApprovalRequest),
+    /// A server said one of its resources changed (`notifications/resources/updated`): the
+    /// clients that subscribed to it are told.
+    ResourceUpdated {
+        /// The server's id.
+        server: String,
+        /// The resource's URI.
+        uri: String,
+    },
     /// A held call was allowed, denied, timed out or withdrawn.
     ApprovalResolved {
         /// The request's id.

@@ -116,6 +116,8 @@ pub fn spawn_bridge<R: Runtime>(
                 }
                 // Log lines reach the UI through the per-view channels (`follow_logs`).
                 Ok(Event::Log(_)) => {}
+                // For the clients that subscribed; nothing the window shows.
+                Ok(Event::ResourceUpdated { .. }) => {}
                 Err(RecvError::Lagged(n)) => {
                     tracing::debug!(missed = n, "UI bridge lagged; asking the UI to resync");
                     UiEvent::Resync.emit(&app);

@@ -32,7 +32,7 @@ pub(super) struct Lists {
 
 impl Gateway {
     /// Whether the session's client profile sees server `id` (every server without a profile).
-    fn sees(&self, s: &ClientSession, id: &ServerId) -> bool {
+    pub(super) fn sees(&self, s: &ClientSession, id: &ServerId) -> bool {
         self.profile_config(s)
             .is_none_or(|p| p.sees_server(id.as_str()))
     }
@@ -173,7 +173,54 @@ impl Gateway {
                 &format!("Resource not found: {uri}"),
             ));
         };
+        // What a legacy client subscribes to, it hears of when the server says it changed.
+        match method {
+            "resources/subscribe" if !s.subscribe(&uri, true) => {
+                return Outcome::Reply(jsonrpc::error_line(
+                    id.get(),
+                    ErrorCode::InvalidParams,
+                    &format!(
+                        "this client is subscribed to {} resources already (the limit)",
+                        super::session::MAX_SUBSCRIPTIONS
+                    ),
+                ))
+            }
+            "resources/unsubscribe" => {
+                s.subscribe(&uri, false);
+            }
+            _ => {}
+        }
         self.forward(s, id, server, method, p, None)
+    }
+
+    /// Asks each legacy server that owns one of `uris` to tell of its changes
+    /// (`resources/subscribe`), within [`LIST_DEADLINE`]: a modern client's listen stream
+    /// subscribed to them. A modern server is not asked (its revision has no such request); a
+    /// server that does not answer in time is left out.
+    pub(super) async fn subscribe_upstream(&self, s: &ClientSession, uris: &[String]) {
+        let mut asks = Vec::new();
+        for uri in uris {
+            let Some(server) = self
+                .resource_owner(s, uri)
+                .await
+                .filter(|o| self.sees(s, o.id()))
+            else {
+                continue;
+            };
+            let Ok(peer) = server.peer() else { continue };
+            if peer.era() == crate::protocol::Era::Modern {
+                continue;
+            }
+            let Ok(params) =
+                RawValue::from_string(format!("{{\"uri\":{}}}", jsonrpc::json_string(uri)))
+            else {
+                continue;
+            };
+            asks.push(async move {
+                let _ = peer.request("resources/subscribe", Some(&params)).await;
+            });
+        }
+        let _ = tokio::time::timeout(LIST_DEADLINE, futures_util::future::join_all(asks)).await;
     }
 
     /// The server owning `uri`: the one that listed it, else the one with a matching template.

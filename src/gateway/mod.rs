@@ -231,6 +231,16 @@ impl Gateway {
             };
             match ev {
                 Ok(Event::Status(_)) | Ok(Event::ToolsChanged { .. }) => self.refresh_catalog(),
+                Ok(Event::ResourceUpdated { server, uri }) => {
+                    // To the clients that subscribed, of those whose profile sees the server.
+                    if let Ok(id) = crate::config::ServerId::parse(&server) {
+                        for s in self.inner.sessions.all() {
+                            if self.sees(&s, &id) {
+                                s.resource_updated(&uri);
+                            }
+                        }
+                    }
+                }
                 Ok(_) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.refresh_catalog(),
                 Err(_) => return,
@@ -556,15 +566,20 @@ impl Gateway {
             }
             Method::CompletionComplete => self.complete(s, id, params).await,
             Method::ServerDiscover => reply(&discover_result()),
-            Method::SubscriptionsListen => self.listen(s, id, params),
+            Method::SubscriptionsListen => self.listen(s, id, params).await,
         }
     }
 
     /// `subscriptions/listen` (MCP 2026-07-28): the answer is a stream that stays open, first the
-    /// acknowledgment of the kinds Gatehouse honors (the tool, prompt and resource lists of this
-    /// client's view), then each change of those, tagged with the request's id. Resource
-    /// subscriptions are not honored (the acknowledgment leaves them out).
-    fn listen(&self, s: &Arc<ClientSession>, id: &RawValue, params: Option<&RawValue>) -> Outcome {
+    /// acknowledgment of what Gatehouse honors (the tool, prompt and resource lists of this
+    /// client's view; up to [`session::MAX_SUBSCRIPTIONS`] resources, whose legacy servers are
+    /// asked to tell of their changes), then each change, tagged with the request's id.
+    async fn listen(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+    ) -> Outcome {
         #[derive(Deserialize, Default)]
         struct Filter {
             #[serde(rename = "toolsListChanged", default)]
@@ -573,6 +588,8 @@ impl Gateway {
             prompts: bool,
             #[serde(rename = "resourcesListChanged", default)]
             resources: bool,
+            #[serde(rename = "resourceSubscriptions", default)]
+            uris: Vec<String>,
         }
         #[derive(Deserialize)]
         struct P {
@@ -599,6 +616,17 @@ impl Gateway {
                 honored.insert(key.into(), serde_json::Value::Bool(true));
             }
         }
+        let mut uris = f.uris;
+        uris.sort();
+        uris.dedup();
+        uris.truncate(session::MAX_SUBSCRIPTIONS);
+        if !uris.is_empty() {
+            honored.insert(
+                "resourceSubscriptions".into(),
+                serde_json::Value::from(uris.clone()),
+            );
+            self.subscribe_upstream(s, &uris).await;
+        }
         let (tx, rx) = mpsc::channel(session::LISTEN_QUEUE);
         let meta = format!(
             "{{{}:{}}}",
@@ -624,6 +652,7 @@ impl Gateway {
         let listener = session::Listener {
             id: id.get().to_owned(),
             kinds,
+            resources: uris,
             tx,
         };
         if !s.listen(listener) {

@@ -35,6 +35,9 @@ pub struct ClientSession {
     standalone: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     /// A modern client's open `subscriptions/listen` streams (at most [`MAX_LISTENERS`]).
     listeners: Mutex<Vec<Listener>>,
+    /// The resources a legacy client subscribed to (`resources/subscribe`), at most
+    /// [`MAX_SUBSCRIPTIONS`].
+    resource_subs: Mutex<std::collections::HashSet<String>>,
     /// Requests being forwarded, by the client's raw id: aborting one drops the upstream call,
     /// which sends `notifications/cancelled` to the server.
     pub(super) inflight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
@@ -59,8 +62,13 @@ pub const LISTEN_QUEUE: usize = 16;
 pub(super) struct Listener {
     pub id: String,
     pub kinds: Vec<&'static str>,
+    /// The resource URIs it subscribed to.
+    pub resources: Vec<String>,
     pub tx: mpsc::Sender<super::Out>,
 }
+
+/// Resources one client (a legacy session, or one listen stream) is subscribed to, at most.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
 
 /// A request to the client awaiting its answer: a server's own (2025), sent back to that
 /// server's connection under the id the server gave it, or one Gatehouse made of a 2026-07-28
@@ -107,6 +115,7 @@ impl ClientSession {
             info: Mutex::new(ClientInfo::default()),
             standalone: Mutex::new(None),
             listeners: Mutex::new(Vec::new()),
+            resource_subs: Mutex::new(Default::default()),
             inflight: Mutex::new(HashMap::new()),
             forwarded: Mutex::new(HashMap::new()),
             last_seen: AtomicU64::new(crate::logs::now_ms()),
@@ -151,6 +160,61 @@ impl ClientSession {
         }
         all.push(l);
         true
+    }
+
+    /// A legacy client subscribed to (`true`) or unsubscribed from a resource. `false` when it
+    /// holds [`MAX_SUBSCRIPTIONS`] already.
+    pub(super) fn subscribe(&self, uri: &str, on: bool) -> bool {
+        let mut subs = lock(&self.resource_subs);
+        if !on {
+            subs.remove(uri);
+            return true;
+        }
+        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(uri) {
+            return false;
+        }
+        subs.insert(uri.to_owned());
+        true
+    }
+
+    /// A resource changed: a legacy client subscribed to it hears of it on its own stream, a
+    /// modern one on each listen stream that subscribed to it (tagged with its id).
+    pub(super) fn resource_updated(&self, uri: &str) {
+        if lock(&self.resource_subs).contains(uri) {
+            if let Ok(p) =
+                RawValue::from_string(format!("{{\"uri\":{}}}", crate::jsonrpc::json_string(uri)))
+            {
+                if let Some(tx) = lock(&self.standalone).clone() {
+                    let line = crate::jsonrpc::notification_line(
+                        "notifications/resources/updated",
+                        Some(&p),
+                    );
+                    let _ = tx.try_send(line);
+                }
+            }
+        }
+        let mut all = lock(&self.listeners);
+        all.retain(|l| {
+            if !l.resources.iter().any(|r| r == uri) {
+                return !l.tx.is_closed();
+            }
+            let params = format!(
+                "{{\"uri\":{},\"_meta\":{{{}:{}}}}}",
+                crate::jsonrpc::json_string(uri),
+                crate::jsonrpc::json_string(super::SUBSCRIPTION_ID_KEY),
+                l.id
+            );
+            match RawValue::from_string(params) {
+                Ok(p) => {
+                    let line = crate::jsonrpc::notification_line(
+                        "notifications/resources/updated",
+                        Some(&p),
+                    );
+                    l.tx.try_send(super::Out::Event(line)).is_ok()
+                }
+                Err(_) => true,
+            }
+        });
     }
 
     /// Ends the listen stream opened by request `id` (its client cancelled it).
@@ -371,6 +435,11 @@ impl Sessions {
             tracing::info!(session = %s.id, profile = ?s.profile, "ended a session whose client token was rotated or removed");
             self.end(&s);
         }
+    }
+
+    /// Every open session, as things stand.
+    pub fn all(&self) -> Vec<Arc<ClientSession>> {
+        lock(&self.map).values().cloned().collect()
     }
 
     /// Ends every session.

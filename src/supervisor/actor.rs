@@ -260,12 +260,24 @@ impl Actor {
             let log = self.log_fn();
             Arc::new(move |line| log(LogStream::Gatehouse, line))
         };
+        // A resource the server says changed: its subscribers hear of it (the gateway).
+        let updated: rpc::UpdatedFn = {
+            let bus = self.ctx.bus.clone();
+            let server = self.shared.id.to_string();
+            Arc::new(move |uri| {
+                bus.publish(Event::ResourceUpdated {
+                    server: server.clone(),
+                    uri,
+                })
+            })
+        };
         let session = Session::open(
             launched,
             self.shared.id.as_str(),
             self.generation,
             self.ev_tx.clone(),
             note,
+            updated,
             self.ctx.redactions.clone(),
             Duration::from_secs(self.cfg.startup_timeout_secs),
         );

@@ -222,7 +222,12 @@ pub struct Hooks {
     pub note: NoteFn,
     /// Secret values to mask in anything the server sends that is stored or shown.
     pub redactions: Arc<Redactions>,
+    /// Told the URI of each `notifications/resources/updated` the server sends.
+    pub updated: UpdatedFn,
 }
+
+/// What the reader does with a resource the server says changed (its URI).
+pub type UpdatedFn = Arc<dyn Fn(String) + Send + Sync>;
 
 /// Notes the reader makes about protocol problems (garbage lines etc.) for the server's log.
 pub type NoteFn = Arc<dyn Fn(String) + Send + Sync>;
@@ -241,6 +246,8 @@ pub struct RpcPeer {
     modern: std::sync::atomic::AtomicBool,
     /// Notes for the server's log.
     note: NoteFn,
+    /// Where the URIs of resources the server says changed go.
+    updated: UpdatedFn,
 }
 
 impl RpcPeer {
@@ -263,6 +270,7 @@ impl RpcPeer {
             trust_related,
             note,
             redactions,
+            updated,
         } = hooks;
         let (out, out_rx) = mpsc::channel(1024);
         let peer = Arc::new(RpcPeer {
@@ -274,6 +282,7 @@ impl RpcPeer {
             trust_related,
             modern: std::sync::atomic::AtomicBool::new(false),
             note: note.clone(),
+            updated,
         });
         tasks.spawn(jsonrpc::write_lines(stdin, out_rx, stop.clone()));
         tasks.spawn(read_loop(peer.clone(), stdout, inbound, note, stop));
@@ -552,6 +561,18 @@ async fn handle_line(peer: &RpcPeer, line: &[u8], inbound: &mpsc::Sender<Inbound
                 let _ = inbound.try_send(Inbound::ToolsListChanged);
             }
             "notifications/prompts/list_changed" | "notifications/resources/list_changed" => {}
+            "notifications/resources/updated" => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    uri: String,
+                }
+                if let Some(p) = env
+                    .params
+                    .and_then(|p| serde_json::from_str::<P>(p.get()).ok())
+                {
+                    (peer.updated)(p.uri);
+                }
+            }
             "notifications/progress" => {
                 // Progress belongs to the call whose token it carries, and to no other.
                 let token = progress_token(env.params);
@@ -735,6 +756,7 @@ mod tests {
                 trust_related: false,
                 note: Arc::new(move |s| n2.lock().unwrap().push(s)),
                 redactions: Arc::default(),
+                updated: Arc::new(|_| {}),
             },
             &mut tasks,
         );

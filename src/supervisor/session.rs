@@ -58,6 +58,7 @@ impl Session {
         generation: u64,
         events: EventTx,
         note: rpc::NoteFn,
+        updated: rpc::UpdatedFn,
         redactions: Arc<crate::secrets::Redactions>,
         startup_timeout: Duration,
     ) -> Session {
@@ -96,6 +97,7 @@ impl Session {
                 trust_related,
                 note,
                 redactions,
+                updated,
             },
             &mut tasks,
         );

@@ -19,6 +19,10 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
                                                    for tool list changes, prints {"listening": true} once
                                                    acknowledged, then the first change and the tools after it
   py_client.py stdio-listen -- CMD ARGS...         the same over stdio
+  py_client.py listen-resource URL TOKEN URI TOOL  a listen stream subscribed to URI; calls TOOL (unless
+                                                   "-"), prints the first update of URI it hears
+  py_client.py legacy-subscribe URL TOKEN URI TOOL a 2025 ClientSession: resources/subscribe URI, calls
+                                                   TOOL, prints the first update it hears
 
 mcp.Client modes also print "protocol" (the version the client ended up speaking). A call that
 fails prints {"error": {"code", "message"}} as its result instead of stopping the script.
@@ -105,6 +109,45 @@ async def main():
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
         async with http:
             return await listen(streamable_http_client(url, http_client=http))
+    if mode == "listen-resource":
+        # Modern: a listen stream subscribed to URI; then TOOL (no arguments) is called, which
+        # makes the server send updates. Prints the first resource update heard.
+        url, token, uri, tool = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            transport = streamable_http_client(url, http_client=http)
+            async with mcp.Client(transport, mode="2026-07-28") as c:
+                async with c.listen(resource_subscriptions=[uri]) as sub:
+                    honored = sub.honored.model_dump(by_alias=True, exclude_none=True)
+                    if tool != "-":
+                        await c.call_tool(tool, {})
+                    with anyio.fail_after(30):
+                        async for event in sub:
+                            if type(event).__name__ == "ResourceUpdated":
+                                return {"honored": honored, "event": "ResourceUpdated", "uri": str(event.uri)}
+        raise SystemExit("no resource update")
+    if mode == "legacy-subscribe":
+        # A 2025 ClientSession subscribes to URI, calls TOOL, prints the first update it hears.
+        url, token, uri, tool = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+        heard = anyio.Event()
+        got = {}
+
+        async def on_message(message):
+            root = getattr(message, "root", message)
+            if getattr(root, "method", None) == "notifications/resources/updated":
+                got["uri"] = str(root.params.uri)
+                heard.set()
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            async with streamable_http_client(url, http_client=http) as (r, w, *_):
+                async with ClientSession(r, w, message_handler=on_message) as s:
+                    await s.initialize()
+                    await s.subscribe_resource(uri)
+                    await s.call_tool(tool, {})
+                    with anyio.fail_after(30):
+                        await heard.wait()
+                    return {"event": "ResourceUpdated", "uri": got["uri"]}
     if mode == "stdio-listen":
         cmd = sys.argv[sys.argv.index("--") + 1 :]
         return await listen(StdioServerParameters(command=cmd[0], args=cmd[1:]))

@@ -690,3 +690,42 @@ async fn a_legacy_servers_request_reaches_a_modern_client_as_an_input_request() 
     let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
     assert_eq!(v["error"]["code"], -32602, "{v}");
 }
+
+/// Resource subscriptions reach the servers that own the resources and their updates come back
+/// to the subscribers only: a 2025 client's `resources/subscribe` (the update on its own stream)
+/// and a 2026-07-28 client's listen stream (`resourceSubscriptions`, acknowledged, the update
+/// tagged on that stream), with server-everything sending the updates.
+#[tokio::test]
+#[ignore = "needs the real peers and the Python SDK 2.3: run `make test`"]
+async fn resource_updates_reach_the_clients_that_subscribed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({
+        "servers": {"ev": {"command": peer_bin("npm/node_modules/.bin/mcp-server-everything"), "args": ["stdio"]}},
+        "approval": {"default": "flagged-only"}
+    });
+    let s = serve(dir.path(), &cfg.to_string(), &["ev"]).await;
+    let run = |mode: &str, uri: &str, tool: &str| {
+        run_json(Command::new(python()).args([
+            &clients_script("py_client.py"),
+            mode,
+            &s.info.url,
+            &s.info.token,
+            uri,
+            tool,
+        ]))
+    };
+    // The 2025 client turns the server's updates on (every 5 s for what is subscribed).
+    let legacy = run(
+        "legacy-subscribe",
+        "demo://resource/dynamic/text/2",
+        "ev__toggle-subscriber-updates",
+    );
+    assert_eq!(legacy["uri"], "demo://resource/dynamic/text/2", "{legacy}");
+    let modern = run("listen-resource", "demo://resource/dynamic/text/1", "-");
+    assert_eq!(
+        modern["honored"]["resourceSubscriptions"],
+        json!(["demo://resource/dynamic/text/1"]),
+        "{modern}"
+    );
+    assert_eq!(modern["uri"], "demo://resource/dynamic/text/1", "{modern}");
+}
