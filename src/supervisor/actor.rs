@@ -276,9 +276,11 @@ impl Actor {
             self.shared.id.as_str(),
             self.generation,
             self.ev_tx.clone(),
-            note,
-            updated,
-            self.ctx.redactions.clone(),
+            super::session::Reports {
+                note,
+                updated,
+                redactions: self.ctx.redactions.clone(),
+            },
             Duration::from_secs(self.cfg.startup_timeout_secs),
         );
         *lock(&self.shared.peer) = Some(session.peer.clone());

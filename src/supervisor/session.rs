@@ -49,6 +49,17 @@ pub(super) struct Session {
     pub refresh_again: bool,
 }
 
+/// Where a session's connection reports what the server says besides answers, and what it
+/// masks in it.
+pub struct Reports {
+    /// Notes for the server's log.
+    pub note: rpc::NoteFn,
+    /// Resources the server says changed.
+    pub updated: rpc::UpdatedFn,
+    /// Secret values to mask in what is stored or shown.
+    pub redactions: Arc<crate::secrets::Redactions>,
+}
+
 impl Session {
     /// Wraps a launched connection: its peer, the task relaying what the server sends on its
     /// own, and the handshake (which reports on `events`).
@@ -57,11 +68,14 @@ impl Session {
         server: &str,
         generation: u64,
         events: EventTx,
-        note: rpc::NoteFn,
-        updated: rpc::UpdatedFn,
-        redactions: Arc<crate::secrets::Redactions>,
+        reports: Reports,
         startup_timeout: Duration,
     ) -> Session {
+        let Reports {
+            note,
+            updated,
+            redactions,
+        } = reports;
         let Launched {
             kind,
             writer,
