@@ -271,6 +271,7 @@ async fn stdio_client(
             trust_related: false,
             note: Arc::new(|_| {}),
             redactions: Arc::default(),
+            updated: Arc::new(|_| {}),
         },
         &mut tasks,
     );
