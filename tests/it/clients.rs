@@ -166,7 +166,8 @@ async fn real_clients_get_what_a_direct_connection_gets() {
         .contains("hello from the filesystem"));
 
     // mcp.Client in auto mode: it probes server/discover, which Gatehouse answers, and stays
-    // on 2026-07-28: the same results, each saying it is complete.
+    // on 2026-07-28: the same results, each saying it is complete and who answered (Gatehouse:
+    // the hop is ours).
     let auto = run_json(Command::new(python()).args([
         &clients_script("py_client.py"),
         "auto",
@@ -175,17 +176,23 @@ async fn real_clients_get_what_a_direct_connection_gets() {
         &gw_calls,
     ]));
     assert_eq!(auto["protocol"], "2026-07-28", "{auto}");
-    let without_type = |v: &Value| {
+    let without_hop = |v: &Value, modern: bool| {
         let mut v = v.clone();
         for r in v.as_object_mut().unwrap().values_mut() {
             assert_eq!(r["resultType"], "complete", "{r}");
-            r.as_object_mut().unwrap().remove("resultType");
+            let r = r.as_object_mut().unwrap();
+            r.remove("resultType");
+            if modern {
+                let info = "io.modelcontextprotocol/serverInfo";
+                assert_eq!(r["_meta"][info]["name"], "gatehouse", "{r:?}");
+                r.remove("_meta");
+            }
         }
         v
     };
     assert_eq!(
-        without_type(&auto["results"]),
-        without_type(&http["results"])
+        without_hop(&auto["results"], true),
+        without_hop(&http["results"], false)
     );
 
     // The Python SDK over `gatehouse serve --stdio`.
@@ -202,16 +209,11 @@ async fn real_clients_get_what_a_direct_connection_gets() {
         "--".into(),
         GATEHOUSE.into(),
     ])
-    .args([
-        "serve",
-        "--stdio",
-        "--config",
-        stdio_cfg.to_str().unwrap(),
-        "--data-dir",
-        stdio_dir.join("d").to_str().unwrap(),
-        "--control",
-        stdio_dir.join("c.sock").to_str().unwrap(),
-    ]);
+    .args(serve_stdio_args(
+        &stdio_cfg,
+        &stdio_dir.join("d"),
+        &stdio_dir.join("c.sock"),
+    ));
     let stdio = run_json(&mut cmd);
     assert_eq!(stdio["tools"], http["tools"], "stdio lists the same tools");
     assert_eq!(

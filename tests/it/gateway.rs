@@ -658,16 +658,11 @@ async fn serve_stdio_speaks_only_json_rpc_on_stdout() {
     let cfg = dir.path().join("g.json");
     std::fs::write(&cfg, config(&[("fx", fixture(&[]))])).unwrap();
     let mut child = tokio::process::Command::new(GATEHOUSE)
-        .args([
-            "serve",
-            "--stdio",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--data-dir",
-            dir.path().join("d").to_str().unwrap(),
-            "--control",
-            dir.path().join("c.sock").to_str().unwrap(),
-        ])
+        .args(serve_stdio_args(
+            &cfg,
+            &dir.path().join("d"),
+            &dir.path().join("c.sock"),
+        ))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -230,16 +230,7 @@ async fn modern_clients_call_through_serve_stdio() {
             "--".into(),
             GATEHOUSE.into(),
         ])
-        .args([
-            "serve",
-            "--stdio",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--data-dir",
-            dir.path().join("d").to_str().unwrap(),
-            "--control",
-            sock.to_str().unwrap(),
-        ]);
+        .args(serve_stdio_args(&cfg, &dir.path().join("d"), &sock));
         cmd
     };
     let auto = run_json(&mut run(
@@ -591,14 +582,7 @@ async fn a_modern_remote_server_gets_its_routing_and_parameter_headers() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the modern HTTP server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_port(port, "the modern HTTP server");
     let dir = tempfile::tempdir().unwrap();
     let mut cfg: Value = serde_json::from_str(&config(&[(
         "web",

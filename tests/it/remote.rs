@@ -29,15 +29,7 @@ impl RemoteServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Wait until it accepts connections.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "the remote test server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_port(port, "the remote test server");
         RemoteServer { child }
     }
     fn kill(&mut self) {

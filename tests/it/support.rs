@@ -307,3 +307,28 @@ impl EnvsRemove for Command {
         self
     }
 }
+
+/// `serve --stdio` on `cfg` with a data dir and control socket of its own: the arguments after
+/// the binary.
+pub fn serve_stdio_args(cfg: &Path, data: &Path, sock: &Path) -> Vec<String> {
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    vec![
+        "serve".into(),
+        "--stdio".into(),
+        "--config".into(),
+        text(cfg),
+        "--data-dir".into(),
+        text(data),
+        "--control".into(),
+        text(sock),
+    ]
+}
+
+/// Waits (at most 20 s) until something accepts connections on 127.0.0.1:`port`.
+pub fn wait_for_port(port: u16, what: &str) {
+    let deadline = StdInstant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(StdInstant::now() < deadline, "{what} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
