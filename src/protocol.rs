@@ -264,14 +264,7 @@ pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<String> {
     }
     let mut new_meta = String::with_capacity(128);
     new_meta.push('{');
-    for (k, v) in &meta {
-        if new_meta.len() > 1 {
-            new_meta.push(',');
-        }
-        new_meta.push_str(&json_string(k));
-        new_meta.push(':');
-        new_meta.push_str(v.get());
-    }
+    push_members(&mut new_meta, &meta);
     if era == Era::Modern {
         let caps = client_capabilities
             .map(|c| c.get())
@@ -396,14 +389,7 @@ pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Co
             out.push(':');
             out.push_str(our_info());
         }
-        for (k, v) in &m {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            out.push_str(&json_string(k));
-            out.push(':');
-            out.push_str(v.get());
-        }
+        push_members(&mut out, &m);
         out.push('}');
         Some(out)
     };
@@ -485,6 +471,19 @@ pub fn unanswerable_input(result: &str, capabilities: &str) -> Option<(String, &
         };
         (!caps.contains_key(needs)).then_some((method, needs))
     })
+}
+
+/// Appends `members` to an object being written (`out` holds its `{` and any members before):
+/// keys quoted, values as their raw text.
+fn push_members(out: &mut String, members: &BTreeMap<Cow<'_, str>, &RawValue>) {
+    for (k, v) in members {
+        if !out.ends_with('{') {
+            out.push(',');
+        }
+        out.push_str(&json_string(k));
+        out.push(':');
+        out.push_str(v.get());
+    }
 }
 
 /// `raw` (an object) with `"key":value` as its first member.

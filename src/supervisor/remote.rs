@@ -369,19 +369,28 @@ impl Bridge {
         }
     }
 
+    /// The first POST of a connection (the probe, or `initialize`): not reaching the server at
+    /// all is the error.
+    async fn post_first(
+        &self,
+        headers: HeaderMap,
+        msg: &[u8],
+    ) -> Result<reqwest::Response, String> {
+        self.http
+            .post(self.url.clone())
+            .headers(headers)
+            .body(msg.to_vec())
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))
+    }
+
     /// The `server/discover` probe: `Ok(true)` when the server answered it as a modern server
     /// (the answer is passed on), `Ok(false)` when it did not (the peer gets an error answer and
     /// falls back to `initialize`), `Err` when the server cannot be reached at all.
     async fn discover(&self, msg: &[u8]) -> Result<bool, String> {
         let id = request_id(msg);
-        let resp = self
-            .http
-            .post(self.url.clone())
-            .headers(self.modern_headers(msg))
-            .body(msg.to_vec())
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
+        let resp = self.post_first(self.modern_headers(msg), msg).await?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) || (300..400).contains(&status) {
             check_status(&resp)?;
@@ -431,14 +440,7 @@ impl Bridge {
         init: &[u8],
         tasks: &CancellationToken,
     ) -> Result<Mode, String> {
-        let resp = self
-            .http
-            .post(self.url.clone())
-            .headers(self.base_headers(None))
-            .body(init.to_vec())
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
+        let resp = self.post_first(self.base_headers(None), init).await?;
         let status = resp.status().as_u16();
         if matches!(status, 400 | 404 | 405) {
             return self.connect_sse(init, tasks).await;
