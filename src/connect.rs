@@ -26,6 +26,9 @@ struct Bridge {
     /// Guards one read or write of the session id.
     session: Mutex<Option<String>>,
     out: mpsc::Sender<Vec<u8>>,
+    /// The tools' `x-mcp-header` annotations, from the lists it carried: a modern client's calls
+    /// get their `Mcp-Param-*` headers, which the gateway checks.
+    param_headers: crate::protocol::ParamHeaders,
 }
 
 /// Bridges `input`/`output` (the client's stdio) to `url` until the client closes its input.
@@ -55,6 +58,7 @@ where
         token,
         session: Mutex::new(None),
         out,
+        param_headers: crate::protocol::ParamHeaders::default(),
     });
     let mut tasks = tokio::task::JoinSet::new();
     // The session's GET stream never ends on its own: it is stopped when the client leaves.
@@ -136,6 +140,9 @@ impl Bridge {
             for (name, value) in crate::protocol::routing_headers(&msg) {
                 req = req.header(name, value);
             }
+            for (name, value) in self.param_headers.of(&msg) {
+                req = req.header(name, value);
+            }
         } else if let Some(sid) = self.session_id() {
             req = req.header("mcp-session-id", sid);
         }
@@ -172,6 +179,7 @@ impl Bridge {
         }
         match resp.bytes().await {
             Ok(body) if body.first() == Some(&b'{') => {
+                self.param_headers.learn(&body);
                 let mut line = body.to_vec();
                 line.push(b'\n');
                 let _ = self.out.send(line).await;
@@ -214,6 +222,7 @@ impl Bridge {
             if event.data.is_empty() {
                 continue;
             }
+            self.param_headers.learn(&event.data);
             let mut data = event.data;
             data.push(b'\n');
             if self.out.send(data).await.is_err() {

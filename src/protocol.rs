@@ -737,6 +737,105 @@ pub fn x_mcp_headers(input_schema: &serde_json::Value) -> Vec<HeaderAnnotation> 
     out
 }
 
+/// Tools whose header annotations one client of a server remembers, at most.
+pub const MAX_ANNOTATED_TOOLS: usize = 10_000;
+
+/// What an HTTP client of a modern server (the remote bridge, `gatehouse connect`) knows of the
+/// tools' `x-mcp-header` annotations, learnt from the `tools/list` answers it carries (tool name
+/// → property path and header token, at most [`MAX_ANNOTATED_TOOLS`] tools), so that each
+/// `tools/call` it sends carries its `Mcp-Param-*` headers.
+#[derive(Default)]
+pub struct ParamHeaders {
+    /// Guards one lookup or one answer's update.
+    known: std::sync::Mutex<std::collections::HashMap<String, Vec<HeaderAnnotation>>>,
+}
+
+impl ParamHeaders {
+    /// The `Mcp-Param-*` headers of a `tools/call` (none for other messages, or a tool without
+    /// annotations).
+    pub fn of(&self, msg: &[u8]) -> Vec<(String, String)> {
+        if NEEDLES.tools_call.find(msg).is_none() {
+            return Vec::new();
+        }
+        #[derive(serde::Deserialize)]
+        struct M {
+            method: Option<String>,
+            params: Option<P>,
+        }
+        #[derive(serde::Deserialize)]
+        struct P {
+            name: Option<String>,
+            #[serde(default)]
+            arguments: serde_json::Value,
+        }
+        let Ok(M {
+            method: Some(m),
+            params:
+                Some(P {
+                    name: Some(name),
+                    arguments,
+                }),
+        }) = serde_json::from_slice::<M>(msg)
+        else {
+            return Vec::new();
+        };
+        if m != "tools/call" {
+            return Vec::new();
+        }
+        let annotations = self
+            .known
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&name)
+            .cloned()
+            .unwrap_or_default();
+        annotations
+            .into_iter()
+            .filter_map(|(path, token)| {
+                let value = value_at(&arguments, &path).and_then(header_scalar)?;
+                Some((format!("Mcp-Param-{token}"), encode_header_value(&value)))
+            })
+            .collect()
+    }
+
+    /// Learns the header annotations of the tools in a `tools/list` answer (only an answer that
+    /// mentions `x-mcp-header` is parsed for this).
+    pub fn learn(&self, body: &[u8]) {
+        if NEEDLES.x_mcp_header.find(body).is_none() {
+            return;
+        }
+        #[derive(serde::Deserialize)]
+        struct R {
+            result: Option<L>,
+        }
+        #[derive(serde::Deserialize)]
+        struct L {
+            tools: Vec<T>,
+        }
+        #[derive(serde::Deserialize)]
+        struct T {
+            name: String,
+            #[serde(rename = "inputSchema", default)]
+            input_schema: serde_json::Value,
+        }
+        let Ok(R { result: Some(list) }) = serde_json::from_slice::<R>(body) else {
+            return;
+        };
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        for t in list.tools {
+            if invalid_x_mcp_header(&t.input_schema).is_some() {
+                continue;
+            }
+            let found = x_mcp_headers(&t.input_schema);
+            if found.is_empty() {
+                known.remove(&t.name);
+            } else if known.len() < MAX_ANNOTATED_TOOLS || known.contains_key(&t.name) {
+                known.insert(t.name, found);
+            }
+        }
+    }
+}
+
 /// A tool argument as an `Mcp-Param-*` header renders it (strings as they are, integers in
 /// decimal, booleans as `true`/`false`); `None` when it has no header form (absent, null, an
 /// object, a fractional number).

@@ -114,15 +114,10 @@ struct Bridge {
     /// The first fatal error ends the bridge.
     lost: mpsc::Sender<String>,
     protocol: Arc<std::sync::Mutex<Option<String>>>,
-    /// The `x-mcp-header` annotations of the tools the server listed (tool name → property path
-    /// and header token), learnt from its `tools/list` answers: a modern server's calls carry
-    /// them as `Mcp-Param-*` headers. At most [`MAX_ANNOTATED_TOOLS`] tools.
-    param_headers:
-        std::sync::Mutex<std::collections::HashMap<String, Vec<protocol::HeaderAnnotation>>>,
+    /// The `x-mcp-header` annotations of the tools the server listed: a modern server's calls
+    /// carry them as `Mcp-Param-*` headers.
+    param_headers: protocol::ParamHeaders,
 }
-
-/// Tools whose header annotations a bridge remembers, at most.
-const MAX_ANNOTATED_TOOLS: usize = 10_000;
 
 /// Runs until `stop` is cancelled (returns `None`) or the connection is lost (returns the reason).
 pub async fn run<R, W>(
@@ -151,7 +146,7 @@ where
         to_peer,
         lost: lost_tx,
         protocol: Arc::new(std::sync::Mutex::new(None)),
-        param_headers: std::sync::Mutex::new(std::collections::HashMap::new()),
+        param_headers: protocol::ParamHeaders::default(),
     });
     let tasks = CancellationToken::new();
     let mut mode: Option<Mode> = None;
@@ -270,7 +265,7 @@ impl Bridge {
                 h.insert(name, v);
             }
         }
-        for (name, value) in self.param_headers_of(msg) {
+        for (name, value) in self.param_headers.of(msg) {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(&value),
@@ -279,94 +274,6 @@ impl Bridge {
             }
         }
         h
-    }
-
-    /// The `Mcp-Param-*` headers of a `tools/call` (none for other messages, or a tool without
-    /// annotations).
-    fn param_headers_of(&self, msg: &[u8]) -> Vec<(String, String)> {
-        if protocol::NEEDLES.tools_call.find(msg).is_none() {
-            return Vec::new();
-        }
-        #[derive(serde::Deserialize)]
-        struct M {
-            method: Option<String>,
-            params: Option<P>,
-        }
-        #[derive(serde::Deserialize)]
-        struct P {
-            name: Option<String>,
-            #[serde(default)]
-            arguments: serde_json::Value,
-        }
-        let Ok(M {
-            method: Some(m),
-            params:
-                Some(P {
-                    name: Some(name),
-                    arguments,
-                }),
-        }) = serde_json::from_slice::<M>(msg)
-        else {
-            return Vec::new();
-        };
-        if m != "tools/call" {
-            return Vec::new();
-        }
-        let annotations = self
-            .param_headers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&name)
-            .cloned()
-            .unwrap_or_default();
-        annotations
-            .into_iter()
-            .filter_map(|(path, token)| {
-                let value =
-                    protocol::value_at(&arguments, &path).and_then(protocol::header_scalar)?;
-                Some((
-                    format!("Mcp-Param-{token}"),
-                    protocol::encode_header_value(&value),
-                ))
-            })
-            .collect()
-    }
-
-    /// Learns the header annotations of the tools in a `tools/list` answer (only an answer that
-    /// mentions `x-mcp-header` is parsed for this).
-    fn learn_param_headers(&self, body: &[u8]) {
-        if protocol::NEEDLES.x_mcp_header.find(body).is_none() {
-            return;
-        }
-        #[derive(serde::Deserialize)]
-        struct R {
-            result: Option<L>,
-        }
-        #[derive(serde::Deserialize)]
-        struct L {
-            tools: Vec<T>,
-        }
-        #[derive(serde::Deserialize)]
-        struct T {
-            name: String,
-            #[serde(rename = "inputSchema", default)]
-            input_schema: serde_json::Value,
-        }
-        let Ok(R { result: Some(list) }) = serde_json::from_slice::<R>(body) else {
-            return;
-        };
-        let mut known = self.param_headers.lock().unwrap_or_else(|e| e.into_inner());
-        for t in list.tools {
-            if protocol::invalid_x_mcp_header(&t.input_schema).is_some() {
-                continue;
-            }
-            let found = protocol::x_mcp_headers(&t.input_schema);
-            if found.is_empty() {
-                known.remove(&t.name);
-            } else if known.len() < MAX_ANNOTATED_TOOLS || known.contains_key(&t.name) {
-                known.insert(t.name, found);
-            }
-        }
     }
 
     /// The first POST of a connection (the probe, or `initialize`): not reaching the server at
@@ -620,7 +527,7 @@ impl Bridge {
                 return Ok(());
             }
             self.note_protocol(&body);
-            self.learn_param_headers(&body);
+            self.param_headers.learn(&body);
             let _ = self.to_peer.send(line(unmarked(body))).await;
             return Ok(());
         }
@@ -648,7 +555,7 @@ impl Bridge {
             let data = if is_response(&data) {
                 answered = true;
                 self.note_protocol(&data);
-                self.learn_param_headers(&data);
+                self.param_headers.learn(&data);
                 data
             } else {
                 match related {

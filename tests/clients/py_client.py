@@ -32,6 +32,7 @@ CALLS_JSON: [[tool, arguments], ...]
 
 import asyncio
 import json
+import os
 import sys
 
 import anyio
@@ -150,7 +151,7 @@ async def main():
                     return {"event": "ResourceUpdated", "uri": got["uri"]}
     if mode == "stdio-listen":
         cmd = sys.argv[sys.argv.index("--") + 1 :]
-        return await listen(StdioServerParameters(command=cmd[0], args=cmd[1:]))
+        return await listen(StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ)))
     if mode == "http-elicit":
         # A 2025-era ClientSession that answers elicitation requests (the old server→client way).
         url, token, calls, reply = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
@@ -179,14 +180,14 @@ async def main():
     if mode == "stdio":
         calls = json.loads(sys.argv[2])
         cmd = sys.argv[sys.argv.index("--") + 1 :]
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         async with stdio_client(params) as (r, w):
             async with ClientSession(r, w) as s:
                 return await exercise(s, calls)
     if mode in ("stdio-auto", "stdio-modern"):
         calls = json.loads(sys.argv[2])
         cmd = sys.argv[sys.argv.index("--") + 1 :]
-        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ))
         pin = "auto" if mode == "stdio-auto" else "2026-07-28"
         async with mcp.Client(params, mode=pin) as c:
             out = await exercise(c, calls, initialize=False)

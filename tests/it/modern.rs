@@ -60,7 +60,9 @@ fn py(s: &Served, mode: &str, calls: &Value) -> Command {
 #[ignore = "needs the Python SDK 2.3 and the TypeScript SDK: run `make test`"]
 async fn a_modern_only_server_runs_and_serves_both_eras_of_client() {
     let dir = tempfile::tempdir().unwrap();
-    let s = serve(dir.path(), &both_eras(&[]), &["fx", "modern"]).await;
+    let mut cfg: Value = serde_json::from_str(&both_eras(&[])).unwrap();
+    cfg["approval"] = json!({"default": "flagged-only"});
+    let s = serve(dir.path(), &cfg.to_string(), &["fx", "modern"]).await;
     let modern = status_of(&s, "modern");
     assert_eq!(modern["era"], "modern", "{modern}");
     assert_eq!(modern["protocol_version"], MODERN, "{modern}");
@@ -126,6 +128,26 @@ async fn a_modern_only_server_runs_and_serves_both_eras_of_client() {
         "{out}"
     );
     assert_eq!(out["results"]["modern__add"]["resultType"], "complete");
+    // A modern stdio client through `gatehouse connect`: the bridge gives its calls the routing
+    // headers and the annotated parameter's `Mcp-Param-Region`, which the gateway checks.
+    let regional = json!([["modern__regional", {"region": "eu-west", "q": "hi"}]]);
+    let out = run_json(
+        Command::new(python())
+            .args([
+                &clients_script("py_client.py"),
+                "stdio-modern",
+                &regional.to_string(),
+                "--",
+                GATEHOUSE,
+                "connect",
+            ])
+            .env("GATEHOUSE_CONTROL", &s.sock),
+    );
+    assert_eq!(out["protocol"], MODERN);
+    assert_eq!(
+        out["results"]["modern__regional"]["content"][0]["text"], "eu-west: hi",
+        "{out}"
+    );
 }
 
 /// Modern clients (pinned, and auto mode, which probes `server/discover` and stays modern) list
