@@ -3,6 +3,8 @@
 //! Flags (combinable):
 //!   --slow-start MS      sleep before reading anything
 //!   --no-init            never answer `initialize`
+//!   --exit-on-discover   exit with code 2 on `server/discover` (a strict 2025 server that
+//!                        dies on a method it does not know)
 //!   --exit-after N       exit with code 1 right after answering the Nth tools/call
 //!   --exit-code N        print a line to stderr and exit with code N at once (crash loop)
 //!   --crash-if-exists P  like --exit-code 3, but only while the file P exists
@@ -55,6 +57,7 @@ use serde_json::{json, Value};
 struct Opts {
     slow_start_ms: u64,
     no_init: bool,
+    exit_on_discover: bool,
     exit_after: Option<u64>,
     exit_code: Option<i32>,
     crash_if_exists: Option<String>,
@@ -89,6 +92,7 @@ fn parse_opts() -> Result<Opts, String> {
         match a.as_str() {
             "--slow-start" => o.slow_start_ms = num(&val("--slow-start")?)?,
             "--no-init" => o.no_init = true,
+            "--exit-on-discover" => o.exit_on_discover = true,
             "--exit-after" => o.exit_after = Some(num(&val("--exit-after")?)?),
             "--exit-code" => o.exit_code = Some(num(&val("--exit-code")?)?),
             "--crash-if-exists" => o.crash_if_exists = Some(val("--crash-if-exists")?),
@@ -268,6 +272,10 @@ fn serve(opts: &Opts) {
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         if opts.silent.iter().any(|m| m == method) {
             continue;
+        }
+        if opts.exit_on_discover && method == "server/discover" {
+            eprintln!("fixture: unknown method server/discover, exiting");
+            std::process::exit(2);
         }
         let result = match method {
             "initialize" => {

@@ -53,6 +53,9 @@ pub(super) struct Actor {
     retry_at: Option<tokio::time::Instant>,
     /// Tasks reaping what a crashed child left in its group. Awaited before the actor ends.
     cleanup: JoinSet<()>,
+    /// Whether the handshake probes `server/discover` first; off for good once the server died
+    /// of the probe (a strict 2025 server that exits on a method it does not know).
+    probe: bool,
 }
 
 impl Actor {
@@ -75,6 +78,7 @@ impl Actor {
             refresh_waiters: Vec::new(),
             retry_at: None,
             cleanup: JoinSet::new(),
+            probe: true,
         }
     }
 
@@ -282,6 +286,7 @@ impl Actor {
                 redactions: self.ctx.redactions.clone(),
             },
             Duration::from_secs(self.cfg.startup_timeout_secs),
+            self.probe,
         );
         *lock(&self.shared.peer) = Some(session.peer.clone());
         let pid = session.pid();
@@ -414,6 +419,7 @@ impl Actor {
             return;
         };
         let uptime = session.started.elapsed();
+        let died_of_probe = session.peer.is_probing();
         let remote_reason = session.remote_reason();
         let mut msg = remote_reason.clone().unwrap_or_else(|| info.to_string());
         if !session.ready {
@@ -430,6 +436,14 @@ impl Actor {
             return;
         };
         *lock(&self.shared.peer) = None;
+        if died_of_probe && self.probe {
+            // It died of the `server/discover` probe: from now on it is opened with `initialize`.
+            self.probe = false;
+            (self.log_fn())(
+                LogStream::Gatehouse,
+                "the server exited on the server/discover probe (MCP 2026-07-28); it is started with initialize from now on".into(),
+            );
+        }
         if let Some(tail) = self
             .shared
             .logs

@@ -88,11 +88,20 @@ impl HandshakeError {
     }
 }
 
-/// Runs the whole handshake within `timeout`.
-pub async fn handshake(peer: &RpcPeer, timeout: Duration) -> Result<Ready, HandshakeError> {
+/// Runs the whole handshake within `timeout`; without the `server/discover` probe when `probe`
+/// is false (the server died of it before).
+pub async fn handshake(
+    peer: &RpcPeer,
+    timeout: Duration,
+    probe_first: bool,
+) -> Result<Ready, HandshakeError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let secs = timeout.as_secs();
-    let opened = match probe(peer, deadline, secs, Some(PROBE_TIMEOUT)).await? {
+    let probed = match probe_first {
+        true => probe(peer, deadline, secs, Some(PROBE_TIMEOUT)).await?,
+        false => None,
+    };
+    let opened = match probed {
         Some(found) => found,
         None => match initialize(peer, deadline, secs).await {
             Err(HandshakeError::Refused(e)) if unsupported_version(&e) => {
@@ -124,8 +133,13 @@ async fn probe(
         None => deadline,
     };
     peer.set_era(Era::Modern);
+    peer.set_probing(true);
     let answer = tokio::time::timeout_at(until, peer.request("server/discover", None)).await;
     peer.set_era(Era::Legacy);
+    if !matches!(answer, Ok(Err(_))) {
+        // A lost connection keeps the mark: the actor learns the server died of the probe.
+        peer.set_probing(false);
+    }
     let result = match answer {
         Ok(Ok(Reply::Result(r))) => r,
         Ok(Ok(Reply::Error(_))) => return Ok(None),

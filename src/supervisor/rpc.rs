@@ -246,6 +246,8 @@ pub struct RpcPeer {
     modern: std::sync::atomic::AtomicBool,
     /// Notes for the server's log.
     note: NoteFn,
+    /// The handshake's `server/discover` probe is in flight (a server that dies now died of it).
+    probing: std::sync::atomic::AtomicBool,
     /// Where the URIs of resources the server says changed go.
     updated: UpdatedFn,
 }
@@ -282,6 +284,7 @@ impl RpcPeer {
             trust_related,
             modern: std::sync::atomic::AtomicBool::new(false),
             note: note.clone(),
+            probing: std::sync::atomic::AtomicBool::new(false),
             updated,
         });
         tasks.spawn(jsonrpc::write_lines(stdin, out_rx, stop.clone()));
@@ -346,6 +349,16 @@ impl RpcPeer {
     /// Writes a note in the server's log.
     pub fn note(&self, text: String) {
         (self.note)(text);
+    }
+
+    /// Marks the `server/discover` probe as in flight (or over).
+    pub fn set_probing(&self, on: bool) {
+        self.probing.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether the `server/discover` probe is in flight.
+    pub fn is_probing(&self) -> bool {
+        self.probing.load(Ordering::Relaxed)
     }
 
     /// The server's era as the handshake found it (legacy until then).

@@ -70,6 +70,7 @@ impl Session {
         events: EventTx,
         reports: Reports,
         startup_timeout: Duration,
+        probe: bool,
     ) -> Session {
         let Reports {
             note,
@@ -118,7 +119,7 @@ impl Session {
         {
             let peer = peer.clone();
             tasks.spawn(async move {
-                let r = handshake::handshake(&peer, startup_timeout).await;
+                let r = handshake::handshake(&peer, startup_timeout, probe).await;
                 let _ = events.send((generation, SessionEvent::Handshake(r))).await;
             });
         }

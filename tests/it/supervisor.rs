@@ -34,6 +34,28 @@ async fn runs_only_after_initialize_and_full_tools_list() {
     th.hub.shutdown().await;
 }
 
+/// A strict 2025 server that exits on the `server/discover` probe (a method it does not know) is
+/// restarted once and opened with `initialize` from then on: it runs, legacy, with a note in its
+/// log, instead of dying of every probe until it is given up.
+#[tokio::test]
+async fn a_server_that_dies_of_the_discover_probe_runs_without_it() {
+    let th = TestHub::start_with(
+        &config(&[("strict", fixture(&["--exit-on-discover"]))]),
+        fast_tuning(),
+    );
+    let h = th.server("strict");
+    let s = wait_state(&h, State::Running, T).await;
+    assert_eq!(s.era, Some(gatehouse::protocol::Era::Legacy), "{s:?}");
+    assert_eq!(s.restarts, 1, "one start died of the probe: {s:?}");
+    let log: Vec<String> = h.logs().tail(None).into_iter().map(|l| l.line).collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("exited on the server/discover probe")),
+        "{log:?}"
+    );
+    th.hub.shutdown().await;
+}
+
 #[tokio::test]
 async fn restarts_after_kill_9_with_new_pid() {
     let th = TestHub::start(&config(&[("a", fixture(&[]))]));
