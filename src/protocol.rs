@@ -39,6 +39,9 @@ pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key: the server's identity on a modern result.
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 
+/// The prefix of the `requestState` Gatehouse gives a call parked for its client's input.
+pub const STATE_PREFIX: &str = "gatehouse:";
+
 /// How a result is meant: finished, or asking the client for input first (multi round-trip).
 pub const RESULT_TYPE_KEY: &str = "resultType";
 
@@ -55,6 +58,8 @@ pub(crate) struct Needles {
     pub x_mcp_header: memchr::memmem::Finder<'static>,
     /// `"tools/call"`.
     pub tools_call: memchr::memmem::Finder<'static>,
+    /// The prefix of a `requestState` of ours (a parked call's).
+    pub state: memchr::memmem::Finder<'static>,
 }
 
 /// The searchers, built on first use.
@@ -64,6 +69,7 @@ pub(crate) static NEEDLES: std::sync::LazyLock<Needles> = std::sync::LazyLock::n
     server_info: memchr::memmem::Finder::new(SERVER_INFO_KEY.as_bytes()),
     x_mcp_header: memchr::memmem::Finder::new(b"x-mcp-header"),
     tools_call: memchr::memmem::Finder::new(b"\"tools/call\""),
+    state: memchr::memmem::Finder::new(STATE_PREFIX.as_bytes()),
 });
 
 /// Which era a peer speaks.

@@ -315,20 +315,27 @@ impl Gateway {
                         }
                     };
                     let Some(got) = got else { break None };
+                    // The result's top level, read once: its isError flag, its type, its `_meta`.
+                    let view = match &got {
+                        Ok(Reply::Result(r)) => Some(crate::protocol::ResultView::of(r.get())),
+                        _ => None,
+                    };
                     let needs_input = session.era() == Era::Legacy
-                        && matches!(&got, Ok(Reply::Result(r)) if crate::protocol::result_kind(r.get()) == ResultKind::InputRequired);
+                        && view
+                            .as_ref()
+                            .is_some_and(|v| v.kind == ResultKind::InputRequired);
                     if !needs_input {
-                        break Some(got);
+                        break Some((got, view));
                     }
                     if rounds >= super::input::MAX_INPUT_ROUNDS {
                         input_failure = Some(format!(
                             "it asked for input more than {} times",
                             super::input::MAX_INPUT_ROUNDS
                         ));
-                        break Some(got);
+                        break Some((got, view));
                     }
                     let Ok(Reply::Result(r)) = &got else {
-                        break Some(got);
+                        break Some((got, view));
                     };
                     match gw.relay_input(&session, &tx, r.get(), &params).await {
                         Ok(next) => match RawValue::from_string(next) {
@@ -338,24 +345,19 @@ impl Gateway {
                             }
                             Err(e) => {
                                 input_failure = Some(format!("the retry could not be built ({e})"));
-                                break Some(got);
+                                break Some((got, view));
                             }
                         },
                         Err(why) => {
                             input_failure = Some(why);
-                            break Some(got);
+                            break Some((got, view));
                         }
                     }
                 };
                 lock(&session.inflight).remove(&client_id);
-                let Some(result) = result else {
+                let Some((result, view)) = result else {
                     // The client went away: dropping `call` cancels it upstream.
                     return;
-                };
-                // The result's top level, read once: its isError flag, its type, its `_meta`.
-                let view = match &result {
-                    Ok(Reply::Result(r)) => Some(crate::protocol::ResultView::of(r.get())),
-                    _ => None,
                 };
                 let era = session.era();
                 // A legacy client has no way to answer a multi round-trip request.

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use super::session::{lock, ClientSession, Forwarded};
 use super::{Gateway, Out};
 use crate::jsonrpc::{self, json_string};
+use crate::protocol::STATE_PREFIX;
 
 /// Rounds of input one call may ask for, at most; then it ends with an error result.
 pub const MAX_INPUT_ROUNDS: usize = 8;
@@ -132,9 +133,6 @@ impl Gateway {
 /// Calls whose 2025 server asked a 2026-07-28 client something, waiting for the client's retry,
 /// at most; another such request is refused to its server.
 pub const MAX_PARKED: usize = 256;
-
-/// The prefix of the `requestState` Gatehouse gives a parked call.
-const STATE_PREFIX: &str = "gatehouse:";
 
 /// The key of the one input request of a parked call.
 const INPUT_KEY: &str = "gatehouse";
@@ -317,7 +315,7 @@ impl Gateway {
     ) -> Option<super::Outcome> {
         let text = params?.get();
         // Cheap first: most requests carry no state of ours.
-        memchr::memmem::find(text.as_bytes(), STATE_PREFIX.as_bytes())?;
+        crate::protocol::NEEDLES.state.find(text.as_bytes())?;
         let [state, responses] =
             crate::jsonrpc::scan::top_level(text.as_bytes(), [b"requestState", b"inputResponses"])?;
         let state = serde_json::from_str::<String>(&text[state?]).ok()?;
