@@ -1,0 +1,336 @@
+//! The two eras of MCP and what a gateway owns between them.
+//!
+//! *Legacy* revisions (2024-11-05 … 2025-11-25) open with an `initialize` handshake and keep a
+//! session. The *modern* revision (2026-07-28) has neither: every request carries its protocol
+//! version, client capabilities and client info in `_meta`, `server/discover` advertises what a
+//! server speaks, and every result says what it is (`resultType`). Gatehouse terminates both
+//! sides, so it speaks each era to whoever speaks it and owns the reserved `_meta` keys of each
+//! hop: a client's envelope never reaches a server (ours does, to a modern one), and a server's
+//! identity never reaches a client. Everything else in `_meta` (trace context, progress tokens,
+//! task keys) goes end to end untouched, as do arguments and results.
+//!
+//! Also here: the `=?base64?…?=` header-value codec of the modern Streamable HTTP transport and
+//! the check of a tool's `x-mcp-header` annotations.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{json_string, scan};
+
+mod headers;
+mod results;
+#[cfg(test)]
+mod tests;
+
+pub use headers::*;
+pub use results::*;
+
+/// The modern revision.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// Modern revisions we speak, oldest first.
+pub const MODERN_VERSIONS: &[&str] = &[MODERN_VERSION];
+/// Legacy (handshake) revisions we speak, oldest first.
+pub const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// `_meta` key: the protocol version of a modern request.
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities on a modern request.
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's identity on a modern request.
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the log level a modern client asks for on one request.
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key: the server's identity on a modern result.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The prefix of the `requestState` Gatehouse gives a call parked for its client's input.
+pub const STATE_PREFIX: &str = "gatehouse:";
+
+/// How a result is meant: finished, or asking the client for input first (multi round-trip).
+pub const RESULT_TYPE_KEY: &str = "resultType";
+
+/// The byte searches of the hot path, each built once (building a searcher costs more than
+/// running it over a small message).
+pub(crate) struct Needles {
+    /// `io.modelcontextprotocol/`: any reserved `_meta` key.
+    pub reserved: memchr::memmem::Finder<'static>,
+    /// The protocol-version key: a modern envelope.
+    pub version: memchr::memmem::Finder<'static>,
+    /// The server-identity key.
+    pub server_info: memchr::memmem::Finder<'static>,
+    /// `x-mcp-header`.
+    pub x_mcp_header: memchr::memmem::Finder<'static>,
+    /// `"tools/call"`.
+    pub tools_call: memchr::memmem::Finder<'static>,
+    /// The prefix of a `requestState` of ours (a parked call's).
+    pub state: memchr::memmem::Finder<'static>,
+}
+
+/// The searchers, built on first use.
+pub(crate) static NEEDLES: std::sync::LazyLock<Needles> = std::sync::LazyLock::new(|| Needles {
+    reserved: memchr::memmem::Finder::new(b"io.modelcontextprotocol/"),
+    version: memchr::memmem::Finder::new(PROTOCOL_VERSION_KEY.as_bytes()),
+    server_info: memchr::memmem::Finder::new(SERVER_INFO_KEY.as_bytes()),
+    x_mcp_header: memchr::memmem::Finder::new(b"x-mcp-header"),
+    tools_call: memchr::memmem::Finder::new(b"\"tools/call\""),
+    state: memchr::memmem::Finder::new(STATE_PREFIX.as_bytes()),
+});
+
+/// Which era a peer speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// 2024-11-05 … 2025-11-25: `initialize`, sessions. What a peer is until it shows otherwise.
+    #[default]
+    Legacy,
+    /// 2026-07-28: per-request envelope, `server/discover`.
+    Modern,
+}
+
+impl Era {
+    /// `legacy` or `modern`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
+/// Every version we speak, newest first, as `server/discover` lists them.
+pub fn supported_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS
+        .iter()
+        .rev()
+        .chain(LEGACY_VERSIONS.iter().rev())
+        .copied()
+        .collect()
+}
+
+/// Gatehouse's identity, as a modern `_meta` value.
+pub fn our_info() -> &'static str {
+    static INFO: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{{\"name\":\"gatehouse\",\"title\":\"Gatehouse\",\"version\":{}}}",
+            json_string(env!("CARGO_PKG_VERSION"))
+        )
+    });
+    &INFO
+}
+
+/// Our envelope's members but the capabilities, as `_meta` text (built once).
+fn our_stamp() -> &'static str {
+    static STAMP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{}:{},{}:{}",
+            json_string(PROTOCOL_VERSION_KEY),
+            json_string(MODERN_VERSION),
+            json_string(CLIENT_INFO_KEY),
+            our_info(),
+        )
+    });
+    &STAMP
+}
+
+/// A modern request's envelope, as its client sent it.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    /// The protocol version the request is in.
+    pub version: String,
+    /// The client's capabilities (raw JSON).
+    pub capabilities: String,
+    /// `clientInfo.name`, `clientInfo.version`.
+    pub client: (Option<String>, Option<String>),
+}
+
+/// Why a modern request's envelope is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    /// A required key is missing, or a value has the wrong type (-32602).
+    #[error("{0}")]
+    Invalid(String),
+    /// A version we do not speak in the modern era (-32022, with the versions we do).
+    #[error("Unsupported protocol version: {0}")]
+    Unsupported(String),
+}
+
+/// The modern envelope of a request's params: `Ok(None)` for a legacy request (no protocol
+/// version in `_meta`, which legacy clients never send: the prefix is reserved).
+pub fn read_envelope(params: Option<&RawValue>) -> Result<Option<Envelope>, EnvelopeError> {
+    let Some(params) = params else {
+        return Ok(None);
+    };
+    // Legacy traffic never carries the key: most requests are decided without a parse.
+    if NEEDLES.version.find(params.get().as_bytes()).is_none() {
+        return Ok(None);
+    }
+    // `_meta` is found at the top level, the rest stepped over (never parsed for this).
+    let text = params.get();
+    let meta = match scan::top_level(text.as_bytes(), [b"_meta"]) {
+        Some([Some(r)]) => &text[r],
+        Some([None]) => return Ok(None),
+        None => {
+            #[derive(Deserialize)]
+            struct P<'a> {
+                #[serde(borrow, rename = "_meta", default)]
+                meta: Option<&'a RawValue>,
+            }
+            match serde_json::from_str::<P>(text) {
+                Ok(P { meta: Some(m) }) => m.get(),
+                _ => return Ok(None),
+            }
+        }
+    };
+    envelope_of_meta(meta)
+}
+
+/// The modern envelope in a request's `_meta` (its raw text).
+pub fn envelope_of_meta(meta: &str) -> Result<Option<Envelope>, EnvelopeError> {
+    let Ok(meta) = serde_json::from_str::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(meta)
+    else {
+        return Ok(None);
+    };
+    let Some(version) = meta.get(PROTOCOL_VERSION_KEY) else {
+        return Ok(None);
+    };
+    let Some(capabilities) = meta.get(CLIENT_CAPABILITIES_KEY) else {
+        return Err(EnvelopeError::Invalid(format!(
+            "params._meta is missing the required envelope key {CLIENT_CAPABILITIES_KEY}"
+        )));
+    };
+    if !capabilities.get().starts_with('{') {
+        return Err(EnvelopeError::Invalid(format!(
+            "{CLIENT_CAPABILITIES_KEY} must be an object"
+        )));
+    }
+    let Ok(version) = serde_json::from_str::<String>(version.get()) else {
+        return Err(EnvelopeError::Invalid(format!(
+            "{PROTOCOL_VERSION_KEY} must be a string"
+        )));
+    };
+    if !MODERN_VERSIONS.contains(&version.as_str()) {
+        return Err(EnvelopeError::Unsupported(version));
+    }
+    #[derive(Deserialize, Default)]
+    struct Who {
+        name: Option<String>,
+        version: Option<String>,
+    }
+    let who: Who = meta
+        .get(CLIENT_INFO_KEY)
+        .and_then(|w| serde_json::from_str(w.get()).ok())
+        .unwrap_or_default();
+    Ok(Some(Envelope {
+        version,
+        capabilities: capabilities.get().to_owned(),
+        client: (who.name, who.version),
+    }))
+}
+
+/// The `data` of an unsupported-version error: the versions we speak and the one asked for.
+pub fn unsupported_data(requested: &str) -> String {
+    let supported: Vec<String> = supported_versions()
+        .iter()
+        .map(|v| json_string(v))
+        .collect();
+    format!(
+        "{{\"supported\":[{}],\"requested\":{}}}",
+        supported.join(","),
+        json_string(requested)
+    )
+}
+
+/// A request's params for the next hop, a server of `era`: the previous hop's protocol keys
+/// leave `_meta` (a legacy server never sees an envelope, which a dual-era server would refuse
+/// on its legacy connection) and, for a modern server, ours go in — our version and identity,
+/// and the capabilities of the client the request comes from when it declared them (so a
+/// multi round-trip request it can answer passes through), else none. `None`: the params are
+/// unchanged (most legacy traffic, decided without a parse).
+pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<String> {
+    let text = params.map_or("", |p| p.get());
+    let reserved = NEEDLES.reserved.find(text.as_bytes()).is_some();
+    if era == Era::Legacy && !reserved {
+        return None;
+    }
+    // Only `_meta` is read and rewritten; the other members (the arguments) keep their bytes and
+    // are stepped over, not parsed.
+    let meta_range = match params {
+        None => None,
+        Some(p) => {
+            let [m] = scan::top_level(p.get().as_bytes(), [b"_meta"])?;
+            m
+        }
+    };
+    // Borrowed: the members that stay are copied as they are, never re-encoded.
+    let mut meta: BTreeMap<std::borrow::Cow<'_, str>, &RawValue> = meta_range
+        .clone()
+        .and_then(|r| serde_json::from_str(&text[r]).ok())
+        .unwrap_or_default();
+    let client_capabilities = meta.remove(CLIENT_CAPABILITIES_KEY);
+    meta.remove(PROTOCOL_VERSION_KEY);
+    meta.remove(CLIENT_INFO_KEY);
+    if era == Era::Legacy {
+        meta.remove(LOG_LEVEL_KEY);
+    }
+    let mut new_meta = String::with_capacity(128);
+    new_meta.push('{');
+    push_members(&mut new_meta, &meta);
+    if era == Era::Modern {
+        let caps = client_capabilities
+            .map(|c| c.get())
+            .filter(|c| c.starts_with('{'))
+            .unwrap_or("{}");
+        if new_meta.len() > 1 {
+            new_meta.push(',');
+        }
+        new_meta.push_str(our_stamp());
+        new_meta.push_str(",\"");
+        new_meta.push_str(CLIENT_CAPABILITIES_KEY);
+        new_meta.push_str("\":");
+        new_meta.push_str(caps);
+    }
+    new_meta.push('}');
+    let out = match (params, meta_range) {
+        (None, _) => format!("{{\"_meta\":{new_meta}}}"),
+        (Some(_), Some(r)) => format!("{}{new_meta}{}", &text[..r.start], &text[r.end..]),
+        (Some(_), None) if era == Era::Legacy => return None,
+        (Some(_), None) => insert_first(text, "_meta", &new_meta),
+    };
+    // Valid JSON by construction: valid params with one valid member replaced or added.
+    Some(out)
+}
+
+/// Appends `members` to an object being written (`out` holds its `{` and any members before):
+/// keys quoted, values as their raw text.
+pub(crate) fn push_members(out: &mut String, members: &BTreeMap<Cow<'_, str>, &RawValue>) {
+    for (k, v) in members {
+        if !out.ends_with('{') {
+            out.push(',');
+        }
+        out.push_str(&json_string(k));
+        out.push(':');
+        out.push_str(v.get());
+    }
+}
+
+/// `raw` (an object) with `"key":value` as its first member.
+pub(crate) fn insert_first(raw: &str, key: &str, value: &str) -> String {
+    let body = raw.trim_start();
+    let Some(rest) = body.strip_prefix('{') else {
+        return raw.to_owned();
+    };
+    let empty = rest.trim_start().starts_with('}');
+    let mut out = String::with_capacity(raw.len() + key.len() + value.len() + 4);
+    out.push('{');
+    out.push_str(&json_string(key));
+    out.push(':');
+    out.push_str(value);
+    if !empty {
+        out.push(',');
+    }
+    out.push_str(rest);
+    out
+}

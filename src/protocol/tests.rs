@@ -1,0 +1,239 @@
+//! The protocol module's unit tests.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::*;
+use crate::jsonrpc::scan;
+
+fn raw(s: &str) -> Box<RawValue> {
+    RawValue::from_string(s.to_owned()).unwrap()
+}
+
+#[test]
+fn each_hop_gets_only_its_own_envelope() {
+    let modern_client = raw(&format!(
+        r#"{{"name":"t","arguments":{{"a":1}},"_meta":{{"{PROTOCOL_VERSION_KEY}":"2026-07-28","{CLIENT_CAPABILITIES_KEY}":{{"elicitation":{{}}}},"{CLIENT_INFO_KEY}":{{"name":"c"}},"{LOG_LEVEL_KEY}":"info","traceparent":"00-ab-cd-01","progressToken":7}}}}"#
+    ));
+    // To a legacy server: the envelope and the log level leave, the rest stays.
+    let legacy = for_upstream(Some(&modern_client), Era::Legacy).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&legacy).unwrap();
+    assert_eq!(
+        v["_meta"],
+        serde_json::json!({"traceparent":"00-ab-cd-01","progressToken":7})
+    );
+    assert_eq!(v["arguments"], serde_json::json!({"a":1}));
+    // To a modern server: ours, with the client's capabilities.
+    let modern = for_upstream(Some(&modern_client), Era::Modern).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&modern).unwrap();
+    assert_eq!(v["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
+    assert_eq!(v["_meta"][CLIENT_INFO_KEY]["name"], "gatehouse");
+    assert_eq!(
+        v["_meta"][CLIENT_CAPABILITIES_KEY],
+        serde_json::json!({"elicitation":{}})
+    );
+    assert_eq!(v["_meta"][LOG_LEVEL_KEY], "info");
+    assert_eq!(v["_meta"]["traceparent"], "00-ab-cd-01");
+    // A legacy client's request to a legacy server is not touched at all; to a modern one it
+    // gets our envelope with no capabilities.
+    let plain = raw(r#"{"name":"t","_meta":{"progressToken":1}}"#);
+    assert!(for_upstream(Some(&plain), Era::Legacy).is_none());
+    let v: serde_json::Value =
+        serde_json::from_str(&for_upstream(Some(&plain), Era::Modern).unwrap()).unwrap();
+    assert_eq!(v["_meta"][CLIENT_CAPABILITIES_KEY], serde_json::json!({}));
+    assert_eq!(v["_meta"]["progressToken"], 1);
+    let none: serde_json::Value =
+        serde_json::from_str(&for_upstream(None, Era::Modern).unwrap()).unwrap();
+    assert_eq!(none["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
+}
+
+#[test]
+fn envelopes_are_read_or_refused_precisely() {
+    let env = |meta: &str| read_envelope(Some(&raw(&format!(r#"{{"_meta":{meta}}}"#))));
+    assert!(matches!(
+        read_envelope(Some(&raw(r#"{"_meta":{"progressToken":1}}"#))),
+        Ok(None)
+    ));
+    assert!(matches!(read_envelope(None), Ok(None)));
+    let ok = env(&format!(
+        r#"{{"{PROTOCOL_VERSION_KEY}":"2026-07-28","{CLIENT_CAPABILITIES_KEY}":{{}},"{CLIENT_INFO_KEY}":{{"name":"n","version":"1"}}}}"#
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(ok.client, (Some("n".into()), Some("1".into())));
+    assert!(matches!(
+        env(&format!(r#"{{"{PROTOCOL_VERSION_KEY}":"2026-07-28"}}"#)),
+        Err(EnvelopeError::Invalid(_))
+    ));
+    assert!(matches!(
+        env(&format!(
+            r#"{{"{PROTOCOL_VERSION_KEY}":7,"{CLIENT_CAPABILITIES_KEY}":{{}}}}"#
+        )),
+        Err(EnvelopeError::Invalid(_))
+    ));
+    assert_eq!(
+        env(&format!(
+            r#"{{"{PROTOCOL_VERSION_KEY}":"2025-11-25","{CLIENT_CAPABILITIES_KEY}":{{}}}}"#
+        ))
+        .unwrap_err(),
+        EnvelopeError::Unsupported("2025-11-25".into())
+    );
+}
+
+#[test]
+fn results_carry_their_type_and_our_hop_only() {
+    // A legacy server's result to a modern client: resultType and our identity added,
+    // nothing else moves.
+    let r = r#"{"content":[{"type":"text","text":"resultType"}],"isError":false}"#;
+    let ours = format!(r#""_meta":{{"{SERVER_INFO_KEY}":{}}}"#, our_info());
+    assert_eq!(
+        for_client(r, Era::Modern),
+        format!(
+            r#"{{"resultType":"complete",{ours},"content":[{{"type":"text","text":"resultType"}}],"isError":false}}"#
+        )
+    );
+    assert_eq!(
+        for_client("{}", Era::Modern),
+        format!(r#"{{"resultType":"complete",{ours}}}"#)
+    );
+    // A modern server's identity is replaced by ours; its other keys stay.
+    let m2 = format!(
+        r#"{{"resultType":"complete","_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}},"trace":1}}}}"#
+    );
+    let v: serde_json::Value = serde_json::from_str(&for_client(&m2, Era::Modern)).unwrap();
+    assert_eq!(v["_meta"][SERVER_INFO_KEY]["name"], "gatehouse");
+    assert_eq!(v["_meta"]["trace"], 1);
+    assert_eq!(v["resultType"], "complete");
+    // Untouched for a legacy client, and not copied.
+    assert!(matches!(for_client(r, Era::Legacy), Cow::Borrowed(_)));
+    // A modern server's identity leaves, its type stays.
+    let m = format!(
+        r#"{{"resultType":"complete","content":[],"_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}},"trace":1}}}}"#
+    );
+    assert_eq!(
+        for_client(&m, Era::Legacy),
+        r#"{"resultType":"complete","content":[],"_meta":{"trace":1}}"#
+    );
+    // An identity alone in `_meta`: the member goes with it.
+    let alone = format!(
+        r#"{{"content":[],"_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}}}},"isError":false}}"#
+    );
+    assert_eq!(
+        for_client(&alone, Era::Legacy),
+        r#"{"content":[],"isError":false}"#
+    );
+    assert_eq!(result_kind(&m), ResultKind::Complete);
+    assert_eq!(
+        result_kind(r#"{"resultType":"input_required","inputRequests":{}}"#),
+        ResultKind::InputRequired
+    );
+    let list = list_for_client(r#"{"tools":[]}"#, Era::Modern);
+    let v: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(v["resultType"], "complete");
+    assert_eq!(v["cacheScope"], "private");
+    assert_eq!(v["ttlMs"], LIST_TTL_MS);
+    assert_eq!(v["_meta"][SERVER_INFO_KEY]["name"], "gatehouse");
+}
+
+#[test]
+fn header_values_round_trip_and_malformed_ones_match_nothing() {
+    for (value, encoded) in [
+        ("us-west1", "us-west1"),
+        ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        (" padded ", "=?base64?IHBhZGRlZCA=?="),
+        ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+        ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+    ] {
+        assert_eq!(encode_header_value(value), encoded);
+        assert_eq!(decode_header_value(encoded).as_deref(), Some(value));
+    }
+    assert_eq!(decode_header_value("=?base64?!!!?="), None);
+    assert_eq!(decode_header_value("=?base64?SGk=x?="), None);
+    assert_eq!(
+        decode_header_value("=?base64?SGl=?="),
+        None,
+        "non-canonical"
+    );
+}
+
+#[test]
+fn x_mcp_header_annotations_are_checked_like_the_revision_says() {
+    use serde_json::json;
+    let ok = json!({"type":"object","properties":{
+        "region":{"type":"string","x-mcp-header":"Region"},
+        "nested":{"type":"object","properties":{"n":{"type":"integer","x-mcp-header":"N"}}},
+        "q":{"type":"string"}}});
+    assert_eq!(invalid_x_mcp_header(&ok), None);
+    let mut found = x_mcp_headers(&ok);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            (vec!["nested".to_owned(), "n".to_owned()], "N".to_owned()),
+            (vec!["region".to_owned()], "Region".to_owned())
+        ]
+    );
+    for bad in [
+        json!({"properties":{"a":{"type":"number","x-mcp-header":"A"}}}),
+        json!({"properties":{"a":{"type":"string","x-mcp-header":"A B"}}}),
+        json!({"properties":{"a":{"type":"string","x-mcp-header":""}}}),
+        json!({"properties":{"a":{"type":"string","x-mcp-header":7}}}),
+        json!({"properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}),
+        json!({"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"A"}}}}),
+        json!({"anyOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}),
+        json!({"type":"string","x-mcp-header":"Root"}),
+    ] {
+        assert!(invalid_x_mcp_header(&bad).is_some(), "{bad}");
+    }
+}
+
+/// The full parse the scan stands in for.
+fn by_serde(raw: &str) -> bool {
+    #[derive(Deserialize)]
+    struct R {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    serde_json::from_str::<R>(raw).ok().and_then(|r| r.is_error) == Some(true)
+}
+
+#[test]
+fn the_top_level_scan_agrees_with_a_full_parse() {
+    let big = "x".repeat(1 << 20);
+    let cases = [
+        r#"{"content":[{"type":"text","text":"hi"}]}"#.to_owned(),
+        r#"{"content":[],"isError":true}"#.to_owned(),
+        r#"{"isError":false,"content":[]}"#.to_owned(),
+        r#" { "isError" : true } "#.to_owned(),
+        r#"{"isError":null}"#.to_owned(),
+        r#"{"isError":"true"}"#.to_owned(),
+        r#"{"isError":true,"isError":false}"#.to_owned(),
+        r#"{"isError":true}"#.to_owned(),
+        // Nested or quoted: not the result's own flag.
+        r#"{"structuredContent":{"isError":true},"content":[]}"#.to_owned(),
+        r#"{"content":[{"type":"text","text":""isError":true"}]}"#.to_owned(),
+        r#"{"a":"\","isError":true}"#.to_owned(),
+        r#"{"a":[1,{"b":[]},"]}"],"n":-1.5e3,"t":true,"isError":true}"#.to_owned(),
+        format!(r#"{{"content":[{{"type":"text","text":"{big}"}}],"isError":true}}"#),
+        format!(r#"{{"content":[{{"type":"text","text":"{big}"}}]}}"#),
+        "{}".to_owned(),
+        "[]".to_owned(),
+        r#"{"isError":tru"#.to_owned(),
+        "".to_owned(),
+    ];
+    for raw in &cases {
+        assert_eq!(
+            ResultView::of(raw).is_error,
+            by_serde(raw),
+            "{}",
+            raw.chars().take(80).collect::<String>()
+        );
+    }
+    // The big ones are decided by the scan, without the fallback.
+    for (case, flag) in [(&cases[12], true), (&cases[13], false)] {
+        let [found] = scan::top_level(case.as_bytes(), [b"isError"]).unwrap();
+        assert_eq!(found.is_some_and(|r| &case.as_bytes()[r] == b"true"), flag);
+    }
+}
