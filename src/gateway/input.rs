@@ -55,8 +55,9 @@ impl Gateway {
                 r.input_requests.len()
             ));
         }
+        // Every request is checked before any is sent: a round is relayed whole or not at all.
         let capabilities = s.info().capabilities.unwrap_or_else(|| "{}".into());
-        let mut waiting = Vec::new();
+        let mut asks = Vec::new();
         for (key, raw) in &r.input_requests {
             let req: Req = serde_json::from_str(raw.get())
                 .map_err(|e| format!("its input request {key:?} is malformed ({e})"))?;
@@ -67,6 +68,16 @@ impl Gateway {
                     "it asks the client to answer {method}, and this client did not declare the \"{needs}\" capability"
                 ));
             }
+            asks.push((key, req));
+        }
+        // The requests sent and not yet answered leave the session's table however this ends
+        // (an error, the deadline, the call's task dropped).
+        let mut pending = Unanswered {
+            session: s,
+            ids: Vec::new(),
+        };
+        let mut waiting = Vec::new();
+        for (key, req) in asks {
             let ours = format!("\"gatehouse-input-{}\"", self.next());
             let (answer_tx, answer_rx) = tokio::sync::oneshot::channel();
             {
@@ -76,21 +87,18 @@ impl Gateway {
                 }
                 forwarded.insert(ours.clone(), Forwarded::Input(answer_tx));
             }
+            pending.ids.push(ours.clone());
             let line = jsonrpc::request_line_with_id(&ours, &req.method, req.params);
             if tx.send(Out::Event(line)).await.is_err() {
-                lock(&s.forwarded).remove(&ours);
                 return Err("the client went away".into());
             }
-            waiting.push((key.clone(), ours, answer_rx));
+            waiting.push((key.clone(), answer_rx));
         }
         let mut responses: Vec<String> = Vec::new();
-        for (key, ours, answer) in waiting {
+        for (key, answer) in waiting {
             let got = tokio::select! {
                 a = tokio::time::timeout(INPUT_DEADLINE, answer) => a,
-                _ = tx.closed() => {
-                    lock(&s.forwarded).remove(&ours);
-                    return Err("the client went away".into());
-                }
+                _ = tx.closed() => return Err("the client went away".into()),
             };
             match got {
                 Ok(Ok(Ok(answer))) => {
@@ -104,11 +112,10 @@ impl Gateway {
                 }
                 Ok(Err(_)) => return Err("the client's session ended".into()),
                 Err(_) => {
-                    lock(&s.forwarded).remove(&ours);
                     return Err(format!(
                         "the client did not answer its input request within {} s",
                         INPUT_DEADLINE.as_secs()
-                    ));
+                    ))
                 }
             }
         }
@@ -127,6 +134,22 @@ impl Gateway {
             }
         }
         serde_json::to_string(&members).map_err(|e| e.to_string())
+    }
+}
+
+/// The input requests of one round still in a session's table of requests to its client: they
+/// are taken out when the round ends, whichever way (an answered one is gone already).
+struct Unanswered<'a> {
+    session: &'a ClientSession,
+    ids: Vec<String>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        let mut forwarded = lock(&self.session.forwarded);
+        for id in &self.ids {
+            forwarded.remove(id);
+        }
     }
 }
 

@@ -194,10 +194,14 @@ impl Gateway {
     }
 
     /// Asks each legacy server that owns one of `uris` to tell of its changes
-    /// (`resources/subscribe`), within [`LIST_DEADLINE`]: a modern client's listen stream
-    /// subscribed to them. A modern server is not asked (its revision has no such request); a
-    /// server that does not answer in time is left out.
+    /// (`resources/subscribe`), all within [`LIST_DEADLINE`] (finding the owners included): a
+    /// modern client's listen stream subscribed to them. A modern server is not asked (its
+    /// revision has no such request); what is not done in time is left out.
     pub(super) async fn subscribe_upstream(&self, s: &ClientSession, uris: &[String]) {
+        let _ = tokio::time::timeout(LIST_DEADLINE, self.subscribe_owners(s, uris)).await;
+    }
+
+    async fn subscribe_owners(&self, s: &ClientSession, uris: &[String]) {
         let mut asks = Vec::new();
         for uri in uris {
             let Some(server) = self
@@ -220,7 +224,7 @@ impl Gateway {
                 let _ = peer.request("resources/subscribe", Some(&params)).await;
             });
         }
-        let _ = tokio::time::timeout(LIST_DEADLINE, futures_util::future::join_all(asks)).await;
+        futures_util::future::join_all(asks).await;
     }
 
     /// The server owning `uri`: the one that listed it, else the one with a matching template.

@@ -497,8 +497,9 @@ impl Gateway {
                         if i.name.is_none() {
                             (i.name, i.version) = envelope.client.clone();
                         }
-                        if i.capabilities.as_deref() != Some(envelope.capabilities.as_str()) {
-                            i.capabilities = Some(envelope.capabilities.clone());
+                        let answerable = crate::protocol::answerable(&envelope.capabilities);
+                        if i.capabilities.as_deref() != Some(answerable.as_str()) {
+                            i.capabilities = Some(answerable);
                         }
                     });
                 }
@@ -696,7 +697,7 @@ impl Gateway {
             info.version = who.version;
             info.protocol_version = Some(version.clone());
             // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
-            info.capabilities = p.capabilities.map(|c| c.get().to_owned());
+            info.capabilities = p.capabilities.map(|c| crate::protocol::answerable(c.get()));
         });
         serde_json::json!({
             "protocolVersion": version,

@@ -98,7 +98,8 @@ pub struct ClientInfo {
     /// The era the client speaks: legacy (it sent `initialize`) or modern (its requests carry
     /// the 2026-07-28 envelope). Results, lists and server requests follow it.
     pub era: crate::protocol::Era,
-    /// A modern client's capabilities, as its latest request declared them (raw JSON).
+    /// What the client declared it can answer (latest request for a modern client, `initialize`
+    /// for a legacy one), reduced by [`crate::protocol::answerable`]: small whatever it sent.
     pub capabilities: Option<String>,
 }
 

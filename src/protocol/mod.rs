@@ -135,6 +135,29 @@ fn our_stamp() -> &'static str {
     &STAMP
 }
 
+/// What a client declared it can answer, kept small: its capabilities object reduced to the
+/// members Gatehouse asks about (`elicitation`, `sampling`, `roots`), each as `{}`. A session
+/// keeps this, never the client's whole (client-sized) object.
+pub fn answerable(capabilities: &str) -> String {
+    let declared = scan::top_level(
+        capabilities.as_bytes(),
+        [b"elicitation", b"sampling", b"roots"],
+    )
+    .map(|found| found.map(|f| f.is_some()))
+    .unwrap_or_else(|| {
+        let caps: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(capabilities).unwrap_or_default();
+        ["elicitation", "sampling", "roots"].map(|k| caps.contains_key(k))
+    });
+    let members: Vec<String> = ["elicitation", "sampling", "roots"]
+        .iter()
+        .zip(declared)
+        .filter(|(_, on)| *on)
+        .map(|(k, _)| format!("\"{k}\":{{}}"))
+        .collect();
+    format!("{{{}}}", members.join(","))
+}
+
 /// A modern request's envelope, as its client sent it.
 #[derive(Debug, Clone)]
 pub struct Envelope {

@@ -237,3 +237,20 @@ fn the_top_level_scan_agrees_with_a_full_parse() {
         assert_eq!(found.is_some_and(|r| &case.as_bytes()[r] == b"true"), flag);
     }
 }
+
+#[test]
+fn what_a_client_can_answer_is_kept_small() {
+    assert_eq!(
+        answerable(
+            r#"{"roots":{"listChanged":true},"experimental":{"x":[1,2,3]},"elicitation":{"form":{}}}"#
+        ),
+        r#"{"elicitation":{},"roots":{}}"#
+    );
+    assert_eq!(answerable("{}"), "{}");
+    assert_eq!(answerable("not json"), "{}");
+    let huge = format!(
+        r#"{{"sampling":{{}},"experimental":"{}"}}"#,
+        "x".repeat(1 << 20)
+    );
+    assert_eq!(answerable(&huge), r#"{"sampling":{}}"#);
+}

@@ -182,10 +182,19 @@ where
                     // The handshake's probe: a modern server answers it, anything else is told
                     // "not modern" and the next message (initialize) opens the legacy way.
                     None if method_of(&msg).as_deref() == Some("server/discover") => {
-                        match bridge.discover(&msg).await {
-                            Ok(true) => mode = Some(Mode::Modern),
-                            Ok(false) => {}
-                            Err(reason) => break Some(reason),
+                        // Bounded like the handshake's wait for it: a server that opens a stream
+                        // and never answers is not modern, and the `initialize` that follows must
+                        // find the bridge listening.
+                        let probed = tokio::time::timeout(
+                            crate::supervisor::handshake::PROBE_TIMEOUT,
+                            bridge.discover(&msg),
+                        )
+                        .await;
+                        match probed {
+                            Ok(Ok(true)) => mode = Some(Mode::Modern),
+                            Ok(Ok(false)) => {}
+                            Ok(Err(reason)) => break Some(reason),
+                            Err(_) => bridge.not_modern(&msg, "no answer to server/discover in time").await,
                         }
                     }
                     None => match bridge.connect(&msg, &tasks).await {
@@ -296,7 +305,6 @@ impl Bridge {
     /// (the answer is passed on), `Ok(false)` when it did not (the peer gets an error answer and
     /// falls back to `initialize`), `Err` when the server cannot be reached at all.
     async fn discover(&self, msg: &[u8]) -> Result<bool, String> {
-        let id = request_id(msg);
         let resp = self.post_first(self.modern_headers(msg), msg).await?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) || (300..400).contains(&status) {
@@ -324,20 +332,28 @@ impl Bridge {
             None
         };
         let modern = answer.as_deref().is_some_and(is_discover_result);
-        match (modern, answer, id) {
-            (true, Some(body), _) => {
+        match (modern, answer) {
+            (true, Some(body)) => {
                 let _ = self.to_peer.send(line(unmarked(body))).await;
             }
-            (_, _, Some(id)) => {
-                let why = format!("not a modern MCP server (HTTP {status} to server/discover)");
-                let _ = self
-                    .to_peer
-                    .send(jsonrpc::error_line(&id, ErrorCode::MethodNotFound, &why))
-                    .await;
+            _ => {
+                self.not_modern(msg, &format!("HTTP {status} to server/discover"))
+                    .await
             }
-            _ => {}
         }
         Ok(modern)
+    }
+
+    /// Answers the peer's `server/discover` with an error: the server is not modern (`why`), and
+    /// the handshake goes on with `initialize`.
+    async fn not_modern(&self, msg: &[u8], why: &str) {
+        if let Some(id) = request_id(msg) {
+            let why = format!("not a modern MCP server ({why})");
+            let _ = self
+                .to_peer
+                .send(jsonrpc::error_line(&id, ErrorCode::MethodNotFound, &why))
+                .await;
+        }
     }
 
     /// The first message (initialize): Streamable HTTP, or the old SSE transport if the server
@@ -470,8 +486,21 @@ impl Bridge {
             && !matches!(resp.status().as_u16(), 401 | 403);
         if modern_error {
             // A modern server answers a request it refuses with 4xx and a JSON-RPC error: that
-            // error is the request's answer, not a lost connection.
-            return self.relay(resp, is_request, request).await;
+            // error is the request's answer, not a lost connection. A 4xx without one is said
+            // to the request as it is, so it never waits for an answer that will not come.
+            // (Its text is not quoted: what a server says is masked before it is kept.)
+            let status = resp.status().as_u16();
+            let body = bounded_body(resp, MAX_LINE).await.unwrap_or_default();
+            if is_response(&body) {
+                let _ = self.to_peer.send(line(unmarked(body))).await;
+            } else {
+                self.refuse_answer(
+                    request.as_deref(),
+                    &format!("the server answered HTTP {status} without a JSON-RPC error"),
+                )
+                .await;
+            }
+            return Ok(());
         }
         check_status(&resp)?;
         match mode {
