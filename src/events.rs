@@ -36,6 +36,14 @@ pub enum Event {
         /// The resource's URI.
         uri: String,
     },
+    /// A remote server needs the person to sign in (again): its tokens are missing, were
+    /// refused, or could not be refreshed. Shown as a notification ("Sign in to linear again").
+    SignInNeeded {
+        /// The server's id.
+        server: String,
+        /// Why, for the person (never a token).
+        reason: String,
+    },
     /// A held call was allowed, denied, timed out or withdrawn.
     ApprovalResolved {
         /// The request's id.

@@ -236,6 +236,53 @@ pub struct RemoteTransport {
     pub headers: BTreeMap<String, EnvValue>,
     /// Allow plain `http://` to a host that is not loopback.
     pub allow_insecure: bool,
+    /// How Gatehouse signs in to it (`"auth"`, `"oauth"` in the entry).
+    pub auth: RemoteAuth,
+}
+
+/// How a remote server is signed in to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RemoteAuth {
+    /// No `"auth"`: OAuth when the server asks for it (401 with `WWW-Authenticate: Bearer`) and
+    /// the entry has no `Authorization` header of its own; the configured headers otherwise.
+    #[default]
+    Auto,
+    /// `"auth": "oauth"`: always OAuth (sign-in needed before the first connection).
+    OAuth(OAuthSettings),
+    /// `"auth": "none"`: the configured headers only; a 401 is a failure.
+    None,
+}
+
+/// An OAuth entry's own settings (`"oauth": {"client_id": …, "scopes": […]}`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthSettings {
+    /// A client id registered by hand with the authorization server (no registration then).
+    pub client_id: Option<String>,
+    /// Scopes asked for at sign-in, besides those the server names.
+    pub scopes: Vec<String>,
+}
+
+impl RemoteTransport {
+    /// Whether a 401 from this server may lead to a sign-in (`needs_sign_in`) rather than a
+    /// failure: OAuth entries, and automatic ones without an `Authorization` header of their own.
+    pub fn oauth_capable(&self) -> bool {
+        match &self.auth {
+            RemoteAuth::OAuth(_) => true,
+            RemoteAuth::None => false,
+            RemoteAuth::Auto => !self
+                .headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization")),
+        }
+    }
+
+    /// The entry's OAuth settings (defaults for an automatic entry).
+    pub fn oauth_settings(&self) -> OAuthSettings {
+        match &self.auth {
+            RemoteAuth::OAuth(s) => s.clone(),
+            _ => OAuthSettings::default(),
+        }
+    }
 }
 
 impl ServerConfig {

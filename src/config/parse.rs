@@ -9,9 +9,9 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use super::{
-    Config, EnvValue, RemoteTransport, ServerConfig, StdioTransport, ToolPolicy, Transport,
-    DEFAULT_CALL_TIMEOUT_SECS, DEFAULT_STARTUP_TIMEOUT_SECS, MAX_CALL_TIMEOUT_SECS,
-    MAX_STARTUP_TIMEOUT_SECS,
+    Config, EnvValue, OAuthSettings, RemoteAuth, RemoteTransport, ServerConfig, StdioTransport,
+    ToolPolicy, Transport, DEFAULT_CALL_TIMEOUT_SECS, DEFAULT_STARTUP_TIMEOUT_SECS,
+    MAX_CALL_TIMEOUT_SECS, MAX_STARTUP_TIMEOUT_SECS,
 };
 
 // ---- server entry: parsed loosely, then validated so errors can say what to do ----
@@ -26,6 +26,9 @@ struct RawServer {
     url: Option<String>,
     headers: Option<BTreeMap<String, EnvValue>>,
     allow_insecure: Option<bool>,
+    /// `"oauth"` or `"none"` (remote servers).
+    auth: Option<String>,
+    oauth: Option<RawOAuth>,
     enabled: Option<bool>,
     requires_approval: Option<bool>,
     #[serde(default)]
@@ -42,6 +45,48 @@ struct RawServer {
     transport: Option<String>,
     /// Tools the person expects (Gremia).
     tools_used: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOAuth {
+    client_id: Option<String>,
+    #[serde(default)]
+    scopes: Vec<String>,
+}
+
+/// A remote entry's `"auth"` and `"oauth"`, checked together.
+fn remote_auth(auth: Option<&str>, oauth: Option<RawOAuth>) -> Result<RemoteAuth, EntryError> {
+    let settings = match oauth {
+        Some(o) => {
+            if o.client_id
+                .as_deref()
+                .is_some_and(|c| c.trim().is_empty() || c.len() > 1000)
+            {
+                return Err(at("oauth", "\"oauth\".\"client_id\" must be 1 to 1000 characters: the client id the authorization server gave you (or leave it out to register automatically)"));
+            }
+            if let Some(bad) = o.scopes.iter().find(|s| {
+                s.is_empty()
+                    || !s
+                        .bytes()
+                        .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+            }) {
+                return Err(at("oauth", format!("invalid scope \"{bad}\" in \"oauth\".\"scopes\": a scope is one word of printable ASCII (no spaces, quotes or backslashes)")));
+            }
+            Some(OAuthSettings {
+                client_id: o.client_id,
+                scopes: o.scopes,
+            })
+        }
+        None => None,
+    };
+    match (auth, settings) {
+        (None, None) => Ok(RemoteAuth::Auto),
+        (None | Some("oauth"), s) => Ok(RemoteAuth::OAuth(s.unwrap_or_default())),
+        (Some("none"), None) => Ok(RemoteAuth::None),
+        (Some("none"), Some(_)) => Err(at("oauth", "\"oauth\" settings with \"auth\": \"none\": remove one of them")),
+        (Some(other), _) => Err(at("auth", format!("unknown \"auth\" \"{other}\": use \"oauth\" (sign in with the server's authorization server) or \"none\" (only the configured headers); leave it out to sign in when the server asks"))),
+    }
 }
 
 /// The transport a `type`/`transport` field names, checked against `command`/`url`.
@@ -153,6 +198,9 @@ impl RawServer {
                 if self.headers.is_some() || self.allow_insecure.is_some() {
                     return Err(at("headers", "\"headers\" and \"allow_insecure\" apply to remote (\"url\") servers only: remove them from this stdio server"));
                 }
+                if self.auth.is_some() || self.oauth.is_some() {
+                    return Err(at("auth", "\"auth\" and \"oauth\" apply to remote (\"url\") servers only: remove them from this stdio server"));
+                }
                 for key in self.env.iter().flat_map(|e| e.keys()) {
                     if key.is_empty() || key.contains('=') || key.contains('\0') {
                         return Err(at("env", format!("invalid env variable name \"{key}\": names cannot be empty or contain '='")));
@@ -172,10 +220,12 @@ impl RawServer {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(at("url", format!("invalid url \"{url}\": use an http:// or https:// address, e.g. \"https://example.com/mcp\"")));
                 }
+                let auth = remote_auth(self.auth.as_deref(), self.oauth)?;
                 Transport::Remote(RemoteTransport {
                     url,
                     headers: self.headers.unwrap_or_default(),
                     allow_insecure: self.allow_insecure.unwrap_or(false),
+                    auth,
                 })
             }
         };

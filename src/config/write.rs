@@ -61,6 +61,23 @@ impl Serialize for ServerConfig {
                 if r.allow_insecure {
                     m.serialize_entry("allow_insecure", &true)?;
                 }
+                match &r.auth {
+                    crate::config::RemoteAuth::Auto => {}
+                    crate::config::RemoteAuth::None => m.serialize_entry("auth", "none")?,
+                    crate::config::RemoteAuth::OAuth(o) => {
+                        m.serialize_entry("auth", "oauth")?;
+                        if o.client_id.is_some() || !o.scopes.is_empty() {
+                            let mut obj = serde_json::Map::new();
+                            if let Some(c) = &o.client_id {
+                                obj.insert("client_id".into(), c.clone().into());
+                            }
+                            if !o.scopes.is_empty() {
+                                obj.insert("scopes".into(), o.scopes.clone().into());
+                            }
+                            m.serialize_entry("oauth", &obj)?;
+                        }
+                    }
+                }
             }
         }
         if let Some(n) = &self.name {

@@ -23,6 +23,9 @@ pub enum State {
     Restarting,
     /// Gave up (too many failures in a row) or cannot start at all; needs a person.
     Failed,
+    /// A remote server that wants an OAuth sign-in (no tokens yet, or they stopped working):
+    /// waits for the person, never restarted on its own.
+    NeedsSignIn,
 }
 
 impl State {
@@ -35,6 +38,7 @@ impl State {
             State::Stopping => "stopping",
             State::Restarting => "restarting",
             State::Failed => "failed",
+            State::NeedsSignIn => "needs_sign_in",
         }
     }
 }
