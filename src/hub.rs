@@ -35,6 +35,10 @@ pub struct HubOptions {
     pub gateway_ports: Vec<u16>,
     /// Where client profiles' tokens are kept (default: files under the data dir).
     pub client_tokens: Option<Arc<crate::profiles::ClientTokens>>,
+    /// Where remote servers' sign-in tokens are kept (default: nowhere; sign-in is refused).
+    pub vault: Arc<dyn crate::oauth::Vault>,
+    /// The program that opens sign-in pages (default: `GATEHOUSE_BROWSER`, else the platform's).
+    pub browser: Option<std::ffi::OsString>,
 }
 
 impl HubOptions {
@@ -48,6 +52,8 @@ impl HubOptions {
             deny_unattended: false,
             gateway_ports: Vec::new(),
             client_tokens: None,
+            vault: Arc::new(crate::oauth::NoVault),
+            browser: None,
         }
     }
 }
@@ -69,6 +75,9 @@ pub enum HubError {
     /// The config could not be read, edited or applied (the text says why).
     #[error("{0}")]
     Config(String),
+    /// A sign-in could not begin or did not succeed (the text says why).
+    #[error("{0}")]
+    SignIn(String),
 }
 
 /// One tool as `gatehouse tools` shows it.
@@ -121,6 +130,7 @@ impl Hub {
             Some(opts.data_dir.join("logs")),
             opts.tuning,
             gateway_ports,
+            (opts.vault, opts.browser),
         ));
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
         let client_tokens = opts.client_tokens.unwrap_or_else(|| {
@@ -361,6 +371,83 @@ impl HubHandle {
             .stop()
             .await
             .map_err(|_| HubError::ShuttingDown)
+    }
+
+    /// The remote entry of `id`, for a sign-in.
+    fn remote_entry(&self, id: &str) -> Result<crate::config::RemoteTransport, HubError> {
+        self.server(id)?;
+        let config = self.config();
+        let entry = config
+            .servers
+            .iter()
+            .find(|(k, _)| k.as_str() == id)
+            .map(|(_, c)| c.transport.clone());
+        match entry {
+            Some(crate::config::Transport::Remote(r)) => Ok(r),
+            _ => Err(HubError::SignIn(format!(
+                "\"{id}\" is a local (stdio) server: only remote servers are signed in to; a local one takes its credentials from its env"
+            ))),
+        }
+    }
+
+    /// Begins a sign-in to a remote server (or joins the one running): the authorization URL,
+    /// opened in the person's browser. When it succeeds the server is started again.
+    pub async fn sign_in(&self, id: &str) -> Result<crate::oauth::SignInStarted, HubError> {
+        let r = self.remote_entry(id)?;
+        if matches!(r.auth, crate::config::RemoteAuth::None) {
+            return Err(HubError::SignIn(format!(
+                "\"{id}\" has \"auth\": \"none\": remove it from the entry to sign in"
+            )));
+        }
+        let oauth = self.inner.ctx.oauth.clone();
+        let started = oauth
+            .begin_sign_in(id, &r.url, &r.oauth_settings())
+            .await
+            .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))?;
+        let hub = self.clone();
+        let id = id.to_owned();
+        tokio::spawn(async move {
+            if oauth.wait_sign_in(&id).await.is_ok() {
+                let _ = hub.restart_server(&id).await;
+            }
+        });
+        Ok(started)
+    }
+
+    /// How the sign-in to `id` ends (waits while the browser is out, at most
+    /// `oauth::SIGN_IN_TIMEOUT`).
+    pub async fn sign_in_wait(&self, id: &str) -> Result<(), HubError> {
+        self.inner
+            .ctx
+            .oauth
+            .wait_sign_in(id)
+            .await
+            .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))?;
+        // The server is started again by `sign_in`'s own task: seen leaving `needs_sign_in`.
+        let mut rx = self.server(id)?.watch_status();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            rx.wait_for(|s| s.state != crate::State::NeedsSignIn),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Signs out of a remote server: tokens revoked where offered, deleted from the keychain,
+    /// the connection ended (the server then waits in `needs_sign_in`). Returns whether the
+    /// authorization server accepted the revocation (`None`: it offers none, or there was no
+    /// sign-in).
+    pub async fn sign_out(&self, id: &str) -> Result<Option<bool>, HubError> {
+        self.remote_entry(id)?;
+        let revoked = self
+            .inner
+            .ctx
+            .oauth
+            .sign_out(id)
+            .await
+            .map_err(HubError::SignIn)?;
+        self.restart_server(id).await?;
+        Ok(revoked)
     }
 
     /// Restarts a server (clearing a `failed` state).

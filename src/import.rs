@@ -26,6 +26,21 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// Whether this is a remote entry with no credentials of its own (a bare `url`, as Claude
+    /// Code's `--transport http`, Cursor and VS Code keep OAuth servers): an OAuth candidate,
+    /// which lands in `needs_sign_in` when the server asks for a sign-in.
+    pub fn oauth_candidate(&self) -> bool {
+        let Some(_) = self.entry.get("url") else {
+            return false;
+        };
+        let has_auth_header = self
+            .entry
+            .get("headers")
+            .and_then(Value::as_object)
+            .is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case("authorization")));
+        !has_auth_header && self.entry.get("auth").is_none()
+    }
+
     /// The exact command line (or URL) this entry runs, for the person to review.
     pub fn command_line(&self) -> String {
         if let Some(url) = self.entry.get("url").and_then(Value::as_str) {

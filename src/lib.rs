@@ -39,6 +39,7 @@ pub mod import;
 pub mod jsonrpc;
 pub mod logs;
 pub mod naming;
+pub mod oauth;
 pub mod private;
 pub mod probe;
 pub mod profiles;

@@ -98,6 +98,18 @@ impl Redactions {
         out
     }
 
+    /// Forgets every value registered under `name` and registers `values` instead: a token that
+    /// replaces an older one (a refresh) does not grow the list.
+    pub fn replace(&self, name: &str, values: &[&str]) {
+        self.values
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(n, _)| n != name);
+        for v in values {
+            self.register(name, v);
+        }
+    }
+
     /// Whether any value is known (nothing to mask otherwise).
     pub fn is_empty(&self) -> bool {
         self.values.read().map(|v| v.is_empty()).unwrap_or(false)
@@ -265,6 +277,13 @@ impl KeychainStore {
                 ),
             });
         }
+        self.run(name, KeychainOp::Set(name.to_owned(), value.to_owned()))
+            .map(|_| ())
+    }
+
+    /// Stores a value Gatehouse made itself under a name of its own (`oauth:ID`), without the
+    /// rules for names and values people type (the caller keeps under the platform's limit).
+    pub(crate) fn set_internal(&self, name: &str, value: &str) -> Result<(), SecretError> {
         self.run(name, KeychainOp::Set(name.to_owned(), value.to_owned()))
             .map(|_| ())
     }

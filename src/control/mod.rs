@@ -40,6 +40,17 @@ pub enum Request {
         /// The server's id.
         id: String,
     },
+    /// Sign in to a remote server: answered with the authorization URL (`SignInStarted`) at
+    /// once, then one more line (`SignInOutcome`) when the sign-in ends.
+    AuthLogin {
+        /// The server's id.
+        id: String,
+    },
+    /// Sign out of a remote server (revoke where offered, delete the tokens).
+    AuthLogout {
+        /// The server's id.
+        id: String,
+    },
     /// A server's log lines (then, with `follow`, every new one).
     Logs {
         /// The server's id.
@@ -205,6 +216,24 @@ pub enum ErrorKind {
     Other,
 }
 
+/// How a sign-in ended (the second line of an `AuthLogin` answer).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SignInOutcome {
+    /// Whether it succeeded.
+    pub ok: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `AuthLogout` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SignedOut {
+    /// Whether the authorization server accepted the revocation (`None`: it offers none, or
+    /// there was no sign-in).
+    pub revoked: Option<bool>,
+}
+
 /// One response line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Response {
@@ -246,6 +275,7 @@ impl Response {
             HubError::UnknownServer { .. } => ErrorKind::UnknownServer,
             HubError::ShuttingDown => ErrorKind::ShuttingDown,
             HubError::Config(_) => ErrorKind::Config,
+            HubError::SignIn(_) => ErrorKind::Other,
         };
         Response::err(kind, e.to_string())
     }

@@ -295,6 +295,32 @@ async fn handle_conn(
             },
             Err(e) => Response::from_hub(e),
         },
+        Request::AuthLogout { id } => match hub.sign_out(&id).await {
+            Ok(revoked) => Response::ok(super::SignedOut { revoked }),
+            Err(e) => Response::from_hub(e),
+        },
+        Request::AuthLogin { id } => {
+            let started = match hub.sign_in(&id).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = write_line(&mut w, &Response::from_hub(e)).await;
+                    return;
+                }
+            };
+            if write_line(&mut w, &Response::ok(&started)).await.is_err() {
+                return;
+            }
+            let outcome = tokio::select! {
+                _ = stop.cancelled() => return,
+                r = hub.sign_in_wait(&id) => r,
+            };
+            let line = match outcome {
+                Ok(()) => super::SignInOutcome { ok: true, error: None },
+                Err(e) => super::SignInOutcome { ok: false, error: Some(e.to_string()) },
+            };
+            let _ = write_line(&mut w, &line).await;
+            return;
+        }
         Request::Reload => match hub.reload().await {
             Ok(()) => Response::ok(hub.status()),
             Err(e) => Response::from_hub(e),

@@ -427,6 +427,12 @@ fn disabled(exposed: &str) -> String {
 
 fn not_running(server: &ServerHandle, tool: &str) -> String {
     let status = server.status();
+    if status.state == crate::State::NeedsSignIn {
+        return format!(
+            "Sign in to {id} again: {tool} was not run because \"{id}\" needs a sign-in. Sign in from Gatehouse's Servers view, or run `gatehouse auth login {id}`.",
+            id = status.id
+        );
+    }
     let mut text = format!(
         "Server \"{}\" is {}, so {tool} was not run.",
         status.id, status.state

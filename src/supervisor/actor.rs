@@ -14,7 +14,7 @@ use crate::logs::{now_ms, LogStream};
 
 use super::backoff;
 use super::context::Context;
-use super::launch::LaunchRequest;
+use super::launch::{LaunchError, LaunchRequest};
 use super::rpc::{self, Inbound};
 use super::session::{EventTx, Session, SessionEvent};
 use super::shared::{lock, Shared};
@@ -149,7 +149,7 @@ impl Actor {
             Control::Start(done) => {
                 if matches!(
                     self.state(),
-                    State::Stopped | State::Failed | State::Restarting
+                    State::Stopped | State::Failed | State::Restarting | State::NeedsSignIn
                 ) {
                     self.clear_failures();
                     self.begin_start().await;
@@ -197,7 +197,7 @@ impl Actor {
                 if self.state() == State::Running {
                     self.check_expectations();
                 }
-                if relaunch || self.state() == State::Failed {
+                if relaunch || matches!(self.state(), State::Failed | State::NeedsSignIn) {
                     self.retry_at = None;
                     self.end_session("the server's configuration changed").await;
                     self.clear_failures();
@@ -254,11 +254,14 @@ impl Actor {
                 secrets: self.ctx.secrets.clone(),
                 redactions: self.ctx.redactions.clone(),
                 log: self.log_fn(),
+                id: self.shared.id.as_str(),
+                oauth: self.ctx.oauth.clone(),
             })
             .await;
         let launched = match launched {
             Ok(l) => l,
-            Err(msg) => return self.fail(msg, true, None),
+            Err(LaunchError::Failed(msg)) => return self.fail(msg, true, None),
+            Err(LaunchError::SignIn(why)) => return self.needs_sign_in(why),
         };
         let note: rpc::NoteFn = {
             let log = self.log_fn();
@@ -419,6 +422,7 @@ impl Actor {
             return;
         };
         let uptime = session.started.elapsed();
+        let sign_in = session.sign_in_needed();
         let died_of_probe = session.peer.is_probing();
         let remote_reason = session.remote_reason();
         let mut msg = remote_reason.clone().unwrap_or_else(|| info.to_string());
@@ -436,7 +440,7 @@ impl Actor {
             return;
         };
         *lock(&self.shared.peer) = None;
-        if died_of_probe && self.probe {
+        if died_of_probe && self.probe && sign_in.is_none() {
             // It died of the `server/discover` probe: from now on it is opened with `initialize`.
             self.probe = false;
             (self.log_fn())(
@@ -452,7 +456,9 @@ impl Actor {
             msg.push_str(": ");
             msg.push_str(&tail);
         }
-        if remote_reason.is_some() {
+        if sign_in.is_some() {
+            // `needs_sign_in` below says it, once.
+        } else if remote_reason.is_some() {
             self.note(msg.clone());
         } else {
             self.note(format!("process {msg}"));
@@ -460,7 +466,32 @@ impl Actor {
         self.update_status(|s| s.last_exit = Some(info));
         self.cleanup
             .spawn(session.cleanup(self.ctx.tuning.stop_grace));
-        self.fail(msg, false, Some(uptime));
+        match sign_in {
+            Some(why) => self.needs_sign_in(why),
+            None => self.fail(msg, false, Some(uptime)),
+        }
+    }
+
+    /// A remote server that wants the person to sign in: no restart until they do (a sign-in,
+    /// a restart, or a config change starts it again).
+    fn needs_sign_in(&mut self, why: String) {
+        let why = self.ctx.redactions.mask(&why);
+        self.retry_at = None;
+        let id = self.shared.id.to_string();
+        let text = format!(
+            "needs a sign-in: {why}; sign in from the Servers view or run `gatehouse auth login {id}`"
+        );
+        self.note(text.clone());
+        self.set_state(State::NeedsSignIn, |s| {
+            s.last_error = Some(text);
+            s.next_retry_ms = None;
+            s.pid = None;
+            s.consecutive_failures = 0;
+        });
+        self.ctx.bus.publish(Event::SignInNeeded {
+            server: id,
+            reason: why,
+        });
     }
 
     /// Records a failure and decides between `restarting` (with backoff) and `failed`.

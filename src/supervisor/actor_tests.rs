@@ -30,6 +30,10 @@ fn server(fake: &Arc<FakeLauncher>) -> (ServerHandle, tokio::task::JoinHandle<()
         tuning: Tuning::default(),
         gateway_ports: Vec::new(),
         launcher: fake.clone(),
+        oauth: Arc::new(crate::oauth::Manager::new(
+            Arc::new(crate::oauth::NoVault),
+            Arc::default(),
+        )),
     });
     ServerHandle::spawn(ServerId::parse("fx").unwrap(), cfg, ctx)
 }

@@ -54,6 +54,8 @@ pub struct Context {
     /// The gateway's ports: a server reaching one of them on loopback is Gatehouse itself.
     pub gateway_ports: Vec<u16>,
     pub(crate) launcher: Arc<dyn Launcher>,
+    /// Remote servers' sign-ins and tokens.
+    pub oauth: Arc<crate::oauth::Manager>,
 }
 
 impl Context {
@@ -65,8 +67,14 @@ impl Context {
         log_dir: Option<PathBuf>,
         tuning: Tuning,
         gateway_ports: Vec<u16>,
+        oauth: (Arc<dyn crate::oauth::Vault>, Option<std::ffi::OsString>),
     ) -> Context {
         Context {
+            oauth: Arc::new(crate::oauth::Manager::with_browser(
+                oauth.0,
+                redactions.clone(),
+                oauth.1,
+            )),
             bus,
             secrets,
             redactions,

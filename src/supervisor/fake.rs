@@ -13,7 +13,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::launch::{LaunchRequest, Launched, Launcher, ProcessGroup, SessionKind, StopSignal};
+use super::launch::{
+    LaunchError, LaunchRequest, Launched, Launcher, ProcessGroup, SessionKind, StopSignal,
+};
 use super::status::ExitInfo;
 
 /// How one launched fake behaves.
@@ -123,7 +125,10 @@ impl ProcessGroup for FakeGroup {
 }
 
 impl Launcher for FakeLauncher {
-    fn launch<'a>(&'a self, _req: LaunchRequest<'a>) -> BoxFuture<'a, Result<Launched, String>> {
+    fn launch<'a>(
+        &'a self,
+        _req: LaunchRequest<'a>,
+    ) -> BoxFuture<'a, Result<Launched, LaunchError>> {
         Box::pin(async move {
             note(&self.journal, "launch");
             let script = self.script;

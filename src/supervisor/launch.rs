@@ -31,6 +31,25 @@ pub(crate) struct LaunchRequest<'a> {
     pub secrets: Arc<dyn SecretSource>,
     pub redactions: Arc<Redactions>,
     pub log: LogFn,
+    /// The server's id (its sign-in is kept under it).
+    pub id: &'a str,
+    /// Where remote servers' sign-ins are kept.
+    pub oauth: Arc<crate::oauth::Manager>,
+}
+
+/// Why nothing was launched.
+#[derive(Debug)]
+pub(crate) enum LaunchError {
+    /// It cannot start (a missing program, a missing secret, a bad URL): a sentence.
+    Failed(String),
+    /// A remote server that has to be signed in to first: why.
+    SignIn(String),
+}
+
+impl From<String> for LaunchError {
+    fn from(s: String) -> Self {
+        LaunchError::Failed(s)
+    }
 }
 
 /// A started connection, not yet spoken to.
@@ -54,8 +73,12 @@ pub(crate) enum SessionKind {
         pid: u32,
         group: Arc<dyn ProcessGroup>,
     },
-    /// A remote server; no process, nothing to signal. The bridge says why it ended.
-    Remote { reason: Arc<Mutex<Option<String>>> },
+    /// A remote server; no process, nothing to signal. The bridge says why it ended; its
+    /// credentials say whether that was for want of a sign-in.
+    Remote {
+        reason: Arc<Mutex<Option<String>>>,
+        auth: Arc<crate::oauth::Credentials>,
+    },
 }
 
 /// The signals of the stop sequence.
@@ -75,22 +98,26 @@ pub(crate) trait ProcessGroup: Send + Sync {
 /// Starts sessions. Errors are user-facing sentences; a launch that fails cannot be retried
 /// into success (a missing program, a missing secret), so the actor fails the server at once.
 pub(crate) trait Launcher: Send + Sync {
-    fn launch<'a>(&'a self, req: LaunchRequest<'a>) -> BoxFuture<'a, Result<Launched, String>>;
+    fn launch<'a>(&'a self, req: LaunchRequest<'a>)
+        -> BoxFuture<'a, Result<Launched, LaunchError>>;
 }
 
 /// Real processes and real HTTP connections.
 pub(crate) struct SystemLauncher;
 
 impl Launcher for SystemLauncher {
-    fn launch<'a>(&'a self, req: LaunchRequest<'a>) -> BoxFuture<'a, Result<Launched, String>> {
+    fn launch<'a>(
+        &'a self,
+        req: LaunchRequest<'a>,
+    ) -> BoxFuture<'a, Result<Launched, LaunchError>> {
         Box::pin(async move {
             if let Some(why) =
                 crate::config::reaches_gatehouse(&req.cfg.transport, req.gateway_ports)
             {
-                return Err(format!("not started: {why}"));
+                return Err(format!("not started: {why}").into());
             }
             match &req.cfg.transport {
-                Transport::Stdio(t) => launch_child(t, &req).await,
+                Transport::Stdio(t) => Ok(launch_child(t, &req).await?),
                 Transport::Remote(r) => launch_remote(r, &req).await,
             }
         })
@@ -163,8 +190,19 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
 
 /// A remote server: the same `RpcPeer` as a child's, over an in-memory pipe whose other end the
 /// HTTP bridge (`remote::run`) carries to the server.
-async fn launch_remote(r: &RemoteTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
+async fn launch_remote(
+    r: &RemoteTransport,
+    req: &LaunchRequest<'_>,
+) -> Result<Launched, LaunchError> {
     let url = remote::check_url(&r.url, r.allow_insecure)?;
+    let auth = req
+        .oauth
+        .credentials(req.id, &r.url, r.oauth_capable())
+        .await
+        .map_err(|e| format!("cannot read this server's sign-in from the keychain: {e}"))?;
+    if matches!(r.auth, crate::config::RemoteAuth::OAuth(_)) && !auth.signed_in() {
+        return Err(LaunchError::SignIn("not signed in yet".into()));
+    }
     // Header secrets are resolved at connect time only, like env secrets at spawn time.
     let headers = resolve_env(&r.headers, req.secrets.clone(), req.redactions.clone()).await?;
     let headers = remote::header_map(&headers)?;
@@ -176,6 +214,7 @@ async fn launch_remote(r: &RemoteTransport, req: &LaunchRequest<'_>) -> Result<L
     let (peer_read, peer_write) = tokio::io::split(peer_io);
     let (bridge_read, bridge_write) = tokio::io::split(bridge_io);
     let reason = Arc::new(Mutex::new(None));
+    let bridge_auth = auth.clone();
     {
         let reason = reason.clone();
         let stop = stop.clone();
@@ -184,6 +223,7 @@ async fn launch_remote(r: &RemoteTransport, req: &LaunchRequest<'_>) -> Result<L
                 http,
                 url,
                 headers,
+                bridge_auth,
                 BufReader::new(bridge_read),
                 bridge_write,
                 stop,
@@ -199,7 +239,7 @@ async fn launch_remote(r: &RemoteTransport, req: &LaunchRequest<'_>) -> Result<L
     }
     (req.log)(LogStream::Gatehouse, format!("connecting to {}", r.url));
     Ok(Launched {
-        kind: SessionKind::Remote { reason },
+        kind: SessionKind::Remote { reason, auth },
         writer: Box::new(peer_write),
         reader: Box::new(BufReader::new(peer_read)),
         exit: exit_rx,

@@ -12,13 +12,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::sse::{SseError, SseEvent, SseReader};
 use crate::jsonrpc::{self, read_line, write_lines, ErrorCode, Line, MAX_LINE_BYTES as MAX_LINE};
+use crate::oauth::{Credentials, Refused};
 use crate::protocol;
 use crate::supervisor::rpc::RELATED;
 
@@ -117,6 +120,25 @@ struct Bridge {
     /// The `x-mcp-header` annotations of the tools the server listed: a modern server's calls
     /// carry them as `Mcp-Param-*` headers.
     param_headers: protocol::ParamHeaders,
+    /// The sign-in's token for every request, and what a 401 leads to.
+    auth: Arc<Credentials>,
+}
+
+/// Why a request got no response.
+enum Failure {
+    /// The network (or the server) failed.
+    Net(reqwest::Error),
+    /// No usable token: a sign-in is needed, or the refresh failed (the text says which).
+    Auth(String),
+}
+
+impl Failure {
+    fn reason(self, prefix: &str) -> String {
+        match self {
+            Failure::Net(e) => format!("{prefix}: {}", error_chain(&e)),
+            Failure::Auth(why) => why,
+        }
+    }
 }
 
 /// Runs until `stop` is cancelled (returns `None`) or the connection is lost (returns the reason).
@@ -124,6 +146,7 @@ pub async fn run<R, W>(
     http: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
+    auth: Arc<Credentials>,
     mut from_peer: R,
     to_peer_io: W,
     stop: CancellationToken,
@@ -147,6 +170,7 @@ where
         lost: lost_tx,
         protocol: Arc::new(std::sync::Mutex::new(None)),
         param_headers: protocol::ParamHeaders::default(),
+        auth,
     });
     let tasks = CancellationToken::new();
     let mut mode: Option<Mode> = None;
@@ -230,12 +254,12 @@ where
     tasks.cancel();
     if let (None, Some(Mode::Streamable { session: Some(id) })) = (&reason, &mode) {
         // A clean stop ends the server's session (best effort, bounded).
-        let req = bridge
-            .http
-            .delete(bridge.url.clone())
-            .headers(bridge.headers.clone())
-            .header(SESSION_HEADER, id.as_str());
-        let _ = tokio::time::timeout(Duration::from_secs(1), req.send()).await;
+        let mut h = bridge.headers.clone();
+        if let Ok(v) = HeaderValue::from_str(id) {
+            h.insert(SESSION_HEADER, v);
+        }
+        let req = bridge.execute(reqwest::Method::DELETE, bridge.url.clone(), h, None);
+        let _ = tokio::time::timeout(Duration::from_secs(1), req).await;
     }
     drop(bridge);
     writer.abort();
@@ -243,6 +267,56 @@ where
 }
 
 impl Bridge {
+    /// Sends one request with the sign-in's token (when there is one). A 401 (or a 403 asking
+    /// for more scope) goes to the credentials: the request is sent once more with a refreshed
+    /// token, or it fails for want of a sign-in.
+    async fn execute(
+        &self,
+        method: reqwest::Method,
+        url: reqwest::Url,
+        mut headers: HeaderMap,
+        body: Option<bytes::Bytes>,
+    ) -> Result<reqwest::Response, Failure> {
+        let mut retried = false;
+        loop {
+            let bearer = self.auth.header().await.map_err(Failure::Auth)?;
+            if let Some(v) = bearer
+                .as_deref()
+                .and_then(|b| HeaderValue::from_str(b).ok())
+            {
+                let mut v = v;
+                v.set_sensitive(true);
+                headers.insert(AUTHORIZATION, v);
+            }
+            let mut req = self
+                .http
+                .request(method.clone(), url.clone())
+                .headers(headers.clone());
+            if let Some(b) = &body {
+                req = req.body(b.clone());
+            }
+            let resp = req.send().await.map_err(Failure::Net)?;
+            let status = resp.status().as_u16();
+            if !matches!(status, 401 | 403) {
+                return Ok(resp);
+            }
+            let challenge = resp
+                .headers()
+                .get(WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            match self
+                .auth
+                .refused(status, challenge.as_deref(), bearer.as_deref(), retried)
+                .await
+            {
+                Refused::Stands => return Ok(resp),
+                Refused::Retry(_) => retried = true,
+                Refused::End(why) => return Err(Failure::Auth(why)),
+            }
+        }
+    }
+
     fn base_headers(&self, session: Option<&str>) -> HeaderMap {
         let mut h = self.headers.clone();
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -292,13 +366,14 @@ impl Bridge {
         headers: HeaderMap,
         msg: &[u8],
     ) -> Result<reqwest::Response, String> {
-        self.http
-            .post(self.url.clone())
-            .headers(headers)
-            .body(msg.to_vec())
-            .send()
-            .await
-            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))
+        self.execute(
+            reqwest::Method::POST,
+            self.url.clone(),
+            headers,
+            Some(bytes::Bytes::copy_from_slice(msg)),
+        )
+        .await
+        .map_err(|f| f.reason(&format!("cannot reach {}", self.url)))
     }
 
     /// The `server/discover` probe: `Ok(true)` when the server answered it as a modern server
@@ -397,12 +472,9 @@ impl Bridge {
         let mut h = self.headers.clone();
         h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         let resp = self
-            .http
-            .get(self.url.clone())
-            .headers(h)
-            .send()
+            .execute(reqwest::Method::GET, self.url.clone(), h, None)
             .await
-            .map_err(|e| format!("cannot reach {}: {}", self.url, error_chain(&e)))?;
+            .map_err(|f| f.reason(&format!("cannot reach {}", self.url)))?;
         check_status(&resp)?;
         let mut events = sse_events(resp);
         let endpoint = loop {
@@ -471,13 +543,9 @@ impl Bridge {
             _ => self.base_headers(session),
         };
         let resp = self
-            .http
-            .post(url)
-            .headers(headers)
-            .body(msg)
-            .send()
+            .execute(reqwest::Method::POST, url, headers, Some(msg.into()))
             .await
-            .map_err(|e| format!("connection lost: {}", error_chain(&e)))?;
+            .map_err(|f| f.reason("connection lost"))?;
         if resp.status().as_u16() == 404 && session.is_some() {
             return Err("the server ended our session (HTTP 404)".into());
         }
@@ -639,14 +707,14 @@ impl Bridge {
         {
             h.insert(SESSION_HEADER, s);
         }
-        let resp = match self.http.get(self.url.clone()).headers(h).send().await {
+        let resp = match self
+            .execute(reqwest::Method::GET, self.url.clone(), h, None)
+            .await
+        {
             Ok(r) if r.status().is_success() => r,
             Ok(_) => return,
-            Err(e) => {
-                let _ = self
-                    .lost
-                    .send(format!("connection lost: {}", error_chain(&e)))
-                    .await;
+            Err(f) => {
+                let _ = self.lost.send(f.reason("connection lost")).await;
                 return;
             }
         };
@@ -678,11 +746,12 @@ impl Bridge {
         };
         let sent = tokio::time::timeout(
             Duration::from_secs(10),
-            self.http
-                .post(url)
-                .headers(self.base_headers(session))
-                .body(msg)
-                .send(),
+            self.execute(
+                reqwest::Method::POST,
+                url,
+                self.base_headers(session),
+                Some(msg.into()),
+            ),
         )
         .await;
         let reason = match sent {
@@ -694,7 +763,7 @@ impl Bridge {
                 let _ = r.bytes().await;
                 return;
             }
-            Ok(Err(e)) => format!("connection lost: {}", error_chain(&e)),
+            Ok(Err(f)) => f.reason("connection lost"),
             Err(_) => "connection lost: no answer to a ping within 10 s".to_owned(),
         };
         let _ = self.lost.send(reason).await;

@@ -148,9 +148,17 @@ impl Session {
     }
 
     /// Why a remote connection ended, as its bridge recorded it; `None` for a process.
+    /// Why the person has to sign in, when the remote connection ended for want of a sign-in.
+    pub fn sign_in_needed(&self) -> Option<String> {
+        match &self.kind {
+            SessionKind::Remote { auth, .. } => auth.sign_in_needed(),
+            SessionKind::Child { .. } => None,
+        }
+    }
+
     pub fn remote_reason(&self) -> Option<String> {
         match &self.kind {
-            SessionKind::Remote { reason } => Some(
+            SessionKind::Remote { reason, .. } => Some(
                 reason
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

@@ -61,6 +61,11 @@ pub enum Cmd {
         #[command(subcommand)]
         cmd: SecretCmd,
     },
+    /// Sign in to (or out of) a remote server that uses OAuth; tokens stay in the OS keychain
+    Auth {
+        #[command(subcommand)]
+        cmd: AuthCmd,
+    },
     /// Show recent routed calls: decision, who decided, duration, outcome
     Activity {
         #[arg(long, conflicts_with = "csv")]
@@ -254,6 +259,14 @@ pub enum ClientsCmd {
     Remove { id: String },
     /// A new token for a client profile: the old one stops working and its sessions end
     RotateToken { id: String },
+}
+
+#[derive(Subcommand)]
+pub enum AuthCmd {
+    /// Sign in: opens the authorization page in your browser (and prints it), waits for you
+    Login { id: String },
+    /// Sign out: revokes the tokens where the server offers it, deletes them from the keychain
+    Logout { id: String },
 }
 
 #[derive(Subcommand)]

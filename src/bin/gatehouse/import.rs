@@ -104,6 +104,12 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for (mut c, outcome) in plan {
         println!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
+        if c.oauth_candidate() {
+            println!(
+                "  remote, no credentials in the file: if it asks for a sign-in (OAuth), it waits as needs_sign_in; run `gatehouse auth login {}`",
+                c.id
+            );
+        }
         if let Outcome::Skip(why) = outcome {
             // On a terminal, ask for another id instead of skipping.
             match interactive

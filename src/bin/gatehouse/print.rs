@@ -41,7 +41,9 @@ pub fn log_line(l: &LogLine) {
 
 pub fn one(s: ServerStatus) {
     match s.last_error {
-        Some(e) if s.state == State::Failed => println!("{}: {} — {e}", s.id, s.state),
+        Some(e) if matches!(s.state, State::Failed | State::NeedsSignIn) => {
+            println!("{}: {} — {e}", s.id, s.state)
+        }
         _ => println!("{}: {}", s.id, s.state),
     }
 }
@@ -55,7 +57,7 @@ pub fn status_table(rows: &[ServerStatus]) {
     }
     let now = gatehouse::logs::now_ms();
     let head = format!(
-        "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  ",
+        "{:<20} {:<13} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  ",
         "ID", "STATE", "ENABLED", "PID", "UPTIME", "RESTARTS", "TOOLS", "PROTOCOL"
     );
     // The command fills what is left of the terminal's width.
@@ -80,7 +82,7 @@ pub fn status_table(rows: &[ServerStatus]) {
             _ => "-".into(),
         };
         println!(
-            "{:<20} {:<11} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  {}",
+            "{:<20} {:<13} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  {}",
             id,
             r.state.as_str(),
             if r.enabled { "yes" } else { "no" },

@@ -88,6 +88,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 }
             }),
         Cmd::Secret { cmd } => secret(&client, cmd).await,
+        Cmd::Auth { cmd } => auth(&client, cmd).await,
         Cmd::Clients { cmd, json } => manage::clients(&client, cmd, json).await,
         Cmd::Activity {
             json,
@@ -245,6 +246,57 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
 }
 
 /// One request, its answer as `T`; any failure as the sentence to print.
+/// `auth login` / `auth logout`: the hub does the work (it holds the keychain and the
+/// connection); the CLI shows the authorization URL and waits for the outcome.
+async fn auth(client: &ControlClient, cmd: crate::args::AuthCmd) -> Result<(), String> {
+    use gatehouse::control::{SignInOutcome, SignedOut};
+    use gatehouse::oauth::SignInStarted;
+    match cmd {
+        crate::args::AuthCmd::Login { id } => {
+            let mut outcome: Option<SignInOutcome> = None;
+            client
+                .follow::<SignInStarted, SignInOutcome>(
+                    &Request::AuthLogin { id: id.clone() },
+                    |started| {
+                        if started.opened {
+                            println!("Opened your browser to sign in to {id}. If it did not open, visit:");
+                        } else {
+                            println!("Open this address in your browser to sign in to {id}:");
+                        }
+                        println!("  {}", started.url);
+                        println!("Waiting for the sign-in (at most {} minutes)…", gatehouse::oauth::SIGN_IN_TIMEOUT.as_secs() / 60);
+                        true
+                    },
+                    |o| {
+                        outcome = Some(o);
+                        false
+                    },
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            match outcome {
+                Some(SignInOutcome { ok: true, .. }) => {
+                    println!("Signed in to {id}.");
+                    Ok(())
+                }
+                Some(SignInOutcome { error, .. }) => {
+                    Err(error.unwrap_or_else(|| "the sign-in failed".into()))
+                }
+                None => Err("the hub ended before the sign-in did".into()),
+            }
+        }
+        crate::args::AuthCmd::Logout { id } => {
+            let out: SignedOut = ask(client, Request::AuthLogout { id: id.clone() }).await?;
+            match out.revoked {
+                Some(true) => println!("Signed out of {id}: the tokens were revoked and deleted."),
+                Some(false) => println!("Signed out of {id}: the tokens were deleted (the server did not confirm the revocation)."),
+                None => println!("Signed out of {id}: the tokens were deleted (the server offers no revocation)."),
+            }
+            Ok(())
+        }
+    }
+}
+
 pub async fn ask<T: serde::de::DeserializeOwned>(
     client: &ControlClient,
     req: Request,

@@ -1,0 +1,779 @@
+//! The sign-in itself (authorization code + PKCE S256 through the person's browser, a loopback
+//! redirect on 127.0.0.1 with a random port and `state`, the RFC 9207 `iss` check before the code
+//! is redeemed), refreshing, and revoking.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde::Deserialize;
+use sha2::Digest as _;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use super::discovery::{self, same_url, ServerMetadata};
+use super::net::{self, Allowed, Body};
+use super::{union_scopes, AuthError, ClientAuth, Grant, Manager};
+use crate::config::OAuthSettings;
+use crate::logs::now_ms;
+
+/// How long a sign-in waits for the browser to come back.
+pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
+/// One request to the loopback redirect listener: its head within this, at most 8 KiB.
+const CALLBACK_READ: Duration = Duration::from_secs(10);
+const CALLBACK_MAX: usize = 8 * 1024;
+
+/// A sign-in that has begun: where the person's browser was sent.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SignInStarted {
+    /// The authorization URL (also opened in the browser).
+    pub url: String,
+    /// Whether a browser was started with it (if not, the person opens it).
+    pub opened: bool,
+}
+
+/// A sign-in in progress.
+pub(super) struct Running {
+    started: SignInStarted,
+    done: watch::Receiver<Option<Result<(), String>>>,
+}
+
+fn b64(data: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
+}
+
+fn random(n: usize) -> Result<String, String> {
+    let mut buf = vec![0u8; n];
+    getrandom::fill(&mut buf).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(b64(&buf))
+}
+
+/// The S256 challenge of a PKCE verifier (RFC 7636 §4.2).
+pub(super) fn pkce_challenge(verifier: &str) -> String {
+    b64(&sha2::Sha256::digest(verifier.as_bytes()))
+}
+
+impl Manager {
+    /// Begins a sign-in to `server` at `url` (or joins the one already running): discovery,
+    /// client registration, the loopback listener, the browser. The rest runs on its own;
+    /// [`Manager::wait_sign_in`] says how it ended.
+    pub async fn begin_sign_in(
+        self: &Arc<Self>,
+        server: &str,
+        url: &str,
+        settings: &OAuthSettings,
+    ) -> Result<SignInStarted, String> {
+        if let Some(r) = Self::lock(&self.sign_ins).get(server) {
+            if r.done.borrow().is_none() {
+                return Ok(r.started.clone());
+            }
+        }
+        let server_url =
+            reqwest::Url::parse(url).map_err(|e| format!("invalid url \"{url}\": {e}"))?;
+        let allowed = Allowed::for_server(&server_url).await;
+        let challenge = self.challenge(server);
+        let prm = discovery::resource_metadata(&server_url, challenge.as_ref(), allowed).await?;
+        let issuer = prm.authorization_servers[0].clone();
+        let meta = discovery::server_metadata(&issuer, allowed).await?;
+        let previous = self.load(server).await.ok().flatten();
+        // A registration is reused only at the same issuer, and only with its redirect port.
+        let reusable = previous.as_ref().filter(|g| {
+            same_url(&g.issuer, &meta.issuer) && g.registered && settings.client_id.is_none()
+        });
+        let listener = match reusable.and_then(|g| redirect_port(&g.redirect_uri)) {
+            Some(port) => match TcpListener::bind(("127.0.0.1", port)).await {
+                Ok(l) => l,
+                Err(_) => bind_any().await?,
+            },
+            None => bind_any().await?,
+        };
+        let port = listener
+            .local_addr()
+            .map_err(|e| format!("the sign-in listener: {e}"))?
+            .port();
+        let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+        // What the server asked for (its challenge, else every scope it lists), what the entry
+        // adds, and what an earlier sign-in had: scopes only grow (incremental consent).
+        let asked = challenge
+            .as_ref()
+            .and_then(|c| c.scope.clone())
+            .or_else(|| (!prm.scopes_supported.is_empty()).then(|| prm.scopes_supported.join(" ")));
+        let scope = union_scopes(
+            union_scopes(Some(&settings.scopes.join(" ")), asked.as_deref()).as_deref(),
+            previous.as_ref().and_then(|g| g.scope.as_deref()),
+        );
+        let client = match (&settings.client_id, reusable) {
+            (Some(id), _) => Client {
+                id: id.clone(),
+                secret: None,
+                auth: None,
+                registered: false,
+            },
+            (None, Some(g)) if g.redirect_uri == redirect_uri => Client {
+                id: g.client_id.clone(),
+                secret: g.client_secret.clone(),
+                auth: g.token_auth.clone(),
+                registered: true,
+            },
+            (None, _) => register(&meta, &redirect_uri, scope.as_deref(), allowed).await?,
+        };
+        let verifier = random(32)?;
+        let state = random(16)?;
+        let mut auth_url = reqwest::Url::parse(&meta.authorization_endpoint).map_err(|e| {
+            format!(
+                "the authorization endpoint \"{}\" is not a valid URL: {e}",
+                meta.authorization_endpoint
+            )
+        })?;
+        browser_url_ok(&auth_url, allowed)?;
+        {
+            let mut q = auth_url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &client.id)
+                .append_pair("redirect_uri", &redirect_uri)
+                .append_pair("code_challenge", &pkce_challenge(&verifier))
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state)
+                .append_pair("resource", &prm.resource);
+            if let Some(s) = &scope {
+                q.append_pair("scope", s);
+            }
+        }
+        let opened = open_browser(self.browser.clone(), auth_url.as_str());
+        let started = SignInStarted {
+            url: auth_url.to_string(),
+            opened,
+        };
+        let (tx, rx) = watch::channel(None);
+        Self::lock(&self.sign_ins).insert(
+            server.to_owned(),
+            Running {
+                started: started.clone(),
+                done: rx,
+            },
+        );
+        let pending = Pending {
+            server_url: url.to_owned(),
+            resource: prm.resource,
+            meta,
+            client,
+            redirect_uri,
+            verifier,
+            state,
+            allowed,
+        };
+        let manager = self.clone();
+        let server = server.to_owned();
+        tokio::spawn(async move {
+            let result = match tokio::time::timeout(SIGN_IN_TIMEOUT, pending.finish(listener)).await
+            {
+                Ok(Ok(grant)) => match manager.store(&server, &grant).await {
+                    Ok(()) => {
+                        Self::lock(&manager.tokens).remove(&server);
+                        Self::lock(&manager.challenges).remove(&server);
+                        tracing::info!(server = %server, issuer = %grant.issuer, "signed in");
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                },
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(format!(
+                    "the browser did not come back within {} minutes; sign in again",
+                    SIGN_IN_TIMEOUT.as_secs() / 60
+                )),
+            };
+            if let Err(e) = &result {
+                tracing::warn!(server = %server, error = %e, "sign-in failed");
+            }
+            let _ = tx.send(Some(result));
+        });
+        Ok(started)
+    }
+
+    /// How the sign-in to `server` ended (waits while it runs); an error when none was begun.
+    pub async fn wait_sign_in(&self, server: &str) -> Result<(), String> {
+        let rx = Self::lock(&self.sign_ins)
+            .get(server)
+            .map(|r| r.done.clone());
+        let Some(mut rx) = rx else {
+            return Err(format!("no sign-in to \"{server}\" was begun"));
+        };
+        let outcome = rx
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| "the sign-in was abandoned".to_owned())?
+            .clone();
+        outcome.unwrap_or_else(|| Err("the sign-in was abandoned".into()))
+    }
+
+    /// Signs out of `server`: its tokens are revoked where the authorization server offers
+    /// revocation (RFC 7009), then deleted. Returns whether a revocation was accepted.
+    pub async fn sign_out(&self, server: &str) -> Result<Option<bool>, String> {
+        // A connection's refresh must not run (and store new tokens) while the old ones are
+        // revoked and deleted: the grant is held for the whole sign-out.
+        let cached = Self::lock(&self.tokens).get(server).cloned();
+        match cached {
+            Some(t) => t.locked(async |_| self.sign_out_held(server).await).await,
+            None => self.sign_out_held(server).await,
+        }
+    }
+
+    async fn sign_out_held(&self, server: &str) -> Result<Option<bool>, String> {
+        let grant = self.load(server).await?;
+        let revoked = match &grant {
+            Some(g) => match &g.revocation_endpoint {
+                Some(endpoint) => {
+                    let allowed = match reqwest::Url::parse(&g.server_url) {
+                        Ok(u) => Allowed::for_server(&u).await,
+                        Err(_) => Allowed {
+                            loopback: false,
+                            private: false,
+                        },
+                    };
+                    let mut ok = true;
+                    let tokens = g
+                        .refresh_token
+                        .iter()
+                        .map(|t| (t.as_str(), "refresh_token"))
+                        .chain(std::iter::once((g.access_token.as_str(), "access_token")));
+                    for (token, hint) in tokens {
+                        ok &= revoke(g, endpoint, token, hint, allowed).await;
+                    }
+                    Some(ok)
+                }
+                None => None,
+            },
+            None => None,
+        };
+        self.forget(server).await?;
+        Self::lock(&self.challenges).remove(server);
+        Ok(revoked)
+    }
+}
+
+async fn bind_any() -> Result<TcpListener, String> {
+    TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1 for the sign-in's redirect: {e}"))
+}
+
+fn redirect_port(uri: &str) -> Option<u16> {
+    reqwest::Url::parse(uri).ok()?.port()
+}
+
+/// The authorization endpoint is opened in the browser, not fetched by us: its scheme is checked
+/// (https; http on loopback only when the server is there).
+fn browser_url_ok(url: &reqwest::Url, allowed: Allowed) -> Result<(), String> {
+    let host = url.host_str().unwrap_or("");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ip = bare.parse::<std::net::IpAddr>().ok();
+    let reach = ip.map(net::reach);
+    if reach == Some(net::Reach::Forbidden) {
+        return Err(format!(
+            "the authorization endpoint {url} is on a link-local or reserved address: refused"
+        ));
+    }
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if allowed.loopback && (reach == Some(net::Reach::Loopback) || host == "localhost") => Ok(()),
+        _ => Err(format!(
+            "the authorization endpoint {url} is refused: it must be https:// (http:// only on loopback, for a server on loopback)"
+        )),
+    }
+}
+
+struct Client {
+    id: String,
+    secret: Option<String>,
+    auth: Option<String>,
+    registered: bool,
+}
+
+/// Dynamic client registration (RFC 7591) as a native app.
+async fn register(
+    meta: &ServerMetadata,
+    redirect_uri: &str,
+    scope: Option<&str>,
+    allowed: Allowed,
+) -> Result<Client, String> {
+    let Some(endpoint) = &meta.registration_endpoint else {
+        if meta.client_id_metadata_document_supported {
+            return Err(format!(
+                "the authorization server {} takes only client metadata documents (an https URL as the client id), which a local app like Gatehouse has none of: register Gatehouse there by hand and put the client id in this server's entry as \"oauth\": {{\"client_id\": \"…\"}}",
+                meta.issuer
+            ));
+        }
+        return Err(format!(
+            "the authorization server {} does not offer client registration: register Gatehouse there by hand and put the client id in this server's entry as \"oauth\": {{\"client_id\": \"…\"}}",
+            meta.issuer
+        ));
+    };
+    let mut body = serde_json::json!({
+        "client_name": "Gatehouse",
+        "redirect_uris": [redirect_uri],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    });
+    if let Some(s) = scope {
+        body["scope"] = s.into();
+    }
+    let answer = net::request(
+        endpoint,
+        allowed,
+        "the registration endpoint",
+        Body::Json(&body),
+        None,
+    )
+    .await?;
+    #[derive(Deserialize)]
+    struct Registered {
+        client_id: String,
+        client_secret: Option<String>,
+        token_endpoint_auth_method: Option<String>,
+    }
+    if !(200..300).contains(&answer.status) {
+        return Err(format!(
+            "the authorization server refused to register Gatehouse (HTTP {}): {}",
+            answer.status,
+            oauth_error(&answer.body)
+        ));
+    }
+    let r: Registered = serde_json::from_slice(&answer.body)
+        .map_err(|e| format!("the registration answer is not valid: {e}"))?;
+    Ok(Client {
+        id: r.client_id,
+        secret: r.client_secret,
+        auth: r.token_endpoint_auth_method,
+        registered: true,
+    })
+}
+
+/// An OAuth error answer's `error` and `error_description`, bounded.
+fn oauth_error(body: &[u8]) -> String {
+    #[derive(Deserialize)]
+    struct E {
+        error: Option<String>,
+        error_description: Option<String>,
+    }
+    match serde_json::from_slice::<E>(body) {
+        Ok(E {
+            error: Some(e),
+            error_description: d,
+        }) => {
+            let mut s = e;
+            if let Some(d) = d {
+                s.push_str(": ");
+                s.push_str(&d);
+            }
+            s.chars().take(300).collect()
+        }
+        _ => "no OAuth error in the answer".into(),
+    }
+}
+
+/// What the rest of a sign-in needs.
+struct Pending {
+    server_url: String,
+    resource: String,
+    meta: ServerMetadata,
+    client: Client,
+    redirect_uri: String,
+    verifier: String,
+    state: String,
+    allowed: Allowed,
+}
+
+/// The parameters the browser brought back.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Callback {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    pub iss: Option<String>,
+    pub error: Option<String>,
+    pub error_description: Option<String>,
+}
+
+impl Callback {
+    /// The query of `GET /callback?…` (`None` for any other path).
+    pub(super) fn from_request_line(line: &str) -> Option<Callback> {
+        let target = line.strip_prefix("GET ")?.split(' ').next()?;
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if path != "/callback" {
+            return None;
+        }
+        let mut c = Callback::default();
+        for pair in query.split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_decode(v);
+            match k {
+                "code" => c.code = Some(v),
+                "state" => c.state = Some(v),
+                "iss" => c.iss = Some(v),
+                "error" => c.error = Some(v),
+                "error_description" => c.error_description = Some(v),
+                _ => {}
+            }
+        }
+        Some(c)
+    }
+
+    /// RFC 9207: a present `iss` must be the issuer; an absent one is refused when the server
+    /// said it always sends one.
+    pub(super) fn check_issuer(&self, meta_issuer: &str, always_sent: bool) -> Result<(), String> {
+        match &self.iss {
+            Some(iss) if iss == meta_issuer => Ok(()),
+            Some(iss) => Err(format!(
+                "the sign-in answer came from issuer \"{iss}\", not \"{meta_issuer}\": refused (a mix-up attack, RFC 9207); nothing was redeemed"
+            )),
+            None if always_sent => Err(format!(
+                "the sign-in answer has no issuer although {meta_issuer} says it always sends one: refused (RFC 9207)"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let pair = (b[i] == b'%')
+            .then(|| Some((hex(*b.get(i + 1)?)?, hex(*b.get(i + 2)?)?)))
+            .flatten();
+        match (b[i], pair) {
+            (_, Some((hi, lo))) => {
+                out.push(hi * 16 + lo);
+                i += 2;
+            }
+            (b'+', None) => out.push(b' '),
+            (c, None) => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Pending {
+    /// Waits for the browser's redirect with our `state`, checks it, redeems the code.
+    async fn finish(self, listener: TcpListener) -> Result<Grant, String> {
+        loop {
+            let (mut sock, _) = listener
+                .accept()
+                .await
+                .map_err(|e| format!("the sign-in listener failed: {e}"))?;
+            let Some(line) = read_request_line(&mut sock).await else {
+                continue;
+            };
+            let Some(cb) = Callback::from_request_line(&line) else {
+                let _ = respond(
+                    &mut sock,
+                    404,
+                    "Not found",
+                    "This address only takes Gatehouse's sign-in answer.",
+                )
+                .await;
+                continue;
+            };
+            if cb.state.as_deref() != Some(self.state.as_str()) {
+                // Not this sign-in's answer (a stale tab, or a page trying its luck): ignored.
+                let _ = respond(&mut sock, 400, "Not this sign-in", "This answer does not belong to the sign-in Gatehouse is waiting for. Start the sign-in again from Gatehouse.").await;
+                continue;
+            }
+            if let Some(err) = &cb.error {
+                let why = format!(
+                    "the authorization server said {err}{}",
+                    cb.error_description
+                        .as_deref()
+                        .map(|d| format!(": {}", d.chars().take(300).collect::<String>()))
+                        .unwrap_or_default()
+                );
+                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
+                return Err(why);
+            }
+            if let Err(why) = cb.check_issuer(
+                &self.meta.issuer,
+                self.meta.authorization_response_iss_parameter_supported,
+            ) {
+                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
+                return Err(why);
+            }
+            let Some(code) = cb.code else {
+                let why = "the sign-in answer has no code".to_owned();
+                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
+                return Err(why);
+            };
+            let result = self.redeem(&code).await;
+            let _ = match &result {
+                Ok(_) => {
+                    respond(
+                        &mut sock,
+                        200,
+                        "Signed in",
+                        "Gatehouse is signed in. You can close this tab.",
+                    )
+                    .await
+                }
+                Err(e) => respond(&mut sock, 400, "Sign-in failed", e).await,
+            };
+            return result;
+        }
+    }
+
+    async fn redeem(&self, code: &str) -> Result<Grant, String> {
+        let mut form: Vec<(&str, &str)> = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", &self.redirect_uri),
+            ("code_verifier", &self.verifier),
+            ("resource", &self.resource),
+        ];
+        let auth = client_auth(&self.client);
+        let basic = push_client(&mut form, auth);
+        let answer = net::request(
+            &self.meta.token_endpoint,
+            self.allowed,
+            "the token endpoint",
+            Body::Form(&form),
+            basic,
+        )
+        .await?;
+        if answer.status != 200 {
+            return Err(format!(
+                "the authorization server did not redeem the code (HTTP {}): {}",
+                answer.status,
+                oauth_error(&answer.body)
+            ));
+        }
+        let t = parse_tokens(&answer.body)?;
+        let now = now_ms();
+        Ok(Grant {
+            server_url: self.server_url.clone(),
+            resource: self.resource.clone(),
+            issuer: self.meta.issuer.clone(),
+            token_endpoint: self.meta.token_endpoint.clone(),
+            revocation_endpoint: self.meta.revocation_endpoint.clone(),
+            client_id: self.client.id.clone(),
+            client_secret: self.client.secret.clone(),
+            token_auth: self.client.auth.clone(),
+            redirect_uri: self.redirect_uri.clone(),
+            registered: self.client.registered,
+            access_token: t.access_token,
+            refresh_token: t.refresh_token,
+            expires_at_ms: t.expires_in.map(|s| now + s.saturating_mul(1000)),
+            obtained_ms: now,
+            scope: t.scope,
+        })
+    }
+}
+
+fn client_auth(c: &Client) -> ClientAuth<'_> {
+    match (&c.secret, c.auth.as_deref()) {
+        (Some(s), Some("client_secret_basic")) => ClientAuth::Basic(&c.id, s),
+        (Some(s), _) => ClientAuth::Post(&c.id, s),
+        (None, _) => ClientAuth::Public(&c.id),
+    }
+}
+
+/// Adds the client's identity to a token request's form; returns the Basic credentials when
+/// that is how it authenticates.
+fn push_client<'a>(
+    form: &mut Vec<(&'a str, &'a str)>,
+    auth: ClientAuth<'a>,
+) -> Option<(&'a str, &'a str)> {
+    match auth {
+        ClientAuth::Public(id) => {
+            form.push(("client_id", id));
+            None
+        }
+        ClientAuth::Post(id, secret) => {
+            form.push(("client_id", id));
+            form.push(("client_secret", secret));
+            None
+        }
+        ClientAuth::Basic(id, secret) => Some((id, secret)),
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: String,
+    token_type: String,
+    expires_in: Option<u64>,
+    refresh_token: Option<String>,
+    scope: Option<String>,
+}
+
+fn parse_tokens(body: &[u8]) -> Result<TokenAnswer, String> {
+    let t: TokenAnswer =
+        serde_json::from_slice(body).map_err(|e| format!("the token answer is not valid: {e}"))?;
+    if !t.token_type.eq_ignore_ascii_case("bearer") {
+        return Err(format!(
+            "the authorization server gave a \"{}\" token; Gatehouse uses Bearer tokens only",
+            t.token_type.chars().take(40).collect::<String>()
+        ));
+    }
+    if t.access_token.is_empty() {
+        return Err("the authorization server gave an empty access token".into());
+    }
+    Ok(t)
+}
+
+/// A refresh (RFC 6749 §6) at the grant's own token endpoint, for its resource. A refusal of
+/// the refresh token means a new sign-in; anything else may pass.
+pub(super) async fn refresh(
+    g: &Grant,
+    refresh: &str,
+    allowed: Allowed,
+) -> Result<Grant, AuthError> {
+    let mut form: Vec<(&str, &str)> = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh),
+        ("resource", &g.resource),
+    ];
+    let basic = push_client(&mut form, g.client_auth());
+    let answer = net::request(
+        &g.token_endpoint,
+        allowed,
+        "the token endpoint",
+        Body::Form(&form),
+        basic,
+    )
+    .await
+    .map_err(AuthError::Transient)?;
+    if matches!(answer.status, 400 | 401) {
+        return Err(AuthError::SignIn(format!(
+            "the authorization server no longer accepts the sign-in ({})",
+            oauth_error(&answer.body)
+        )));
+    }
+    if answer.status != 200 {
+        return Err(AuthError::Transient(format!(
+            "the token endpoint answered HTTP {}",
+            answer.status
+        )));
+    }
+    let t = parse_tokens(&answer.body).map_err(AuthError::Transient)?;
+    let now = now_ms();
+    let mut fresh = g.clone();
+    fresh.access_token = t.access_token;
+    // A server that does not rotate the refresh token keeps the old one valid.
+    if let Some(r) = t.refresh_token {
+        fresh.refresh_token = Some(r);
+    }
+    fresh.expires_at_ms = t.expires_in.map(|s| now + s.saturating_mul(1000));
+    fresh.obtained_ms = now;
+    if t.scope.is_some() {
+        fresh.scope = t.scope;
+    }
+    Ok(fresh)
+}
+
+async fn revoke(g: &Grant, endpoint: &str, token: &str, hint: &str, allowed: Allowed) -> bool {
+    let mut form: Vec<(&str, &str)> = vec![("token", token), ("token_type_hint", hint)];
+    let basic = push_client(&mut form, g.client_auth());
+    match net::request(
+        endpoint,
+        allowed,
+        "the revocation endpoint",
+        Body::Form(&form),
+        basic,
+    )
+    .await
+    {
+        Ok(a) => a.status == 200,
+        Err(e) => {
+            tracing::warn!(error = %e, "revocation failed");
+            false
+        }
+    }
+}
+
+async fn read_request_line(sock: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 1024];
+        loop {
+            let n = sock.read(&mut chunk).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            if buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.len() > CALLBACK_MAX {
+                break;
+            }
+        }
+        Some(())
+    };
+    tokio::time::timeout(CALLBACK_READ, read).await.ok()??;
+    let end = buf.iter().position(|&b| b == b'\r' || b == b'\n')?;
+    String::from_utf8(buf[..end].to_vec()).ok()
+}
+
+async fn respond(
+    sock: &mut tokio::net::TcpStream,
+    status: u16,
+    title: &str,
+    text: &str,
+) -> std::io::Result<()> {
+    let esc = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let body = format!(
+        "<!doctype html><meta charset=utf-8><title>Gatehouse: {}</title><body style=\"font:16px system-ui;margin:3em\"><h1>{}</h1><p>{}</p>",
+        esc(title),
+        esc(title),
+        esc(text)
+    );
+    let reason = match status {
+        200 => "OK",
+        404 => "Not Found",
+        _ => "Bad Request",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes()).await?;
+    sock.write_all(body.as_bytes()).await?;
+    sock.shutdown().await
+}
+
+/// Opens `url` in the person's browser, never through a shell: the hub's browser program, else
+/// `GATEHOUSE_BROWSER` (a program given the URL as its one argument), else the platform's opener.
+fn open_browser(browser: Option<std::ffi::OsString>, url: &str) -> bool {
+    let chosen = browser.or_else(|| std::env::var_os("GATEHOUSE_BROWSER"));
+    let (program, pre): (std::ffi::OsString, Vec<&str>) = match chosen {
+        Some(p) if !p.is_empty() => (p, vec![]),
+        _ if cfg!(target_os = "macos") => ("open".into(), vec![]),
+        _ if cfg!(windows) => ("rundll32".into(), vec!["url.dll,FileProtocolHandler"]),
+        _ => ("xdg-open".into(), vec![]),
+    };
+    let spawned = tokio::process::Command::new(&program)
+        .args(pre)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            // Reaped when it exits (an opener returns at once; a test hook when done).
+            tokio::spawn(async move {
+                let _ = child.wait().await;
+            });
+            true
+        }
+        Err(e) => {
+            tracing::warn!(program = ?program, error = %e, "cannot open a browser");
+            false
+        }
+    }
+}
