@@ -27,6 +27,7 @@ export const startServer = (id) => call('start_server', { id });
 export const setServerEnabled = (id, enabled) => call('set_server_enabled', { id, enabled });
 export const stopServer = (id) => call('stop_server', { id });
 export const restartServer = (id) => call('restart_server', { id });
+export const signIn = (id) => call('sign_in', { id });
 export const serverEntry = (id) => call('server_entry', { id });
 export const saveServer = (original, id, entry) => call('save_server', { original, id, entry });
 export const removeServer = (id) => call('remove_server', { id });

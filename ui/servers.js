@@ -53,10 +53,10 @@ function refreshSoon() {
   soon = setTimeout(refresh, 400);
 }
 
-/** Failed servers first (what needs you), then by id; and the summary line above the list. */
+/** Servers that need you (failed, or waiting for a sign-in) first, then by id; and the summary line. */
 function reorder() {
   const list = $('#server-list');
-  const rank = (id) => (rows.get(id).status.state === 'failed' ? 0 : 1);
+  const rank = (id) => (['failed', 'needs_sign_in'].includes(rows.get(id).status.state) ? 0 : 1);
   const ids = [...rows.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   ids.forEach((id, i) => {
     if (list.children[i] !== rows.get(id).node) list.insertBefore(rows.get(id).node, list.children[i] ?? null);
@@ -70,6 +70,7 @@ function summarize() {
   const tools = all.reduce((n, s) => n + (s.state === 'running' ? s.tools : 0), 0);
   const parts = [`${count('running')} running`];
   if (count('failed')) parts.push(`${count('failed')} failed`);
+  if (count('needs_sign_in')) parts.push(`${count('needs_sign_in')} waiting for a sign-in`);
   if (count('restarting')) parts.push(`${count('restarting')} restarting`);
   if (count('stopped')) parts.push(`${count('stopped')} stopped`);
   parts.push(`${tools} tool${tools === 1 ? '' : 's'} exposed`);
@@ -105,6 +106,7 @@ function buildRow(id) {
         el('span', { class: 'pid' }), el('span', { class: 'uptime' }),
         el('span', { class: 'restarts' }), el('span', { class: 'tools-count' })),
       el('span', { class: 'actions' },
+        el('button', { type: 'button', class: 'primary', dataset: { act: 'sign-in' }, hidden: true }, 'Sign in'),
         el('button', { type: 'button', dataset: { act: 'start' } }, 'Start'),
         el('button', { type: 'button', dataset: { act: 'stop' } }, 'Stop'),
         el('button', { type: 'button', dataset: { act: 'restart' } }, 'Restart'),
@@ -150,7 +152,7 @@ function render(row) {
   const n = row.node;
   n.dataset.state = s.state;
   const badge = n.querySelector('.badge');
-  badge.textContent = s.state;
+  badge.textContent = s.state === 'needs_sign_in' ? 'needs sign-in' : s.state;
   badge.className = `badge state-${s.state}`;
   if (s.state === 'restarting' && s.next_retry_ms) {
     badge.title = `next attempt at ${clock(s.next_retry_ms)} (failure ${s.consecutive_failures})`;
@@ -165,6 +167,7 @@ function render(row) {
   const err = n.querySelector('.last-error');
   const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
   err.hidden = !showErr && !(s.state === 'failed');
+  n.querySelector('[data-act=sign-in]').hidden = s.state !== 'needs_sign_in';
   err.textContent = s.last_error || '';
   n.querySelector('.enabled-toggle').checked = !!s.enabled;
   // A crash the server recovered from stays visible for this run.
@@ -196,6 +199,7 @@ function tickUptimes() {
 
 async function action(id, act, button) {
   if (act === 'edit') { openForm(id); return; }
+  if (act === 'sign-in') { signIn(id, button); return; }
   button.disabled = true;
   if (act === 'start' && rows.get(id)?.status.state === 'failed') toast(`Starting ${id} again…`);
   try {
@@ -205,6 +209,24 @@ async function action(id, act, button) {
   } catch (e) {
     toast(api.errorText(e), 'error');
   } finally {
+    const row = rows.get(id);
+    if (row) render(row);
+  }
+}
+
+/** Signs in to a remote server: the browser opens on its authorization page; Gatehouse waits. */
+async function signIn(id, button) {
+  button.disabled = true;
+  button.textContent = 'Waiting for the browser…';
+  toast(`Opening your browser to sign in to ${id}…`);
+  try {
+    await api.signIn(id);
+    toast(`Signed in to ${id}`);
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+  } finally {
+    button.disabled = false;
+    button.textContent = 'Sign in';
     const row = rows.get(id);
     if (row) render(row);
   }

@@ -133,6 +133,15 @@ pub async fn restart_server(state: AppStateRef<'_>, id: String) -> CommandResult
     Ok(state.hub()?.restart_server(&id).await?)
 }
 
+/// Signs in to a remote server: its authorization page opens in the browser; answered when
+/// the sign-in ends (at most `oauth::SIGN_IN_TIMEOUT`), the server then starting again.
+#[tauri::command]
+pub async fn sign_in(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
+    let hub = state.hub()?;
+    hub.sign_in(&id).await?;
+    Ok(hub.sign_in_wait(&id).await?)
+}
+
 /// A server's entry in the config file format, for the edit form.
 #[tauri::command]
 pub fn server_entry(state: AppStateRef<'_>, id: String) -> CommandResult<Value> {

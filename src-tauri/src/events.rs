@@ -118,6 +118,8 @@ pub fn spawn_bridge<R: Runtime>(
                 Ok(Event::Log(_)) => {}
                 // For the clients that subscribed; nothing the window shows.
                 Ok(Event::ResourceUpdated { .. }) => {}
+                // The row shows it (its status event); the person hears it even when hidden.
+                Ok(Event::SignInNeeded { server, .. }) => sign_in_needed(&app, &server),
                 Err(RecvError::Lagged(n)) => {
                     tracing::debug!(missed = n, "UI bridge lagged; asking the UI to resync");
                     UiEvent::Resync.emit(&app);
@@ -129,6 +131,23 @@ pub fn spawn_bridge<R: Runtime>(
             }
         }
     });
+}
+
+/// A remote server wants a sign-in: an OS notification says so (never a token: the reason is
+/// not shown, the Servers view has it).
+fn sign_in_needed<R: Runtime>(app: &AppHandle<R>, server: &str) {
+    use tauri_plugin_notification::NotificationExt;
+    let shown = app
+        .notification()
+        .builder()
+        .title(format!("Sign in to {server} again"))
+        .body(format!(
+            "{server} needs you to sign in before its tools can be used. Open Gatehouse and click Sign in."
+        ))
+        .show();
+    if let Err(e) = shown {
+        tracing::debug!(error = %e, "no OS notification (is a notification service running?)");
+    }
 }
 
 /// A call waits for the person: make sure they see it.

@@ -140,6 +140,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::set_server_enabled,
             commands::stop_server,
             commands::restart_server,
+            commands::sign_in,
             commands::server_entry,
             commands::save_server,
             commands::remove_server,
@@ -179,6 +180,16 @@ fn dispatch<R: Runtime>(app: &tauri::AppHandle<R>, action: tray::TrayAction) {
     match action {
         tray::TrayAction::Open => window::show_main(app),
         tray::TrayAction::Quit => lifecycle::confirm_quit(app),
+        tray::TrayAction::SignIn(id) => {
+            let state = app.state::<Arc<AppState>>().inner().clone();
+            tauri::async_runtime::spawn(async move {
+                if let Ok(hub) = state.hub() {
+                    if let Err(e) = hub.sign_in(&id).await {
+                        tracing::warn!(server = id, error = %e, "a sign-in from the tray failed");
+                    }
+                }
+            });
+        }
         tray::TrayAction::Restart(_) | tray::TrayAction::Start(_) | tray::TrayAction::Stop(_) => {
             let state = app.state::<Arc<AppState>>().inner().clone();
             tauri::async_runtime::spawn(async move {

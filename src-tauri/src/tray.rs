@@ -67,6 +67,7 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
         let (mark, actions): (&str, Vec<(&'static str, &'static str)>) = match state.as_str() {
             "running" => ("●", vec![("restart", "Restart"), ("stop", "Stop")]),
             "failed" => ("✕", vec![("start", "Start")]),
+            "needs_sign_in" => ("⚠", vec![("sign-in", "Sign in…")]),
             "stopped" => ("○", vec![("start", "Start")]),
             _ => ("◌", vec![("stop", "Stop")]),
         };
@@ -98,6 +99,8 @@ pub enum TrayAction {
     Start(String),
     /// Stop this server.
     Stop(String),
+    /// Sign in to this (remote) server: its authorization page opens in the browser.
+    SignIn(String),
 }
 
 /// The action behind a menu item's id (`None` for the inert ones).
@@ -112,6 +115,7 @@ pub fn action(id: &str) -> Option<TrayAction> {
                 "restart" => Some(TrayAction::Restart(id)),
                 "start" => Some(TrayAction::Start(id)),
                 "stop" => Some(TrayAction::Stop(id)),
+                "sign-in" => Some(TrayAction::SignIn(id)),
                 _ => None,
             }
         }

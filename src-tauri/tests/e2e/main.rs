@@ -1053,3 +1053,60 @@ async fn the_window_fits_at_800_by_600() {
     d.shot("settings").await;
     d.quit().await;
 }
+
+/// A remote server behind OAuth (the Python SDK's own authorization server) waits in
+/// `needs_sign_in` with a Sign in button on its row; clicking it sends the (stand-in) browser
+/// through the authorization page and back, and the row turns running; the CLI signs out
+/// through the app's hub and the row waits for a sign-in again.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver, WebKitWebDriver and the Python SDK; run by make test"]
+async fn a_server_waiting_for_a_sign_in_is_signed_in_from_its_row() {
+    let _serial = lock().await;
+    let port = free_port();
+    let mut server = std::process::Command::new(peers_dir().join("venv/bin/python"))
+        .arg(repo().join("tests/clients/oauth_server.py"))
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the OAuth MCP server");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the OAuth server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let d =
+        Desktop::launch(json!({ "web": { "url": format!("http://127.0.0.1:{port}/mcp") } })).await;
+    let row = d.wait_state("web", "needs_sign_in").await;
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("gatehouse auth login web"),
+        "{row}"
+    );
+    let button = "article.server[data-id=\"web\"] [data-act=sign-in]";
+    let visible = d
+        .js(&format!(
+            "return !document.querySelector('{button}').hidden;"
+        ))
+        .await;
+    assert_eq!(visible, json!(true), "the Sign in button is shown");
+    d.click(button).await;
+    let row = d.wait_state("web", "running").await;
+    assert_eq!(row["tools"], 2, "{row}");
+    let hidden = d
+        .js(&format!(
+            "return document.querySelector('{button}').hidden;"
+        ))
+        .await;
+    assert_eq!(hidden, json!(true), "no Sign in button on a running server");
+    let (code, out, err) = d.cli(&["auth", "logout", "web"]);
+    assert_eq!(code, 0, "{out}{err}");
+    d.wait_state("web", "needs_sign_in").await;
+    let _ = server.kill();
+    let _ = server.wait();
+}

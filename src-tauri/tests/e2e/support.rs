@@ -111,6 +111,8 @@ impl Desktop {
             .env("GATEHOUSE_CONTROL", &control)
             .env("GATEHOUSE_TOKEN", TOKEN)
             .env("GATEHOUSE_LOG", "info")
+            // Sign-in pages are "opened" by a stand-in browser that follows them back.
+            .env("GATEHOUSE_BROWSER", repo().join("tests/clients/browser.py"))
             .env("HOME", dir.path())
             .env("XDG_CONFIG_HOME", dir.path().join(".config"))
             .stdout(Stdio::null())
