@@ -13,6 +13,7 @@ mod isolation;
 mod local;
 mod manage;
 mod modern;
+mod oauth;
 mod peers;
 mod profiles;
 mod remote;
