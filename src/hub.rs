@@ -606,8 +606,17 @@ impl HubHandle {
 
     /// Removes one server from the config file and stops it.
     pub async fn remove_server(&self, id: &str) -> Result<(), HubError> {
-        let id = id.to_owned();
-        self.edit_config(move |c| c.without_server(&id)).await
+        let was_remote = self.remote_entry(id).is_ok();
+        let owned = id.to_owned();
+        self.edit_config(move |c| c.without_server(&owned)).await?;
+        // A removed server's sign-in goes with it (revoked where offered): tokens nobody can
+        // see or use are not left in the keychain.
+        if was_remote {
+            if let Err(e) = self.inner.ctx.oauth.sign_out(id).await {
+                tracing::warn!(server = id, error = %e, "the removed server's sign-in was not deleted");
+            }
+        }
+        Ok(())
     }
 
     /// Edits the config file the hub runs from under its edit lock: the file as it is now (it

@@ -120,7 +120,9 @@ pub async fn probe(
         let status = loop {
             let s = h.status();
             // Stopped counts only once it has a reason: the server starts out stopped.
-            let done = matches!(s.state, State::Running | State::Failed)
+            // A sign-in is not made by a probe (its private hub has no keychain of tokens: a
+            // refresh here would rotate the running hub's tokens away from it).
+            let done = matches!(s.state, State::Running | State::Failed | State::NeedsSignIn)
                 || (s.state == State::Stopped && s.last_error.is_some())
                 || s.consecutive_failures > 0;
             if done || Instant::now() >= deadline {
