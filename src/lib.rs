@@ -57,5 +57,17 @@ pub fn http_client_builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
 }
+/// A reqwest error with every cause it wraps (`error sending request: …: connection refused`).
+pub(crate) fn http_error_chain(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
 pub use hub::{Hub, HubHandle, HubOptions};
 pub use supervisor::{ServerStatus, State, Tuning};

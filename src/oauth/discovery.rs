@@ -144,44 +144,36 @@ pub async fn resource_metadata(
         ));
     }
     candidates.push(format!("{origin}/.well-known/oauth-protected-resource"));
-    let mut last = String::new();
-    for url in candidates {
-        let answer = net::request(
-            &url,
-            allowed,
-            "protected-resource metadata",
-            Body::None,
-            None,
-        )
-        .await?;
-        if answer.status != 200 {
-            last = format!("{url} answered HTTP {}", answer.status);
-            continue;
-        }
-        let meta: ResourceMetadata = serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("the protected-resource metadata at {url} is not valid: {e}"))?;
-        let ours = server.as_str();
-        let resource_ok = same_url(&meta.resource, ours)
-            || reqwest::Url::parse(&meta.resource).is_ok_and(|r| {
-                r.origin() == server.origin()
-                    && server.path().starts_with(r.path().trim_end_matches('/'))
-            });
-        if !resource_ok {
+    let (url, meta) = match first_document::<ResourceMetadata>(candidates, allowed, "protected-resource metadata").await? {
+        Ok(found) => found,
+        Err(last) => {
             return Err(format!(
+                "the server asked for a sign-in but publishes no protected-resource metadata (RFC 9728): {last}"
+            ))
+        }
+    };
+    let ours = server.as_str();
+    let resource_ok = same_url(&meta.resource, ours)
+        || reqwest::Url::parse(&meta.resource).is_ok_and(|r| {
+            // The same origin, and a path that is the server's or a whole-segment prefix.
+            let prefix = r.path().trim_end_matches('/');
+            r.origin() == server.origin()
+                && (prefix.is_empty()
+                    || server.path() == prefix
+                    || server.path().starts_with(&format!("{prefix}/")))
+        });
+    if !resource_ok {
+        return Err(format!(
                 "the protected-resource metadata at {url} is for {}, not for {ours}: refused (tokens for one server are never asked for another)",
                 meta.resource
             ));
-        }
-        if meta.authorization_servers.is_empty() {
-            return Err(format!(
-                "the protected-resource metadata at {url} names no authorization server"
-            ));
-        }
-        return Ok(meta);
     }
-    Err(format!(
-        "the server asked for a sign-in but publishes no protected-resource metadata (RFC 9728): {last}"
-    ))
+    if meta.authorization_servers.is_empty() {
+        return Err(format!(
+            "the protected-resource metadata at {url} names no authorization server"
+        ));
+    }
+    Ok(meta)
 }
 
 /// The authorization server's metadata, by RFC 8414 then OpenID discovery. Its `issuer` must be
@@ -208,40 +200,55 @@ pub async fn server_metadata(issuer: &str, allowed: Allowed) -> Result<ServerMet
             format!("{origin}{path}/.well-known/openid-configuration"),
         ]
     };
+    let (url, meta) = match first_document::<ServerMetadata>(
+        candidates,
+        allowed,
+        "authorization server metadata",
+    )
+    .await?
+    {
+        Ok(found) => found,
+        Err(last) => {
+            return Err(format!(
+                "no metadata found for the authorization server {issuer}: {last}"
+            ))
+        }
+    };
+    if !same_url(&meta.issuer, issuer) {
+        return Err(format!(
+                "the authorization server metadata at {url} names issuer {}, not {issuer}: refused (RFC 8414 §3.3)",
+                meta.issuer
+            ));
+    }
+    if !meta
+        .code_challenge_methods_supported
+        .iter()
+        .any(|m| m == "S256")
+    {
+        return Err(format!(
+                "the authorization server {issuer} does not offer PKCE with S256: Gatehouse does not sign in without it"
+            ));
+    }
+    Ok(meta)
+}
+
+/// The first of `candidates` answering 200, parsed; `Ok(Err(last))` when none did (`last` says
+/// what the last one answered); `Err` when one could not be fetched or parsed.
+async fn first_document<T: serde::de::DeserializeOwned>(
+    candidates: Vec<String>,
+    allowed: Allowed,
+    what: &str,
+) -> Result<Result<(String, T), String>, String> {
     let mut last = String::new();
     for url in candidates {
-        let answer = net::request(
-            &url,
-            allowed,
-            "authorization server metadata",
-            Body::None,
-            None,
-        )
-        .await?;
+        let answer = net::request(&url, allowed, what, Body::None, None).await?;
         if answer.status != 200 {
             last = format!("{url} answered HTTP {}", answer.status);
             continue;
         }
-        let meta: ServerMetadata = serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("the authorization server metadata at {url} is not valid: {e}"))?;
-        if !same_url(&meta.issuer, issuer) {
-            return Err(format!(
-                "the authorization server metadata at {url} names issuer {}, not {issuer}: refused (RFC 8414 §3.3)",
-                meta.issuer
-            ));
-        }
-        if !meta
-            .code_challenge_methods_supported
-            .iter()
-            .any(|m| m == "S256")
-        {
-            return Err(format!(
-                "the authorization server {issuer} does not offer PKCE with S256: Gatehouse does not sign in without it"
-            ));
-        }
-        return Ok(meta);
+        let doc = serde_json::from_slice(&answer.body)
+            .map_err(|e| format!("the {what} at {url} is not valid: {e}"))?;
+        return Ok(Ok((url, doc)));
     }
-    Err(format!(
-        "no metadata found for the authorization server {issuer}: {last}"
-    ))
+    Ok(Err(last))
 }

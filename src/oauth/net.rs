@@ -242,10 +242,12 @@ pub async fn request(
     if let Some((id, secret)) = basic {
         req = req.basic_auth(form_encode(id), Some(form_encode(secret)));
     }
-    let resp = req
-        .send()
-        .await
-        .map_err(|e| format!("{what} {parsed} cannot be reached: {}", chain(&e)))?;
+    let resp = req.send().await.map_err(|e| {
+        format!(
+            "{what} {parsed} cannot be reached: {}",
+            crate::http_error_chain(&e)
+        )
+    })?;
     let status = resp.status().as_u16();
     if (300..400).contains(&status) {
         return Err(format!(
@@ -266,7 +268,8 @@ pub async fn request(
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| format!("{what} {parsed}: {}", chain(&e)))?;
+        let chunk =
+            chunk.map_err(|e| format!("{what} {parsed}: {}", crate::http_error_chain(&e)))?;
         if body.len() + chunk.len() > MAX_BODY {
             return Err(format!(
                 "{what} {parsed} answered with more than {} KiB",
@@ -295,15 +298,4 @@ pub fn form_encode(s: &str) -> String {
         }
     }
     out
-}
-
-fn chain(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }

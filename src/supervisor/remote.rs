@@ -135,7 +135,7 @@ enum Failure {
 impl Failure {
     fn reason(self, prefix: &str) -> String {
         match self {
-            Failure::Net(e) => format!("{prefix}: {}", error_chain(&e)),
+            Failure::Net(e) => format!("{prefix}: {}", crate::http_error_chain(&e)),
             Failure::Auth(why) => why,
         }
     }
@@ -791,17 +791,6 @@ fn check_status(resp: &reqwest::Response) -> Result<(), String> {
     })
 }
 
-fn error_chain(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
-}
-
 /// A request's method.
 fn method_of(msg: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
@@ -894,7 +883,7 @@ async fn bounded_body(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, Bo
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BodyError::Lost(error_chain(&e)))?;
+        let chunk = chunk.map_err(|e| BodyError::Lost(crate::http_error_chain(&e)))?;
         if body.len() + chunk.len() > max {
             return Err(BodyError::TooLarge);
         }
@@ -917,7 +906,8 @@ fn sse_events(
     resp: reqwest::Response,
 ) -> SseReader<impl futures_util::Stream<Item = Result<bytes::Bytes, String>> + Unpin> {
     SseReader::new(
-        resp.bytes_stream().map(|r| r.map_err(|e| error_chain(&e))),
+        resp.bytes_stream()
+            .map(|r| r.map_err(|e| crate::http_error_chain(&e))),
         MAX_LINE,
     )
 }

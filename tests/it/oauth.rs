@@ -3,7 +3,6 @@
 //! the authorization URL (`tests/clients/browser.py`), and the real keychain (a private
 //! gnome-keyring, `scripts/with-keyring.sh`). Ignored under plain `cargo test`.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -125,21 +124,6 @@ fn tokens_issued(server: &AuthServer) -> Vec<String> {
         .iter()
         .map(|t| t.as_str().unwrap().to_owned())
         .collect()
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 /// Command lines and environments of every process we can read.

@@ -336,21 +336,6 @@ async fn canary_secret_never_leaks() {
     let _ = tokio::task::spawn_blocking(move || keychain.delete(&name)).await;
 }
 
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// Command lines of every process on the machine (argv must never carry a secret).
 fn hub_cmdlines() -> String {
     let mut out = String::new();

@@ -332,3 +332,19 @@ pub fn wait_for_port(port: u16, what: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Every file under `dir`, recursively (canary searches).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
