@@ -278,13 +278,15 @@ mod tests {
     }
 
     /// Each server offers what fits its state: a running one Restart and Stop, a stopped or
-    /// failed one Start, one on its way Stop; its state is marked at the front.
+    /// failed one Start, one waiting for a sign-in Sign in, one on its way Stop; its state is
+    /// marked at the front.
     #[test]
     fn each_server_offers_the_actions_that_fit_its_state() {
-        let servers: Vec<(String, String)> = ["running", "stopped", "failed", "starting"]
-            .iter()
-            .map(|s| (format!("s-{s}"), (*s).to_owned()))
-            .collect();
+        let servers: Vec<(String, String)> =
+            ["running", "stopped", "failed", "starting", "needs_sign_in"]
+                .iter()
+                .map(|s| (format!("s-{s}"), (*s).to_owned()))
+                .collect();
         let m = model(0, &servers, false);
         let of = |id: &str| {
             m.iter()
@@ -312,6 +314,12 @@ mod tests {
             Some(TrayAction::Start("s-failed".into()))
         );
         assert_eq!(action("stop:x"), Some(TrayAction::Stop("x".into())));
+        // A server waiting for a sign-in offers the sign-in, nothing that would only fail again.
+        assert_eq!(of("s-needs_sign_in").1, vec![("sign-in", "Sign in…")]);
+        assert_eq!(
+            action("sign-in:web"),
+            Some(TrayAction::SignIn("web".into()))
+        );
         assert_eq!(action("explode:x"), None);
     }
 }
