@@ -331,6 +331,8 @@ fn text_of(answer: &Value) -> String {
         .unwrap_or_else(|| answer.to_string())
 }
 
+/// (Each test signs in to a server id of its own: the keychain is shared by the tests.)
+///
 /// Access tokens that live 3 s are refreshed ahead of their expiry while calls are in flight,
 /// and no call fails; when the authorization server revokes everything, the server goes to
 /// `needs_sign_in` with a `SignInNeeded` event, and calls are answered saying so; signing in
@@ -342,7 +344,7 @@ async fn short_lived_tokens_are_refreshed_under_load_and_a_revoked_sign_in_asks_
     let server = AuthServer::start(&["--lifetime", "3"]);
     let dir = tempfile::tempdir().unwrap();
     let mut cfg: Value = serde_json::from_str(&config(&[(
-        "web",
+        "quick",
         json!({"url": server.url(), "auth": "oauth"}),
     )]))
     .unwrap();
@@ -355,12 +357,12 @@ async fn short_lived_tokens_are_refreshed_under_load_and_a_revoked_sign_in_asks_
     opts.browser = Some(browser().into());
     opts.tuning = fast_tuning();
     let hub = gatehouse::Hub::start(config, opts);
-    let web = hub.server("web").unwrap();
+    let web = hub.server("quick").unwrap();
     // `"auth": "oauth"` without tokens: waiting for a sign-in before any connection.
     wait_state(&web, gatehouse::State::NeedsSignIn, T).await;
     assert_eq!(server.stats()["codes"], 0);
-    hub.sign_in("web").await.unwrap();
-    hub.sign_in_wait("web").await.unwrap();
+    hub.sign_in("quick").await.unwrap();
+    hub.sign_in_wait("quick").await.unwrap();
     wait_state(&web, gatehouse::State::Running, T).await;
 
     let gw = Gateway::new(hub.clone());
@@ -381,7 +383,7 @@ async fn short_lived_tokens_are_refreshed_under_load_and_a_revoked_sign_in_asks_
                     &gw,
                     &session,
                     id,
-                    "web__slow",
+                    "quick__slow",
                     json!({"ms": 1200, "text": text}),
                 )
                 .await;
@@ -411,7 +413,7 @@ async fn short_lived_tokens_are_refreshed_under_load_and_a_revoked_sign_in_asks_
     // Everything revoked at the authorization server: the next call finds out.
     let mut events = hub.events();
     server.revoke_all();
-    let answer = call(&gw, &session, 1000, "web__echo", json!({"text": "after"})).await;
+    let answer = call(&gw, &session, 1000, "quick__echo", json!({"text": "after"})).await;
     assert!(
         answer.to_string().contains("sign-in"),
         "the call says why: {answer}"
@@ -421,7 +423,7 @@ async fn short_lived_tokens_are_refreshed_under_load_and_a_revoked_sign_in_asks_
     let reason = loop {
         match tokio::time::timeout_at(deadline.into(), events.recv()).await {
             Ok(Ok(gatehouse::events::Event::SignInNeeded { server, reason }))
-                if server == "web" =>
+                if server == "quick" =>
             {
                 break reason
             }
@@ -431,22 +433,22 @@ async fn short_lived_tokens_are_refreshed_under_load_and_a_revoked_sign_in_asks_
     };
     assert!(reason.contains("no longer accepts"), "{reason}");
     gw.refresh_catalog();
-    let answer = call(&gw, &session, 1001, "web__echo", json!({"text": "after"})).await;
+    let answer = call(&gw, &session, 1001, "quick__echo", json!({"text": "after"})).await;
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert!(
-        text_of(&answer).contains("Sign in to web again"),
+        text_of(&answer).contains("Sign in to quick again"),
         "{answer}"
     );
 
-    hub.sign_in("web").await.unwrap();
-    hub.sign_in_wait("web").await.unwrap();
+    hub.sign_in("quick").await.unwrap();
+    hub.sign_in_wait("quick").await.unwrap();
     wait_state(&web, gatehouse::State::Running, T).await;
     gw.refresh_catalog();
-    let answer = call(&gw, &session, 1002, "web__echo", json!({"text": "back"})).await;
+    let answer = call(&gw, &session, 1002, "quick__echo", json!({"text": "back"})).await;
     assert_eq!(text_of(&answer), "back", "{answer}");
     gw.shutdown().await;
     hub.shutdown().await;
-    let _ = tokio::task::spawn_blocking(move || keychain.delete("oauth:web")).await;
+    let _ = tokio::task::spawn_blocking(move || keychain.delete("oauth:quick")).await;
 }
 
 /// An authorization answer naming another issuer (RFC 9207 mix-up) is refused before the code
