@@ -399,19 +399,20 @@ impl HubHandle {
                 "\"{id}\" has \"auth\": \"none\": remove it from the entry to sign in"
             )));
         }
-        let oauth = self.inner.ctx.oauth.clone();
-        let started = oauth
-            .begin_sign_in(id, &r.url, &r.oauth_settings())
-            .await
-            .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))?;
-        let hub = self.clone();
-        let id = id.to_owned();
-        tokio::spawn(async move {
-            if oauth.wait_sign_in(&id).await.is_ok() {
-                let _ = hub.restart_server(&id).await;
-            }
+        // Signed in: the server starts again with its tokens (an enabled one: a disabled server
+        // stays stopped until enabled).
+        let (hub, owned) = (self.clone(), id.to_owned());
+        let after: crate::oauth::AfterSignIn = Box::new(move || {
+            Box::pin(async move {
+                let _ = hub.restart_if_enabled(&owned).await;
+            })
         });
-        Ok(started)
+        self.inner
+            .ctx
+            .oauth
+            .begin_sign_in(id, &r.url, &r.oauth_settings(), after)
+            .await
+            .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))
     }
 
     /// How the sign-in to `id` ends (waits while the browser is out, at most
@@ -423,7 +424,7 @@ impl HubHandle {
             .wait_sign_in(id)
             .await
             .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))?;
-        // The server is started again by `sign_in`'s own task: seen leaving `needs_sign_in`.
+        // The server is started again by the sign-in's own task: seen leaving `needs_sign_in`.
         let mut rx = self.server(id)?.watch_status();
         let _ = tokio::time::timeout(
             std::time::Duration::from_secs(10),
@@ -446,8 +447,17 @@ impl HubHandle {
             .sign_out(id)
             .await
             .map_err(HubError::SignIn)?;
-        self.restart_server(id).await?;
+        self.restart_if_enabled(id).await?;
         Ok(revoked)
+    }
+
+    /// Restarts a server whose config lets it run (a disabled one stays stopped).
+    async fn restart_if_enabled(&self, id: &str) -> Result<(), HubError> {
+        let server = self.server(id)?;
+        if server.status().enabled {
+            server.restart().await.map_err(|_| HubError::ShuttingDown)?;
+        }
+        Ok(())
     }
 
     /// Restarts a server (clearing a `failed` state).
@@ -717,6 +727,7 @@ impl HubHandle {
     /// Stops every server (in parallel) and waits until each actor has ended: no child process,
     /// no task of the hub is left behind.
     pub async fn shutdown(&self) {
+        self.inner.ctx.oauth.shutdown();
         let (servers, joins) = {
             let mut st = self.lock();
             st.shutting_down = true;

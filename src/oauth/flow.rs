@@ -33,11 +33,16 @@ pub struct SignInStarted {
     pub opened: bool,
 }
 
-/// A sign-in in progress.
+/// A sign-in in progress (or ended: `done` holds how).
 pub(super) struct Running {
     started: SignInStarted,
     done: watch::Receiver<Option<Result<(), String>>>,
+    /// The task waiting for the browser: aborted by [`Manager::shutdown`].
+    task: tokio::task::JoinHandle<()>,
 }
+
+/// What runs after a sign-in succeeded (the hub starts the server again).
+pub type AfterSignIn = Box<dyn FnOnce() -> futures_util::future::BoxFuture<'static, ()> + Send>;
 
 fn b64(data: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data)
@@ -56,14 +61,18 @@ pub(super) fn pkce_challenge(verifier: &str) -> String {
 
 impl Manager {
     /// Begins a sign-in to `server` at `url` (or joins the one already running): discovery,
-    /// client registration, the loopback listener, the browser. The rest runs on its own;
-    /// [`Manager::wait_sign_in`] says how it ended.
+    /// client registration, the loopback listener, the browser. The rest runs on its own task
+    /// (`after` follows a success); [`Manager::wait_sign_in`] says how it ended.
     pub async fn begin_sign_in(
         self: &Arc<Self>,
         server: &str,
         url: &str,
         settings: &OAuthSettings,
+        after: AfterSignIn,
     ) -> Result<SignInStarted, String> {
+        // One beginning at a time, so two clicks never start two sign-ins to one server (each
+        // step below is bounded by `net::REQUEST_TIMEOUT`).
+        let _one = self.beginning.lock().await;
         if let Some(r) = Self::lock(&self.sign_ins).get(server) {
             if r.done.borrow().is_none() {
                 return Ok(r.started.clone());
@@ -146,13 +155,6 @@ impl Manager {
             opened,
         };
         let (tx, rx) = watch::channel(None);
-        Self::lock(&self.sign_ins).insert(
-            server.to_owned(),
-            Running {
-                started: started.clone(),
-                done: rx,
-            },
-        );
         let pending = Pending {
             server_url: url.to_owned(),
             resource: prm.resource,
@@ -164,15 +166,15 @@ impl Manager {
             allowed,
         };
         let manager = self.clone();
-        let server = server.to_owned();
-        tokio::spawn(async move {
+        let name = server.to_owned();
+        let task = tokio::spawn(async move {
             let result = match tokio::time::timeout(SIGN_IN_TIMEOUT, pending.finish(listener)).await
             {
-                Ok(Ok(grant)) => match manager.store(&server, &grant).await {
+                Ok(Ok(grant)) => match manager.store(&name, &grant).await {
                     Ok(()) => {
-                        Self::lock(&manager.tokens).remove(&server);
-                        Self::lock(&manager.challenges).remove(&server);
-                        tracing::info!(server = %server, issuer = %grant.issuer, "signed in");
+                        Self::lock(&manager.tokens).remove(&name);
+                        Self::lock(&manager.challenges).remove(&name);
+                        tracing::info!(server = %name, issuer = %grant.issuer, "signed in");
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -183,11 +185,20 @@ impl Manager {
                     SIGN_IN_TIMEOUT.as_secs() / 60
                 )),
             };
-            if let Err(e) = &result {
-                tracing::warn!(server = %server, error = %e, "sign-in failed");
+            match &result {
+                Ok(()) => after().await,
+                Err(e) => tracing::warn!(server = %name, error = %e, "sign-in failed"),
             }
             let _ = tx.send(Some(result));
         });
+        Self::lock(&self.sign_ins).insert(
+            server.to_owned(),
+            Running {
+                started: started.clone(),
+                done: rx,
+                task,
+            },
+        );
         Ok(started)
     }
 
@@ -205,6 +216,13 @@ impl Manager {
             .map_err(|_| "the sign-in was abandoned".to_owned())?
             .clone();
         outcome.unwrap_or_else(|| Err("the sign-in was abandoned".into()))
+    }
+
+    /// Ends every sign-in still waiting for its browser (the hub is shutting down).
+    pub fn shutdown(&self) {
+        for r in Self::lock(&self.sign_ins).values() {
+            r.task.abort();
+        }
     }
 
     /// Signs out of `server`: its tokens are revoked where the authorization server offers
@@ -341,8 +359,14 @@ async fn register(
             oauth_error(&answer.body)
         ));
     }
-    let r: Registered = serde_json::from_slice(&answer.body)
-        .map_err(|e| format!("the registration answer is not valid: {e}"))?;
+    // serde's message may quote a value (a client secret): only the position is said.
+    let r: Registered = serde_json::from_slice(&answer.body).map_err(|e| {
+        format!(
+            "the registration answer is not a valid RFC 7591 answer (line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
     Ok(Client {
         id: r.client_id,
         secret: r.client_secret,
@@ -609,8 +633,14 @@ struct TokenAnswer {
 }
 
 fn parse_tokens(body: &[u8]) -> Result<TokenAnswer, String> {
-    let t: TokenAnswer =
-        serde_json::from_slice(body).map_err(|e| format!("the token answer is not valid: {e}"))?;
+    // serde's message may quote a value (a token): only the position is said.
+    let t: TokenAnswer = serde_json::from_slice(body).map_err(|e| {
+        format!(
+            "the token answer is not a valid RFC 6749 token response (line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    })?;
     if !t.token_type.eq_ignore_ascii_case("bearer") {
         return Err(format!(
             "the authorization server gave a \"{}\" token; Gatehouse uses Bearer tokens only",
@@ -764,13 +794,9 @@ fn open_browser(browser: Option<std::ffi::OsString>, url: &str) -> bool {
         .stderr(std::process::Stdio::null())
         .spawn();
     match spawned {
-        Ok(mut child) => {
-            // Reaped when it exits (an opener returns at once; a test hook when done).
-            tokio::spawn(async move {
-                let _ = child.wait().await;
-            });
-            true
-        }
+        // Not waited for and never killed (it may be the person's browser itself): tokio reaps
+        // a dropped child when it exits.
+        Ok(_child) => true,
         Err(e) => {
             tracing::warn!(program = ?program, error = %e, "cannot open a browser");
             false

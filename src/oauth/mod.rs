@@ -24,7 +24,7 @@ use crate::logs::now_ms;
 use crate::secrets::Redactions;
 
 pub use discovery::Challenge;
-pub use flow::{SignInStarted, SIGN_IN_TIMEOUT};
+pub use flow::{AfterSignIn, SignInStarted, SIGN_IN_TIMEOUT};
 pub use vault::{MemoryVault, NoVault, Vault};
 
 /// Refreshed this long before expiry at most (a quarter of the lifetime when that is shorter).
@@ -130,8 +130,10 @@ pub struct Manager {
     challenges: Mutex<HashMap<String, Challenge>>,
     /// Each server's tokens while a connection uses them (one refresh at a time per server).
     tokens: Mutex<HashMap<String, Arc<Tokens>>>,
-    /// Sign-ins in progress, by server.
+    /// Sign-ins in progress (or ended), by server.
     sign_ins: Mutex<HashMap<String, flow::Running>>,
+    /// Held while a sign-in begins (discovery, registration), so one server never gets two.
+    beginning: tokio::sync::Mutex<()>,
     /// The program that opens authorization URLs (else `GATEHOUSE_BROWSER`, else the
     /// platform's opener).
     browser: Option<std::ffi::OsString>,
@@ -157,6 +159,7 @@ impl Manager {
             challenges: Mutex::new(HashMap::new()),
             tokens: Mutex::new(HashMap::new()),
             sign_ins: Mutex::new(HashMap::new()),
+            beginning: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -374,8 +377,8 @@ pub struct Credentials {
 
 /// What to do after the server refused a request.
 pub enum Refused {
-    /// Send it again with this token.
-    Retry(String),
+    /// Send it again: the token was refreshed ([`Credentials::header`] gives the new one).
+    Retry,
     /// The connection ends: a sign-in is needed (see [`Credentials::sign_in_needed`]) or the
     /// authorization server failed.
     End(String),
@@ -429,7 +432,7 @@ impl Credentials {
         self.manager.note_challenge(&self.server, c);
         match (&self.tokens, sent.and_then(|s| s.strip_prefix("Bearer "))) {
             (Some(t), Some(used)) if !retried => match t.after_refusal(used).await {
-                Ok(tok) => Refused::Retry(format!("Bearer {tok}")),
+                Ok(_) => Refused::Retry,
                 Err(e) => Refused::End(self.failed(e)),
             },
             (Some(_), _) => Refused::End(

@@ -168,6 +168,14 @@ fn a_record_over_the_entry_limit_is_split_and_joined() {
     save_split(&v, "oauth:s", "short", 300).unwrap();
     assert_eq!(v.0.lock().unwrap().len(), 1);
     assert_eq!(load_split(&v, "oauth:s").unwrap().as_deref(), Some("short"));
+    // Non-ASCII text is never cut inside a character.
+    let wide: String = "é€😀".repeat(200);
+    save_split(&v, "oauth:s", &wide, 301).unwrap();
+    assert!(v.0.lock().unwrap().values().all(|p| p.len() <= 301));
+    assert_eq!(
+        load_split(&v, "oauth:s").unwrap().as_deref(),
+        Some(wide.as_str())
+    );
     save_split(&v, "oauth:s", &long, 300).unwrap();
     remove_split(&v, "oauth:s").unwrap();
     assert!(v.0.lock().unwrap().is_empty());

@@ -106,26 +106,50 @@ pub fn save_split(v: &dyn Vault, name: &str, value: &str, part: usize) -> Result
         }
         return Ok(());
     }
-    // The record is ASCII (JSON with escaped non-ASCII): split anywhere.
-    let body = value.as_bytes();
-    let head_room = part.saturating_sub(PARTS_PREFIX.len() + 8).max(1);
-    let first_len = head_room.min(body.len());
-    let rest: Vec<&[u8]> = body[first_len..].chunks(part.max(1)).collect();
-    let count = 1 + rest.len();
-    for (i, chunk) in rest.iter().enumerate() {
-        v.save(&part_name(name, i + 2), &String::from_utf8_lossy(chunk))?;
+    // Split at character boundaries (an issuer or a scope may be non-ASCII): a part is never
+    // a broken character, and never more than `part` bytes (so never more UTF-16 units).
+    let head_room = part.saturating_sub(PARTS_PREFIX.len() + 8).max(4);
+    let (head, mut tail) = value.split_at(boundary(value, head_room));
+    let mut rest = Vec::new();
+    while !tail.is_empty() {
+        let (p, t) = tail.split_at(boundary(tail, part.max(4)));
+        rest.push(p);
+        tail = t;
     }
-    v.save(
-        name,
-        &format!(
-            "{PARTS_PREFIX}{count}\n{}",
-            String::from_utf8_lossy(&body[..first_len])
-        ),
-    )?;
+    let count = 1 + rest.len();
+    if count > MAX_PARTS {
+        return Err(format!(
+            "the record is {} bytes, over {MAX_PARTS} keychain entries: not kept",
+            value.len()
+        ));
+    }
+    for (i, chunk) in rest.iter().enumerate() {
+        v.save(&part_name(name, i + 2), chunk)?;
+    }
+    v.save(name, &format!("{PARTS_PREFIX}{count}\n{head}"))?;
     for i in count + 1..=old_parts {
         let _ = v.remove(&part_name(name, i));
     }
     Ok(())
+}
+
+/// The most parts one record is split into.
+const MAX_PARTS: usize = 64;
+
+/// The largest index ≤ `max` (and ≥ 1 when `s` is not empty) at a character boundary of `s`.
+fn boundary(s: &str, max: usize) -> usize {
+    if s.len() <= max {
+        return s.len();
+    }
+    let mut i = max;
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    if i == 0 {
+        // A character wider than `max` (max ≥ 4 makes this unreachable): take it whole.
+        i = s.char_indices().nth(1).map_or(s.len(), |(j, _)| j);
+    }
+    i
 }
 
 fn parts_of(first: Option<&str>) -> usize {
@@ -151,7 +175,7 @@ pub fn load_split(v: &dyn Vault, name: &str) -> Result<Option<String>, String> {
         .parse()
         .map_err(|_| format!("the keychain entry {name} is damaged"))?;
     let mut out = head.to_owned();
-    for i in 2..=count.min(64) {
+    for i in 2..=count.min(MAX_PARTS) {
         let p = v
             .load(&part_name(name, i))?
             .ok_or_else(|| format!("part {i} of the keychain entry {name} is missing"))?;
@@ -163,7 +187,7 @@ pub fn load_split(v: &dyn Vault, name: &str) -> Result<Option<String>, String> {
 /// Deletes every part stored under `name`.
 pub fn remove_split(v: &dyn Vault, name: &str) -> Result<(), String> {
     let parts = parts_of(v.load(name).ok().flatten().as_deref());
-    for i in 2..=parts.min(64) {
+    for i in 2..=parts.min(MAX_PARTS) {
         v.remove(&part_name(name, i))?;
     }
     v.remove(name)

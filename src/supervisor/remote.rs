@@ -311,7 +311,7 @@ impl Bridge {
                 .await
             {
                 Refused::Stands => return Ok(resp),
-                Refused::Retry(_) => retried = true,
+                Refused::Retry => retried = true,
                 Refused::End(why) => return Err(Failure::Auth(why)),
             }
         }
