@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,14 +32,9 @@ struct Bridge {
 }
 
 /// Bridges `input`/`output` (the client's stdio) to `url` until the client closes its input.
-pub async fn run<R, W>(
-    url: String,
-    token: String,
-    mut input: R,
-    output: W,
-) -> Result<(), BridgeError>
+pub async fn run<R, W>(url: String, token: String, input: R, output: W) -> Result<(), BridgeError>
 where
-    R: AsyncBufRead + Unpin,
+    R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let http = crate::http_client_builder()
@@ -63,9 +58,9 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     // The session's GET stream never ends on its own: it is stopped when the client leaves.
     let mut listener: Option<tokio::task::JoinHandle<()>> = None;
-    let mut buf = Vec::new();
+    let mut input = jsonrpc::LineReader::new(input, jsonrpc::MAX_LINE_BYTES);
     loop {
-        match jsonrpc::read_line(&mut input, &mut buf, jsonrpc::MAX_LINE_BYTES).await {
+        match input.next().await {
             Ok(Line::Data(msg)) => {
                 let is_init = Envelope::parse(&msg)
                     .ok()

@@ -180,7 +180,7 @@ impl Service {
                 let stop = shutdown.clone();
                 let done = finished.clone();
                 let task = tokio::spawn(async move {
-                    let input = tokio::io::BufReader::new(tokio::io::stdin());
+                    let input = tokio::io::stdin();
                     gateway::stdio::serve(gw, input, tokio::io::stdout(), stop).await;
                     done.cancel();
                 });

@@ -36,7 +36,8 @@
 //!                        "user:VALUE", URL-encoded)
 //! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, envhash {name},
 //!   leak {name}, touch {path}, stamp,
-//!   exotic (a result full of things a typed model would lose), progress {steps} (progress
+//!   exotic {raw} (a result full of things a typed model would lose, or the text of raw written
+//!   as the result, unchecked), progress {steps} (progress
 //!   notifications on the call's token, then a result), ask {question, relate} (a sampling request to
 //!   the client, carrying the call's progress token in its _meta when relate is true; returns
 //!   its answer).
@@ -344,8 +345,13 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     if name == "exotic" {
         // Written raw: unknown content types, `execution`, `_meta`, integers above 2^53,
-        // long floats and unknown keys must reach the client byte for byte.
-        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{EXOTIC}}}");
+        // long floats and unknown keys must reach the client byte for byte. `raw: TEXT` (not in
+        // the schema; for tests) is written in the result's place instead, as it is.
+        let result = params
+            .pointer("/arguments/raw")
+            .and_then(Value::as_str)
+            .unwrap_or(EXOTIC);
+        let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}");
         if let Ok(mut out) = shared.out.lock() {
             let _ = writeln!(out, "{line}");
             let _ = out.flush();

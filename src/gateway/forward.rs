@@ -317,7 +317,7 @@ impl Gateway {
                     let Some(got) = got else { break None };
                     // The result's top level, read once: its isError flag, its type, its `_meta`.
                     let view = match &got {
-                        Ok(Reply::Result(r)) => Some(crate::protocol::ResultView::of(r.get())),
+                        Ok(Reply::Result(r)) => Some(crate::protocol::ResultView::of_reply(r)),
                         _ => None,
                     };
                     let needs_input = session.era() == Era::Legacy
@@ -410,13 +410,21 @@ impl Gateway {
                             }
                         }
                     }
-                    Ok(Reply::Result(r)) => match &view {
-                        Some(v) => jsonrpc::result_line(
-                            &client_id,
-                            &crate::protocol::for_client_viewed(r.get(), era, v),
-                        ),
-                        None => jsonrpc::result_line(&client_id, r.get()),
-                    },
+                    Ok(Reply::Result(r)) => {
+                        // Unchanged for this client (the common case), the result goes out
+                        // in the line it came in; changed, the change is the copy.
+                        let changed = match &view {
+                            Some(v) => match crate::protocol::for_client_viewed(r.get(), era, v) {
+                                std::borrow::Cow::Owned(changed) => Some(changed),
+                                std::borrow::Cow::Borrowed(_) => None,
+                            },
+                            None => None,
+                        };
+                        match changed {
+                            Some(changed) => jsonrpc::result_line(&client_id, &changed),
+                            None => r.into_result_line(&client_id),
+                        }
+                    }
                     Ok(Reply::Error(e)) => jsonrpc::error_object_line(&client_id, e.get()),
                     Err(CallError::Timeout { server, secs }) => {
                         let what = exposed.as_deref().unwrap_or(method);

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -14,9 +14,9 @@ use crate::jsonrpc::{self, ErrorCode, Line, NULL_ID};
 pub const MAX_IN_FLIGHT: usize = 256;
 
 /// Serves until the client closes its input or `shutdown` is cancelled.
-pub async fn serve<R, W>(gw: Gateway, mut input: R, output: W, shutdown: CancellationToken)
+pub async fn serve<R, W>(gw: Gateway, input: R, output: W, shutdown: CancellationToken)
 where
-    R: AsyncBufRead + Unpin,
+    R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let session = gw.open_session();
@@ -29,11 +29,11 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let mut opened = Opened::No;
-    let mut buf = Vec::new();
+    let mut input = jsonrpc::LineReader::new(input, jsonrpc::MAX_LINE_BYTES);
     loop {
         let line = tokio::select! {
             _ = shutdown.cancelled() => break,
-            l = jsonrpc::read_line(&mut input, &mut buf, jsonrpc::MAX_LINE_BYTES) => l,
+            l = input.next() => l,
         };
         match line {
             Ok(Line::Data(msg)) => {

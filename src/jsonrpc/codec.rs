@@ -1,7 +1,7 @@
 //! The newline codec every stdio-shaped connection uses: a reader that never buffers more than
 //! its bound, and one writer task that batches whatever is queued before a flush.
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -20,48 +20,124 @@ pub enum Line {
     Eof,
 }
 
-/// Reads one `\n`-terminated line of at most `max` bytes. Longer lines are consumed and reported
-/// as `TooLong` without ever buffering more than `max` bytes, so a 20 MiB line costs no 20 MiB.
-pub async fn read_line<R: AsyncBufRead + Unpin>(
-    r: &mut R,
-    buf: &mut Vec<u8>,
+/// How much a read asks for at least: the buffer a connection keeps between lines.
+const READ_SIZE: usize = 8 * 1024;
+
+/// A line at least this long that starts the buffer is handed over with the buffer's allocation
+/// instead of being copied out (only what was read past its end is copied).
+const HAND_OVER: usize = 64 * 1024;
+
+/// Reads `\n`-terminated lines of at most `max` bytes from a byte stream. Longer lines are
+/// consumed and reported as `TooLong` without ever buffering more than `max` bytes (plus one
+/// read), so a 20 MiB line costs no 20 MiB. A long line is read straight into the buffer that
+/// becomes the line — no second copy, and reads as large as the pipe holds. Cancel-safe: a line
+/// read in part stays in the reader for the next call.
+pub struct LineReader<R> {
+    inner: R,
     max: usize,
-) -> std::io::Result<Line> {
-    buf.clear();
-    let mut skipped: Option<usize> = None;
-    loop {
-        let chunk = r.fill_buf().await?;
-        if chunk.is_empty() {
-            // EOF: a final unterminated line still counts.
-            return Ok(match skipped {
-                Some(n) => Line::TooLong(n),
-                None if buf.is_empty() => Line::Eof,
-                None => Line::Data(std::mem::take(buf)),
-            });
+    buf: Vec<u8>,
+    /// Where the next line starts in `buf`.
+    start: usize,
+    /// How far `buf` has been searched for a line end.
+    searched: usize,
+    /// The length of a line over `max`, as far as it has gone.
+    skipped: Option<usize>,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// A reader of lines of at most `max` bytes.
+    pub fn new(inner: R, max: usize) -> Self {
+        Self {
+            inner,
+            max,
+            buf: Vec::new(),
+            start: 0,
+            searched: 0,
+            skipped: None,
         }
-        let (part, found) = match memchr::memchr(b'\n', chunk) {
-            Some(i) => (&chunk[..i], Some(i)),
-            None => (chunk, None),
+    }
+
+    /// The next line, without its `\n` (and without a trailing `\r`).
+    pub async fn next(&mut self) -> std::io::Result<Line> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.searched..]) {
+                let end = self.searched + i;
+                self.searched = end + 1;
+                if let Some(n) = self.skipped.take() {
+                    self.start = end + 1;
+                    return Ok(Line::TooLong(n + end));
+                }
+                if end - self.start > self.max {
+                    let n = end - self.start;
+                    self.start = end + 1;
+                    return Ok(Line::TooLong(n));
+                }
+                return Ok(Line::Data(self.take_line(end)));
+            }
+            self.searched = self.buf.len();
+            if let Some(n) = self.skipped.as_mut() {
+                *n += self.buf.len();
+                self.buf.clear();
+                self.searched = 0;
+            } else if self.buf.len() - self.start > self.max {
+                self.skipped = Some(self.buf.len() - self.start);
+                // The long line's buffer goes; the skip reads into a small one.
+                self.buf = Vec::new();
+                self.start = 0;
+                self.searched = 0;
+            }
+            if self.start > 0 {
+                // Only the part of a line read so far moves (at most one read's worth).
+                self.buf.drain(..self.start);
+                self.searched -= self.start;
+                self.start = 0;
+            }
+            if self.buf.capacity() - self.buf.len() < READ_SIZE {
+                // Doubling, but never past the bound and one read.
+                let room = self
+                    .buf
+                    .len()
+                    .max(READ_SIZE)
+                    .min(self.max.saturating_sub(self.buf.len()) + READ_SIZE);
+                self.buf.reserve_exact(room);
+            }
+            if self.inner.read_buf(&mut self.buf).await? == 0 {
+                // EOF: a final unterminated line still counts.
+                let rest = self.buf.len() - self.start;
+                return Ok(match self.skipped.take() {
+                    Some(n) => Line::TooLong(n + rest),
+                    None if rest == 0 => Line::Eof,
+                    None => Line::Data(self.take_line(self.buf.len())),
+                });
+            }
+        }
+    }
+
+    /// The line `start..end` out of the buffer; whatever follows `end` (its `\n` excluded) stays.
+    fn take_line(&mut self, end: usize) -> Vec<u8> {
+        let mut line_end = end;
+        if line_end > self.start && self.buf[line_end - 1] == b'\r' {
+            line_end -= 1;
+        }
+        let next = (end + 1).min(self.buf.len());
+        let line = if self.start == 0 && line_end >= HAND_OVER {
+            let rest = self.buf.split_off(next);
+            let mut line = std::mem::replace(&mut self.buf, rest);
+            line.truncate(line_end);
+            self.start = 0;
+            self.searched = 0;
+            line
+        } else {
+            let line = self.buf[self.start..line_end].to_vec();
+            self.start = next;
+            line
         };
-        match skipped.as_mut() {
-            Some(n) => *n += part.len(),
-            None if buf.len() + part.len() > max => {
-                skipped = Some(buf.len() + part.len());
-                buf.clear();
-            }
-            None => buf.extend_from_slice(part),
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            self.searched = 0;
         }
-        let consumed = found.map_or(part.len(), |i| i + 1);
-        r.consume(consumed);
-        if found.is_some() {
-            if let Some(n) = skipped {
-                return Ok(Line::TooLong(n));
-            }
-            if buf.last() == Some(&b'\r') {
-                buf.pop();
-            }
-            return Ok(Line::Data(std::mem::take(buf)));
-        }
+        line
     }
 }
 
@@ -128,30 +204,63 @@ pub fn excerpt(line: &[u8]) -> String {
 mod tests {
     use super::*;
 
+    /// Feeds `data` through a pipe `chunk` bytes wide, so reads come in pieces.
+    fn piped(data: Vec<u8>, chunk: usize) -> tokio::io::DuplexStream {
+        let (mut ours, theirs) = tokio::io::duplex(chunk);
+        tokio::spawn(async move {
+            let _ = ours.write_all(&data).await;
+        });
+        theirs
+    }
+
     #[tokio::test]
     async fn bounded_reader_skips_long_lines_and_keeps_going() {
         let mut data = b"short\r\n".to_vec();
         data.extend(std::iter::repeat_n(b'x', 100));
         data.extend(b"\nafter\nlast");
-        let mut r = tokio::io::BufReader::with_capacity(16, &data[..]);
-        let mut buf = Vec::new();
+        for chunk in [3, 16, 1 << 16] {
+            let mut r = LineReader::new(piped(data.clone(), chunk), 50);
+            assert_eq!(r.next().await.unwrap(), Line::Data(b"short".to_vec()));
+            assert_eq!(r.next().await.unwrap(), Line::TooLong(100), "chunk {chunk}");
+            assert_eq!(r.next().await.unwrap(), Line::Data(b"after".to_vec()));
+            assert_eq!(r.next().await.unwrap(), Line::Data(b"last".to_vec()));
+            assert_eq!(r.next().await.unwrap(), Line::Eof);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_long_line_is_handed_over_whole_and_what_follows_it_stays() {
+        let long: Vec<u8> = (0..300_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut data = b"one\n".to_vec();
+        data.extend(&long);
+        data.extend(b"\r\ntwo\n");
+        data.extend(&long);
+        data.extend(b"\nthree");
+        for chunk in [4096, 65536] {
+            let mut r = LineReader::new(piped(data.clone(), chunk), 1 << 20);
+            assert_eq!(r.next().await.unwrap(), Line::Data(b"one".to_vec()));
+            assert!(matches!(r.next().await.unwrap(), Line::Data(l) if l == long));
+            assert_eq!(r.next().await.unwrap(), Line::Data(b"two".to_vec()));
+            assert!(matches!(r.next().await.unwrap(), Line::Data(l) if l == long));
+            assert_eq!(r.next().await.unwrap(), Line::Data(b"three".to_vec()));
+            assert_eq!(r.next().await.unwrap(), Line::Eof);
+            // The buffer kept between lines is small again.
+            assert!(r.buf.capacity() <= 2 * HAND_OVER, "{}", r.buf.capacity());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_read_in_part_survives_a_cancelled_read() {
+        let (mut w, theirs) = tokio::io::duplex(64);
+        let mut r = LineReader::new(theirs, 1 << 10);
+        w.write_all(b"{\"half\":").await.unwrap();
+        let cut = tokio::time::timeout(std::time::Duration::from_millis(50), r.next()).await;
+        assert!(cut.is_err(), "no line yet");
+        w.write_all(b"1}\n").await.unwrap();
         assert_eq!(
-            read_line(&mut r, &mut buf, 50).await.unwrap(),
-            Line::Data(b"short".to_vec())
+            r.next().await.unwrap(),
+            Line::Data(b"{\"half\":1}".to_vec())
         );
-        assert_eq!(
-            read_line(&mut r, &mut buf, 50).await.unwrap(),
-            Line::TooLong(100)
-        );
-        assert_eq!(
-            read_line(&mut r, &mut buf, 50).await.unwrap(),
-            Line::Data(b"after".to_vec())
-        );
-        assert_eq!(
-            read_line(&mut r, &mut buf, 50).await.unwrap(),
-            Line::Data(b"last".to_vec())
-        );
-        assert_eq!(read_line(&mut r, &mut buf, 50).await.unwrap(), Line::Eof);
     }
 
     #[tokio::test]
@@ -183,20 +292,14 @@ mod tests {
         drop(tx);
         task.await.unwrap();
         // Read back as a newline-delimited peer does: two lines, the first the same JSON.
-        let mut r = tokio::io::BufReader::new(theirs);
-        let mut buf = Vec::new();
-        let Line::Data(first) = read_line(&mut r, &mut buf, 1 << 20).await.unwrap() else {
+        let mut r = LineReader::new(theirs, 1 << 20);
+        let Line::Data(first) = r.next().await.unwrap() else {
             panic!("no first line");
         };
         let got: serde_json::Value = serde_json::from_slice(&first).unwrap();
         let want: serde_json::Value = serde_json::from_str(pretty).unwrap();
         assert_eq!(got, want);
-        assert!(
-            matches!(read_line(&mut r, &mut buf, 1 << 20).await.unwrap(), Line::Data(l) if l == b"{\"id\":8}")
-        );
-        assert!(matches!(
-            read_line(&mut r, &mut buf, 1 << 20).await.unwrap(),
-            Line::Eof
-        ));
+        assert!(matches!(r.next().await.unwrap(), Line::Data(l) if l == b"{\"id\":8}"));
+        assert!(matches!(r.next().await.unwrap(), Line::Eof));
     }
 }

@@ -8,7 +8,7 @@ use super::ErrorCode;
 /// The id of an answer to a message whose own id could not be read.
 pub const NULL_ID: &str = "null";
 
-const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+pub(super) const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
 
 /// A success response: `result` is raw JSON.
 pub fn result_line(id: &str, result: &str) -> Vec<u8> {

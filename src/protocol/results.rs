@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{insert_first, our_info, push_members, Era, NEEDLES, RESULT_TYPE_KEY, SERVER_INFO_KEY};
-use crate::jsonrpc::{json_string, scan};
+use crate::jsonrpc::{json_string, scan, RawJson, RESULT_MEMBERS};
 
 /// What a result is, by its top-level `resultType` (absent: `complete`, as the revision says of
 /// results from legacy servers).
@@ -38,20 +38,35 @@ impl ResultView {
     /// Reads `raw`'s top level; a result the scan cannot decide (escaped keys, duplicates) is
     /// parsed instead, so both always agree.
     pub fn of(raw: &str) -> ResultView {
-        let b = raw.as_bytes();
-        if let Some([flag, kind, meta]) =
-            scan::top_level(b, [b"isError", RESULT_TYPE_KEY.as_bytes(), b"_meta"])
-        {
-            return ResultView {
-                is_error: flag.is_some_and(|r| &b[r] == b"true"),
-                kind: match &kind {
-                    Some(r) if &b[r.clone()] == b"\"input_required\"" => ResultKind::InputRequired,
-                    _ => ResultKind::Complete,
-                },
-                has_type: kind.is_some(),
-                meta,
-            };
+        if let Some(found) = scan::top_level(raw.as_bytes(), RESULT_MEMBERS) {
+            return Self::from_members(raw.as_bytes(), found);
         }
+        Self::parsed(raw)
+    }
+
+    /// A server's result as the reader kept it: its members were found when its line was read,
+    /// so the result is not stepped over a second time.
+    pub fn of_reply(raw: &RawJson) -> ResultView {
+        match raw.members() {
+            Some(found) => Self::from_members(raw.get().as_bytes(), found.clone()),
+            None => Self::of(raw.get()),
+        }
+    }
+
+    fn from_members(b: &[u8], [flag, kind, meta]: scan::Found<3>) -> ResultView {
+        ResultView {
+            is_error: flag.is_some_and(|r| b.get(r) == Some(b"true")),
+            kind: match kind.clone().and_then(|r| b.get(r)) {
+                Some(b"\"input_required\"") => ResultKind::InputRequired,
+                _ => ResultKind::Complete,
+            },
+            has_type: kind.is_some(),
+            meta,
+        }
+    }
+
+    /// What the scan could not decide, by serde.
+    fn parsed(raw: &str) -> ResultView {
         #[derive(Deserialize)]
         struct R {
             #[serde(rename = "isError", default)]

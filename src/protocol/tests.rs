@@ -254,3 +254,36 @@ fn what_a_client_can_answer_is_kept_small() {
     );
     assert_eq!(answerable(&huge), r#"{"sampling":{}}"#);
 }
+
+#[test]
+fn a_result_read_with_its_line_is_viewed_as_a_result_read_alone() {
+    assert_eq!(
+        crate::jsonrpc::RESULT_MEMBERS[1],
+        RESULT_TYPE_KEY.as_bytes()
+    );
+    for result in [
+        r#"{"content":[],"isError":true}"#,
+        r#"{"isError":false,"resultType":"input_required","inputRequests":{}}"#,
+        r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}},"content":[]}"#,
+        r#"{"resultType":"complete"}"#,
+        r#"[1]"#,
+    ] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":3,"result":{result}}}"#);
+        let scanned = crate::jsonrpc::result_response(line.as_bytes()).unwrap();
+        let kept = crate::jsonrpc::RawJson::in_line(line.clone().into_bytes(), scanned).unwrap();
+        assert_eq!(kept.members().is_some(), result.starts_with('{'));
+        let (read, alone) = (ResultView::of_reply(&kept), ResultView::of(result));
+        assert_eq!(
+            (read.is_error, read.kind),
+            (alone.is_error, alone.kind),
+            "{result}"
+        );
+        for era in [Era::Legacy, Era::Modern] {
+            assert_eq!(
+                for_client_viewed(kept.get(), era, &read),
+                for_client_viewed(result, era, &alone),
+                "{result}"
+            );
+        }
+    }
+}

@@ -212,7 +212,7 @@ impl Launcher for FakeLauncher {
                     }),
                 },
                 writer: Box::new(our_w),
-                reader: Box::new(BufReader::new(our_r)),
+                reader: Box::new(our_r),
                 exit: exit_rx,
                 stderr_done: None,
                 stop: CancellationToken::new(),

@@ -15,12 +15,12 @@ use futures_util::StreamExt;
 use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::sse::{SseError, SseEvent, SseReader};
-use crate::jsonrpc::{self, read_line, write_lines, ErrorCode, Line, MAX_LINE_BYTES as MAX_LINE};
+use crate::jsonrpc::{self, write_lines, ErrorCode, Line, LineReader, MAX_LINE_BYTES as MAX_LINE};
 use crate::oauth::{Credentials, Refused};
 use crate::protocol;
 use crate::supervisor::rpc::RELATED;
@@ -147,12 +147,12 @@ pub async fn run<R, W>(
     url: reqwest::Url,
     headers: HeaderMap,
     auth: Arc<Credentials>,
-    mut from_peer: R,
+    from_peer: R,
     to_peer_io: W,
     stop: CancellationToken,
 ) -> Option<String>
 where
-    R: AsyncBufRead + Unpin + Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (to_peer, to_peer_rx) = mpsc::channel::<Vec<u8>>(256);
@@ -174,7 +174,7 @@ where
     });
     let tasks = CancellationToken::new();
     let mut mode: Option<Mode> = None;
-    let mut buf = Vec::new();
+    let mut from_peer = LineReader::new(from_peer, MAX_LINE);
     let mut last_sent = tokio::time::Instant::now();
     let reason = loop {
         let keepalive = tokio::time::sleep_until(last_sent + KEEPALIVE);
@@ -195,7 +195,7 @@ where
                     }
                 });
             }
-            line = read_line(&mut from_peer, &mut buf, MAX_LINE) => {
+            line = from_peer.next() => {
                 let msg = match line {
                     Ok(Line::Data(l)) => l,
                     Ok(Line::TooLong(_)) => continue,
@@ -680,6 +680,10 @@ impl Bridge {
             #[serde(rename = "protocolVersion")]
             protocol_version: Option<String>,
         }
+        // Only an initialize result names one: nothing else is parsed for it.
+        if memchr::memmem::find(body, b"\"protocolVersion\"").is_none() {
+            return;
+        }
         if let Ok(R {
             result: Some(Init {
                 protocol_version: Some(v),
@@ -845,8 +849,7 @@ fn request_id(msg: &[u8]) -> Option<String> {
 /// A message as the server sent it, minus any [`RELATED`] member: only the bridge says which
 /// request a message came with, never the server.
 fn unmarked(msg: Vec<u8>) -> Vec<u8> {
-    let needle = RELATED.as_bytes();
-    if !msg.windows(needle.len()).any(|w| w == needle) {
+    if memchr::memmem::find(&msg, RELATED.as_bytes()).is_none() {
         return msg;
     }
     match std::str::from_utf8(&msg)

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -17,8 +17,8 @@ use crate::secrets::Redactions;
 /// A reply to one of our requests, exactly as the server sent it.
 #[derive(Debug)]
 pub enum Reply {
-    /// The server's `result`.
-    Result(Box<RawValue>),
+    /// The server's `result`, as sent (its structure checked, its contents not decoded).
+    Result(jsonrpc::RawJson),
     /// The server's `error` object.
     Error(Box<RawValue>),
 }
@@ -265,7 +265,7 @@ impl RpcPeer {
     ) -> Arc<RpcPeer>
     where
         W: AsyncWrite + Unpin + Send + 'static,
-        R: AsyncBufRead + Unpin + Send + 'static,
+        R: AsyncRead + Unpin + Send + 'static,
     {
         let Hooks {
             inbound,
@@ -434,14 +434,15 @@ impl RpcPeer {
         self.lock().map.len()
     }
 
-    fn complete(&self, id: u64, reply: Reply) -> bool {
+    /// Hands a reply to the request waiting for it; the reply comes back when none is.
+    fn complete(&self, id: u64, reply: Reply) -> Result<(), Reply> {
         let waiter = self.lock().remove(id);
         match waiter {
             Some(w) => {
                 let _ = w.send(Ok(reply));
-                true
+                Ok(())
             }
-            None => false,
+            None => Err(reply),
         }
     }
 
@@ -495,21 +496,21 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-async fn read_loop<R: AsyncBufRead + Unpin>(
+async fn read_loop<R: AsyncRead + Unpin>(
     peer: Arc<RpcPeer>,
-    mut stdout: R,
+    stdout: R,
     inbound: mpsc::Sender<Inbound>,
     note: NoteFn,
     stop: CancellationToken,
 ) {
-    let mut buf = Vec::with_capacity(8 * 1024);
+    let mut lines = jsonrpc::LineReader::new(stdout, jsonrpc::MAX_LINE_BYTES);
     loop {
         let line = tokio::select! {
             _ = stop.cancelled() => break,
-            l = jsonrpc::read_line(&mut stdout, &mut buf, jsonrpc::MAX_LINE_BYTES) => l,
+            l = lines.next() => l,
         };
         match line {
-            Ok(Line::Data(line)) => handle_line(&peer, &line, &inbound, &note).await,
+            Ok(Line::Data(line)) => handle_line(&peer, line, &inbound, &note).await,
             Ok(Line::TooLong(n)) => note(format!(
                 "dropped a stdout line of {n} bytes (over the {} MiB limit)",
                 jsonrpc::MAX_LINE_BYTES / (1024 * 1024)
@@ -526,18 +527,43 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     let _ = inbound.send(Inbound::Closed).await;
 }
 
-async fn handle_line(peer: &RpcPeer, line: &[u8], inbound: &mpsc::Sender<Inbound>, note: &NoteFn) {
+async fn handle_line(
+    peer: &RpcPeer,
+    line: Vec<u8>,
+    inbound: &mpsc::Sender<Inbound>,
+    note: &NoteFn,
+) {
     if line.iter().all(|b| b.is_ascii_whitespace()) {
         return;
     }
     // The remote bridge says which of our requests a message came with; it is read, then
     // removed, so the client never sees it. From anyone else it is not believed.
-    let (line, related) = match related_mark(peer, line) {
-        Some((stripped, id)) => (std::borrow::Cow::Owned(stripped), id),
-        None => (std::borrow::Cow::Borrowed(line), None),
+    let (line, related) = match related_mark(peer, &line) {
+        Some((stripped, id)) => (stripped, id),
+        None => (line, None),
+    };
+    trace(&peer.server, "from", &line);
+    // A result for one of our requests is moved to its caller inside its line, never decoded:
+    // the scan finds the id and steps over the result once.
+    let line = match jsonrpc::result_response(&line) {
+        Some(scanned) => match (scanned.id, jsonrpc::RawJson::in_line(line, scanned)) {
+            (id, Ok(raw)) => match peer.complete(id, Reply::Result(raw)) {
+                Ok(()) => return,
+                Err(Reply::Result(raw)) => {
+                    note(format!(
+                        "dropped a response with unknown id {id}: {}",
+                        peer.excerpt(raw.line().as_bytes())
+                    ));
+                    return;
+                }
+                Err(Reply::Error(_)) => return,
+            },
+            // Not UTF-8: the envelope parser refuses it with its note.
+            (_, Err(line)) => line,
+        },
+        None => line,
     };
     let line: &[u8] = &line;
-    trace(&peer.server, "from", line);
     let env = match Envelope::parse(line) {
         Ok(e) => e,
         Err(_) => {
@@ -552,14 +578,13 @@ async fn handle_line(peer: &RpcPeer, line: &[u8], inbound: &mpsc::Sender<Inbound
         Some(Kind::Response { id }) => {
             let reply = match (env.result, env.error) {
                 (_, Some(e)) => Reply::Error(e.to_owned()),
-                (Some(r), None) => Reply::Result(r.to_owned()),
+                (Some(r), None) => Reply::Result(jsonrpc::RawJson::from_raw(r)),
                 (None, None) => return,
             };
-            let known = id
-                .get()
-                .parse::<u64>()
-                .ok()
-                .is_some_and(|n| peer.complete(n, reply));
+            let known = match id.get().parse::<u64>() {
+                Ok(n) => peer.complete(n, reply).is_ok(),
+                Err(_) => false,
+            };
             if !known {
                 note(format!(
                     "dropped a response with unknown id {}: {}",
@@ -707,10 +732,7 @@ fn related_mark(peer: &RpcPeer, line: &[u8]) -> Option<(Vec<u8>, Option<u64>)> {
         return None;
     }
     // Cheap test first: almost every line has no mark.
-    let needle = RELATED.as_bytes();
-    if !line.windows(needle.len()).any(|w| w == needle) {
-        return None;
-    }
+    memchr::memmem::find(line, RELATED.as_bytes())?;
     let text = std::str::from_utf8(line).ok()?;
     let (stripped, id) = jsonrpc::take_member(text, RELATED)?;
     Some((stripped.into_bytes(), id.get().parse().ok()))
@@ -762,7 +784,7 @@ mod tests {
         let peer = RpcPeer::start(
             "t",
             our_in,
-            BufReader::new(our_out),
+            our_out,
             CancellationToken::new(),
             Hooks {
                 inbound: tx,

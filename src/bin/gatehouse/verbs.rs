@@ -356,7 +356,7 @@ pub async fn connect(
             }
         }
     };
-    let input = tokio::io::BufReader::new(tokio::io::stdin());
+    let input = tokio::io::stdin();
     match gatehouse::connect::run(url, token, input, tokio::io::stdout()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
