@@ -606,12 +606,14 @@ async fn fixed_calls(n: usize, bytes: usize, modern: bool) {
         client.call_sized("fx__echo", i, bytes).await;
     }
     let wall = t.elapsed();
-    let cpu = hub.cpu();
+    let pid = hub.child.id().expect("pid");
+    let (user, system) = user_system_of(pid);
+    let faults = minor_faults_of(pid);
     hub.stop().await;
     println!(
-        "{n} calls in {:.3} s; hub CPU {:.2} s in all (start-up included)",
+        "{n} calls in {:.3} s; hub CPU {:.2} s in all (user {user:.2}, system {system:.2}; {faults} page faults; start-up included)",
         wall.as_secs_f64(),
-        cpu
+        user + system
     );
 }
 
@@ -709,15 +711,30 @@ async fn hub_process() {
 
 /// A process's CPU time so far (all its threads, user + system), in seconds.
 fn cpu_of(pid: u32) -> f64 {
-    // Fields after the command name's closing parenthesis: utime is the 12th, stime the 13th.
+    let (user, system) = user_system_of(pid);
+    user + system
+}
+
+/// A process's minor page faults so far (memory it touched for the first time).
+fn minor_faults_of(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     rest.split_whitespace()
+        .nth(7)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A process's user and system CPU time so far, in seconds.
+fn user_system_of(pid: u32) -> (f64, f64) {
+    // Fields after the command name's closing parenthesis: utime is the 12th, stime the 13th.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let mut fields = rest
+        .split_whitespace()
         .skip(11)
-        .take(2)
-        .map(|x| x.parse::<u64>().unwrap_or(0))
-        .sum::<u64>() as f64
-        / 100.0
+        .map(|x| x.parse::<f64>().unwrap_or(0.0) / 100.0);
+    (fields.next().unwrap_or(0.0), fields.next().unwrap_or(0.0))
 }
 
 async fn p50_of<F, Fut>(n: usize, f: F) -> f64
