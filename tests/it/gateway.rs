@@ -1023,7 +1023,10 @@ async fn a_result_passes_as_sent_but_never_leaves_its_envelope() {
         )
         .await;
     assert!(via.contains(odd), "passed on as sent: {via}");
-    assert!(via.starts_with(r#"{"jsonrpc":"2.0","id":5,"result":"#), "{via}");
+    assert!(
+        via.starts_with(r#"{"jsonrpc":"2.0","id":5,"result":"#),
+        "{via}"
+    );
     for (id, forged) in [
         (6, r#"{"content":[]}},"id":"forged","x":{"#),
         (7, r#"{"content":[{"type":"text","text":"x"]}"#),
@@ -1042,14 +1045,13 @@ async fn a_result_passes_as_sent_but_never_leaves_its_envelope() {
         assert_eq!(v["result"]["isError"], true, "{via}");
         assert!(!via.contains("forged"), "{via}");
     }
-    let notes = g
-        .th
-        .server("fx")
-        .logs()
-        .tail(None)
-        .iter()
-        .filter(|l| l.line.contains("dropped a non-JSON stdout line"))
-        .count();
+    let notes =
+        g.th.server("fx")
+            .logs()
+            .tail(None)
+            .iter()
+            .filter(|l| l.line.contains("dropped a non-JSON stdout line"))
+            .count();
     assert_eq!(notes, 3, "each malformed line is noted");
     g.stop().await;
 }
