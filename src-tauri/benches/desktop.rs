@@ -1,8 +1,8 @@
 //! Desktop benchmark (prints figures): cold start to the first paint of the Servers panel, RSS and
 //! PSS of the app plus its WebKit processes idle with 5 servers, the approval round trip (request
 //! published → modal visible), then PSS with the window closed to the tray and the approval
-//! round trip from there (a new webview each time). Needs a display: `make bench` runs it under
-//! Xvfb.
+//! round trip from there (a new webview each time). With each PSS, the app's largest shares by
+//! mapping (which libraries it carries). Needs a display: `make bench` runs it under Xvfb.
 //!
 //! The app reports the two UI moments itself (`servers panel painted`, `approval modal visible`
 //! with `latency_us`) on stderr; this program starts it, reads those lines and drives calls through
@@ -73,12 +73,14 @@ fn main() {
                 (app_kib + webkit_kib) as f64 / 1024.0
             );
             print_pss("shown", run.child.id());
+            print_pss_by_mapping("shown", run.child.id(), 8);
             // 3. Approval round trip.
             approvals(&mut run, port, &dir);
             // 4. Closed to the tray: the webview is destroyed.
             close_window();
             std::thread::sleep(Duration::from_secs(3));
             print_pss("in the tray (window closed)", run.child.id());
+            print_pss_by_mapping("in the tray", run.child.id(), 8);
             // 5. An approval while closed: the window and its webview are created for the modal.
             cold_approvals(&mut run, port, &dir);
             run.quit();
@@ -293,6 +295,36 @@ fn print_pss(what: &str, app: u32) {
         w as f64 / 1024.0,
         (a + w) as f64 / 1024.0
     );
+}
+
+/// The largest shares of a process's PSS by what is mapped (a library, the heap, anonymous
+/// memory): where the app's own figure comes from.
+fn print_pss_by_mapping(what: &str, pid: u32, top: usize) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut by: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    let mut current = String::from("[anon]");
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            let name = fields.nth(4).unwrap_or("[anon]");
+            let base = name.rsplit('/').next().unwrap_or(name);
+            current = base.to_owned();
+        } else if first == "Pss:" {
+            *by.entry(current.clone()).or_default() += fields
+                .next()
+                .and_then(|k| k.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    let mut rows: Vec<(String, u64)> = by.into_iter().collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+    let shown: Vec<String> = rows
+        .iter()
+        .take(top)
+        .map(|(n, k)| format!("{n} {:.1}", *k as f64 / 1024.0))
+        .collect();
+    println!("  app PSS {what}, largest (MiB): {}", shown.join(", "));
 }
 
 /// Closes the app's window as a window manager does (WM_DELETE_WINDOW): Gatehouse goes to the
