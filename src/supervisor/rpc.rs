@@ -547,17 +547,15 @@ async fn handle_line(
     // the scan finds the id and steps over the result once.
     let line = match jsonrpc::result_response(&line) {
         Some(scanned) => match (scanned.id, jsonrpc::RawJson::in_line(line, scanned)) {
-            (id, Ok(raw)) => match peer.complete(id, Reply::Result(raw)) {
-                Ok(()) => return,
-                Err(Reply::Result(raw)) => {
+            (id, Ok(raw)) => {
+                if let Err(Reply::Result(raw)) = peer.complete(id, Reply::Result(raw)) {
                     note(format!(
                         "dropped a response with unknown id {id}: {}",
                         peer.excerpt(raw.line().as_bytes())
                     ));
-                    return;
                 }
-                Err(Reply::Error(_)) => return,
-            },
+                return;
+            }
             // Not UTF-8: the envelope parser refuses it with its note.
             (_, Err(line)) => line,
         },
