@@ -97,11 +97,17 @@ pub async fn probe(
             return report;
         }
     };
+    // Directories of probes that were killed (kill -9 never runs the cleanup) go first.
+    reap_dead_probe_dirs();
     let dir = probe_dir();
-    if let Err(e) = create_fresh_dir(&dir) {
-        report.error = Some(format!("cannot create {}: {e}", dir.display()));
-        return report;
-    }
+    let _alive = match create_fresh_dir(&dir).and_then(|()| hold_alive(&dir)) {
+        Ok(lock) => lock,
+        Err(e) => {
+            report.error = Some(format!("cannot create {}: {e}", dir.display()));
+            let _ = std::fs::remove_dir_all(&dir);
+            return report;
+        }
+    };
     server.enabled = true;
     server.startup_timeout_secs = timeout.as_secs().clamp(1, MAX_STARTUP_TIMEOUT_SECS);
     let mut config = Config::default();
@@ -218,6 +224,69 @@ fn probe_dir() -> PathBuf {
         crate::supervisor::process::new_tag()
     ))
 }
+
+/// The lock a live probe holds on `DIR/alive` for as long as it runs; the kernel drops it
+/// when the process ends, however it ends.
+#[cfg(unix)]
+type AliveLock = nix::fcntl::Flock<std::fs::File>;
+#[cfg(not(unix))]
+type AliveLock = ();
+
+#[cfg(unix)]
+fn hold_alive(dir: &std::path::Path) -> std::io::Result<AliveLock> {
+    let f = std::fs::File::create(dir.join("alive"))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| std::io::Error::from(e))
+}
+
+#[cfg(not(unix))]
+fn hold_alive(_: &std::path::Path) -> std::io::Result<AliveLock> {
+    Ok(())
+}
+
+/// Removes this user's probe directories whose probe is gone: their `alive` lock can be taken
+/// (or they have none: a probe killed between making the directory and locking it, more than a
+/// minute ago). Another user's directories are never touched.
+#[cfg(unix)]
+fn reap_dead_probe_dirs() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    for e in entries.flatten() {
+        if !e
+            .file_name()
+            .to_string_lossy()
+            .starts_with("gatehouse-probe-")
+        {
+            continue;
+        }
+        let path = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let dead = match std::fs::File::open(path.join("alive")) {
+            Ok(f) => {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
+            }
+            Err(_) => meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age > Duration::from_secs(60)),
+        };
+        if dead {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn reap_dead_probe_dirs() {}
 
 /// Creates `dir` 0700, failing if anything (a directory, a symlink) is already there: a probe
 /// never works in a place it did not make itself.

@@ -53,7 +53,7 @@ impl From<gatehouse::config::EntryError> for CommandError {
     fn from(e: gatehouse::config::EntryError) -> Self {
         CommandError {
             kind: ErrorKind::Invalid,
-            message: e.message,
+            message: e.to_string(),
             field: e.field,
         }
     }

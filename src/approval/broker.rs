@@ -143,7 +143,7 @@ impl ApprovalBroker {
             self.publish_resolved(&request.id, Resolution::Denied, Some(Decider::Policy));
             return Verdict::Denied {
                 reason: Some(
-                    "nobody is attending this Gatehouse (it runs with --deny-unattended)".into(),
+                    "no one answered: nobody is attending this Gatehouse (it runs with --deny-unattended)".into(),
                 ),
                 by: Decider::Policy,
                 via: None,

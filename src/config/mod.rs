@@ -9,6 +9,8 @@
 mod lock;
 mod parse;
 mod paths;
+mod refusal;
+mod values;
 mod write;
 
 use std::collections::BTreeMap;
@@ -19,10 +21,11 @@ use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
-pub use parse::{closest, parse_entry, validate_secret_name, ConfigError, EntryError};
+pub use parse::{parse_entry, validate_secret_name};
 pub use paths::{
     command_line, default_config_path, default_data_dir, expand_tilde, split_command_line,
 };
+pub use refusal::{closest, readable, ConfigError, EntryError};
 pub use write::{backup_path, keep_last_good, write_atomic};
 
 /// Default handshake timeout (`initialize` + full `tools/list`).
@@ -113,6 +116,11 @@ pub struct ServerId(String);
 impl ServerId {
     /// Checks an id, suggesting a valid one when it is not.
     pub fn parse(s: &str) -> Result<Self, String> {
+        Self::check(s).map_err(|(p, f)| refusal::sentence(&p, &f))
+    }
+
+    /// Checks an id: what is wrong and the fix (with a valid id suggested) when it is not.
+    pub(super) fn check(s: &str) -> Result<Self, (String, String)> {
         let ok = !s.is_empty()
             && s.len() <= 32
             && s.bytes()
@@ -133,10 +141,11 @@ impl ServerId {
             let hint = if suggestion.is_empty() {
                 String::new()
             } else {
-                format!(" (for example \"{suggestion}\")")
+                format!(", for example \"{suggestion}\"")
             };
-            Err(format!(
-                "invalid server id \"{s}\": ids are 1 to 32 characters of a-z, 0-9 and '-'; rename it{hint}"
+            Err((
+                format!("invalid server id \"{s}\""),
+                format!("use 1 to 32 characters of a-z, 0-9 and '-'{hint}"),
             ))
         }
     }
@@ -155,7 +164,7 @@ impl fmt::Display for ServerId {
 impl<'de> Deserialize<'de> for ServerId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        ServerId::parse(&s).map_err(de::Error::custom)
+        ServerId::check(&s).map_err(|(p, f)| de::Error::custom(refusal::joined(&p, &f)))
     }
 }
 
@@ -394,7 +403,8 @@ impl Default for ApprovalConfig {
 
 fn de_approval_timeout<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let v = u64::deserialize(d)?;
-    parse::bounded("timeout_secs", v, 1, MAX_APPROVAL_TIMEOUT_SECS).map_err(de::Error::custom)
+    parse::bounded("timeout_secs", v, 1, MAX_APPROVAL_TIMEOUT_SECS)
+        .map_err(|(p, f)| de::Error::custom(refusal::joined(&p, &f)))
 }
 
 fn default_approval_timeout() -> u64 {
@@ -470,12 +480,22 @@ pub fn reaches_gatehouse(transport: &Transport, gateway_ports: &[u16]) -> Option
 /// Parses a gateway address and refuses anything that is not loopback: the gateway holds the
 /// user's tools and must never be reachable from the network.
 pub fn parse_loopback_addr(s: &str) -> Result<SocketAddr, String> {
+    check_loopback_addr(s).map_err(|(p, f)| refusal::sentence(&p, &f))
+}
+
+fn check_loopback_addr(s: &str) -> Result<SocketAddr, (String, String)> {
     let addr: SocketAddr = s.parse().map_err(|_| {
-        format!("invalid listen address \"{s}\": use IP:PORT, for example \"{DEFAULT_LISTEN}\"")
+        (
+            format!("invalid listen address \"{s}\""),
+            format!("use IP:PORT, for example \"{DEFAULT_LISTEN}\""),
+        )
     })?;
     if !addr.ip().is_loopback() {
-        return Err(format!(
-            "listen address \"{s}\" is not a loopback address: the gateway only binds 127.0.0.1 or [::1], for example \"{DEFAULT_LISTEN}\""
+        return Err((
+            format!("listen address \"{s}\" is not a loopback address"),
+            format!(
+                "the gateway only binds 127.0.0.1 or [::1]: use for example \"{DEFAULT_LISTEN}\""
+            ),
         ));
     }
     Ok(addr)
@@ -483,5 +503,5 @@ pub fn parse_loopback_addr(s: &str) -> Result<SocketAddr, String> {
 
 fn de_loopback_addr<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
     let s = String::deserialize(d)?;
-    parse_loopback_addr(&s).map_err(de::Error::custom)
+    check_loopback_addr(&s).map_err(|(p, f)| de::Error::custom(refusal::joined(&p, &f)))
 }

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Serialize, Serializer};
 
-use super::parse::{at, parse_entry, EntryError};
+use super::parse::parse_entry;
+use super::refusal::{at, EntryError};
 use super::{
-    validate_secret_name, Config, ConfigError, EnvValue, ServerConfig, ServerId, Transport,
-    DEFAULT_CALL_TIMEOUT_SECS, DEFAULT_STARTUP_TIMEOUT_SECS,
+    Config, ConfigError, EnvValue, ServerConfig, ServerId, Transport, DEFAULT_CALL_TIMEOUT_SECS,
+    DEFAULT_STARTUP_TIMEOUT_SECS,
 };
 
 // ---- serialisation back to the file format (used by atomic saves) ----
@@ -177,14 +178,14 @@ impl Config {
         id: &str,
         entry: &serde_json::Value,
     ) -> Result<ServerConfig, EntryError> {
-        let new_id = ServerId::parse(id).map_err(|m| at("id", m))?;
+        let new_id = ServerId::check(id).map_err(|(p, f)| at("id", p, f))?;
         let server = parse_entry(entry)?;
         let refs_field = match server.transport {
             Transport::Stdio(_) => "env",
             Transport::Remote(_) => "headers",
         };
         for name in server.secret_refs() {
-            validate_secret_name(name).map_err(|m| at(refs_field, m))?;
+            super::parse::secret_name_refusal(name).map_err(|(p, f)| at(refs_field, p, f))?;
         }
         let ports = [self.gateway.listen.port()];
         if let Some(why) = super::reaches_gatehouse(&server.transport, &ports) {
@@ -192,23 +193,27 @@ impl Config {
                 Transport::Stdio(_) => "command",
                 Transport::Remote(_) => "url",
             };
-            return Err(at(field, why));
+            return Err(at(
+                field,
+                why.split("; connect clients").next().unwrap_or(&why),
+                "remove this entry and connect your clients to Gatehouse instead (`gatehouse client-config NAME`)",
+            ));
         }
         if let Some(orig) = original {
-            let orig_id = ServerId::parse(orig).map_err(|m| at("id", m))?;
+            let orig_id = ServerId::check(orig).map_err(|(p, f)| at("id", p, f))?;
             if !self.servers.contains_key(&orig_id) {
                 return Err(EntryError {
                     field: None,
-                    message: format!(
-                        "there is no server \"{orig}\" any more; reload and try again"
-                    ),
+                    message: format!("there is no server \"{orig}\" any more"),
+                    fix: "reload and try again".into(),
                 });
             }
         }
         if original != Some(id) && self.servers.contains_key(&new_id) {
             return Err(at(
                 "id",
-                format!("a server \"{id}\" already exists: pick another id or edit that one"),
+                format!("a server \"{id}\" already exists"),
+                "pick another id, or edit that one",
             ));
         }
         Ok(server)
@@ -244,7 +249,8 @@ impl Config {
             timeout_secs,
             1,
             super::MAX_APPROVAL_TIMEOUT_SECS,
-        )?;
+        )
+        .map_err(|(p, f)| super::refusal::sentence(&p, &f))?;
         let mut next = self.clone();
         next.approval.default = default;
         next.approval.timeout_secs = timeout_secs;
@@ -265,9 +271,20 @@ impl Config {
         let key = ServerId::parse(id)?;
         match next.servers.get_mut(&key) {
             Some(s) => s.enabled = enabled,
-            None => return Err(format!("there is no server \"{id}\"")),
+            None => return Err(self.unknown_server(id)),
         }
         Ok(next)
+    }
+
+    /// "There is no server X", naming the servers there are.
+    pub fn unknown_server(&self, id: &str) -> String {
+        let known: Vec<&str> = self.servers.keys().map(ServerId::as_str).collect();
+        let known = if known.is_empty() {
+            "(none configured)".to_owned()
+        } else {
+            known.join(", ")
+        };
+        format!("unknown server \"{id}\"; known servers: {known}")
     }
 
     /// This config without server `id`.
@@ -275,7 +292,7 @@ impl Config {
         let mut next = self.clone();
         let key = ServerId::parse(id)?;
         if next.servers.remove(&key).is_none() {
-            return Err(format!("there is no server \"{id}\""));
+            return Err(self.unknown_server(id));
         }
         next.rename_in_clients(id, None);
         Ok(next)

@@ -70,6 +70,8 @@ pub enum Request {
     },
     /// Re-read the config file.
     Reload,
+    /// The config file the hub runs from (`null`: it was started from none).
+    ConfigPath,
     /// Add a server to the config file (or replace `original`), then apply it.
     SaveServer {
         /// The server being replaced, when it is an edit.

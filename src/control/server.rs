@@ -321,6 +321,7 @@ async fn handle_conn(
             let _ = write_line(&mut w, &line).await;
             return;
         }
+        Request::ConfigPath => Response::ok(hub.config_path()),
         Request::Reload => match hub.reload().await {
             Ok(()) => Response::ok(hub.status()),
             Err(e) => Response::from_hub(e),

@@ -649,8 +649,15 @@ async fn hold(
     match verdict {
         Verdict::Allowed { scope, by, via } => Held::Allowed(Decision::approved(scope), by, via),
         Verdict::Denied { reason, by, via } => Held::Refused(
-            match reason {
-                Some(r) if !r.trim().is_empty() => format!("Denied by the user in Gatehouse: {r}"),
+            match (by, reason) {
+                // Nobody was asked (--deny-unattended, a full queue): never "the user".
+                (Decider::Policy, r) => format!(
+                    "Gatehouse did not run {{tool}}: {}.",
+                    r.as_deref().unwrap_or("no one answered")
+                ),
+                (_, Some(r)) if !r.trim().is_empty() => {
+                    format!("Denied by the user in Gatehouse: {r}")
+                }
                 _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
             },
             Decision::Denied,
@@ -659,7 +666,7 @@ async fn hold(
         ),
         Verdict::TimedOut { secs } => Held::Refused(
             format!(
-                "Gatehouse asked the user to approve {{tool}}, but nobody answered within {secs} s; the call was not run (denied by timeout)."
+                "Gatehouse asked the user to approve {{tool}}, but no one answered in {secs} s; the call was not run (denied by timeout)."
             ),
             Decision::TimedOut,
             Decider::Policy,

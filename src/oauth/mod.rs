@@ -247,12 +247,15 @@ impl Manager {
         url: &str,
         capable: bool,
     ) -> Result<Arc<Credentials>, String> {
+        // A keychain that cannot be read means "no stored sign-in": the server is connected to
+        // without a token, and only its 401 asks for a sign-in (saying why none was found).
+        let mut unreadable = None;
         let tokens = if capable {
             let cached = Self::lock(&self.tokens).get(server).cloned();
             match cached {
                 Some(t) if t.server_url() == url => Some(t),
-                _ => match self.load(server).await? {
-                    Some(g) if g.server_url == url => {
+                _ => match self.load(server).await {
+                    Ok(Some(g)) if g.server_url == url => {
                         let allowed = net::Allowed::for_server(
                             &reqwest::Url::parse(url).map_err(|e| e.to_string())?,
                         )
@@ -268,7 +271,11 @@ impl Manager {
                         Self::lock(&self.tokens).insert(server.to_owned(), t.clone());
                         Some(t)
                     }
-                    _ => None,
+                    Ok(_) => None,
+                    Err(e) => {
+                        unreadable = Some(e);
+                        None
+                    }
                 },
             }
         } else {
@@ -280,6 +287,7 @@ impl Manager {
             tokens,
             manager: self.clone(),
             needed: Mutex::new(None),
+            unreadable,
         }))
     }
 }
@@ -373,6 +381,9 @@ pub struct Credentials {
     manager: Arc<Manager>,
     /// Set when this connection found that the person has to sign in: why.
     needed: Mutex<Option<String>>,
+    /// Why the keychain could not be read when the connection began (it went on without
+    /// tokens).
+    unreadable: Option<String>,
 }
 
 /// What to do after the server refused a request.
@@ -438,7 +449,7 @@ impl Credentials {
             (Some(_), _) => Refused::End(
                 self.needs("the server refused the tokens from the last sign-in".into()),
             ),
-            (None, _) => Refused::End(self.needs("the server asks for a sign-in".into())),
+            (None, _) => Refused::End(self.needs(self.no_tokens("the server asks for a sign-in"))),
         }
     }
 
@@ -453,6 +464,14 @@ impl Credentials {
         let text = format!("needs a sign-in: {why}");
         *Manager::lock(&self.needed) = Some(why);
         text
+    }
+
+    /// `why`, and — when the keychain could not be read — that no sign-in could be found there.
+    pub fn no_tokens(&self, why: &str) -> String {
+        match &self.unreadable {
+            Some(e) => format!("{why}, and no sign-in can be read: {e}"),
+            None => why.to_owned(),
+        }
     }
 
     /// Whether a sign-in left tokens for this connection.

@@ -209,13 +209,14 @@ async fn launch_remote(
     req: &LaunchRequest<'_>,
 ) -> Result<Launched, LaunchError> {
     let url = remote::check_url(&r.url, r.allow_insecure)?;
+    // Only an unusable URL fails here: a keychain that cannot be read is "no sign-in" (a
+    // plain remote server never needs one).
     let auth = req
         .oauth
         .credentials(req.id, &r.url, r.oauth_capable())
-        .await
-        .map_err(|e| format!("cannot read this server's sign-in from the keychain: {e}"))?;
+        .await?;
     if matches!(r.auth, crate::config::RemoteAuth::OAuth(_)) && !auth.signed_in() {
-        return Err(LaunchError::SignIn("not signed in yet".into()));
+        return Err(LaunchError::SignIn(auth.no_tokens("not signed in yet")));
     }
     // Header secrets are resolved at connect time only, like env secrets at spawn time.
     let headers = resolve_env(&r.headers, req.secrets.clone(), req.redactions.clone()).await?;

@@ -212,7 +212,7 @@ async fn held_calls_follow_the_persons_answers() {
     // Nobody answers: denied by timeout, nothing ran, nothing left pending.
     let v = c.call(4, "fx__touch", json!({"path": marker})).await;
     assert_eq!(v["result"]["isError"], true);
-    assert!(text_of(&v).contains("nobody answered within 2 s"), "{v}");
+    assert!(text_of(&v).contains("no one answered in 2 s"), "{v}");
     assert!(!marker.exists());
     assert!(none_pending(&s));
 
@@ -560,7 +560,10 @@ async fn policies_flagged_only_always_disabled_and_deny_unattended() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Who denied is said: no one answered; the person never saw it.
     assert!(text_of(&v).contains("--deny-unattended"), "{v}");
+    assert!(text_of(&v).contains("no one answered"), "{v}");
+    assert!(!text_of(&v).contains("Denied by the user"), "{v}");
     assert!(t.elapsed() < Duration::from_secs(10));
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -662,7 +665,7 @@ async fn real_filesystem_server_writes_only_with_approval() {
 
     // timeout → isError, no file.
     let v = write(3, "late.txt").await.unwrap();
-    assert!(text_of(&v).contains("nobody answered within 2 s"), "{v}");
+    assert!(text_of(&v).contains("no one answered in 2 s"), "{v}");
     assert!(!file("late.txt").exists());
 
     // The client cancels while pending → the request disappears; a late approve changes nothing.

@@ -137,7 +137,7 @@ fn bad_configs_exit_2_with_position_and_fix_and_start_nothing() {
         (
             "missing command",
             "{\"servers\": {\"a\": {\"args\": [\"x\"]}}}",
-            &[":1:", "needs \"command\""],
+            &[":1:", "neither \"command\" nor \"url\"", "fix: add \"command\""],
         ),
         (
             "wrong type",

@@ -7,6 +7,7 @@ mod approvals;
 mod approvals_hold;
 mod cli;
 mod clients;
+mod contracts;
 mod gateway;
 mod import;
 mod isolation;

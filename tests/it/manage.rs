@@ -386,7 +386,7 @@ async fn pasted_files_env_references_and_the_protocol_trace() {
     assert_eq!(out.status.code(), Some(2));
     let t = text(&out);
     assert!(
-        t.contains("AI client's config") && t.contains("gatehouse import"),
+        t.contains("AI client's own config") && t.contains("gatehouse import"),
         "{t}"
     );
 

@@ -103,9 +103,9 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     let mut chosen: Vec<Candidate> = Vec::new();
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for (mut c, outcome) in plan {
-        println!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
+        say!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
         if c.oauth_candidate() {
-            println!(
+            say!(
                 "  remote, no credentials in the file: if it asks for a sign-in (OAuth), it waits as needs_sign_in; run `gatehouse auth login {}`",
                 c.id
             );
@@ -117,11 +117,11 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
                 .flatten()
             {
                 Some(id) => {
-                    println!("  importing as {id}");
+                    say!("  importing as {id}");
                     c.id = id;
                 }
                 None => {
-                    println!("  skipped: {why}");
+                    say!("  skipped: {why}");
                     continue;
                 }
             }
@@ -135,22 +135,22 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         .map_err(|e| e.to_string())??;
     for p in &prepared {
         for (var, name) in &p.moved {
-            println!(
+            say!(
                 "  {}: {var}: moved to the keychain as secret \"{name}\"",
                 p.id
             );
         }
         for var in &p.plaintext {
             if args.move_secrets && args.dry_run {
-                println!("  {}: {var}: would be moved to the keychain", p.id);
+                say!("  {}: {var}: would be moved to the keychain", p.id);
             } else if args.move_secrets {
-                println!(
+                say!(
                     "  warning: {}: {var} is shorter than {} characters, too short to keep out of logs, so it stays in plain text in the config",
                     p.id,
                     gatehouse::secrets::MIN_SECRET_LEN
                 );
             } else {
-                println!(
+                say!(
                     "  warning: {}: {var} looks like a credential and stays in plain text in the config; run again with --move-secrets to keep it in the keychain",
                     p.id
                 );
@@ -166,11 +166,11 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         .map(|p| (p.id.clone(), p.tools_used.clone()))
         .collect();
     if added.is_empty() {
-        println!("nothing to import");
+        say!("nothing to import");
         return Ok(());
     }
     if args.dry_run {
-        println!(
+        say!(
             "dry run: would add {} to {}",
             added.join(", "),
             config_path.display()
@@ -195,18 +195,18 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     };
     edited.map_err(|e| e.to_string())?;
     if let Some(bak) = backup.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        println!("backup: {}", bak.display());
+        say!("backup: {}", bak.display());
     }
-    println!("added {} to {}", added.join(", "), config_path.display());
+    say!("added {} to {}", added.join(", "), config_path.display());
     // A running hub on this config picks the change up at once.
     match control.request::<Vec<ServerStatus>>(&Request::Reload).await {
         Ok(_) => {
-            println!("the running hub reloaded its config");
+            say!("the running hub reloaded its config");
             check_tools_used(control, &checks).await;
         }
         _ => {
             if !checks.is_empty() {
-                println!("start Gatehouse to check the tools these servers are expected to have");
+                say!("start Gatehouse to check the tools these servers are expected to have");
             }
         }
     }
@@ -216,7 +216,7 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
 /// Asks on the terminal for an id to use instead of a taken or invalid one; empty skips.
 fn ask_new_id(id: &str, why: &str, config: &Config, chosen: &[Candidate]) -> Option<String> {
     use std::io::Write;
-    println!("  {why}");
+    say!("  {why}");
     loop {
         print!("  new id for \"{id}\" (empty to skip): ");
         let _ = std::io::stdout().flush();
@@ -229,9 +229,9 @@ fn ask_new_id(id: &str, why: &str, config: &Config, chosen: &[Candidate]) -> Opt
             return None;
         }
         match gatehouse::config::ServerId::parse(new) {
-            Err(e) => println!("  {e}"),
+            Err(e) => say!("  {e}"),
             Ok(sid) if config.servers.contains_key(&sid) || chosen.iter().any(|c| c.id == new) => {
-                println!("  \"{new}\" is taken too")
+                say!("  \"{new}\" is taken too")
             }
             Ok(_) => return Some(new.to_owned()),
         }
@@ -268,12 +268,12 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
             Some(have) => {
                 let missing: Vec<&String> = wanted.iter().filter(|t| !have.contains(t)).collect();
                 if missing.is_empty() {
-                    println!(
+                    say!(
                         "{id}: all {} tools the manifest uses are there",
                         wanted.len()
                     );
                 } else {
-                    println!(
+                    say!(
                         "{id}: missing tool(s) the manifest uses: {} (the server lists {})",
                         missing
                             .iter()
@@ -284,9 +284,9 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
                     );
                 }
             }
-            None => println!(
-                "{id}: not running, so its tools could not be checked; see `gatehouse status`"
-            ),
+            None => {
+                say!("{id}: not running, so its tools could not be checked; see `gatehouse status`")
+            }
         }
     }
 }
@@ -322,7 +322,7 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
         {
             *e = clients::for_profile(e.take(), args.client.as_deref());
         }
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&snippet).unwrap_or_default()
         );

@@ -8,6 +8,17 @@
 //! - `import`: `import` and `client-config`.
 //! - `manage`: `add`, `remove`, `enable`, `disable`, `restart --all`, `test`.
 
+/// `println!` for everything a verb prints: a reader that went away (`gatehouse tools | head`)
+/// ends the command quietly with exit 0 instead of a panic (`print::out`).
+macro_rules! say {
+    () => {
+        $crate::print::out("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::print::out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod args;
 mod import;
 mod manage;

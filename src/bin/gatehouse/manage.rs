@@ -181,7 +181,10 @@ async fn settle(client: &ControlClient, id: &str, limit: Duration) -> Option<Ser
         let s = rows.into_iter().find(|s| s.id == id)?;
         let settled = matches!(
             s.state,
-            gatehouse::State::Running | gatehouse::State::Failed | gatehouse::State::Stopped
+            gatehouse::State::Running
+                | gatehouse::State::Failed
+                | gatehouse::State::Stopped
+                | gatehouse::State::NeedsSignIn
         ) || s.next_retry_ms.is_some();
         if settled || Instant::now() >= deadline {
             return Some(s);
@@ -193,27 +196,34 @@ async fn settle(client: &ControlClient, id: &str, limit: Duration) -> Option<Ser
 /// Says how a server ended up after an edit, and what to do next.
 fn report(s: &ServerStatus) {
     match s.state {
-        gatehouse::State::Running => println!(
+        gatehouse::State::Running => say!(
             "{} is running with {} tool{}; see them with `gatehouse tools {}`",
             s.id,
             s.tools,
             if s.tools == 1 { "" } else { "s" },
             s.id
         ),
-        gatehouse::State::Stopped => println!("{} is stopped", s.id),
-        state => {
-            println!("{} is {state}", s.id);
+        gatehouse::State::Stopped => say!("{} is stopped", s.id),
+        gatehouse::State::NeedsSignIn => {
+            say!("{} needs a sign-in", s.id);
             if let Some(e) = &s.last_error {
-                println!("  last error: {e}");
+                say!("  {e}");
             }
-            println!(
+            say!("  sign in with `gatehouse auth login {}`", s.id);
+        }
+        state => {
+            say!("{} is {state}", s.id);
+            if let Some(e) = &s.last_error {
+                say!("  last error: {e}");
+            }
+            say!(
                 "  see why with `gatehouse logs {}`, or check it on its own with `gatehouse test {}`",
                 s.id, s.id
             );
         }
     }
     for w in &s.warnings {
-        println!("  warning: {w}");
+        say!("  warning: {w}");
     }
 }
 
@@ -231,14 +241,14 @@ pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
     .await?
     {
         Applied::Hub => {
-            println!("added {id} to the running hub's config");
+            say!("added {id} to the running hub's config");
             if let Some(s) = settle(client, &id, Duration::from_secs(65)).await {
                 report(&s);
             }
         }
         Applied::File(path) => {
-            println!("added {id} to {}", path.display());
-            println!("no hub is running: start one with `gatehouse serve`, or check the server now with `gatehouse test {id}`");
+            say!("added {id} to {}", path.display());
+            say!("no hub is running: start one with `gatehouse serve`, or check the server now with `gatehouse test {id}`");
         }
     }
     Ok(())
@@ -250,10 +260,10 @@ pub async fn remove(
     config: Option<PathBuf>,
 ) -> Result<(), String> {
     match apply(client, Edit::Remove { id: id.clone() }, config).await? {
-        Applied::Hub => println!("removed {id} from the running hub's config; it is stopped"),
-        Applied::File(path) => println!("removed {id} from {}", path.display()),
+        Applied::Hub => say!("removed {id} from the running hub's config; it is stopped"),
+        Applied::File(path) => say!("removed {id} from {}", path.display()),
     }
-    println!("(the previous config is kept as its .bak)");
+    say!("(the previous config is kept as its .bak)");
     Ok(())
 }
 
@@ -270,16 +280,16 @@ pub async fn set_enabled(
     };
     match apply(client, edit, config).await? {
         Applied::Hub => {
-            println!("{verb} {id} in the running hub's config (kept across restarts)");
+            say!("{verb} {id} in the running hub's config (kept across restarts)");
             if enabled {
                 if let Some(s) = settle(client, &id, Duration::from_secs(65)).await {
                     report(&s);
                 }
             } else {
-                println!("{id} is stopped; `gatehouse enable {id}` starts it again");
+                say!("{id} is stopped; `gatehouse enable {id}` starts it again");
             }
         }
-        Applied::File(path) => println!("{verb} {id} in {}", path.display()),
+        Applied::File(path) => say!("{verb} {id} in {}", path.display()),
     }
     Ok(())
 }
@@ -291,19 +301,25 @@ pub async fn restart_all(client: &ControlClient) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     if rows.is_empty() {
-        println!("no servers are configured");
+        say!("no servers are configured");
         return Ok(());
     }
     let mut failed = 0;
     for s in rows {
+        // What runs is restarted; a disabled or stopped server stays as it is.
+        if !s.enabled || s.state == gatehouse::State::Stopped {
+            let why = if s.enabled { "stopped" } else { "disabled" };
+            say!("left {} as it is ({why})", s.id);
+            continue;
+        }
         match client
             .request::<ServerStatus>(&Request::Restart { id: s.id.clone() })
             .await
         {
-            Ok(_) => println!("restarted {}", s.id),
+            Ok(_) => say!("restarted {}", s.id),
             Err(e) => {
                 failed += 1;
-                println!("could not restart {}: {e}", s.id);
+                say!("could not restart {}: {e}", s.id);
             }
         }
     }
@@ -322,35 +338,59 @@ pub struct TestArgs {
     pub command: Vec<String>,
 }
 
+/// Why `test` did not run: bad usage (exit 2) or a server that is not there (exit 1).
+pub enum TestError {
+    Usage(String),
+    Unknown(String),
+}
+
+/// The config `test ID` reads: `--config`, else the running hub's, else the default path.
+async fn config_for_test(client: &ControlClient, given: Option<PathBuf>) -> PathBuf {
+    if let Some(p) = given {
+        return p;
+    }
+    match client
+        .request::<Option<PathBuf>>(&Request::ConfigPath)
+        .await
+    {
+        Ok(Some(p)) => p,
+        _ => config::default_config_path(),
+    }
+}
+
 /// `gatehouse test`: the server from the config (or the command given) started on its own and
 /// reported on. Exit 1 when it is not ready.
-pub async fn test(a: TestArgs) -> Result<bool, String> {
+pub async fn test(client: &ControlClient, a: TestArgs) -> Result<bool, TestError> {
     use serde::Deserialize;
     let (id, server) = match (a.id, a.command.split_first()) {
         (Some(_), Some(_)) => {
-            return Err("give either an ID from the config or -- COMMAND ARGS, not both".into())
+            return Err(TestError::Usage(
+                "give either an ID from the config or -- COMMAND ARGS, not both".into(),
+            ))
         }
         (None, None) => {
-            return Err(
+            return Err(TestError::Usage(
                 "test what? `gatehouse test ID` (from the config) or `gatehouse test -- COMMAND ARGS...`"
                     .into(),
-            )
+            ))
         }
         (Some(id), None) => {
-            let path = a.config.unwrap_or_else(config::default_config_path);
-            let c = Config::load(&path).map_err(|e| e.to_string())?;
-            let key = config::ServerId::parse(&id)?;
+            let path = config_for_test(client, a.config).await;
+            let c = Config::load(&path).map_err(|e| TestError::Usage(e.to_string()))?;
+            let key = config::ServerId::parse(&id).map_err(TestError::Usage)?;
             let server = c.servers.get(&key).cloned().ok_or_else(|| {
-                format!(
-                    "there is no server \"{id}\" in {}; add it with `gatehouse add {id} -- COMMAND`, or test a command with `gatehouse test -- COMMAND`",
+                TestError::Unknown(format!(
+                    "{} in {}; add it with `gatehouse add {id} -- COMMAND`, or test a command with `gatehouse test -- COMMAND`",
+                    c.unknown_server(&id),
                     path.display()
-                )
+                ))
             })?;
             (id, server)
         }
         (None, Some((command, args))) => {
             let entry = json!({"command": command, "args": args});
-            let server = config::ServerConfig::deserialize(&entry).map_err(|e| e.to_string())?;
+            let server = config::ServerConfig::deserialize(&entry)
+                .map_err(|e| TestError::Usage(config::readable(&e.to_string())))?;
             ("test".to_owned(), server)
         }
     };
@@ -405,21 +445,21 @@ pub async fn clients(
     };
     let rows: Vec<ClientInfo> = client.request(&req).await.map_err(|e| e.to_string())?;
     if let Some(d) = done {
-        println!("{d}");
+        say!("{d}");
     }
     if json {
         crate::print::json(&rows);
         return Ok(());
     }
-    println!("{:<20} {:>6}  SERVERS", "CLIENT", "TOOLS");
+    say!("{:<20} {:>6}  SERVERS", "CLIENT", "TOOLS");
     for r in &rows {
         let servers = match &r.servers {
             Some(s) => s.join(", "),
             None => "all".into(),
         };
-        println!("{:<20} {:>6}  {servers}", r.id, r.tools);
+        say!("{:<20} {:>6}  {servers}", r.id, r.tools);
         if let Some(limit) = r.limit.filter(|l| r.tools > *l) {
-            println!(
+            say!(
                 "    warning: {} tools is more than this client handles well ({limit}); narrow it with `gatehouse clients add {} --servers …`",
                 r.tools, r.id
             );

@@ -42,17 +42,15 @@ pub fn log_line(l: &LogLine) {
 pub fn one(s: ServerStatus) {
     match s.last_error {
         Some(e) if matches!(s.state, State::Failed | State::NeedsSignIn) => {
-            println!("{}: {} — {e}", s.id, s.state)
+            say!("{}: {} — {e}", s.id, s.state)
         }
-        _ => println!("{}: {}", s.id, s.state),
+        _ => say!("{}: {}", s.id, s.state),
     }
 }
 
 pub fn status_table(rows: &[ServerStatus]) {
     if rows.is_empty() {
-        println!(
-            "No servers configured. Add one with `gatehouse add ID -- COMMAND` (or `--url URL`)."
-        );
+        say!("No servers configured. Add one with `gatehouse add ID -- COMMAND` (or `--url URL`).");
         return;
     }
     let now = gatehouse::logs::now_ms();
@@ -64,7 +62,7 @@ pub fn status_table(rows: &[ServerStatus]) {
     let room = terminal_width()
         .saturating_sub(head.chars().count())
         .max(20);
-    println!("{head}COMMAND");
+    say!("{head}COMMAND");
     for r in rows {
         let uptime = if r.state == State::Running {
             human_secs(now.saturating_sub(r.since_ms) / 1000)
@@ -81,7 +79,7 @@ pub fn status_table(rows: &[ServerStatus]) {
             (Some(v), None) => v.clone(),
             _ => "-".into(),
         };
-        println!(
+        say!(
             "{:<20} {:<13} {:<7} {:>8} {:>9} {:>8} {:>6}  {:<17}  {}",
             id,
             r.state.as_str(),
@@ -94,10 +92,10 @@ pub fn status_table(rows: &[ServerStatus]) {
             truncate(&r.command, room),
         );
         if let Some(e) = &r.last_error {
-            println!("    last error: {e}");
+            say!("    last error: {e}");
         }
         for w in &r.warnings {
-            println!("    warning: {w}");
+            say!("    warning: {w}");
         }
     }
 }
@@ -140,10 +138,10 @@ pub fn reload_changes(before: &[ServerStatus], after: &[ServerStatus]) {
         }
     }
     if lines.is_empty() {
-        println!("reloaded: no server was added, removed or changed in what it runs");
+        say!("reloaded: no server was added, removed or changed in what it runs");
     } else {
         for l in lines {
-            println!("reloaded: {l}");
+            say!("reloaded: {l}");
         }
     }
 }
@@ -170,7 +168,7 @@ fn truncate(text: &str, max: usize) -> String {
 /// A probe's report (`gatehouse test`).
 pub fn probe(r: &gatehouse::probe::ProbeReport) {
     if r.ok {
-        println!(
+        say!(
             "{}: ready in {} ms (protocol {}, {})",
             r.id,
             r.elapsed_ms,
@@ -178,26 +176,26 @@ pub fn probe(r: &gatehouse::probe::ProbeReport) {
             r.era.map_or("era unknown", |e| e.as_str())
         );
     } else {
-        println!(
+        say!(
             "{}: not ready after {} ms: {}",
             r.id,
             r.elapsed_ms,
             r.error.as_deref().unwrap_or("unknown error")
         );
     }
-    println!("  runs: {}", r.command);
+    say!("  runs: {}", r.command);
     if let Some(n) = &r.server_name {
-        println!(
+        say!(
             "  server: {n} {}",
             r.server_version.as_deref().unwrap_or("")
         );
     }
     if let Some(caps) = r.capabilities.as_ref().and_then(|c| c.as_object()) {
         let names: Vec<&str> = caps.keys().map(String::as_str).collect();
-        println!("  capabilities: {}", names.join(", "));
+        say!("  capabilities: {}", names.join(", "));
     }
     if r.ok {
-        println!(
+        say!(
             "  {} tool{}:",
             r.tools.len(),
             if r.tools.len() == 1 { "" } else { "s" }
@@ -212,42 +210,47 @@ pub fn probe(r: &gatehouse::probe::ProbeReport) {
                 Some(false) => hints.push("not destructive"),
                 None => {}
             }
-            println!("    {:<32} {}", t.name, hints.join(", "));
+            say!("    {:<32} {}", t.name, hints.join(", "));
         }
     }
     if let Some(n) = r.prompts {
-        println!("  prompts: {n}");
+        say!("  prompts: {n}");
     }
     if let Some(n) = r.resources {
-        println!("  resources: {n}");
+        say!("  resources: {n}");
     }
     for w in &r.warnings {
-        println!("  warning: {w}");
+        say!("  warning: {w}");
     }
     if let Some(f) = &r.fix {
-        println!("  fix: {f}");
+        say!("  fix: {f}");
     }
     if !r.ok && !r.stderr.is_empty() {
-        println!("  last stderr lines:");
+        say!("  last stderr lines:");
         for l in &r.stderr {
-            println!("    {l}");
+            say!("    {l}");
         }
     }
 }
 
 pub fn activity(rows: &[CallRecord]) {
     if rows.is_empty() {
-        println!("No calls yet.");
+        say!("No calls yet.");
         return;
     }
-    println!(
+    say!(
         "{:<10} {:<14} {:<32} {:<20} {:<8} {:>8} OUTCOME",
-        "AGO", "CLIENT", "TOOL", "DECISION", "BY", "MS"
+        "AGO",
+        "CLIENT",
+        "TOOL",
+        "DECISION",
+        "BY",
+        "MS"
     );
     let now = gatehouse::logs::now_ms();
     for r in rows {
         let ago = human_secs(now.saturating_sub(r.time_ms) / 1000);
-        println!(
+        say!(
             "{:<10} {:<14} {:<32} {:<20} {:<8} {:>8} {}",
             ago,
             r.profile.as_deref().unwrap_or("default"),
@@ -263,13 +266,16 @@ pub fn activity(rows: &[CallRecord]) {
 /// Remembered answers, newest first.
 pub fn grants(rows: &[gatehouse::approval::Grant]) {
     if rows.is_empty() {
-        println!("No remembered answers: every call that asks will ask.");
+        say!("No remembered answers: every call that asks will ask.");
         return;
     }
     let now = gatehouse::logs::now_ms();
-    println!(
+    say!(
         "{:<9} {:<32} {:<14} {:<10} FOR",
-        "SCOPE", "TOOL", "CLIENT", "AGO"
+        "SCOPE",
+        "TOOL",
+        "CLIENT",
+        "AGO"
     );
     for g in rows {
         let ago = if g.since_ms == 0 {
@@ -290,7 +296,7 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
             ),
             _ => String::new(),
         };
-        println!(
+        say!(
             "{:<9} {:<32} {:<14} {:<10} {what}",
             scope,
             format!("{}__{}", g.server, g.tool),
@@ -298,29 +304,29 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
             ago
         );
     }
-    println!("Revoke in the app's Permissions view, or all of a tool's with `gatehouse approvals --forget SERVER__TOOL`.");
+    say!("Revoke in the app's Permissions view, or all of a tool's with `gatehouse approvals --forget SERVER__TOOL`.");
 }
 
 pub fn approvals(rows: &[ApprovalRequest]) {
     if rows.is_empty() {
-        println!("No calls are waiting for approval.");
+        say!("No calls are waiting for approval.");
         return;
     }
     let now = gatehouse::logs::now_ms();
     for r in rows {
         let client = r.client.name.as_deref().unwrap_or("unknown client");
         let left = r.expires_at.saturating_sub(now) / 1000;
-        println!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
-        println!("    asking because {}", r.reason.text());
+        say!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
+        say!("    asking because {}", r.reason.text());
         if let Some(ends) = r.client.session_ends_ms {
             // A 2026-07-28 client has no protocol session.
-            println!(
+            say!(
                 "    --scope session covers this client (same token and name) for {} more",
                 human_secs(ends.saturating_sub(now) / 1000)
             );
         }
         if let Some(c) = &r.changed {
-            println!(
+            say!(
                 "    the tool's definition changed since it was trusted: {}",
                 c.fields.join(", ")
             );
@@ -330,9 +336,9 @@ pub fn approvals(rows: &[ApprovalRequest]) {
             .and_then(|v| serde_json::to_string_pretty(&v).ok())
             .unwrap_or_else(|| r.arguments.get().to_owned());
         for line in args.lines() {
-            println!("    {line}");
+            say!("    {line}");
         }
-        println!(
+        say!(
             "    gatehouse approve {} [--scope once|session|always]   |   gatehouse deny {} [--reason TEXT]",
             r.id, r.id
         );
@@ -342,15 +348,15 @@ pub fn approvals(rows: &[ApprovalRequest]) {
 /// The protocol a server speaks, as a line above its tools.
 pub fn protocol_line(s: &ServerStatus) {
     match (&s.protocol_version, s.era) {
-        (Some(v), Some(e)) => println!("{} speaks MCP {v} ({})", s.id, e.as_str()),
-        (Some(v), None) => println!("{} speaks MCP {v}", s.id),
+        (Some(v), Some(e)) => say!("{} speaks MCP {v} ({})", s.id, e.as_str()),
+        (Some(v), None) => say!("{} speaks MCP {v}", s.id),
         _ => {}
     }
 }
 
 pub fn tools_table(rows: &[ToolInfo]) {
     if rows.is_empty() {
-        println!("No tools: no server is running yet (see `gatehouse status`).");
+        say!("No tools: no server is running yet (see `gatehouse status`).");
         return;
     }
     for r in rows {
@@ -371,7 +377,7 @@ pub fn tools_table(rows: &[ToolInfo]) {
                 .collect()
             })
             .unwrap_or_default();
-        println!(
+        say!(
             "{:<48} {:<30} {}",
             r.name,
             r.title.as_deref().unwrap_or(""),
@@ -402,9 +408,9 @@ pub fn secrets(rows: &[(String, Result<bool, String>, Vec<String>)], as_json: bo
             .collect();
         json(&v);
     } else if rows.is_empty() {
-        println!("The config references no secrets. Use {{\"secret\": \"NAME\"}} in a server's env or headers.");
+        say!("The config references no secrets. Use {{\"secret\": \"NAME\"}} in a server's env or headers.");
     } else {
-        println!("{:<32} {:<8} USED BY", "NAME", "SET");
+        say!("{:<32} {:<8} USED BY", "NAME", "SET");
         for (n, set, servers) in rows {
             let set = match set {
                 Ok(true) => "yes".to_owned(),
@@ -416,7 +422,7 @@ pub fn secrets(rows: &[(String, Result<bool, String>, Vec<String>)], as_json: bo
             } else {
                 servers.join(", ")
             };
-            println!("{n:<32} {set:<8} {used}");
+            say!("{n:<32} {set:<8} {used}");
         }
     }
 }

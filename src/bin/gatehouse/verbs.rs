@@ -64,7 +64,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 if json {
                     print::json(&f);
                 } else {
-                    println!("forgot {} remembered approval(s)", f.forgotten);
+                    say!("forgot {} remembered approval(s)", f.forgotten);
                 }
             }),
         Cmd::Approvals {
@@ -126,10 +126,10 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             },
         )
         .await
-        .map(|r| println!("allowed {} ({scope:?})", r.exposed)),
+        .map(|r| say!("allowed {} ({scope:?})", r.exposed)),
         Cmd::Deny { id, reason } => ask::<ApprovalRequest>(&client, Request::Deny { id, reason })
             .await
-            .map(|r| println!("denied {}", r.exposed)),
+            .map(|r| say!("denied {}", r.exposed)),
         Cmd::Status { json } => ask::<Vec<ServerStatus>>(&client, Request::Status)
             .await
             .map(|rows| {
@@ -188,10 +188,14 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 json,
                 command,
             };
-            return match manage::test(args).await {
+            return match manage::test(&client, args).await {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::from(1),
-                Err(msg) => {
+                Err(manage::TestError::Unknown(msg)) => {
+                    eprintln!("gatehouse: {msg}");
+                    ExitCode::from(1)
+                }
+                Err(manage::TestError::Usage(msg)) => {
                     eprintln!("gatehouse: {msg}");
                     ExitCode::from(2)
                 }
@@ -259,12 +263,12 @@ async fn auth(client: &ControlClient, cmd: crate::args::AuthCmd) -> Result<(), S
                     &Request::AuthLogin { id: id.clone() },
                     |started| {
                         if started.opened {
-                            println!("Opened your browser to sign in to {id}. If it did not open, visit:");
+                            say!("Opened your browser to sign in to {id}. If it did not open, visit:");
                         } else {
-                            println!("Open this address in your browser to sign in to {id}:");
+                            say!("Open this address in your browser to sign in to {id}:");
                         }
-                        println!("  {}", started.url);
-                        println!("Waiting for the sign-in (at most {} minutes)…", gatehouse::oauth::SIGN_IN_TIMEOUT.as_secs() / 60);
+                        say!("  {}", started.url);
+                        say!("Waiting for the sign-in (at most {} minutes)…", gatehouse::oauth::SIGN_IN_TIMEOUT.as_secs() / 60);
                         true
                     },
                     |o| {
@@ -276,7 +280,7 @@ async fn auth(client: &ControlClient, cmd: crate::args::AuthCmd) -> Result<(), S
                 .map_err(|e| e.to_string())?;
             match outcome {
                 Some(SignInOutcome { ok: true, .. }) => {
-                    println!("Signed in to {id}.");
+                    say!("Signed in to {id}.");
                     Ok(())
                 }
                 Some(SignInOutcome { error, .. }) => {
@@ -288,9 +292,9 @@ async fn auth(client: &ControlClient, cmd: crate::args::AuthCmd) -> Result<(), S
         crate::args::AuthCmd::Logout { id } => {
             let out: SignedOut = ask(client, Request::AuthLogout { id: id.clone() }).await?;
             match out.revoked {
-                Some(true) => println!("Signed out of {id}: the tokens were revoked and deleted."),
-                Some(false) => println!("Signed out of {id}: the tokens were deleted (the server did not confirm the revocation)."),
-                None => println!("Signed out of {id}: the tokens were deleted (the server offers no revocation)."),
+                Some(true) => say!("Signed out of {id}: the tokens were revoked and deleted."),
+                Some(false) => say!("Signed out of {id}: the tokens were deleted (the server did not confirm the revocation)."),
+                None => say!("Signed out of {id}: the tokens were deleted (the server offers no revocation)."),
             }
             Ok(())
         }
@@ -378,7 +382,7 @@ async fn secret(client: &ControlClient, cmd: SecretCmd) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())?;
-            println!("secret {name} is set");
+            say!("secret {name} is set");
             tell_hub(client, &name).await;
             Ok(())
         }
@@ -389,7 +393,7 @@ async fn secret(client: &ControlClient, cmd: SecretCmd) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())?;
-            println!(
+            say!(
                 "secret {name} {}",
                 if had { "is removed" } else { "was not set" }
             );
@@ -459,10 +463,10 @@ async fn tell_hub(client: &ControlClient, name: &str) {
         })
         .await;
     match changed {
-        Ok(ids) if !ids.is_empty() => println!("restarted: {}", ids.join(", ")),
+        Ok(ids) if !ids.is_empty() => say!("restarted: {}", ids.join(", ")),
         Ok(_) => {}
         Err(ControlError::NotRunning(_)) | Err(_) => {
-            println!("(no Gatehouse hub is running; servers pick it up when they start)")
+            say!("(no Gatehouse hub is running; servers pick it up when they start)")
         }
     }
 }

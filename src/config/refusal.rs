@@ -1,0 +1,200 @@
+//! How a config is refused: what is wrong and what to do, always as two composed sentences —
+//! never a fix cut out of the message. `EntryError` is one server entry's refusal (with the field,
+//! for a form); `ConfigError` a whole file's (with file, line and column). A refusal raised
+//! inside serde travels as `problem SEP fix` and is split again here.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Between a refusal's problem and its fix while it travels through serde's error text.
+const SEP: char = '\u{1f}';
+
+/// A refusal's text for serde (`de::Error::custom`): split again by [`split`].
+pub(super) fn joined(problem: &str, fix: &str) -> String {
+    format!("{problem}{SEP}{fix}")
+}
+
+/// A refusal's text for people: the problem, then what to do.
+pub(super) fn sentence(problem: &str, fix: &str) -> String {
+    format!("{problem}: {fix}")
+}
+
+/// `(problem, fix)` of a text made by [`joined`]; `None` for any other text.
+pub(super) fn split(text: &str) -> Option<(&str, &str)> {
+    text.split_once(SEP)
+}
+
+/// Any text as people read it: a joined refusal becomes its sentence.
+pub fn readable(text: &str) -> String {
+    match split(text) {
+        Some((p, f)) => {
+            // serde appends " at line L column C" after the fix.
+            let f = f.rfind(" at line ").map_or(f, |i| &f[..i]);
+            sentence(p, f)
+        }
+        None => text.to_owned(),
+    }
+}
+
+/// A refused server entry: what is wrong, what to do and, when it is about one field of the
+/// entry, which (so a form can show the message next to that field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryError {
+    /// The entry's key the message is about (`command`, `url`, `env`, `id`, …), when there is one.
+    pub field: Option<&'static str>,
+    /// What is wrong.
+    pub message: String,
+    /// What to do.
+    pub fix: String,
+}
+
+impl fmt::Display for EntryError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&sentence(&self.message, &self.fix))
+    }
+}
+
+impl EntryError {
+    /// The refusal as serde's error text (split again when the file is reported).
+    pub(super) fn joined(&self) -> String {
+        joined(&self.message, &self.fix)
+    }
+}
+
+/// A refusal about one field.
+pub(super) fn at(
+    field: &'static str,
+    problem: impl Into<String>,
+    fix: impl Into<String>,
+) -> EntryError {
+    EntryError {
+        field: Some(field),
+        message: problem.into(),
+        fix: fix.into(),
+    }
+}
+
+/// Why a config could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read config {path}: {source}\n  fix: {fix}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+        /// What to do.
+        fix: String,
+    },
+    /// The file does not parse or does not validate.
+    #[error("{path}:{line}:{column}: {message}\n  fix: {fix}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Where (1-based).
+        line: usize,
+        /// Where (1-based).
+        column: usize,
+        /// What is wrong.
+        message: String,
+        /// What to do.
+        fix: String,
+    },
+    /// The file cannot be written.
+    #[error("cannot write config {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The current file does not parse: it is never overwritten.
+    #[error("refusing to overwrite {path}: it does not parse ({reason}); fix or move it first")]
+    RefuseOverwrite {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not parse.
+        reason: String,
+    },
+}
+
+/// The key that shows `text` is an AI client's own file, not Gatehouse's: `mcpServers` (Claude,
+/// Cursor, Gemini CLI…), VS Code's `inputs` next to `servers`, Zed's `context_servers`,
+/// opencode's `mcp`, Codex's `mcp_servers`. Read from the whole document, whatever key serde
+/// stopped at first.
+pub(super) fn client_file_key(text: &str) -> Option<&'static str> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let o = v.as_object()?;
+    [
+        "mcpServers",
+        "inputs",
+        "context_servers",
+        "mcp",
+        "mcp_servers",
+        "mcp_requirements",
+    ]
+    .into_iter()
+    .find(|k| o.contains_key(*k))
+}
+
+/// The composed fix for a serde message (its position already cut off).
+pub(super) fn fix_for(message: &str, class: serde_json::error::Category) -> String {
+    use serde_json::error::Category;
+    match class {
+        Category::Syntax | Category::Eof => {
+            "fix the JSON syntax at that position (a missing comma, quote or brace is the usual cause)"
+                .into()
+        }
+        Category::Io => "check the file can be read".into(),
+        Category::Data => {
+            if let Some(rest) = message.strip_prefix("unknown field `") {
+                let field = rest.split('`').next().unwrap_or("");
+                let expected: Vec<&str> = rest
+                    .split("expected ")
+                    .nth(1)
+                    .map(|e| e.split('`').skip(1).step_by(2).collect())
+                    .unwrap_or_default();
+                match closest(field, &expected) {
+                    Some(best) => format!("did you mean \"{best}\"? rename or remove \"{field}\""),
+                    None if expected.is_empty() => format!("remove \"{field}\""),
+                    None => format!("remove \"{field}\"; allowed here: {}", expected.join(", ")),
+                }
+            } else if message.starts_with("invalid type") {
+                "use the type named above (strings in quotes, numbers and true/false without)"
+                    .into()
+            } else if let Some(field) = message
+                .strip_prefix("missing field `")
+                .and_then(|r| r.split('`').next())
+            {
+                format!("add \"{field}\"")
+            } else {
+                "see examples/gatehouse.json for the expected shape".into()
+            }
+        }
+    }
+}
+
+/// The allowed name nearest to `word` (edit distance ≤ 3), for "did you mean" hints.
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (levenshtein(word, c), *c))
+        .filter(|(d, _)| *d <= 3)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+pub(super) fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -1,0 +1,240 @@
+//! What a server entry hands a process or a request, checked at the edge: environment names and
+//! values, header names and values, and references. Nothing that reaches `execve` or an HTTP
+//! request can carry a line break, a NUL, a framing header or one of Gatehouse's own tokens;
+//! `"$VAR"` / `"${VAR}"` (the form Claude Code and others write) becomes `{"env": "VAR"}`.
+
+use std::collections::BTreeMap;
+
+use super::refusal::{at, EntryError};
+use super::EnvValue;
+
+/// The prefix of Gatehouse's own variables (`GATEHOUSE_TOKEN`, `GATEHOUSE_CONTROL`, …): never
+/// handed to a server by reference.
+const OWN_PREFIX: &str = "GATEHOUSE_";
+
+/// The keychain names of Gatehouse's own tokens that a `{"secret": …}` could name.
+const OWN_SECRETS: &[&str] = &[crate::gateway::token::KEYCHAIN_NAME];
+
+/// Headers Gatehouse (or HTTP itself) sets: framing, hop-by-hop and the protocol's own.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-connection",
+    "expect",
+    "mcp-session-id",
+    "mcp-protocol-version",
+];
+
+/// The variable a whole value names as `$VAR` or `${VAR}`, if that is all it is.
+fn dollar_reference(v: &str) -> Option<&str> {
+    let name = v
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| v.strip_prefix('$'))?;
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    ok.then_some(name)
+}
+
+/// One value's references: `$VAR` made `{"env": "VAR"}`; a `${…}` inside a longer value, an
+/// `{"env": "GATEHOUSE_…"}` or a secret that is Gatehouse's own token refused.
+fn check_value(field: &'static str, key: &str, v: &mut EnvValue) -> Result<(), EntryError> {
+    if let EnvValue::Plain(text) = v {
+        if let Some(name) = dollar_reference(text) {
+            *v = EnvValue::Env {
+                env: name.to_owned(),
+            };
+        } else if text.contains("${") {
+            return Err(at(
+                field,
+                format!("{key} has a placeholder inside its value (\"{text}\"), which Gatehouse does not expand"),
+                "make the whole value a reference: {\"env\": \"VAR\"} (or \"$VAR\"), or {\"secret\": NAME, \"prefix\": TEXT} for a keychain secret after fixed text",
+            ));
+        }
+    }
+    match v {
+        EnvValue::Plain(text) if text.contains(['\0', '\r', '\n']) && field == "headers" => {
+            Err(at(
+                field,
+                format!("the value of header {key} has a line break or NUL"),
+                "give the header one line of text",
+            ))
+        }
+        EnvValue::Plain(text) if text.contains('\0') => Err(at(
+            field,
+            format!("the value of {key} has a NUL character"),
+            "remove it: a process's environment cannot carry NUL",
+        )),
+        EnvValue::Env { env } if env.starts_with(OWN_PREFIX) => Err(at(
+            field,
+            format!("{key} refers to {env}, one of Gatehouse's own variables"),
+            "give the server its own value or secret: Gatehouse never hands its own settings or tokens to a server",
+        )),
+        EnvValue::Secret { secret, .. } if OWN_SECRETS.contains(&secret.as_str()) => Err(at(
+            field,
+            format!("{key} refers to the secret \"{secret}\", Gatehouse's own gateway token"),
+            "give the server a secret of its own: a server holding Gatehouse's token could call every tool without asking",
+        )),
+        EnvValue::Secret {
+            prefix: Some(p), ..
+        } if p.contains(['\0', '\r', '\n']) => Err(at(
+            field,
+            format!("the prefix of {key} has a line break or NUL"),
+            "give a prefix of one line, such as \"Bearer \"",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A stdio server's `env`: names without `=`, NUL or line breaks; values checked.
+pub(super) fn check_env(env: &mut BTreeMap<String, EnvValue>) -> Result<(), EntryError> {
+    for (key, v) in env.iter_mut() {
+        if key.is_empty() || key.contains(['=', '\0']) || key.chars().any(char::is_control) {
+            return Err(at(
+                "env",
+                format!("invalid env variable name {key:?}"),
+                "use a name without '=', spaces, line breaks or other control characters, such as GITHUB_TOKEN",
+            ));
+        }
+        check_value("env", key, v)?;
+    }
+    Ok(())
+}
+
+/// A remote server's `headers`: names are HTTP tokens and not ones Gatehouse or HTTP sets;
+/// values one line.
+pub(super) fn check_headers(headers: &mut BTreeMap<String, EnvValue>) -> Result<(), EntryError> {
+    for (name, v) in headers.iter_mut() {
+        let token = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !token {
+            return Err(at(
+                "headers",
+                format!("invalid header name {name:?}"),
+                "use letters, digits and '-' only, such as X-Api-Key",
+            ));
+        }
+        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(at(
+                "headers",
+                format!(
+                    "the header {name} is set by Gatehouse (or by HTTP itself) for every request"
+                ),
+                format!("remove {name} from \"headers\""),
+            ));
+        }
+        check_value("headers", name, v)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, EnvValue)]) -> BTreeMap<String, EnvValue> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    fn plain(s: &str) -> EnvValue {
+        EnvValue::Plain(s.into())
+    }
+
+    /// `$VAR` and `${VAR}` as a whole value become references; other dollars stay text.
+    #[test]
+    fn dollar_values_become_env_references() {
+        let mut e = env(&[
+            ("A", plain("$GH_TOKEN")),
+            ("B", plain("${API_KEY}")),
+            ("C", plain("$5 a month")),
+            ("D", plain("$HOME/bin")),
+        ]);
+        check_env(&mut e).unwrap();
+        assert_eq!(
+            e["A"],
+            EnvValue::Env {
+                env: "GH_TOKEN".into()
+            }
+        );
+        assert_eq!(
+            e["B"],
+            EnvValue::Env {
+                env: "API_KEY".into()
+            }
+        );
+        assert_eq!(e["C"], plain("$5 a month"));
+        assert_eq!(e["D"], plain("$HOME/bin"));
+    }
+
+    /// Each refusal: what reaches a process or a request cannot smuggle a line, a NUL, a framing
+    /// header or Gatehouse's own token.
+    #[test]
+    fn what_reaches_a_process_or_request_is_refused_at_the_edge() {
+        for (key, v) in [
+            ("A\nB", plain("1")),
+            ("A B\t", plain("1")),
+            ("K", plain("a\0b")),
+            ("K", plain("Bearer ${TOKEN}")),
+            (
+                "K",
+                EnvValue::Env {
+                    env: "GATEHOUSE_TOKEN".into(),
+                },
+            ),
+            ("K", plain("$GATEHOUSE_CONTROL")),
+            (
+                "K",
+                EnvValue::Secret {
+                    secret: "gateway-token".into(),
+                    prefix: None,
+                },
+            ),
+        ] {
+            let mut e = env(&[(key, v.clone())]);
+            let err = check_env(&mut e).expect_err(&format!("{key:?} = {v:?}"));
+            assert_eq!(err.field, Some("env"));
+            assert!(!err.fix.is_empty());
+        }
+        for (name, v) in [
+            ("X", plain("1\r\nY: 2")),
+            ("X: 1", plain("1")),
+            ("Host", plain("example.com")),
+            ("content-length", plain("5")),
+            ("Mcp-Session-Id", plain("s")),
+            (
+                "X",
+                EnvValue::Env {
+                    env: "GATEHOUSE_TOKEN".into(),
+                },
+            ),
+            (
+                "Authorization",
+                EnvValue::Secret {
+                    secret: "t".into(),
+                    prefix: Some("Bearer\r\n".into()),
+                },
+            ),
+        ] {
+            let mut h = env(&[(name, v.clone())]);
+            let err = check_headers(&mut h).expect_err(&format!("{name:?} = {v:?}"));
+            assert_eq!(err.field, Some("headers"));
+        }
+        let mut ok = env(&[
+            ("Authorization", plain("Bearer abc")),
+            ("X-Api-Key", plain("k")),
+        ]);
+        check_headers(&mut ok).unwrap();
+    }
+}
