@@ -8,7 +8,6 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde::Deserialize;
 use sha2::Digest as _;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -18,11 +17,22 @@ use super::{union_scopes, AuthError, ClientAuth, Grant, Manager};
 use crate::config::OAuthSettings;
 use crate::logs::now_ms;
 
+mod redirect;
+#[cfg(test)]
+pub(in crate::oauth) use redirect::{answer_for as redirect_answer_for, Callback};
+use redirect::{bind_any, open_browser, redirect_port};
+
 /// How long a sign-in waits for the browser to come back.
 pub const SIGN_IN_TIMEOUT: Duration = Duration::from_secs(300);
 /// One request to the loopback redirect listener: its head within this, at most 8 KiB.
-const CALLBACK_READ: Duration = Duration::from_secs(10);
-const CALLBACK_MAX: usize = 8 * 1024;
+/// The longest token life believed (a year): a larger `expires_in` is clamped to it, so no
+/// value can overflow the expiry (which made every request refresh).
+pub const MAX_TOKEN_LIFE_SECS: u64 = 365 * 24 * 3600;
+
+/// When a token given now (ms) with `expires_in` seconds expires, its life clamped.
+pub fn expires_at(now_ms: u64, expires_in: u64) -> u64 {
+    now_ms.saturating_add(expires_in.min(MAX_TOKEN_LIFE_SECS) * 1000)
+}
 
 /// A sign-in that has begun: where the person's browser was sent.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -270,16 +280,6 @@ impl Manager {
     }
 }
 
-async fn bind_any() -> Result<TcpListener, String> {
-    TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(|e| format!("cannot listen on 127.0.0.1 for the sign-in's redirect: {e}"))
-}
-
-fn redirect_port(uri: &str) -> Option<u16> {
-    reqwest::Url::parse(uri).ok()?.port()
-}
-
 /// The authorization endpoint is opened in the browser, not fetched by us: its scheme is checked
 /// (https; http on loopback only when the server is there).
 fn browser_url_ok(url: &reqwest::Url, allowed: Allowed) -> Result<(), String> {
@@ -410,144 +410,7 @@ struct Pending {
     allowed: Allowed,
 }
 
-/// The parameters the browser brought back.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(super) struct Callback {
-    pub code: Option<String>,
-    pub state: Option<String>,
-    pub iss: Option<String>,
-    pub error: Option<String>,
-    pub error_description: Option<String>,
-}
-
-impl Callback {
-    /// The query of `GET /callback?…` (`None` for any other path).
-    pub(super) fn from_request_line(line: &str) -> Option<Callback> {
-        let target = line.strip_prefix("GET ")?.split(' ').next()?;
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        if path != "/callback" {
-            return None;
-        }
-        let mut c = Callback::default();
-        for pair in query.split('&') {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            let v = percent_decode(v);
-            match k {
-                "code" => c.code = Some(v),
-                "state" => c.state = Some(v),
-                "iss" => c.iss = Some(v),
-                "error" => c.error = Some(v),
-                "error_description" => c.error_description = Some(v),
-                _ => {}
-            }
-        }
-        Some(c)
-    }
-
-    /// RFC 9207: a present `iss` must be the issuer; an absent one is refused when the server
-    /// said it always sends one.
-    pub(super) fn check_issuer(&self, meta_issuer: &str, always_sent: bool) -> Result<(), String> {
-        match &self.iss {
-            Some(iss) if iss == meta_issuer => Ok(()),
-            Some(iss) => Err(format!(
-                "the sign-in answer came from issuer \"{iss}\", not \"{meta_issuer}\": refused (a mix-up attack, RFC 9207); nothing was redeemed"
-            )),
-            None if always_sent => Err(format!(
-                "the sign-in answer has no issuer although {meta_issuer} says it always sends one: refused (RFC 9207)"
-            )),
-            None => Ok(()),
-        }
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let pair = (b[i] == b'%')
-            .then(|| Some((hex(*b.get(i + 1)?)?, hex(*b.get(i + 2)?)?)))
-            .flatten();
-        match (b[i], pair) {
-            (_, Some((hi, lo))) => {
-                out.push(hi * 16 + lo);
-                i += 2;
-            }
-            (b'+', None) => out.push(b' '),
-            (c, None) => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 impl Pending {
-    /// Waits for the browser's redirect with our `state`, checks it, redeems the code.
-    async fn finish(self, listener: TcpListener) -> Result<Grant, String> {
-        loop {
-            let (mut sock, _) = listener
-                .accept()
-                .await
-                .map_err(|e| format!("the sign-in listener failed: {e}"))?;
-            let Some(line) = read_request_line(&mut sock).await else {
-                continue;
-            };
-            let Some(cb) = Callback::from_request_line(&line) else {
-                let _ = respond(
-                    &mut sock,
-                    404,
-                    "Not found",
-                    "This address only takes Gatehouse's sign-in answer.",
-                )
-                .await;
-                continue;
-            };
-            if cb.state.as_deref() != Some(self.state.as_str()) {
-                // Not this sign-in's answer (a stale tab, or a page trying its luck): ignored.
-                let _ = respond(&mut sock, 400, "Not this sign-in", "This answer does not belong to the sign-in Gatehouse is waiting for. Start the sign-in again from Gatehouse.").await;
-                continue;
-            }
-            if let Some(err) = &cb.error {
-                let why = format!(
-                    "the authorization server said {err}{}",
-                    cb.error_description
-                        .as_deref()
-                        .map(|d| format!(": {}", d.chars().take(300).collect::<String>()))
-                        .unwrap_or_default()
-                );
-                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
-                return Err(why);
-            }
-            if let Err(why) = cb.check_issuer(
-                &self.meta.issuer,
-                self.meta.authorization_response_iss_parameter_supported,
-            ) {
-                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
-                return Err(why);
-            }
-            let Some(code) = cb.code else {
-                let why = "the sign-in answer has no code".to_owned();
-                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
-                return Err(why);
-            };
-            let result = self.redeem(&code).await;
-            let _ = match &result {
-                Ok(_) => {
-                    respond(
-                        &mut sock,
-                        200,
-                        "Signed in",
-                        "Gatehouse is signed in. You can close this tab.",
-                    )
-                    .await
-                }
-                Err(e) => respond(&mut sock, 400, "Sign-in failed", e).await,
-            };
-            return result;
-        }
-    }
-
     async fn redeem(&self, code: &str) -> Result<Grant, String> {
         let mut form: Vec<(&str, &str)> = vec![
             ("grant_type", "authorization_code"),
@@ -588,7 +451,7 @@ impl Pending {
             registered: self.client.registered,
             access_token: t.access_token,
             refresh_token: t.refresh_token,
-            expires_at_ms: t.expires_in.map(|s| now + s.saturating_mul(1000)),
+            expires_at_ms: t.expires_in.map(|s| expires_at(now, s)),
             obtained_ms: now,
             scope: t.scope,
         })
@@ -695,7 +558,7 @@ pub(super) async fn refresh(
     if let Some(r) = t.refresh_token {
         fresh.refresh_token = Some(r);
     }
-    fresh.expires_at_ms = t.expires_in.map(|s| now + s.saturating_mul(1000));
+    fresh.expires_at_ms = t.expires_in.map(|s| expires_at(now, s));
     fresh.obtained_ms = now;
     if t.scope.is_some() {
         fresh.scope = t.scope;
@@ -718,87 +581,6 @@ async fn revoke(g: &Grant, endpoint: &str, token: &str, hint: &str, allowed: All
         Ok(a) => a.status == 200,
         Err(e) => {
             tracing::warn!(error = %e, "revocation failed");
-            false
-        }
-    }
-}
-
-async fn read_request_line(sock: &mut tokio::net::TcpStream) -> Option<String> {
-    let mut buf = Vec::new();
-    let read = async {
-        let mut chunk = [0u8; 1024];
-        loop {
-            let n = sock.read(&mut chunk).await.ok()?;
-            if n == 0 {
-                return None;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            if buf.windows(4).any(|w| w == b"\r\n\r\n") || buf.len() > CALLBACK_MAX {
-                break;
-            }
-        }
-        Some(())
-    };
-    tokio::time::timeout(CALLBACK_READ, read).await.ok()??;
-    let end = buf.iter().position(|&b| b == b'\r' || b == b'\n')?;
-    String::from_utf8(buf[..end].to_vec()).ok()
-}
-
-async fn respond(
-    sock: &mut tokio::net::TcpStream,
-    status: u16,
-    title: &str,
-    text: &str,
-) -> std::io::Result<()> {
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
-    };
-    let body = format!(
-        "<!doctype html><meta charset=utf-8><title>Gatehouse: {}</title><body style=\"font:16px system-ui;margin:3em\"><h1>{}</h1><p>{}</p>",
-        esc(title),
-        esc(title),
-        esc(text)
-    );
-    let reason = match status {
-        200 => "OK",
-        404 => "Not Found",
-        _ => "Bad Request",
-    };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nReferrer-Policy: no-referrer\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    sock.write_all(head.as_bytes()).await?;
-    sock.write_all(body.as_bytes()).await?;
-    sock.shutdown().await
-}
-
-/// Opens `url` in the person's browser, never through a shell: the hub's browser program, else
-/// `GATEHOUSE_BROWSER` (a program given the URL as its one argument), else the platform's opener.
-fn open_browser(browser: Option<std::ffi::OsString>, url: &str) -> bool {
-    let chosen = browser.or_else(|| std::env::var_os("GATEHOUSE_BROWSER"));
-    let (program, pre): (std::ffi::OsString, Vec<&str>) = match chosen {
-        Some(p) if !p.is_empty() => (p, vec![]),
-        _ if cfg!(target_os = "macos") => ("open".into(), vec![]),
-        _ if cfg!(windows) => ("rundll32".into(), vec!["url.dll,FileProtocolHandler"]),
-        _ => ("xdg-open".into(), vec![]),
-    };
-    let spawned = tokio::process::Command::new(&program)
-        .args(pre)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match spawned {
-        // Not waited for and never killed (it may be the person's browser itself): tokio reaps
-        // a dropped child when it exits.
-        Ok(_child) => true,
-        Err(e) => {
-            tracing::warn!(program = ?program, error = %e, "cannot open a browser");
             false
         }
     }

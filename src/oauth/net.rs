@@ -51,7 +51,7 @@ pub fn reach(ip: IpAddr) -> Reach {
             }
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_v4(v6) {
                 return reach(IpAddr::V4(v4));
             }
             let s = v6.segments();
@@ -71,6 +71,29 @@ pub fn reach(ip: IpAddr) -> Reach {
             }
         }
     }
+}
+
+/// The IPv4 address an IPv6 address stands for, in every form that reaches it: mapped
+/// (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`, local-use
+/// `64:ff9b:1::/48`) and 6to4 (`2002:AABB:CCDD::/16`). `::` and `::1` are themselves.
+pub fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    use std::net::Ipv4Addr;
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let low =
+        |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    if s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(low(s[6], s[7]));
+    }
+    if s[0] == 0x0064 && s[1] == 0xff9b && (s[2..6] == [0; 4] || s[2] == 1) {
+        return Some(low(s[6], s[7]));
+    }
+    if s[0] == 0x2002 {
+        return Some(low(s[1], s[2]));
+    }
+    None
 }
 
 /// Which networks OAuth URLs may be on, from where the MCP server itself is.
@@ -176,7 +199,10 @@ pub async fn check(
 
 /// A client pinned to the checked addresses of `url`, following no redirect.
 fn pinned(url: &reqwest::Url, addrs: &[SocketAddr]) -> Result<reqwest::Client, String> {
+    // No proxy: a proxy would resolve the name itself, and the addresses checked here would
+    // not be the ones reached (HTTP(S)_PROXY never applies to OAuth requests; README).
     let mut b = crate::http_client_builder()
+        .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(Duration::from_secs(10));

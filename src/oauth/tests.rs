@@ -49,6 +49,17 @@ fn addresses_a_server_could_abuse_are_told_apart() {
         ("224.0.0.1", Reach::Forbidden),
         ("93.184.216.34", Reach::Public),
         ("2606:4700::1", Reach::Public),
+        // Every IPv6 form of an IPv4 address is that address.
+        ("::169.254.169.254", Reach::Forbidden),
+        ("::127.0.0.1", Reach::Loopback),
+        ("::ffff:127.0.0.1", Reach::Loopback),
+        ("64:ff9b::a9fe:a9fe", Reach::Forbidden),
+        ("64:ff9b::10.0.0.1", Reach::Private),
+        ("64:ff9b:1::7f00:1", Reach::Loopback),
+        ("2002:a9fe:a9fe::1", Reach::Forbidden),
+        ("2002:c0a8:0101::", Reach::Private),
+        ("2002:5db8:d822::1", Reach::Public),
+        ("::", Reach::Forbidden),
     ];
     for (ip, want) in table {
         assert_eq!(reach(ip.parse::<IpAddr>().unwrap()), want, "{ip}");
@@ -143,6 +154,15 @@ fn tokens_are_refreshed_ahead_of_their_expiry() {
     let g = grant(0, Some(4_000));
     assert!(!g.refresh_due(2_900));
     assert!(g.refresh_due(3_100));
+    // A life beyond any sane bound is clamped to a year: no overflow, no refresh every time.
+    let now = 1_800_000_000_000;
+    let g = grant(now, Some(super::flow::expires_at(now, u64::MAX)));
+    assert_eq!(
+        g.expires_at_ms,
+        Some(now + super::flow::MAX_TOKEN_LIFE_SECS * 1000)
+    );
+    assert!(!g.refresh_due(now + 1_000));
+    assert_eq!(super::flow::expires_at(u64::MAX - 5, 3600), u64::MAX);
     // No expiry given: only when the server refuses it.
     assert!(!grant(0, None).refresh_due(u64::MAX / 2));
     // The debug form never shows a token.
@@ -264,4 +284,48 @@ fn an_entry_says_how_it_signs_in_and_is_refused_with_the_field() {
     let cfg = parse_entry(&entry).unwrap();
     let again = serde_json::to_value(&cfg).unwrap();
     assert_eq!(parse_entry(&again).unwrap(), cfg, "{again}");
+}
+
+/// The redirect listener reads connections at once: a local process that holds a connection
+/// open without a word, or races the browser with another `state`, neither delays nor ends the
+/// sign-in; the browser's answer is the one taken, within a second.
+#[tokio::test]
+async fn the_redirect_listener_is_not_held_or_ended_by_another_local_process() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let started = std::time::Instant::now();
+    let waiting =
+        tokio::spawn(async move { super::flow::redirect_answer_for(&listener, "the-state").await });
+    // Two silent connections, then a wrong state, then the browser.
+    let _silent: Vec<_> = futures_util::future::join_all(
+        (0..2).map(|_| tokio::net::TcpStream::connect(("127.0.0.1", port))),
+    )
+    .await;
+    let mut racer = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    racer
+        .write_all(b"GET /callback?code=evil&state=guess&error=access_denied HTTP/1.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = String::new();
+    racer.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let mut browser = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    browser
+        .write_all(b"GET /callback?code=good&state=the-state HTTP/1.1\r\n\r\n")
+        .await
+        .unwrap();
+    let (_, cb) = waiting.await.unwrap().unwrap();
+    assert_eq!(cb.code.as_deref(), Some("good"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
 }
