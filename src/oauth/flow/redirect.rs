@@ -141,46 +141,44 @@ pub(in crate::oauth) async fn answer_for(
 impl Pending {
     /// Waits for the browser's redirect with our `state`, checks it, redeems the code.
     pub(super) async fn finish(self, listener: TcpListener) -> Result<Grant, String> {
-        {
-            let (mut sock, cb) = answer_for(&listener, &self.state).await?;
-            if let Some(err) = &cb.error {
-                let why = format!(
-                    "the authorization server said {err}{}",
-                    cb.error_description
-                        .as_deref()
-                        .map(|d| format!(": {}", d.chars().take(300).collect::<String>()))
-                        .unwrap_or_default()
-                );
-                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
-                return Err(why);
-            }
-            if let Err(why) = cb.check_issuer(
-                &self.meta.issuer,
-                self.meta.authorization_response_iss_parameter_supported,
-            ) {
-                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
-                return Err(why);
-            }
-            let Some(code) = cb.code else {
-                let why = "the sign-in answer has no code".to_owned();
-                let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
-                return Err(why);
-            };
-            let result = self.redeem(&code).await;
-            let _ = match &result {
-                Ok(_) => {
-                    respond(
-                        &mut sock,
-                        200,
-                        "Signed in",
-                        "Gatehouse is signed in. You can close this tab.",
-                    )
-                    .await
-                }
-                Err(e) => respond(&mut sock, 400, "Sign-in failed", e).await,
-            };
-            return result;
+        let (mut sock, cb) = answer_for(&listener, &self.state).await?;
+        if let Some(err) = &cb.error {
+            let why = format!(
+                "the authorization server said {err}{}",
+                cb.error_description
+                    .as_deref()
+                    .map(|d| format!(": {}", d.chars().take(300).collect::<String>()))
+                    .unwrap_or_default()
+            );
+            let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
+            return Err(why);
         }
+        if let Err(why) = cb.check_issuer(
+            &self.meta.issuer,
+            self.meta.authorization_response_iss_parameter_supported,
+        ) {
+            let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
+            return Err(why);
+        }
+        let Some(code) = cb.code else {
+            let why = "the sign-in answer has no code".to_owned();
+            let _ = respond(&mut sock, 400, "Sign-in refused", &why).await;
+            return Err(why);
+        };
+        let result = self.redeem(&code).await;
+        let _ = match &result {
+            Ok(_) => {
+                respond(
+                    &mut sock,
+                    200,
+                    "Signed in",
+                    "Gatehouse is signed in. You can close this tab.",
+                )
+                .await
+            }
+            Err(e) => respond(&mut sock, 400, "Sign-in failed", e).await,
+        };
+        result
     }
 }
 
