@@ -269,6 +269,7 @@ impl Gateway {
                     let route = CallRoute {
                         sink: sink.clone(),
                         progress_token: our_token.clone(),
+                        client_capabilities: session.info().capabilities,
                     };
                     let got = {
                         let call = server.request_routed(method, Some(&params), Some(route));

@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 
 use crate::jsonrpc::{json_string, scan};
 
+mod capabilities;
 mod headers;
 mod results;
 #[cfg(test)]
@@ -136,26 +137,29 @@ fn our_stamp() -> &'static str {
 }
 
 /// What a client declared it can answer, kept small: its capabilities object reduced to the
-/// members Gatehouse asks about (`elicitation`, `sampling`, `roots`), each as `{}`. A session
-/// keeps this, never the client's whole (client-sized) object.
+/// members Gatehouse asks about, read by the one table in [`capabilities`] (so `"elicitation":
+/// {}` is form elicitation in both eras). A session keeps this, never the client's whole
+/// (client-sized) object; only the members the table knows are parsed.
 pub fn answerable(capabilities: &str) -> String {
-    let declared = scan::top_level(
-        capabilities.as_bytes(),
-        [b"elicitation", b"sampling", b"roots"],
-    )
-    .map(|found| found.map(|f| f.is_some()))
-    .unwrap_or_else(|| {
-        let caps: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(capabilities).unwrap_or_default();
-        ["elicitation", "sampling", "roots"].map(|k| caps.contains_key(k))
-    });
-    let members: Vec<String> = ["elicitation", "sampling", "roots"]
-        .iter()
-        .zip(declared)
-        .filter(|(_, on)| *on)
-        .map(|(k, _)| format!("\"{k}\":{{}}"))
-        .collect();
-    format!("{{{}}}", members.join(","))
+    const KEYS: [&[u8]; 3] = [b"elicitation", b"sampling", b"roots"];
+    match scan::top_level(capabilities.as_bytes(), KEYS) {
+        Some(found) => {
+            let members: Vec<String> = KEYS
+                .iter()
+                .zip(found)
+                .filter_map(|(k, r)| {
+                    let r = r?;
+                    Some(format!(
+                        "\"{}\":{}",
+                        String::from_utf8_lossy(k),
+                        &capabilities[r]
+                    ))
+                })
+                .collect();
+            capabilities::normalized(&format!("{{{}}}", members.join(",")))
+        }
+        None => capabilities::normalized(capabilities),
+    }
 }
 
 /// A modern request's envelope, as its client sent it.
@@ -272,7 +276,7 @@ pub fn unsupported_data(requested: &str) -> String {
 /// and the capabilities of the client the request comes from when it declared them (so a
 /// multi round-trip request it can answer passes through), else none. `None`: the params are
 /// unchanged (most legacy traffic, decided without a parse).
-pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<String> {
+pub fn for_upstream(params: Option<&RawValue>, era: Era, declared: Option<&str>) -> Option<String> {
     let text = params.map_or("", |p| p.get());
     let reserved = NEEDLES.reserved.find(text.as_bytes()).is_some();
     if era == Era::Legacy && !reserved {
@@ -302,10 +306,15 @@ pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<String> {
     new_meta.push('{');
     push_members(&mut new_meta, &meta);
     if era == Era::Modern {
-        let caps = client_capabilities
+        // The request's own (a 2026-07-28 client's), else what the client's session declared
+        // (a 2025 client's `initialize`), read by the one table.
+        let caps = match client_capabilities
             .map(|c| c.get())
             .filter(|c| c.starts_with('{'))
-            .unwrap_or("{}");
+        {
+            Some(own) => capabilities::translated(own).into_owned(),
+            None => declared.map_or_else(|| "{}".to_owned(), capabilities::normalized),
+        };
         if new_meta.len() > 1 {
             new_meta.push(',');
         }
@@ -313,7 +322,7 @@ pub fn for_upstream(params: Option<&RawValue>, era: Era) -> Option<String> {
         new_meta.push_str(",\"");
         new_meta.push_str(CLIENT_CAPABILITIES_KEY);
         new_meta.push_str("\":");
-        new_meta.push_str(caps);
+        new_meta.push_str(&caps);
     }
     new_meta.push('}');
     let out = match (params, meta_range) {

@@ -18,34 +18,50 @@ fn each_hop_gets_only_its_own_envelope() {
         r#"{{"name":"t","arguments":{{"a":1}},"_meta":{{"{PROTOCOL_VERSION_KEY}":"2026-07-28","{CLIENT_CAPABILITIES_KEY}":{{"elicitation":{{}}}},"{CLIENT_INFO_KEY}":{{"name":"c"}},"{LOG_LEVEL_KEY}":"info","traceparent":"00-ab-cd-01","progressToken":7}}}}"#
     ));
     // To a legacy server: the envelope and the log level leave, the rest stays.
-    let legacy = for_upstream(Some(&modern_client), Era::Legacy).unwrap();
+    let legacy = for_upstream(Some(&modern_client), Era::Legacy, None).unwrap();
     let v: serde_json::Value = serde_json::from_str(&legacy).unwrap();
     assert_eq!(
         v["_meta"],
         serde_json::json!({"traceparent":"00-ab-cd-01","progressToken":7})
     );
     assert_eq!(v["arguments"], serde_json::json!({"a":1}));
-    // To a modern server: ours, with the client's capabilities.
-    let modern = for_upstream(Some(&modern_client), Era::Modern).unwrap();
+    // To a modern server: ours, with the client's capabilities (an empty elicitation read as
+    // form mode, by the table in protocol/capabilities.rs).
+    let modern = for_upstream(Some(&modern_client), Era::Modern, None).unwrap();
     let v: serde_json::Value = serde_json::from_str(&modern).unwrap();
     assert_eq!(v["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
     assert_eq!(v["_meta"][CLIENT_INFO_KEY]["name"], "gatehouse");
     assert_eq!(
         v["_meta"][CLIENT_CAPABILITIES_KEY],
-        serde_json::json!({"elicitation":{}})
+        serde_json::json!({"elicitation":{"form":{}}})
+    );
+    // A 2025 client's request carries no capabilities: its session's go in.
+    let legacy_client = RawValue::from_string(r#"{"name":"t","arguments":{}}"#.into()).unwrap();
+    let from_session: serde_json::Value = serde_json::from_str(
+        &for_upstream(
+            Some(&legacy_client),
+            Era::Modern,
+            Some(r#"{"elicitation":{}}"#),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        from_session["_meta"][CLIENT_CAPABILITIES_KEY],
+        serde_json::json!({"elicitation":{"form":{}}})
     );
     assert_eq!(v["_meta"][LOG_LEVEL_KEY], "info");
     assert_eq!(v["_meta"]["traceparent"], "00-ab-cd-01");
     // A legacy client's request to a legacy server is not touched at all; to a modern one it
     // gets our envelope with no capabilities.
     let plain = raw(r#"{"name":"t","_meta":{"progressToken":1}}"#);
-    assert!(for_upstream(Some(&plain), Era::Legacy).is_none());
+    assert!(for_upstream(Some(&plain), Era::Legacy, None).is_none());
     let v: serde_json::Value =
-        serde_json::from_str(&for_upstream(Some(&plain), Era::Modern).unwrap()).unwrap();
+        serde_json::from_str(&for_upstream(Some(&plain), Era::Modern, None).unwrap()).unwrap();
     assert_eq!(v["_meta"][CLIENT_CAPABILITIES_KEY], serde_json::json!({}));
     assert_eq!(v["_meta"]["progressToken"], 1);
     let none: serde_json::Value =
-        serde_json::from_str(&for_upstream(None, Era::Modern).unwrap()).unwrap();
+        serde_json::from_str(&for_upstream(None, Era::Modern, None).unwrap()).unwrap();
     assert_eq!(none["_meta"][PROTOCOL_VERSION_KEY], "2026-07-28");
 }
 
@@ -244,7 +260,7 @@ fn what_a_client_can_answer_is_kept_small() {
         answerable(
             r#"{"roots":{"listChanged":true},"experimental":{"x":[1,2,3]},"elicitation":{"form":{}}}"#
         ),
-        r#"{"elicitation":{},"roots":{}}"#
+        r#"{"elicitation":{"form":{}},"roots":{}}"#
     );
     assert_eq!(answerable("{}"), "{}");
     assert_eq!(answerable("not json"), "{}");

@@ -79,6 +79,9 @@ pub struct CallRoute {
     pub sink: RouteTx,
     /// Our progress token for the call, raw JSON.
     pub progress_token: Option<String>,
+    /// What the calling client's session declared it can answer (a 2025 client's, from its
+    /// `initialize`), for a modern server: sent when the request carries none of its own.
+    pub client_capabilities: Option<String>,
 }
 
 /// The sending side of a call's events: bounded by the bytes it holds ([`ROUTE_BYTES`]).
@@ -312,6 +315,7 @@ impl RpcPeer {
     ) -> Result<Reply, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
+        let declared = route.as_ref().and_then(|r| r.client_capabilities.clone());
         {
             let mut p = self.lock();
             if let Some(reason) = &p.closed {
@@ -331,7 +335,7 @@ impl RpcPeer {
             done: false,
         };
         // This hop's protocol keys are ours: the client's envelope never reaches the server.
-        let own = crate::protocol::for_upstream(params, self.era());
+        let own = crate::protocol::for_upstream(params, self.era(), declared.as_deref());
         let line =
             jsonrpc::request_line_text(id, method, own.as_deref().or(params.map(|p| p.get())));
         trace(&self.server, "to", &line);

@@ -10,6 +10,8 @@ Tools:
                        what the person said, or "declined"
   regional(region, q)  `region` is mirrored into the Mcp-Param-Region header (x-mcp-header)
   broken(x)            its x-mcp-header annotation is invalid (on a number): clients must drop it
+  greet()              its `name` comes from a resolver that elicits it (`Elicit`): the SDK
+                       checks the client declared form elicitation first (-32021 if not)
 """
 
 import sys
@@ -18,7 +20,8 @@ from typing import Annotated
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
-from pydantic import Field
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from pydantic import BaseModel, Field
 
 server = MCPServer("modern-fixture")
 
@@ -57,6 +60,20 @@ async def confirm(question: str, ctx: Context) -> types.CallToolResult | types.I
     else:
         text = "declined"
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Greets the person, asking their name through the client."""
+    return f"hello, {who.name}"
 
 
 @server.tool()

@@ -5,6 +5,7 @@
 
 mod approvals;
 mod approvals_hold;
+mod capabilities;
 mod cli;
 mod clients;
 mod contracts;
