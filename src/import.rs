@@ -184,6 +184,15 @@ fn gremia(reqs: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
                     )
                 })?;
             let mut c = client_entry(name, r, path)?;
+            // The display name stays with the entry (shown in status and the app).
+            let display = r
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|n| !n.is_empty() && n.len() <= 100 && *n != name);
+            if let (Some(n), Value::Object(e)) = (display, &mut c.entry) {
+                e.insert("name".into(), Value::String(n.to_owned()));
+            }
             c.tools_used = r
                 .get("tools_used")
                 .and_then(Value::as_array)
@@ -193,6 +202,11 @@ fn gremia(reqs: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
                 // Gremia writes `server:tool`; Gatehouse wants the server's own name.
                 .map(|t| t.rsplit(':').next().unwrap_or(t).to_owned())
                 .collect();
+            // ...and so do the tools it expects: checked against the server's list at every
+            // start (a warning in status and its log when one is missing).
+            if let (false, Value::Object(e)) = (c.tools_used.is_empty(), &mut c.entry) {
+                e.insert("tools_used".into(), serde_json::json!(c.tools_used));
+            }
             Ok(c)
         })
         .collect()
@@ -514,6 +528,10 @@ mod tests {
         .unwrap();
         assert_eq!(c[0].id, "fs");
         assert_eq!(c[0].tools_used, ["read_file", "write_file"]);
+        // Both reach the config entry that import writes.
+        let entry = crate::config::parse_entry(&c[0].entry).unwrap();
+        assert_eq!(entry.name.as_deref(), Some("Files"));
+        assert_eq!(entry.tools_used, ["read_file", "write_file"]);
     }
 
     #[test]

@@ -313,3 +313,143 @@ async fn a_plain_remote_server_runs_without_a_keychain() {
     let _ = plain.wait();
     let _ = guarded.wait();
 }
+
+/// A 2025 client session on the served gateway, speaking plain JSON-RPC over HTTP.
+struct Session {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+    id: String,
+}
+
+impl Session {
+    async fn open(s: &Served) -> Session {
+        let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"contracts","version":"1"}}});
+        let r = http
+            .post(&s.info.url)
+            .bearer_auth(&s.info.token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string())
+            .send()
+            .await
+            .unwrap();
+        let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let _ = r.text().await;
+        let me = Session {
+            http,
+            url: s.info.url.clone(),
+            token: s.info.token.clone(),
+            id,
+        };
+        me.raw(json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string())
+            .await;
+        me
+    }
+
+    /// Posts `body` as it is; the answer's one message (JSON, or the last SSE `data:`).
+    async fn raw(&self, body: String) -> (u16, Value) {
+        let r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(&self.token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.id)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        let v = serde_json::from_str(&text).unwrap_or_else(|_| {
+            crate::gateway::sse_messages(&text)
+                .pop()
+                .unwrap_or(Value::Null)
+        });
+        (status, v)
+    }
+
+    async fn call(&self, id: u64, method: &str, params: Value) -> Value {
+        self.raw(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string())
+            .await
+            .1
+    }
+}
+
+/// A server's own `notifications/tools/list_changed` makes Gatehouse list its tools again:
+/// a tool the server adds is offered to clients without a restart (were the notification
+/// ignored, the new tool would never appear).
+#[tokio::test]
+async fn a_servers_own_list_changed_is_followed_by_a_new_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.txt");
+    std::fs::write(&spec, "Echoes.\n").unwrap();
+    let fx = fixture(&["--flood", "--spec-file", spec.to_str().unwrap()]);
+    let s = serve(dir.path(), &config(&[("fx", fx)]), &["fx"]).await;
+    let c = Session::open(&s).await;
+    let names = |v: &Value| -> Vec<String> {
+        v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let before = names(&c.call(1, "tools/list", json!({})).await);
+    assert!(!before.iter().any(|n| n.contains("tool_new")), "{before:?}");
+    std::fs::write(&spec, "Echoes.\ntool_new\n").unwrap();
+    let v = c
+        .call(
+            2,
+            "tools/call",
+            json!({"name": "fx__churn", "arguments": {"count": 1}}),
+        )
+        .await;
+    assert_eq!(v["result"]["content"][0]["text"], "sent 1", "{v}");
+    let deadline = Instant::now() + T;
+    loop {
+        let now = names(&c.call(3, "tools/list", json!({})).await);
+        if now.iter().any(|n| n.ends_with("tool_new")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never re-listed: {now:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// What Gatehouse answers on its own and what it passes: a server's JSON-RPC error reaches the
+/// client with its code and message unchanged; a body that is not JSON gets -32700; `start` of
+/// a running server leaves it running, same process.
+#[tokio::test]
+async fn errors_pass_through_and_start_of_a_running_server_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let s = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
+    let c = Session::open(&s).await;
+    let v = c
+        .call(
+            1,
+            "tools/call",
+            json!({"name": "fx__leak", "arguments": {"name": "GATEHOUSE_CONTRACTS_UNSET"}}),
+        )
+        .await;
+    assert_eq!(v["id"], 1, "{v}");
+    assert_eq!(v["error"]["code"], -32000, "{v}");
+    assert_eq!(v["error"]["message"], "upstream rejected key ", "{v}");
+    let (status, v) = c.raw("{\"jsonrpc\": \"2.0\", \"id\": 2, ".into()).await;
+    assert_eq!(v["error"]["code"], -32700, "{status} {v}");
+    assert!(v["id"].is_null(), "{v}");
+    let pid = row(&s, home.path(), "fx")["pid"].clone();
+    assert!(pid.is_u64());
+    let out = gh(&s, home.path(), &["start", "fx"]);
+    assert!(out.status.success(), "{}", text(&out));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = row(&s, home.path(), "fx");
+    assert_eq!(r["state"], "running", "{r}");
+    assert_eq!(r["pid"], pid, "{r}");
+    assert_eq!(r["restarts"], 0, "{r}");
+}

@@ -209,6 +209,33 @@ async fn gremia_manifest_tools_used_are_checked_against_the_running_server() {
         out.contains("helper: missing tool(s) the manifest uses: summarize"),
         "{out}"
     );
+    // The entry keeps the display name and the expected tools: the check is made at every
+    // start, not only at import (a warning in status and the server's log).
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(saved["servers"]["helper"]["name"], "Helper", "{saved}");
+    assert_eq!(
+        saved["servers"]["helper"]["tools_used"],
+        json!(["echo", "add", "summarize"])
+    );
+    let (_, restarted, err) = run(dir.path(), Some(&served.sock), &["restart", "helper"]);
+    assert!(err.is_empty(), "{restarted}{err}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let row = loop {
+        let (_, st, _) = run(dir.path(), Some(&served.sock), &["status", "--json"]);
+        let rows: Vec<Value> = serde_json::from_str(&st).unwrap();
+        let row = rows.into_iter().find(|r| r["id"] == "helper").unwrap();
+        if row["state"] == "running" && !row["warnings"].as_array().unwrap().is_empty() {
+            break row;
+        }
+        assert!(std::time::Instant::now() < deadline, "{row}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(row["name"], "Helper", "{row}");
+    let warning = row["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("\"tools_used\" expects \"summarize\""),
+        "{warning}"
+    );
 }
 
 #[tokio::test]
