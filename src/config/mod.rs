@@ -188,6 +188,9 @@ pub struct ServerConfig {
     /// Tools the person expects the server to list (`tools_used`, as in Gremia manifests):
     /// checked at every start, a missing one is a warning.
     pub tools_used: Vec<String>,
+    /// `validate_arguments`: refuse a call whose arguments do not match the tool's inputSchema
+    /// (off by default; a per-tool setting wins).
+    pub validate_arguments: bool,
 }
 
 /// How a server is reached.
@@ -362,6 +365,10 @@ pub struct ToolPolicy {
     /// `false` hides the tool and refuses calls to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// Check this tool's arguments against its inputSchema (`true`) or not (`false`); unset
+    /// follows the server's `validate_arguments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_arguments: Option<bool>,
 }
 
 /// Which unflagged tools ask the person.

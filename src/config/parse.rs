@@ -36,6 +36,8 @@ struct RawServer {
     tools: BTreeMap<String, ToolPolicy>,
     startup_timeout_secs: Option<u64>,
     call_timeout_secs: Option<u64>,
+    /// Check each call's arguments against the tool's inputSchema.
+    validate_arguments: Option<bool>,
     /// Client-file spelling of `enabled: false` (Claude, Cursor, GAIA).
     disabled: Option<bool>,
     /// A display name.
@@ -252,6 +254,7 @@ impl RawServer {
             tools: self.tools,
             startup_timeout_secs,
             call_timeout_secs,
+            validate_arguments: self.validate_arguments.unwrap_or(false),
         })
     }
 }

@@ -102,6 +102,9 @@ impl Serialize for ServerConfig {
         if !self.tools_used.is_empty() {
             m.serialize_entry("tools_used", &self.tools_used)?;
         }
+        if self.validate_arguments {
+            m.serialize_entry("validate_arguments", &true)?;
+        }
         m.end()
     }
 }

@@ -16,6 +16,8 @@ use crate::naming::{exposed_name, split_server};
 use crate::supervisor::status::ToolDef;
 use crate::supervisor::ServerHandle;
 
+mod validate;
+
 /// What the policy (and earlier answers) make of one call.
 pub(super) enum Admission {
     /// Runs without asking; the decision for the activity log.
@@ -72,6 +74,25 @@ impl Gateway {
         if server.status().state != crate::State::Running {
             let text = tool_error(&not_running(&server, &name));
             return self.refuse(s, id, &meta, Decision::NotRunning, text);
+        }
+        // Where the person asked for it, arguments that do not match the tool's inputSchema are
+        // refused before anything is held or forwarded.
+        let config = self.inner.hub.config();
+        if config
+            .servers
+            .get(server.id())
+            .is_some_and(|c| validate::wanted(c, &entry.tool.name))
+        {
+            if let Err(m) = validate::check(&entry.tool, p.get("arguments").map(|a| &**a)) {
+                return Outcome::Reply(jsonrpc::error_object_line(
+                    id.get(),
+                    &jsonrpc::error_object_with_data(
+                        ErrorCode::InvalidParams,
+                        &m.message,
+                        &m.data.to_string(),
+                    ),
+                ));
+            }
         }
         let pass = match self.admit(
             s,

@@ -453,3 +453,75 @@ async fn errors_pass_through_and_start_of_a_running_server_changes_nothing() {
     assert_eq!(r["pid"], pid, "{r}");
     assert_eq!(r["restarts"], 0, "{r}");
 }
+
+/// `validate_arguments`: where the person turned it on (the server, or one tool), a call whose
+/// arguments do not match the tool's inputSchema is refused with -32602 naming the path, the
+/// keyword and what the schema expects — before it is held for approval or forwarded; where
+/// it is off (the default, or the tool's own `false`), the server gets the call as sent.
+#[tokio::test]
+async fn arguments_are_validated_only_where_asked_and_before_any_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let strict = json!({"command": FIXTURE, "validate_arguments": true,
+        "tools": {"echo": {"requires_approval": true}, "sleep": {"validate_arguments": false}}});
+    let mut cfg: Value =
+        serde_json::from_str(&config(&[("strict", strict), ("lenient", fixture(&[]))])).unwrap();
+    cfg["approval"] = json!({"default": "flagged-only"});
+    let s = serve(dir.path(), &cfg.to_string(), &["strict", "lenient"]).await;
+    let c = Session::open(&s).await;
+    let v = c
+        .call(
+            1,
+            "tools/call",
+            json!({"name": "strict__add", "arguments": {"a": "1", "b": 2}}),
+        )
+        .await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert_eq!(v["error"]["data"]["path"], "/a", "{v}");
+    assert_eq!(v["error"]["data"]["keyword"], "type", "{v}");
+    assert_eq!(v["error"]["data"]["expected"], "number", "{v}");
+    let v = c
+        .call(
+            2,
+            "tools/call",
+            json!({"name": "strict__add", "arguments": {"a": 1}}),
+        )
+        .await;
+    assert_eq!(v["error"]["data"]["keyword"], "required", "{v}");
+    let v = c
+        .call(
+            3,
+            "tools/call",
+            json!({"name": "strict__add", "arguments": {"a": 1, "b": 2}}),
+        )
+        .await;
+    assert_eq!(v["result"]["content"][0]["text"], "3", "{v}");
+    // A held tool: refused at once, nobody is asked.
+    let v = c
+        .call(
+            4,
+            "tools/call",
+            json!({"name": "strict__echo", "arguments": {"text": 5}}),
+        )
+        .await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    let pending = gh(&s, home.path(), &["approvals", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&pending.stdout).trim(), "[]");
+    // Off for one tool, and off by default: the server sees the call as sent.
+    let v = c
+        .call(
+            5,
+            "tools/call",
+            json!({"name": "strict__sleep", "arguments": {"ms": "1"}}),
+        )
+        .await;
+    assert_eq!(v["result"]["content"][0]["text"], "slept 0 ms", "{v}");
+    let v = c
+        .call(
+            6,
+            "tools/call",
+            json!({"name": "lenient__add", "arguments": {"a": "1", "b": 2}}),
+        )
+        .await;
+    assert_eq!(v["result"]["content"][0]["text"], "2", "{v}");
+}
