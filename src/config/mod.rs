@@ -38,6 +38,8 @@ pub const DEFAULT_CALL_TIMEOUT_SECS: u64 = 300;
 pub const MAX_CALL_TIMEOUT_SECS: u64 = 86_400;
 /// The longest approval timeout accepted (an hour).
 pub const MAX_APPROVAL_TIMEOUT_SECS: u64 = 3600;
+/// The keychain entry of the gateway's own token (which no server entry may name).
+pub const GATEWAY_TOKEN_SECRET: &str = "gateway-token";
 /// Default address of the gateway endpoint.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7723";
 

@@ -12,8 +12,9 @@ use super::EnvValue;
 /// handed to a server by reference.
 const OWN_PREFIX: &str = "GATEHOUSE_";
 
-/// The keychain names of Gatehouse's own tokens that a `{"secret": …}` could name.
-const OWN_SECRETS: &[&str] = &[crate::gateway::token::KEYCHAIN_NAME];
+/// The keychain names of Gatehouse's own tokens that a `{"secret": …}` could name (the others,
+/// `client-token:ID` and `oauth:ID`, hold a ':' that no secret name can).
+const OWN_SECRETS: &[&str] = &[super::GATEWAY_TOKEN_SECRET];
 
 /// Headers Gatehouse (or HTTP itself) sets: framing, hop-by-hop and the protocol's own.
 const RESERVED_HEADERS: &[&str] = &[

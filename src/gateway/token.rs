@@ -45,7 +45,7 @@ fn try_random_hex(n: usize) -> Result<String, TokenError> {
 }
 
 /// The keychain entry holding the token.
-pub const KEYCHAIN_NAME: &str = "gateway-token";
+pub const KEYCHAIN_NAME: &str = crate::config::GATEWAY_TOKEN_SECRET;
 
 /// The token clients must present: `GATEHOUSE_TOKEN`, else the one in the keychain (created on
 /// first start). Without a reachable keychain it is kept in `DATA_DIR/gateway-token` (0600) and

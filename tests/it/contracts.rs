@@ -525,3 +525,80 @@ async fn arguments_are_validated_only_where_asked_and_before_any_hold() {
         .await;
     assert_eq!(v["result"]["content"][0]["text"], "2", "{v}");
 }
+
+/// Values that would reach a process or a request are checked at the edge, on `gatehouse add`
+/// as in the file: a line break in an env name, a header split over lines, `Host`, a
+/// reference to Gatehouse's own variables or token — each refused with its fix, nothing written.
+#[tokio::test]
+async fn add_refuses_what_would_smuggle_into_a_process_or_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, config(&[("fx", fixture(&[]))])).unwrap();
+    let before = std::fs::read_to_string(&cfg).unwrap();
+    let c = cfg.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["add", "a", "--config", c, "--env", "A\nB=1", "--", "x"],
+            "invalid env variable name",
+        ),
+        (
+            vec![
+                "add",
+                "a",
+                "--config",
+                c,
+                "--env",
+                "T=$GATEHOUSE_TOKEN",
+                "--",
+                "x",
+            ],
+            "one of Gatehouse's own variables",
+        ),
+        (
+            vec![
+                "add",
+                "a",
+                "--config",
+                c,
+                "--secret-env",
+                "T=gateway-token",
+                "--",
+                "x",
+            ],
+            "Gatehouse's own gateway token",
+        ),
+        (
+            vec![
+                "add",
+                "a",
+                "--config",
+                c,
+                "--url",
+                "https://e.example/mcp",
+                "--header",
+                "X=1\r\nY: 2",
+            ],
+            "line break",
+        ),
+        (
+            vec![
+                "add",
+                "a",
+                "--config",
+                c,
+                "--url",
+                "https://e.example/mcp",
+                "--header",
+                "Host=evil.example",
+            ],
+            "the header Host is set by Gatehouse",
+        ),
+    ] {
+        let out = gh_no_hub(dir.path(), &args);
+        let t = text(&out);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {t}");
+        assert!(t.contains(says), "{args:?}: {t}");
+        assert!(t.contains(": "), "{args:?}: no fix in {t}");
+    }
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), before);
+}
