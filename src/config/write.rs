@@ -160,7 +160,7 @@ impl Config {
     ) -> Result<Config, String> {
         let server = self
             .check_server(original, id, entry)
-            .map_err(|e| e.message)?;
+            .map_err(|e| e.to_string())?;
         let new_id = ServerId::parse(id)?;
         let mut next = self.clone();
         if let Some(orig) = original.and_then(|o| ServerId::parse(o).ok()) {

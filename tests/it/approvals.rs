@@ -236,7 +236,7 @@ async fn held_calls_follow_the_persons_answers() {
     let other = Client::connect(&s, "other").await;
     let v = other.call(7, "fx__echo", json!({"text": "x"})).await;
     assert!(
-        text_of(&v).contains("nobody answered"),
+        text_of(&v).contains("no one answered"),
         "another session is asked: {v}"
     );
 
@@ -450,7 +450,7 @@ async fn always_survives_a_restart_until_the_definition_changes() {
         String::from_utf8_lossy(&out.stdout)
     );
     let v = c.call(5, "fx__echo", json!({"text": "x"})).await;
-    assert!(text_of(&v).contains("nobody answered"), "{v}");
+    assert!(text_of(&v).contains("no one answered"), "{v}");
 }
 
 #[tokio::test]
@@ -471,7 +471,7 @@ async fn policies_flagged_only_always_disabled_and_deny_unattended() {
         text_of(&c.call(1, "free__touch", json!({"path": marker})).await).starts_with("created")
     );
     assert!(
-        text_of(&c.call(2, "free__echo", json!({"text": "x"})).await).contains("nobody answered")
+        text_of(&c.call(2, "free__echo", json!({"text": "x"})).await).contains("no one answered")
     );
     // enabled: false: hidden and refused.
     let list = c
@@ -508,7 +508,7 @@ async fn policies_flagged_only_always_disabled_and_deny_unattended() {
     let s = serve(dir.path(), &cfg2.to_string(), &["free", "strict"]).await;
     let c = Client::connect(&s, "p").await;
     assert!(
-        text_of(&c.call(5, "strict__echo", json!({"text": "x"})).await).contains("nobody answered")
+        text_of(&c.call(5, "strict__echo", json!({"text": "x"})).await).contains("no one answered")
     );
     assert_eq!(
         text_of(&c.call(6, "strict__add", json!({"a": 2, "b": 2})).await),

@@ -205,7 +205,7 @@ async fn without_a_hub_the_verbs_edit_the_config_file() {
     let out = gh(d, &["remove", "r", "--config", c]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("there is no server \"r\""),
+        text(&out).contains("unknown server \"r\"; known servers: fx"),
         "{}",
         text(&out)
     );
@@ -299,7 +299,7 @@ async fn test_reports_a_good_server_and_explains_a_bad_one() {
     assert!(out.status.success(), "{}", text(&out));
     let out = gh(d, &["test", "nope", "--config", cfg.to_str().unwrap()]);
     assert!(
-        text(&out).contains("there is no server \"nope\""),
+        text(&out).contains("unknown server \"nope\"; known servers: fx"),
         "{}",
         text(&out)
     );

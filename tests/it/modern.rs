@@ -66,7 +66,7 @@ async fn a_modern_only_server_runs_and_serves_both_eras_of_client() {
     let modern = status_of(&s, "modern");
     assert_eq!(modern["era"], "modern", "{modern}");
     assert_eq!(modern["protocol_version"], MODERN, "{modern}");
-    assert_eq!(modern["tools"], 3, "broken is left out: {modern}");
+    assert_eq!(modern["tools"], 4, "broken is left out: {modern}");
     let legacy = status_of(&s, "fx");
     assert_eq!(legacy["era"], "legacy", "{legacy}");
     let table = String::from_utf8_lossy(&gh(&s, &["status"]).stdout).into_owned();
