@@ -197,6 +197,9 @@ struct HubState {
     shutting_down: bool,
 }
 
+mod secrets;
+mod sign_in;
+
 impl HubHandle {
     fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
         self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -371,93 +374,6 @@ impl HubHandle {
             .stop()
             .await
             .map_err(|_| HubError::ShuttingDown)
-    }
-
-    /// The remote entry of `id`, for a sign-in.
-    fn remote_entry(&self, id: &str) -> Result<crate::config::RemoteTransport, HubError> {
-        self.server(id)?;
-        let config = self.config();
-        let entry = config
-            .servers
-            .iter()
-            .find(|(k, _)| k.as_str() == id)
-            .map(|(_, c)| c.transport.clone());
-        match entry {
-            Some(crate::config::Transport::Remote(r)) => Ok(r),
-            _ => Err(HubError::SignIn(format!(
-                "\"{id}\" is a local (stdio) server: only remote servers are signed in to; a local one takes its credentials from its env"
-            ))),
-        }
-    }
-
-    /// Begins a sign-in to a remote server (or joins the one running): the authorization URL,
-    /// opened in the person's browser. When it succeeds the server is started again.
-    pub async fn sign_in(&self, id: &str) -> Result<crate::oauth::SignInStarted, HubError> {
-        let r = self.remote_entry(id)?;
-        if matches!(r.auth, crate::config::RemoteAuth::None) {
-            return Err(HubError::SignIn(format!(
-                "\"{id}\" has \"auth\": \"none\": remove it from the entry to sign in"
-            )));
-        }
-        // Signed in: the server starts again with its tokens (an enabled one: a disabled server
-        // stays stopped until enabled).
-        let (hub, owned) = (self.clone(), id.to_owned());
-        let after: crate::oauth::AfterSignIn = Box::new(move || {
-            Box::pin(async move {
-                let _ = hub.restart_if_enabled(&owned).await;
-            })
-        });
-        self.inner
-            .ctx
-            .oauth
-            .begin_sign_in(id, &r.url, &r.oauth_settings(), after)
-            .await
-            .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))
-    }
-
-    /// How the sign-in to `id` ends (waits while the browser is out, at most
-    /// `oauth::SIGN_IN_TIMEOUT`).
-    pub async fn sign_in_wait(&self, id: &str) -> Result<(), HubError> {
-        self.inner
-            .ctx
-            .oauth
-            .wait_sign_in(id)
-            .await
-            .map_err(|e| HubError::SignIn(self.inner.redactions.mask(&e)))?;
-        // The server is started again by the sign-in's own task: seen leaving `needs_sign_in`.
-        let mut rx = self.server(id)?.watch_status();
-        let _ = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            rx.wait_for(|s| s.state != crate::State::NeedsSignIn),
-        )
-        .await;
-        Ok(())
-    }
-
-    /// Signs out of a remote server: tokens revoked where offered, deleted from the keychain,
-    /// the connection ended (the server then waits in `needs_sign_in`). Returns whether the
-    /// authorization server accepted the revocation (`None`: it offers none, or there was no
-    /// sign-in).
-    pub async fn sign_out(&self, id: &str) -> Result<Option<bool>, HubError> {
-        self.remote_entry(id)?;
-        let revoked = self
-            .inner
-            .ctx
-            .oauth
-            .sign_out(id)
-            .await
-            .map_err(HubError::SignIn)?;
-        self.restart_if_enabled(id).await?;
-        Ok(revoked)
-    }
-
-    /// Restarts a server whose config lets it run (a disabled one stays stopped).
-    async fn restart_if_enabled(&self, id: &str) -> Result<(), HubError> {
-        let server = self.server(id)?;
-        if server.status().enabled {
-            server.restart().await.map_err(|_| HubError::ShuttingDown)?;
-        }
-        Ok(())
     }
 
     /// Restarts a server (clearing a `failed` state).
@@ -647,74 +563,6 @@ impl HubHandle {
         self.apply_config(next).await
     }
 
-    /// The names of secrets set through this hub (never values).
-    fn secret_index(&self) -> std::collections::BTreeSet<String> {
-        std::fs::read_to_string(&self.inner.secret_index)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
-    }
-
-    /// Every secret Gatehouse knows of — referenced by the config or set through it — each
-    /// with the servers that use it (possibly none).
-    pub fn secret_names(&self) -> BTreeMap<String, Vec<String>> {
-        let mut all = self.secret_users();
-        for name in self.secret_index() {
-            all.entry(name).or_default();
-        }
-        all
-    }
-
-    /// Secret names referenced by the config, each with the servers that use it.
-    pub fn secret_users(&self) -> BTreeMap<String, Vec<String>> {
-        let config = self.config();
-        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (id, server) in &config.servers {
-            for name in server.secret_refs() {
-                out.entry(name.to_owned()).or_default().push(id.to_string());
-            }
-        }
-        out
-    }
-
-    /// A secret was set or removed: restarts the servers that use it (unless stopped on purpose).
-    /// Returns their ids.
-    pub async fn secret_changed(&self, name: &str) -> Vec<String> {
-        // The index of names follows the keychain: set → listed, removed → not.
-        let secrets = self.inner.ctx.secrets.clone();
-        let n = name.to_owned();
-        let exists = tokio::task::spawn_blocking(move || match secrets.get(&n) {
-            Ok(_) => Some(true),
-            Err(crate::secrets::SecretError::Missing { .. }) => Some(false),
-            // An unreachable keychain says nothing about the name: the index is kept.
-            Err(_) => None,
-        })
-        .await
-        .unwrap_or(None);
-        let mut names = self.secret_index();
-        let changed = match exists {
-            Some(true) => names.insert(name.to_owned()),
-            Some(false) => names.remove(name),
-            None => false,
-        };
-        if changed {
-            let text = serde_json::to_string_pretty(&names).unwrap_or_default();
-            if let Err(e) = crate::config::write_atomic(&self.inner.secret_index, text.as_bytes()) {
-                tracing::warn!(error = %e, "cannot save the index of secret names");
-            }
-        }
-        let users = self.secret_users().remove(name).unwrap_or_default();
-        let mut restarted = Vec::new();
-        for id in users {
-            if let Ok(h) = self.server(&id) {
-                if h.status().state != crate::State::Stopped && h.restart().await.is_ok() {
-                    restarted.push(id);
-                }
-            }
-        }
-        restarted
-    }
-
     /// Re-reads the config file the hub was started from.
     pub async fn reload(&self) -> Result<(), HubError> {
         let path = self.inner.config_path.clone().ok_or_else(|| {
@@ -746,5 +594,10 @@ impl HubHandle {
         for j in joins {
             let _ = j.await;
         }
+        // Remembered answers are written off the async threads: on disk before the hub ends.
+        let approvals = self.approvals().clone();
+        let _ =
+            tokio::task::spawn_blocking(move || approvals.flush(std::time::Duration::from_secs(5)))
+                .await;
     }
 }

@@ -42,6 +42,8 @@ struct Inner {
     counter: AtomicU64,
     /// Guards one change or read of the broker's tables; never held across `.await`.
     state: Mutex<State>,
+    /// Writes `path` off the async threads.
+    writer: Option<super::persist::Persister>,
 }
 
 /// Who got a "session" answer, and when.
@@ -64,8 +66,10 @@ impl ApprovalBroker {
     /// `path`: where always-allows and pins persist (`None`: memory only, for tests).
     pub fn new(bus: EventBus, path: Option<PathBuf>, deny_unattended: bool) -> Self {
         let store = path.as_deref().map(Store::load).unwrap_or_default();
+        let writer = path.clone().and_then(super::persist::Persister::start);
         ApprovalBroker {
             inner: Arc::new(Inner {
+                writer,
                 bus,
                 path,
                 deny_unattended,
@@ -362,10 +366,24 @@ impl ApprovalBroker {
         let Some(path) = &self.inner.path else {
             return;
         };
-        let text = self.lock().store.file_text();
-        if let Err(e) = crate::config::write_atomic(path, text.as_bytes()) {
-            tracing::error!(path = %path.display(), error = %e, "cannot save remembered approvals");
+        // Made and handed over under the lock: texts reach the writer in the order they were made.
+        let mut st = self.lock();
+        let text = st.store.file_text();
+        match &self.inner.writer {
+            Some(w) => w.save(text),
+            None => {
+                drop(st);
+                if let Err(e) = crate::config::write_atomic(path, text.as_bytes()) {
+                    tracing::error!(path = %path.display(), error = %e, "cannot save remembered approvals");
+                }
+            }
         }
+    }
+
+    /// Waits (at most `limit`) until every change to the remembered answers is on disk.
+    /// Blocking: the hub calls it on the blocking pool when it shuts down.
+    pub fn flush(&self, limit: Duration) -> bool {
+        self.inner.writer.as_ref().is_none_or(|w| w.flush(limit))
     }
 
     fn publish_resolved(&self, id: &str, outcome: Resolution, by: Option<Decider>) {
@@ -537,6 +555,10 @@ mod tests {
         let mut r = request(&b, "s1");
         r.tool = "w".into();
         ask_and_answer(&b, r, &h1, Answer::Allow(Scope::Always)).await;
+        assert!(
+            b.flush(Duration::from_secs(5)),
+            "the answer reached the disk"
+        );
 
         // A new broker (a hub restart) still knows, for the same definition only.
         let b = ApprovalBroker::new(EventBus::new(8), Some(path.clone()), false);

@@ -2,6 +2,7 @@
 //! until an answer, and what is remembered across restarts (pins and "always" answers).
 
 mod broker;
+mod persist;
 mod pins;
 pub mod policy;
 pub mod request;

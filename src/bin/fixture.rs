@@ -54,6 +54,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+#[path = "fixture/catalog.rs"]
+mod catalog;
+#[path = "fixture/conformance.rs"]
+mod conformance;
+
+use catalog::tools;
+use conformance::conformance;
+
 #[derive(Default, Clone)]
 struct Opts {
     slow_start_ms: u64,
@@ -486,75 +494,6 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
 /// The raw result of the `exotic` tool.
 pub const EXOTIC: &str = r#"{"content":[{"type":"text","text":"plain"},{"type":"hologram","frames":[1,2,3],"x-extra":{"deep":[null,true]}}],"structuredContent":{"big":12345678901234567890123,"bigger":-98765432109876543210,"pi":0.123456789,"tiny":1e-300,"exp":6.02214076E23},"execution":{"taskSupport":"optional","id":"e-1"},"_meta":{"trace":"abc","nested":{"k":[1.0,2.50]}},"unknownKey":{"keep":"me"},"isError":false}"#;
 
-/// The prompts/resources/completions side the conformance suite expects (`--conformance`).
-fn conformance(method: &str, params: &Value) -> Result<Value, (i64, String)> {
-    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
-    let text = |t: &str| json!({"type": "text", "text": t});
-    match method {
-        "prompts/list" => Ok(json!({"prompts": [
-            {"name": "test_simple_prompt", "description": "A simple prompt without arguments"},
-            {"name": "test_prompt_with_arguments", "description": "A prompt with arguments",
-             "arguments": [{"name": "arg1", "description": "First argument", "required": true},
-                           {"name": "arg2", "description": "Second argument", "required": true}]}
-        ]})),
-        "prompts/get" => match params.get("name").and_then(Value::as_str) {
-            Some("test_simple_prompt") => Ok(
-                json!({"messages": [{"role": "user", "content": text("This is a simple prompt for testing.")}]}),
-            ),
-            Some("test_prompt_with_arguments") => {
-                let a = |k: &str| {
-                    params
-                        .pointer(&format!("/arguments/{k}"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned()
-                };
-                Ok(
-                    json!({"messages": [{"role": "user", "content": text(&format!("Prompt with arguments: arg1='{}', arg2='{}'", a("arg1"), a("arg2")))}]}),
-                )
-            }
-            other => Err((-32602, format!("unknown prompt: {other:?}"))),
-        },
-        "resources/list" => Ok(json!({"resources": [
-            {"uri": "test://static-text", "name": "static-text", "description": "A static text resource", "mimeType": "text/plain"},
-            {"uri": "test://static-binary", "name": "static-binary", "description": "A static binary resource", "mimeType": "image/png"},
-            {"uri": "test://watched-resource", "name": "watched-resource", "description": "A resource to subscribe to", "mimeType": "text/plain"}
-        ]})),
-        "resources/templates/list" => Ok(json!({"resourceTemplates": [
-            {"uriTemplate": "test://template/{id}/data", "name": "template", "description": "A template with an id", "mimeType": "application/json"}
-        ]})),
-        "resources/read" => {
-            let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-            match uri {
-                "test://static-text" => Ok(
-                    json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": "This is the content of the static text resource."}]}),
-                ),
-                "test://static-binary" => {
-                    Ok(json!({"contents": [{"uri": uri, "mimeType": "image/png", "blob": PNG}]}))
-                }
-                "test://watched-resource" => Ok(
-                    json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": "watched"}]}),
-                ),
-                _ => match uri
-                    .strip_prefix("test://template/")
-                    .and_then(|r| r.strip_suffix("/data"))
-                {
-                    Some(id) => Ok(
-                        json!({"contents": [{"uri": uri, "mimeType": "application/json",
-                        "text": json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()}]}),
-                    ),
-                    None => Err((-32002, format!("resource not found: {uri}"))),
-                },
-            }
-        }
-        "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel" => Ok(json!({})),
-        "completion/complete" => Ok(
-            json!({"completion": {"values": ["paris", "park", "party"], "total": 3, "hasMore": false}}),
-        ),
-        other => Err((-32601, format!("method not found: {other}"))),
-    }
-}
-
 fn reply(id: &Value, r: Result<Value, (i64, String)>) -> Value {
     match r {
         Ok(result) => json!({"jsonrpc":"2.0","id":id,"result":result}),
@@ -611,66 +550,6 @@ fn url_encode(s: &str) -> String {
             }
         })
         .collect()
-}
-
-fn tools(opts: &Opts) -> Vec<Value> {
-    let obj = |props: Value, req: Value| json!({"type":"object","properties":props,"required":req});
-    let leak = leaked(opts);
-    let mut t = vec![
-        json!({"name":"echo","title":"Echo","description": opts.description.clone().unwrap_or_else(|| "Returns the text it is given".into()),
-               "inputSchema": obj(json!({"text":{"type":"string"}}), json!(["text"])),
-               "annotations":{"readOnlyHint":true}}),
-        json!({"name":"add","description":"Adds two numbers","inputSchema": obj(json!({"a":{"type":"number"},"b":{"type":"number"}}), json!(["a","b"])),
-               "annotations":{"readOnlyHint":true}}),
-        json!({"name":"sleep","description":"Sleeps for ms milliseconds","inputSchema": obj(json!({"ms":{"type":"integer"}}), json!(["ms"]))}),
-        json!({"name":"crash","description":"Exits mid-call without answering","inputSchema": obj(json!({"code":{"type":"integer"}}), json!([])),
-               "annotations":{"destructiveHint":true}}),
-        json!({"name":"pid","description":"Returns the serving process id","inputSchema": obj(json!({}), json!([]))}),
-        json!({"name":"exotic","description":"Returns a result full of unusual JSON","inputSchema": obj(json!({}), json!([])),"execution":{"taskSupport":"optional"},"x-vendor":{"n":12345678901234567890u64}}),
-        json!({"name":"progress","description":"Reports progress, then finishes","inputSchema": obj(json!({"steps":{"type":"integer"}}), json!([]))}),
-        json!({"name":"ask","description":"Asks the client to sample a message","inputSchema": obj(json!({"question":{"type":"string"}}), json!(["question"]))}),
-        json!({"name":"stamp","description":"Returns when the request was read (ns since the epoch)","inputSchema": obj(json!({}), json!([]))}),
-        json!({"name":"envhash","description":"Whether an env var is set, and its SHA-256","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),"annotations":{"readOnlyHint":true}}),
-        json!({"name":"leak","description":"Prints an env var to stderr and returns it in an error","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),"annotations":{"readOnlyHint":true}}),
-        json!({"name":"touch","description":"Creates the file at path (a visible side effect)","inputSchema": obj(json!({"path":{"type":"string"}}), json!(["path"])),
-               "annotations":{"destructiveHint":true}}),
-        json!({"name":"getenv","description":"Returns an environment variable's value, or null","inputSchema": obj(json!({"name":{"type":"string"}}), json!(["name"])),
-               "annotations":{"readOnlyHint":true}}),
-    ];
-    if let Some(v) = &leak {
-        t[0]["title"] = json!(format!("Echo {v}"));
-        t[0]["description"] = json!(format!("Returns the text (debug: key={v})"));
-        t[0]["annotations"]["x-debug"] = json!(v);
-    }
-    if let Some(spec) = opts
-        .spec_file
-        .as_ref()
-        .and_then(|p| std::fs::read_to_string(p).ok())
-    {
-        let mut lines = spec.lines();
-        if let Some(d) = lines.next().filter(|d| !d.is_empty()) {
-            t[0]["description"] = json!(d);
-        }
-        for name in lines.filter(|l| !l.is_empty()) {
-            t.push(
-                json!({"name": name, "description": format!("Says it only reads ({name})"),
-                          "inputSchema": obj(json!({"path":{"type":"string"}}), json!([])),
-                          "annotations": {"readOnlyHint": true}}),
-            );
-        }
-    }
-    if opts.flood {
-        t.push(json!({"name":"flood","description":"Sends count notifications of bytes each during the call","inputSchema": obj(json!({"count":{"type":"integer"},"bytes":{"type":"integer"}}), json!([])),"annotations":{"readOnlyHint":true}}));
-        t.push(json!({"name":"churn","description":"Sends count tools/list_changed notifications","inputSchema": obj(json!({"count":{"type":"integer"}}), json!([])),"annotations":{"readOnlyHint":true}}));
-        t.push(json!({"name":"lists","description":"How many tools/list requests it answered","inputSchema": obj(json!({}), json!([])),"annotations":{"readOnlyHint":true}}));
-    }
-    for i in 0..opts.tools {
-        t.push(
-            json!({"name": format!("tool_{i}"), "description": format!("Generated tool {i}"),
-                      "inputSchema": obj(json!({"x":{"type":"string"}}), json!([]))}),
-        );
-    }
-    t
 }
 
 /// `Ok(Null)` means "crash now".

@@ -3,29 +3,26 @@
 //! (progress, log messages, server→client requests), the final answer, and the activity row.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::approve::{hold, Gate, Held};
 use super::input::{Parked, Relayed};
 use super::session::{lock, ClientSession, Forwarded};
+use super::session::{MAX_FORWARDED, OUT_QUEUE};
 use super::{Gateway, Out, Outcome};
 use crate::activity::{CallOutcome, CallRecord, Decision};
-use crate::approval::{ApprovalRequest, Decider, Verdict};
+use crate::approval::Decider;
 use crate::jsonrpc::{self, set_member, ErrorCode};
 use crate::protocol::{Era, ResultKind};
 use crate::supervisor::rpc::{CallError, CallEvent, CallRoute, ResponseBody};
 use crate::supervisor::{Reply, ServerHandle};
 
-/// Messages of one call waiting for its client at most.
-pub(super) const OUT_QUEUE: usize = 8;
 /// Times one held call is asked about at most when its tool's definition keeps changing.
 const MAX_ASKS: usize = 3;
-/// Server→client requests one client may leave unanswered at most; more are refused.
-pub(super) const MAX_FORWARDED: usize = 64;
 /// How long a client may leave its call's stream unread before the call is dropped.
 const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -43,13 +40,6 @@ pub(super) enum Pass {
     Free(Decision),
     /// Only after the person's answer.
     Held(Box<Gate>),
-}
-
-/// A call held for approval.
-pub(super) struct Gate {
-    pub request: ApprovalRequest,
-    pub hash: String,
-    pub timeout: std::time::Duration,
 }
 
 /// What the activity log needs of a tool call.
@@ -118,14 +108,6 @@ pub(super) enum Recheck {
     /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
     /// the decision for the activity log.
     Refused(String, Decision),
-}
-
-enum Held {
-    Allowed(Decision, Decider, Option<String>),
-    /// Denied or timed out: the text for the isError result (`{tool}` is filled in), the
-    /// decision for the activity log, and who decided.
-    Refused(String, Decision, Decider, Option<String>),
-    ClientGone,
 }
 
 impl Gateway {
@@ -611,67 +593,5 @@ pub(super) fn ours(id: &str, result: &str, era: Era) -> Vec<u8> {
         // Ours carry no server's identity: nothing to read for a legacy client.
         Era::Legacy => jsonrpc::result_line(id, result),
         Era::Modern => jsonrpc::result_line(id, &crate::protocol::for_client(result, era)),
-    }
-}
-
-/// Waits for the person's answer. Progress notifications keep the client's request alive when
-/// it sent a progress token; a client that goes away withdraws the request.
-async fn hold(
-    gw: &Gateway,
-    gate: Gate,
-    tx: &mpsc::Sender<Out>,
-    client_token: Option<&str>,
-) -> Held {
-    let broker = gw.inner.hub.approvals().clone();
-    let ask = broker.ask(gate.request, gate.hash, gate.timeout);
-    tokio::pin!(ask);
-    let every = std::time::Duration::from_millis(gw.inner.keepalive_ms.load(Ordering::Relaxed));
-    let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    let mut beats: u64 = 0;
-    let verdict = loop {
-        tokio::select! {
-            v = &mut ask => break v,
-            _ = keepalive.tick(), if client_token.is_some() => {
-                beats += 1;
-                let params = format!(
-                    "{{\"progressToken\":{},\"progress\":{beats},\"message\":\"Waiting for approval in Gatehouse\"}}",
-                    client_token.unwrap_or("null")
-                );
-                if let Ok(p) = RawValue::from_string(params) {
-                    let line = jsonrpc::notification_line("notifications/progress", Some(&p));
-                    if tx.send(Out::Event(line)).await.is_err() {
-                        return Held::ClientGone;
-                    }
-                }
-            }
-            _ = tx.closed() => return Held::ClientGone,
-        }
-    };
-    match verdict {
-        Verdict::Allowed { scope, by, via } => Held::Allowed(Decision::approved(scope), by, via),
-        Verdict::Denied { reason, by, via } => Held::Refused(
-            match (by, reason) {
-                // Nobody was asked (--deny-unattended, a full queue): never "the user".
-                (Decider::Policy, r) => format!(
-                    "Gatehouse did not run {{tool}}: {}.",
-                    r.as_deref().unwrap_or("no one answered")
-                ),
-                (_, Some(r)) if !r.trim().is_empty() => {
-                    format!("Denied by the user in Gatehouse: {r}")
-                }
-                _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
-            },
-            Decision::Denied,
-            by,
-            via,
-        ),
-        Verdict::TimedOut { secs } => Held::Refused(
-            format!(
-                "Gatehouse asked the user to approve {{tool}}, but no one answered in {secs} s; the call was not run (denied by timeout)."
-            ),
-            Decision::TimedOut,
-            Decider::Policy,
-            None,
-        ),
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -22,6 +22,12 @@ use tokio_util::sync::CancellationToken;
 use super::token::constant_time_eq;
 use super::{Gateway, Out, Outcome, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
+
+mod host;
+mod routing;
+
+pub use host::host_is_ours;
+use routing::{check_routing_headers, Members};
 
 /// The largest request body accepted (413 beyond).
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -278,80 +284,6 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<Option<String>, Response> {
     Err(r)
 }
 
-/// Whether a `Host` header names this gateway: exactly `localhost`, an IPv4 loopback address
-/// (127.0.0.0/8, dotted quad) or `[::1]`, with our port written canonically (no leading zero;
-/// it may be left out only when it is 80). The value is parsed as an RFC 3986 authority: no spaces, no user info, no trailing dot,
-/// nothing after the port. Anything else is a DNS-rebinding attempt or a mistake: 403.
-pub fn host_is_ours(host: &str, port: u16) -> bool {
-    let Some((name, given)) = split_authority(host) else {
-        return false;
-    };
-    let loopback = match name {
-        HostName::Ipv6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
-        HostName::Ipv4(ip) => ip.is_loopback(),
-        HostName::Name(n) => n.eq_ignore_ascii_case("localhost"),
-    };
-    loopback && given.unwrap_or(80) == port
-}
-
-enum HostName<'a> {
-    Ipv4(std::net::Ipv4Addr),
-    Ipv6(std::net::Ipv6Addr),
-    Name(&'a str),
-}
-
-/// `host[:port]` → the host and the port, or `None` when it is not a well-formed authority.
-fn split_authority(authority: &str) -> Option<(HostName<'_>, Option<u16>)> {
-    if authority.is_empty() || !authority.bytes().all(|b| b.is_ascii_graphic()) {
-        return None;
-    }
-    let (name, rest) = if let Some(inner) = authority.strip_prefix('[') {
-        let (addr, rest) = inner.split_once(']')?;
-        let ip: std::net::Ipv6Addr = addr.parse().ok()?;
-        // Only the canonical text (RFC 5952): `[::01]` or `[0:0:0:0:0:0:0:1]` name the same
-        // address, but no browser or client writes them so.
-        if ip.to_string() != addr {
-            return None;
-        }
-        (HostName::Ipv6(ip), rest)
-    } else {
-        let (name, rest) = match authority.find(':') {
-            Some(i) => (&authority[..i], &authority[i..]),
-            None => (authority, ""),
-        };
-        let reg_name = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
-        if !reg_name {
-            return None;
-        }
-        match name.parse::<std::net::Ipv4Addr>() {
-            Ok(ip) => (HostName::Ipv4(ip), rest),
-            // A name made only of digits and dots is a malformed address, not a name.
-            Err(_) if name.bytes().all(|b| b.is_ascii_digit() || b == b'.') => return None,
-            Err(_) => (HostName::Name(name), rest),
-        }
-    };
-    let port = match rest {
-        "" => None,
-        _ => {
-            let digits = rest.strip_prefix(':')?;
-            // Canonical digits only: a leading zero (`:08765`) names the same port but is
-            // nothing a browser or client sends, so it is refused like any other oddity.
-            if digits.is_empty()
-                || digits.len() > 5
-                || !digits.bytes().all(|b| b.is_ascii_digit())
-                || (digits.len() > 1 && digits.starts_with('0'))
-            {
-                return None;
-            }
-            Some(digits.parse::<u16>().ok()?)
-        }
-    };
-    Some((name, port))
-}
-
 async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>) -> Response {
     let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await
     {
@@ -537,107 +469,6 @@ async fn modern_post(
     }
 }
 
-/// The members of a modern request's params the transport checks headers against: `name`,
-/// `uri` (strings) and `arguments` (raw). Read from the top level in one pass; the arguments are
-/// stepped over, not parsed.
-struct Members<'a> {
-    name: Option<String>,
-    uri: Option<String>,
-    arguments: Option<&'a str>,
-}
-
-impl<'a> Members<'a> {
-    fn of(params: Option<&'a serde_json::value::RawValue>) -> Members<'a> {
-        let text = params.map_or("{}", |p| p.get());
-        let string = |raw: &str| serde_json::from_str::<String>(raw).ok();
-        match crate::jsonrpc::scan::top_level(text.as_bytes(), [b"name", b"uri", b"arguments"]) {
-            Some([name, uri, arguments]) => Members {
-                name: name.and_then(|r| string(&text[r])),
-                uri: uri.and_then(|r| string(&text[r])),
-                arguments: arguments.map(|r| &text[r]),
-            },
-            // Spelled in a way the scan leaves to serde (escaped keys, duplicates).
-            None => {
-                #[derive(serde::Deserialize, Default)]
-                struct P<'a> {
-                    name: Option<serde_json::Value>,
-                    uri: Option<serde_json::Value>,
-                    #[serde(borrow)]
-                    arguments: Option<&'a serde_json::value::RawValue>,
-                }
-                let p: P<'a> = serde_json::from_str(text).unwrap_or_default();
-                let text =
-                    |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
-                Members {
-                    name: text(p.name),
-                    uri: text(p.uri),
-                    arguments: p.arguments.map(|a| a.get()),
-                }
-            }
-        }
-    }
-}
-
-/// The routing headers, parsed once.
-static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
-static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-static MCP_VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);
-
-/// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` against the body: each present once and
-/// equal to what the body says (`Mcp-Name` decoded first); `named` is the body's `name` or `uri`
-/// for the methods that name something.
-fn check_routing_headers(
-    h: &HeaderMap,
-    method: Option<&str>,
-    named: Option<&str>,
-    envelope: &crate::protocol::Envelope,
-) -> Result<(), String> {
-    if let Some(dup) = [&MCP_VERSION, &MCP_METHOD, &MCP_NAME]
-        .into_iter()
-        .find(|name| h.get_all(*name).iter().nth(1).is_some())
-    {
-        return Err(format!("Header mismatch: {dup} appears more than once"));
-    }
-    let header = |name: &HeaderName| h.get(name).map(|v| v.to_str().map_err(|_| ()));
-    match header(&MCP_VERSION) {
-        Some(Ok(v)) if v == envelope.version => {}
-        Some(Ok(v)) => {
-            return Err(format!(
-                "Header mismatch: MCP-Protocol-Version header value '{v}' does not match body value '{}'",
-                envelope.version
-            ))
-        }
-        _ => return Err("Header mismatch: the MCP-Protocol-Version header is missing or malformed".into()),
-    }
-    let method = method.unwrap_or_default();
-    match header(&MCP_METHOD) {
-        Some(Ok(v)) if v == method => {}
-        Some(Ok(v)) => {
-            return Err(format!(
-            "Header mismatch: Mcp-Method header value '{v}' does not match body value '{method}'"
-        ))
-        }
-        _ => return Err("Header mismatch: the Mcp-Method header is missing or malformed".into()),
-    }
-    if crate::protocol::name_member(method).is_some() {
-        if let Some(body) = named {
-            match header(&MCP_NAME) {
-                Some(Ok(v)) => match crate::protocol::decode_header_value(v) {
-                    Some(decoded) if decoded == body => {}
-                    Some(decoded) => {
-                        return Err(format!(
-                            "Header mismatch: Mcp-Name header value '{decoded}' does not match body value '{body}'"
-                        ))
-                    }
-                    None => return Err("Header mismatch: the Mcp-Name header carries a malformed base64 value".into()),
-                },
-                _ => return Err("Header mismatch: the Mcp-Name header is missing or malformed".into()),
-            }
-        }
-    }
-    Ok(())
-}
-
 /// A modern answer given at once: an error gets the status the revision gives its code (400 for
 /// a malformed or refused request, 404 for an unknown method), anything else 200.
 fn modern_reply(line: Vec<u8>) -> Response {
@@ -787,68 +618,4 @@ fn add_session(r: &mut Response, session_id: Option<String>) {
 
 fn plain(status: StatusCode, text: &'static str) -> Response {
     (status, text).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_must_be_an_exact_loopback_authority_with_our_port() {
-        const PORT: u16 = 7723;
-        for ok in [
-            "localhost:7723",
-            "LOCALHOST:7723",
-            "127.0.0.1:7723",
-            "127.1.2.3:7723",
-            "[::1]:7723",
-        ] {
-            assert!(host_is_ours(ok, PORT), "{ok} should be accepted");
-        }
-        assert!(host_is_ours("localhost", 80), "no port means 80");
-        for bad in [
-            "",
-            "localhost",
-            "localhost:1",
-            "localhost:07723x",
-            // Found by `make fuzz` (host_guard): a leading zero in the port, a loopback
-            // address not in its canonical text.
-            "127.0.1.7:07723",
-            "[::01]:7723",
-            "[0:0:0:0:0:0:0:1]:7723",
-            "localhost:007723",
-            "localhost:",
-            "localhost:+7723",
-            "localhost:77230",
-            " localhost:7723",
-            "localhost :7723",
-            "localhost:7723 ",
-            "\tlocalhost:7723",
-            "localhost.:7723",
-            "localhost.evil.com:7723",
-            "evil.com:7723",
-            "evil.localhost:7723",
-            "127.0.0.1.evil.com:7723",
-            "127.1:7723",
-            "0x7f.0.0.1:7723",
-            "0177.0.0.1:7723",
-            "127.0.0.01:7723",
-            "10.0.0.1:7723",
-            "0.0.0.0:7723",
-            "[::1]evil.com",
-            "[::1].evil.com:7723",
-            "[::1]:7723:7723",
-            "[::1]7723",
-            "[::2]:7723",
-            "[::ffff:127.0.0.1]:7723",
-            "[::1%lo]:7723",
-            "[::1:7723",
-            "::1:7723",
-            "user@localhost:7723",
-            "localhost:7723/mcp",
-            "localhost:7723#x",
-        ] {
-            assert!(!host_is_ours(bad, PORT), "{bad:?} should be refused");
-        }
-    }
 }

@@ -82,7 +82,7 @@ impl Gateway {
             let (answer_tx, answer_rx) = tokio::sync::oneshot::channel();
             {
                 let mut forwarded = lock(&s.forwarded);
-                if forwarded.len() >= super::forward::MAX_FORWARDED {
+                if forwarded.len() >= super::session::MAX_FORWARDED {
                     return Err("the client has too many requests unanswered".into());
                 }
                 forwarded.insert(ours.clone(), Forwarded::Input(answer_tx));
@@ -367,7 +367,7 @@ impl Gateway {
         let answer = responses
             .and_then(|r| serde_json::from_str::<Answers>(&text[r]).ok())
             .and_then(|a| a.gatehouse);
-        let (tx, rx) = mpsc::channel(super::forward::OUT_QUEUE);
+        let (tx, rx) = mpsc::channel(super::session::OUT_QUEUE);
         if let Some(abort) = parked.abort {
             lock(&s.inflight).insert(id.get().to_owned(), abort);
         }

@@ -9,14 +9,21 @@
 //! - `session`: client sessions and their eviction.
 //! - `tools`: `tools/call` — lookup, then [`tools::Admission`] (free, held or refused).
 //! - `forward`: one forwarded request — the hold, the relay, the final answer, the activity row.
+//! - `approve`: a held call's wait for the person's answer, and what the verdict means.
 //! - `lists`: prompts, resources and completions, fanned out to the servers that offer them.
 //! - `catalog`: the exposed tools and the cached `tools/list` result.
+//! - `listen`: `subscriptions/listen` streams and the change notifications tagged for them.
+//! - `own`: what the gateway answers itself — `initialize`, `server/discover`, a client's
+//!   notifications and its answers to forwarded requests, a refused envelope.
 
+mod approve;
 pub mod catalog;
 mod forward;
 pub mod http;
 mod input;
+mod listen;
 mod lists;
+mod own;
 pub mod session;
 pub mod stdio;
 pub mod token;
@@ -26,7 +33,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -34,10 +40,12 @@ use tokio_util::sync::CancellationToken;
 use crate::events::Event;
 use crate::hub::HubHandle;
 use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, NULL_ID};
-use crate::supervisor::rpc::ResponseBody;
 use catalog::Catalog;
-use session::{lock, Forwarded, Sessions};
+use session::{lock, Sessions};
 
+pub use listen::SUBSCRIPTION_ID_KEY;
+use listen::{listen_kind, tagged_notification};
+pub use own::{discover_result, envelope_error};
 pub use session::{ClientInfo, ClientSession, MAX_SESSIONS};
 pub use tools::tool_error;
 
@@ -570,194 +578,6 @@ impl Gateway {
             Method::SubscriptionsListen => self.listen(s, id, params).await,
         }
     }
-
-    /// `subscriptions/listen` (MCP 2026-07-28): the answer is a stream that stays open, first the
-    /// acknowledgment of what Gatehouse honors (the tool, prompt and resource lists of this
-    /// client's view; up to [`session::MAX_SUBSCRIPTIONS`] resources, whose legacy servers are
-    /// asked to tell of their changes), then each change, tagged with the request's id.
-    async fn listen(
-        &self,
-        s: &Arc<ClientSession>,
-        id: &RawValue,
-        params: Option<&RawValue>,
-    ) -> Outcome {
-        #[derive(Deserialize, Default)]
-        struct Filter {
-            #[serde(rename = "toolsListChanged", default)]
-            tools: bool,
-            #[serde(rename = "promptsListChanged", default)]
-            prompts: bool,
-            #[serde(rename = "resourcesListChanged", default)]
-            resources: bool,
-            #[serde(rename = "resourceSubscriptions", default)]
-            uris: Vec<String>,
-        }
-        #[derive(Deserialize)]
-        struct P {
-            notifications: Filter,
-        }
-        let Some(P { notifications: f }) =
-            params.and_then(|p| serde_json::from_str::<P>(p.get()).ok())
-        else {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::InvalidParams,
-                "Invalid params: subscriptions/listen needs \"notifications\", the kinds of change to hear of",
-            ));
-        };
-        let mut kinds = Vec::new();
-        let mut honored = serde_json::Map::new();
-        for (asked, kind, key) in [
-            (f.tools, "tools", "toolsListChanged"),
-            (f.prompts, "prompts", "promptsListChanged"),
-            (f.resources, "resources", "resourcesListChanged"),
-        ] {
-            if asked {
-                kinds.push(kind);
-                honored.insert(key.into(), serde_json::Value::Bool(true));
-            }
-        }
-        let mut uris = f.uris;
-        uris.sort();
-        uris.dedup();
-        uris.truncate(session::MAX_SUBSCRIPTIONS);
-        if !uris.is_empty() {
-            honored.insert(
-                "resourceSubscriptions".into(),
-                serde_json::Value::from(uris.clone()),
-            );
-            self.subscribe_upstream(s, &uris).await;
-        }
-        let (tx, rx) = mpsc::channel(session::LISTEN_QUEUE);
-        let meta = format!(
-            "{{{}:{}}}",
-            jsonrpc::json_string(SUBSCRIPTION_ID_KEY),
-            id.get()
-        );
-        let ack = format!(
-            "{{\"notifications\":{},\"_meta\":{meta}}}",
-            serde_json::Value::Object(honored)
-        );
-        let Ok(ack) = RawValue::from_string(ack) else {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::InvalidParams,
-                "Invalid request id",
-            ));
-        };
-        let line =
-            jsonrpc::notification_line("notifications/subscriptions/acknowledged", Some(&ack));
-        if tx.try_send(Out::Event(line)).is_err() {
-            return Outcome::Accepted;
-        }
-        let listener = session::Listener {
-            id: id.get().to_owned(),
-            kinds,
-            resources: uris,
-            tx,
-        };
-        if !s.listen(listener) {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::InternalError,
-                &format!(
-                    "this client has {} listen streams open already; close one first",
-                    session::MAX_LISTENERS
-                ),
-            ));
-        }
-        Outcome::Stream(rx)
-    }
-
-    fn initialize(&self, s: &Arc<ClientSession>, params: Option<&RawValue>) -> String {
-        #[derive(Deserialize, Default)]
-        struct Params {
-            #[serde(rename = "protocolVersion", default)]
-            protocol_version: Option<String>,
-            #[serde(rename = "clientInfo", default)]
-            client_info: Option<Who>,
-            #[serde(default)]
-            capabilities: Option<Box<RawValue>>,
-        }
-        #[derive(Deserialize, Default)]
-        struct Who {
-            name: Option<String>,
-            version: Option<String>,
-        }
-        let p: Params = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
-        let version = match p.protocol_version.as_deref() {
-            Some(v) if SUPPORTED_VERSIONS.contains(&v) => v.to_owned(),
-            _ => LATEST_VERSION.to_owned(),
-        };
-        s.set_info(|info| {
-            let who = p.client_info.unwrap_or_default();
-            info.name = who.name;
-            info.version = who.version;
-            info.protocol_version = Some(version.clone());
-            // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
-            info.capabilities = p.capabilities.map(|c| crate::protocol::answerable(c.get()));
-        });
-        serde_json::json!({
-            "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "prompts": {"listChanged": false},
-                "resources": {"subscribe": true, "listChanged": false},
-                "completions": {},
-                "logging": {}
-            },
-            "serverInfo": {"name": "gatehouse", "title": "Gatehouse", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "Gatehouse gathers the tools of the MCP servers it runs; each tool is named server__tool."
-        })
-        .to_string()
-    }
-
-    fn client_notification(&self, s: &Arc<ClientSession>, method: &str, params: Option<&RawValue>) {
-        match method {
-            "notifications/initialized" => s.set_info(|i| i.initialized = true),
-            "notifications/cancelled" => {
-                #[derive(Deserialize)]
-                struct P<'a> {
-                    #[serde(borrow, rename = "requestId")]
-                    request_id: &'a RawValue,
-                }
-                if let Some(p) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()) {
-                    s.unlisten(p.request_id.get());
-                    let handle = lock(&s.inflight).remove(p.request_id.get());
-                    if let Some(h) = handle {
-                        // Dropping the upstream call sends notifications/cancelled to the server.
-                        h.abort();
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    async fn client_response(&self, s: &Arc<ClientSession>, id: &RawValue, env: &Envelope<'_>) {
-        let target = lock(&s.forwarded).remove(id.get());
-        match target {
-            Some(Forwarded::Upstream { peer, upstream_id }) => {
-                let body = match (env.result, env.error) {
-                    (_, Some(e)) => ResponseBody::Error(e),
-                    (Some(r), None) => ResponseBody::Result(r),
-                    (None, None) => return,
-                };
-                peer.respond(&upstream_id, body).await;
-            }
-            Some(Forwarded::Input(waiting)) => {
-                let answer = match (env.result, env.error) {
-                    (_, Some(e)) => Err(e.to_owned()),
-                    (Some(r), None) => Ok(r.to_owned()),
-                    (None, None) => return,
-                };
-                let _ = waiting.send(answer);
-            }
-            None => {}
-        }
-    }
 }
 
 /// A request's params as raw members, plus the one string member `key` it cannot do without
@@ -784,71 +604,6 @@ fn member_params(
         .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         .ok_or_else(invalid)?;
     Ok((p, value))
-}
-
-/// `_meta` key: the subscription a change notification belongs to (its listen request's id).
-pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// The listen kind a change notification belongs to.
-fn listen_kind(method: &str) -> Option<&'static str> {
-    match method {
-        "notifications/tools/list_changed" => Some("tools"),
-        "notifications/prompts/list_changed" => Some("prompts"),
-        "notifications/resources/list_changed" => Some("resources"),
-        _ => None,
-    }
-}
-
-/// A change notification on the listen stream of request `id` (raw).
-fn tagged_notification(method: &str, id: &str) -> Vec<u8> {
-    let params = format!(
-        "{{\"_meta\":{{{}:{id}}}}}",
-        jsonrpc::json_string(SUBSCRIPTION_ID_KEY)
-    );
-    match RawValue::from_string(params) {
-        Ok(p) => jsonrpc::notification_line(method, Some(&p)),
-        Err(_) => jsonrpc::notification_line(method, None),
-    }
-}
-
-/// What Gatehouse says of itself to `server/discover` (MCP 2026-07-28): every version it
-/// speaks, both eras; its capabilities; its identity in `_meta`. Stateless, so any client may
-/// ask at any time, with or without a session.
-pub fn discover_result() -> String {
-    let versions: Vec<String> = crate::protocol::supported_versions()
-        .iter()
-        .map(|v| jsonrpc::json_string(v))
-        .collect();
-    format!(
-        concat!(
-            "{{\"resultType\":\"complete\",\"supportedVersions\":[{versions}],",
-            "\"capabilities\":{{\"tools\":{{\"listChanged\":true}},\"prompts\":{{\"listChanged\":false}},",
-            "\"resources\":{{\"listChanged\":false}},\"completions\":{{}}}},",
-            "\"instructions\":\"Gatehouse gathers the tools of the MCP servers it runs; each tool is named server__tool.\",",
-            "\"ttlMs\":{ttl},\"cacheScope\":\"private\",\"_meta\":{{{key}:{info}}}}}"
-        ),
-        versions = versions.join(","),
-        ttl = crate::protocol::LIST_TTL_MS,
-        key = jsonrpc::json_string(crate::protocol::SERVER_INFO_KEY),
-        info = crate::protocol::our_info(),
-    )
-}
-
-/// The error answer to a modern request whose envelope is refused: -32602 for a missing or
-/// malformed key, -32022 with the versions we speak for an unknown version.
-pub fn envelope_error(id: &str, e: &crate::protocol::EnvelopeError) -> Vec<u8> {
-    use crate::protocol::EnvelopeError;
-    match e {
-        EnvelopeError::Invalid(why) => jsonrpc::error_line(id, ErrorCode::InvalidParams, why),
-        EnvelopeError::Unsupported(v) => jsonrpc::error_object_line(
-            id,
-            &jsonrpc::error_object_with_data(
-                ErrorCode::UnsupportedProtocolVersion,
-                "Unsupported protocol version",
-                &crate::protocol::unsupported_data(v),
-            ),
-        ),
-    }
 }
 
 fn trim(b: &[u8]) -> &[u8] {

@@ -67,6 +67,11 @@ pub(super) struct Listener {
     pub tx: mpsc::Sender<super::Out>,
 }
 
+/// Messages of one call waiting for its client at most.
+pub(super) const OUT_QUEUE: usize = 8;
+/// Server→client requests one client may leave unanswered at most; more are refused.
+pub(super) const MAX_FORWARDED: usize = 64;
+
 /// Resources one client (a legacy session, or one listen stream) is subscribed to, at most.
 pub const MAX_SUBSCRIPTIONS: usize = 64;
 

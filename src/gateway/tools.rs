@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::forward::{CallMeta, Gate, Pass, Recheck, ToolCall};
+use super::approve::Gate;
+use super::forward::{CallMeta, Pass, Recheck, ToolCall};
 use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;

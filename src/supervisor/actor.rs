@@ -58,6 +58,8 @@ pub(super) struct Actor {
     probe: bool,
 }
 
+mod expect;
+
 impl Actor {
     pub fn new(
         shared: Arc<Shared>,
@@ -578,61 +580,6 @@ impl Actor {
                 .bus
                 .publish(Event::Status(self.shared.status.borrow().clone()));
         }
-    }
-
-    /// What the config expects of the listed tools: every per-tool policy key and every
-    /// `tools_used` name must be a tool the server lists. A key that names none (a typo, a tool
-    /// the server renamed) would leave the tool meant on the default policy without a word: it
-    /// is a warning in the server's status and log, with the nearest listed name.
-    fn check_expectations(&self) {
-        let tools = lock(&self.shared.tools).clone();
-        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let hint = |key: &str| match crate::config::closest(key, &names) {
-            Some(best) => format!(" (did you mean \"{best}\"?)"),
-            None => String::new(),
-        };
-        let stray: Vec<String> = self
-            .cfg
-            .tools
-            .keys()
-            .filter(|k| !names.contains(&k.as_str()))
-            .map(|k| format!("\"{k}\"{}", hint(k)))
-            .collect();
-        let policy = (!stray.is_empty()).then(|| {
-            format!(
-                "the config's \"tools\" settings for {} name no tool this server lists, so they apply to nothing; fix the name{}",
-                stray.join(", "),
-                if stray.len() == 1 { "" } else { "s" }
-            )
-        });
-        self.warn("policy-keys", policy);
-        let missing: Vec<String> = self
-            .cfg
-            .tools_used
-            .iter()
-            .filter(|k| !names.contains(&k.as_str()))
-            .map(|k| format!("\"{k}\"{}", hint(k)))
-            .collect();
-        let used = (!missing.is_empty()).then(|| {
-            format!(
-                "\"tools_used\" expects {} but the server does not list {}",
-                missing.join(", "),
-                if missing.len() == 1 { "it" } else { "them" }
-            )
-        });
-        self.warn("tools-used", used);
-    }
-
-    /// Sets or clears a warning; a new one is noted in the server's log too.
-    fn warn(&self, key: &str, text: Option<String>) {
-        let new = text.as_ref().is_some_and(|t| {
-            lock(&self.shared.warnings).get(key).map(String::as_str) != Some(t.as_str())
-        });
-        if let (true, Some(t)) = (new, &text) {
-            self.shared
-                .log(&self.ctx.bus, crate::logs::LogStream::Gatehouse, t.clone());
-        }
-        self.shared.warn(key, text);
     }
 
     fn set_state(&self, state: State, f: impl FnOnce(&mut ServerStatus)) {

@@ -11,7 +11,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
@@ -19,11 +18,15 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::sse::{SseError, SseEvent, SseReader};
+use crate::jsonrpc::sse::{SseError, SseEvent};
 use crate::jsonrpc::{self, write_lines, ErrorCode, Line, LineReader, MAX_LINE_BYTES as MAX_LINE};
 use crate::oauth::{Credentials, Refused};
 use crate::protocol;
-use crate::supervisor::rpc::RELATED;
+
+mod streams;
+mod wire;
+
+use wire::*;
 
 /// How long an idle connection may go unchecked: a ping is sent when nothing else went out.
 const KEEPALIVE: Duration = Duration::from_secs(3);
@@ -141,6 +144,15 @@ impl Failure {
     }
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Runs until `stop` is cancelled (returns `None`) or the connection is lost (returns the reason).
 pub async fn run<R, W>(
     http: reqwest::Client,
@@ -173,6 +185,10 @@ where
         auth,
     });
     let tasks = CancellationToken::new();
+    // However `run` ends — returning, or its future dropped by the session's task set — the
+    // tasks it spawned (requests, pings, the GET or SSE stream) and the writer end with it.
+    let _tasks_end = tasks.clone().drop_guard();
+    let _writer_ends = AbortOnDrop(writer.abort_handle());
     let mut mode: Option<Mode> = None;
     let mut from_peer = LineReader::new(from_peer, MAX_LINE);
     let mut last_sent = tokio::time::Instant::now();
@@ -464,65 +480,6 @@ impl Bridge {
         Ok(mode)
     }
 
-    async fn connect_sse(
-        self: &Arc<Self>,
-        init: &[u8],
-        tasks: &CancellationToken,
-    ) -> Result<Mode, String> {
-        let mut h = self.headers.clone();
-        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let resp = self
-            .execute(reqwest::Method::GET, self.url.clone(), h, None)
-            .await
-            .map_err(|f| f.reason(&format!("cannot reach {}", self.url)))?;
-        check_status(&resp)?;
-        let mut events = sse_events(resp);
-        let endpoint = loop {
-            match events.next().await {
-                Some(Ok(SseEvent { event, data })) if event == "endpoint" => {
-                    let data = String::from_utf8_lossy(&data);
-                    break self
-                        .url
-                        .join(data.trim())
-                        .map_err(|e| format!("the server sent a bad endpoint \"{data}\": {e}"))?;
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => return Err(lost(e)),
-                None => {
-                    return Err(format!(
-                        "{} is neither a Streamable HTTP nor an SSE MCP endpoint (no \"endpoint\" event)",
-                        self.url
-                    ))
-                }
-            }
-        };
-        let b = self.clone();
-        let t = tasks.clone();
-        tokio::spawn(async move {
-            let reason = tokio::select! {
-                _ = t.cancelled() => return,
-                r = async {
-                    while let Some(ev) = events.next().await {
-                        match ev {
-                            Ok(SseEvent { event, data }) if event == "message" || event.is_empty() => {
-                                if b.to_peer.send(line(data)).await.is_err() {
-                                    return String::new();
-                                }
-                            }
-                            Ok(_) => {}
-                            Err(e) => return e.to_string(),
-                        }
-                    }
-                    "the server closed its SSE stream".to_owned()
-                } => r,
-            };
-            let _ = b.lost.send(format!("connection lost: {reason}")).await;
-        });
-        let mode = Mode::Sse { endpoint };
-        self.send_checked(&mode, init.to_vec()).await?;
-        Ok(mode)
-    }
-
     /// Sends one message; a transport failure ends the bridge.
     async fn send(&self, mode: &Mode, msg: Vec<u8>) {
         if let Err(reason) = self.send_checked(mode, msg).await {
@@ -588,158 +545,6 @@ impl Bridge {
         }
     }
 
-    /// Forwards a POST's answer (JSON or an SSE stream) to the peer. A request whose stream ends
-    /// before its answer means the server went away mid-call. What comes on a request's stream
-    /// besides its answer is marked with the request's id ([`RELATED`]) so the peer routes it to
-    /// that call's client. A body or event over the line bound is dropped unread past the bound,
-    /// and the request answered with an error instead.
-    async fn relay(
-        &self,
-        resp: reqwest::Response,
-        expect_answer: bool,
-        request: Option<String>,
-    ) -> Result<(), String> {
-        if resp.status().as_u16() == 202 {
-            return Ok(());
-        }
-        let sse = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if !sse {
-            let body = match bounded_body(resp, MAX_LINE).await {
-                Ok(b) => b,
-                Err(BodyError::TooLarge) => {
-                    self.refuse_answer(
-                        request.as_deref(),
-                        &format!("the server answered with a body of over {} MiB (the limit); it was dropped", MAX_LINE >> 20),
-                    )
-                    .await;
-                    return Ok(());
-                }
-                Err(BodyError::Lost(e)) => return Err(format!("connection lost: {e}")),
-            };
-            if body.iter().all(u8::is_ascii_whitespace) {
-                return Ok(());
-            }
-            self.note_protocol(&body);
-            self.param_headers.learn(&body);
-            let _ = self.to_peer.send(line(unmarked(body))).await;
-            return Ok(());
-        }
-        let related = request.as_deref().filter(|id| id.parse::<u64>().is_ok());
-        let mut events = sse_events(resp);
-        let mut answered = false;
-        while let Some(ev) = events.next().await {
-            let data = match ev {
-                Ok(ev) => unmarked(ev.data),
-                Err(SseError::TooLarge { limit }) => {
-                    if !answered {
-                        self.refuse_answer(
-                            request.as_deref(),
-                            &format!("the server sent an event of over {} MiB (the limit) on a request's stream; the stream was dropped", limit >> 20),
-                        )
-                        .await;
-                    }
-                    return Ok(());
-                }
-                Err(e) => return Err(lost(e)),
-            };
-            if data.is_empty() {
-                continue;
-            }
-            let data = if is_response(&data) {
-                answered = true;
-                self.note_protocol(&data);
-                self.param_headers.learn(&data);
-                data
-            } else {
-                match related {
-                    Some(id) => mark(data, id),
-                    None => data,
-                }
-            };
-            let _ = self.to_peer.send(line(data)).await;
-        }
-        if expect_answer && !answered {
-            return Err("connection lost: the server's stream ended before it answered".into());
-        }
-        Ok(())
-    }
-
-    /// Remembers the negotiated protocol version from an initialize answer (sent as a header on
-    /// every later request, as the spec asks).
-    fn note_protocol(&self, body: &[u8]) {
-        #[derive(serde::Deserialize)]
-        struct R {
-            result: Option<Init>,
-        }
-        #[derive(serde::Deserialize)]
-        struct Init {
-            #[serde(rename = "protocolVersion")]
-            protocol_version: Option<String>,
-        }
-        // Only an initialize result names one: nothing else is parsed for it.
-        if memchr::memmem::find(body, b"\"protocolVersion\"").is_none() {
-            return;
-        }
-        if let Ok(R {
-            result: Some(Init {
-                protocol_version: Some(v),
-            }),
-        }) = serde_json::from_slice::<R>(body)
-        {
-            let mut p = self.protocol.lock().unwrap_or_else(|e| e.into_inner());
-            if p.is_none() {
-                *p = Some(v);
-            }
-        }
-    }
-
-    /// The GET stream of a Streamable HTTP session. A server without one (405) is checked by the
-    /// keepalive instead; a stream that breaks means the server is gone.
-    async fn listen(&self, mode: &Mode) {
-        let Mode::Streamable { session } = mode else {
-            return;
-        };
-        let mut h = self.headers.clone();
-        h.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(s) = session
-            .as_deref()
-            .and_then(|s| HeaderValue::from_str(s).ok())
-        {
-            h.insert(SESSION_HEADER, s);
-        }
-        let resp = match self
-            .execute(reqwest::Method::GET, self.url.clone(), h, None)
-            .await
-        {
-            Ok(r) if r.status().is_success() => r,
-            Ok(_) => return,
-            Err(f) => {
-                let _ = self.lost.send(f.reason("connection lost")).await;
-                return;
-            }
-        };
-        let mut events = sse_events(resp);
-        while let Some(ev) = events.next().await {
-            match ev {
-                Ok(SseEvent { data, .. }) if !data.is_empty() => {
-                    if self.to_peer.send(line(unmarked(data))).await.is_err() {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    let _ = self.lost.send(lost(e)).await;
-                    return;
-                }
-            }
-        }
-        // The server closed the stream on purpose; the keepalive still watches the connection.
-    }
-
     async fn ping(&self, mode: &Mode) {
         let msg = br#"{"jsonrpc":"2.0","id":"gatehouse-keepalive","method":"ping"}"#.to_vec();
         let (url, session) = match mode {
@@ -772,167 +577,6 @@ impl Bridge {
         };
         let _ = self.lost.send(reason).await;
     }
-}
-
-fn check_status(resp: &reqwest::Response) -> Result<(), String> {
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(());
-    }
-    Err(match status.as_u16() {
-        300..=399 => format!(
-            "the server redirected to {}, another origin: not followed, so this server's headers and tokens never reach another host; put that URL in the config if you trust it",
-            resp.headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("another address")
-        ),
-        401 | 403 => format!(
-            "the server refused the credentials (HTTP {}): check this server's \"headers\" and the secrets they refer to",
-            status.as_u16()
-        ),
-        code => format!("the server answered HTTP {code}"),
-    })
-}
-
-/// A request's method.
-fn method_of(msg: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct M {
-        method: Option<String>,
-    }
-    serde_json::from_slice::<M>(msg).ok()?.method
-}
-
-/// Whether a response is a `DiscoverResult` naming a modern version we speak.
-fn is_discover_result(body: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct R {
-        result: Option<D>,
-    }
-    #[derive(serde::Deserialize)]
-    struct D {
-        #[serde(rename = "supportedVersions")]
-        supported_versions: Vec<String>,
-    }
-    serde_json::from_slice::<R>(body).is_ok_and(|r| {
-        r.result.is_some_and(|d| {
-            d.supported_versions
-                .iter()
-                .any(|v| protocol::MODERN_VERSIONS.contains(&v.as_str()))
-        })
-    })
-}
-
-fn is_request(msg: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        id: Option<serde::de::IgnoredAny>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_some())
-}
-
-/// The raw `id` of a request.
-fn request_id(msg: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        id: Option<&'a serde_json::value::RawValue>,
-    }
-    serde_json::from_slice::<Probe>(msg)
-        .ok()?
-        .id
-        .map(|r| r.get().to_owned())
-}
-
-/// A message as the server sent it, minus any [`RELATED`] member: only the bridge says which
-/// request a message came with, never the server.
-fn unmarked(msg: Vec<u8>) -> Vec<u8> {
-    if memchr::memmem::find(&msg, RELATED.as_bytes()).is_none() {
-        return msg;
-    }
-    match std::str::from_utf8(&msg)
-        .ok()
-        .and_then(|t| jsonrpc::take_member(t, RELATED))
-    {
-        Some((stripped, _)) => stripped.into_bytes(),
-        // Marked somewhere deeper (inside params): harmless, the peer reads only the top level.
-        None => msg,
-    }
-}
-
-/// `msg` marked as having come on the stream of our request `id`.
-fn mark(msg: Vec<u8>, id: &str) -> Vec<u8> {
-    match std::str::from_utf8(&msg)
-        .ok()
-        .and_then(|t| jsonrpc::set_member(t, RELATED, id))
-    {
-        Some(marked) => marked.into_bytes(),
-        None => msg,
-    }
-}
-
-enum BodyError {
-    TooLarge,
-    Lost(String),
-}
-
-/// A JSON body read whole, but never more than `max` bytes of it.
-async fn bounded_body(resp: reqwest::Response, max: usize) -> Result<Vec<u8>, BodyError> {
-    if resp.content_length().is_some_and(|n| n > max as u64) {
-        return Err(BodyError::TooLarge);
-    }
-    let mut body = Vec::new();
-    let mut stream = resp.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BodyError::Lost(crate::http_error_chain(&e)))?;
-        if body.len() + chunk.len() > max {
-            return Err(BodyError::TooLarge);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-fn is_response(msg: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        id: Option<serde::de::IgnoredAny>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_none())
-}
-
-/// The events of a response body, one event bounded like a stdio line.
-fn sse_events(
-    resp: reqwest::Response,
-) -> SseReader<impl futures_util::Stream<Item = Result<bytes::Bytes, String>> + Unpin> {
-    SseReader::new(
-        resp.bytes_stream()
-            .map(|r| r.map_err(|e| crate::http_error_chain(&e))),
-        MAX_LINE,
-    )
-}
-
-fn lost(e: SseError) -> String {
-    match e {
-        SseError::Body(b) => format!("connection lost: {b}"),
-        other => other.to_string(),
-    }
-}
-
-/// One message for the peer's line reader. JSON allows raw newlines only as whitespace between
-/// tokens (inside strings they are escaped), so turning them into spaces keeps the value and
-/// keeps a pretty-printed body on one line.
-fn line(mut msg: Vec<u8>) -> Vec<u8> {
-    for b in msg.iter_mut() {
-        if *b == b'\n' || *b == b'\r' {
-            *b = b' ';
-        }
-    }
-    msg.push(b'\n');
-    msg
 }
 
 #[cfg(test)]

@@ -215,8 +215,18 @@ async fn new_tools_on_a_known_server_ask_until_allowed_once() {
     std::fs::remove_file(&m).unwrap();
     let v = c.call(3, "fx__peek", json!({"path": m})).await;
     assert!(text_of(&v).starts_with("peek created"), "{v}");
-    // The pin of `look`, no longer listed, is gone from the store.
-    let store = std::fs::read_to_string(dir.path().join("data/approvals.json")).unwrap();
+    // The pin of `look`, no longer listed, is gone from the store (written off the async
+    // threads: within moments).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let store = loop {
+        let store = std::fs::read_to_string(dir.path().join("data/approvals.json")).unwrap();
+        if (!store.contains("fx/look") && store.contains("fx/peek"))
+            || std::time::Instant::now() > deadline
+        {
+            break store;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert!(
         !store.contains("fx/look") && store.contains("fx/peek"),
         "{store}"

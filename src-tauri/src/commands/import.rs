@@ -1,0 +1,108 @@
+//! The Import view's commands: what each client's file holds, reviewed, then imported.
+
+use super::*;
+
+#[derive(Serialize)]
+pub struct ImportSource {
+    label: String,
+    path: String,
+    error: Option<String>,
+    servers: Vec<ImportRow>,
+}
+
+#[derive(Serialize)]
+pub struct ImportRow {
+    source_name: String,
+    id: String,
+    command_line: String,
+    credentials: Vec<String>,
+    /// Why it cannot be imported as is (the id is taken…), or null.
+    skip: Option<String>,
+}
+
+/// Client files found on this machine (or `path`), with what importing each server would do.
+#[tauri::command]
+pub fn import_preview(
+    state: AppStateRef<'_>,
+    path: Option<String>,
+) -> CommandResult<Vec<ImportSource>> {
+    let config = state.hub()?.config();
+    let sources: Vec<(String, std::path::PathBuf)> = match path.filter(|p| !p.trim().is_empty()) {
+        Some(p) => vec![(p.clone(), std::path::PathBuf::from(p))],
+        None => ClientKind::ALL
+            .into_iter()
+            .filter_map(|k| {
+                k.config_path()
+                    .filter(|p| p.exists())
+                    .map(|p| (k.label().to_owned(), p))
+            })
+            .collect(),
+    };
+    Ok(sources
+        .into_iter()
+        .map(|(label, p)| {
+            let (servers, error) = match gatehouse::import::read_source(&p) {
+                Ok(c) => (
+                    gatehouse::import::plan(&config, c, &Default::default(), &own_port(&state))
+                        .into_iter()
+                        .map(|(c, o)| ImportRow {
+                            command_line: c.command_line(),
+                            skip: match o {
+                                gatehouse::import::Outcome::Add => None,
+                                gatehouse::import::Outcome::Skip(why) => Some(why),
+                            },
+                            source_name: c.source_name,
+                            id: c.id,
+                            credentials: c.credentials,
+                        })
+                        .collect(),
+                    None,
+                ),
+                Err(e) => (Vec::new(), Some(e)),
+            };
+            ImportSource {
+                label,
+                path: p.display().to_string(),
+                error,
+                servers,
+            }
+        })
+        .collect())
+}
+
+/// Imports the chosen servers (by their name in the file) from `path`; returns the ids added.
+#[tauri::command]
+pub async fn import_servers(
+    state: AppStateRef<'_>,
+    path: String,
+    names: Vec<String>,
+    move_secrets: bool,
+) -> CommandResult<Vec<String>> {
+    let hub = state.hub()?;
+    let candidates = gatehouse::import::read_source(std::path::Path::new(&path))
+        .map_err(CommandError::invalid)?;
+    let plan = gatehouse::import::plan(
+        &hub.config(),
+        candidates,
+        &Default::default(),
+        &own_port(&state),
+    );
+    if let Some(config_path) = hub.config_path() {
+        gatehouse::import::backup(&config_path).map_err(CommandError::failed)?;
+    }
+    let chosen: Vec<_> = plan
+        .into_iter()
+        .filter(|(c, o)| names.contains(&c.source_name) && *o == gatehouse::import::Outcome::Add)
+        .map(|(c, _)| c)
+        .collect();
+    let keychain = move_secrets.then(|| state.keychain.clone());
+    let prepared = tauri::async_runtime::spawn_blocking(move || {
+        gatehouse::import::prepare(chosen, keychain.as_ref())
+    })
+    .await
+    .map_err(CommandError::failed)?
+    .map_err(CommandError::failed)?;
+    hub.import(&prepared).await?;
+    let added: Vec<String> = prepared.into_iter().map(|p| p.id).collect();
+    Ok(added)
+}

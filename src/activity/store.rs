@@ -1,0 +1,284 @@
+//! The activity log's SQLite side, on its own thread: batched inserts, retention, a damaged
+//! database set aside and started afresh, and the queries.
+
+use super::*;
+
+/// Records kept while the database cannot take them (locked by another process, disk full); the
+/// oldest go first beyond this.
+const BACKLOG: usize = 10_000;
+/// How often a database that could not be written is tried again.
+const RETRY: Duration = Duration::from_secs(1);
+
+pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
+    let mut db = open_or_rotate(&path);
+    let mut backlog: std::collections::VecDeque<Box<CallRecord>> = Default::default();
+    let mut failing = false;
+    let mut since_prune = 0usize;
+    loop {
+        // With records waiting for a database that refused them, wake up to try again.
+        let first = if backlog.is_empty() && db.is_some() {
+            match rx.recv() {
+                Ok(m) => Some(m),
+                Err(_) => break,
+            }
+        } else {
+            match rx.recv_timeout(RETRY) {
+                Ok(m) => Some(m),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        // Everything already queued goes in one transaction: at thousands of calls a second a
+        // transaction per record would cost more than the calls themselves.
+        let mut queries = Vec::new();
+        let mut next = first;
+        let mut taken = 0;
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Record(r) => {
+                    if backlog.len() == BACKLOG {
+                        backlog.pop_front();
+                        tracing::warn!("the activity log is unwritable and {BACKLOG} records wait; the oldest is dropped");
+                    }
+                    backlog.push_back(r);
+                    taken += 1;
+                }
+                q @ Msg::Query { .. } => queries.push(q),
+            }
+            if taken < 1024 {
+                next = rx.try_recv().ok();
+            }
+        }
+        if db.is_none() {
+            db = open_or_rotate(&path);
+        }
+        if let (false, Some(conn)) = (backlog.is_empty(), db.as_mut()) {
+            let batch: Vec<&CallRecord> = backlog.iter().map(|r| &**r).collect();
+            match insert_batch(conn, &batch) {
+                Ok(()) => {
+                    since_prune += backlog.len();
+                    backlog.clear();
+                    if failing {
+                        failing = false;
+                        tracing::info!(path = %path.display(), "the activity log is written again");
+                    }
+                }
+                Err(e) if is_corrupt(&e) => {
+                    tracing::error!(path = %path.display(), error = %e, "the activity log is corrupt; moving it aside");
+                    drop(db.take()); // close the file before moving it aside
+                    rotate_aside(&path);
+                    db = open_or_rotate(&path);
+                }
+                Err(e) => {
+                    // Locked by another process, disk full…: the records wait, the file stays.
+                    if !failing {
+                        failing = true;
+                        tracing::warn!(path = %path.display(), error = %e, "cannot write the activity log for now; retrying, nothing is lost");
+                    }
+                }
+            }
+        }
+        if since_prune >= 500 {
+            since_prune = 0;
+            if let Some(conn) = db.as_ref() {
+                prune(conn, crate::logs::now_ms(), MAX_ROWS);
+            }
+        }
+        for q in queries {
+            if let Msg::Query {
+                limit,
+                server,
+                client,
+                reply,
+            } = q
+            {
+                let result = match db.as_ref() {
+                    Some(conn) => query(conn, limit, server.as_deref(), client.as_deref())
+                        .map_err(|e| e.to_string()),
+                    None => Err(format!(
+                        "the activity log {} cannot be opened right now (it is retried)",
+                        path.display()
+                    )),
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+}
+
+/// Whether an error means the file is not (or no longer) a sound database — the only case it
+/// is moved aside. Locks, a full disk and I/O hiccups are retried instead.
+pub(super) fn is_corrupt(e: &rusqlite::Error) -> bool {
+    matches!(
+        e,
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
+pub(super) fn insert_batch(conn: &mut Connection, batch: &[&CallRecord]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    for r in batch {
+        insert(&tx, r)?;
+    }
+    tx.commit()
+}
+
+pub(super) fn open_or_rotate(path: &Path) -> Option<Connection> {
+    match open(path) {
+        Ok(c) => Some(c),
+        Err(e) if !is_corrupt(&e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot open the activity log for now; retrying");
+            None
+        }
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "the activity log is unreadable; moving it aside and starting a new one");
+            rotate_aside(path);
+            match open(path) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "cannot create the activity log; calls are not logged");
+                    None
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
+    if let Some(dir) = path.parent() {
+        let _ = crate::private::create_dir(dir);
+    }
+    // Created 0600 first: SQLite gives its -wal and -shm files the database file's mode.
+    let _ = crate::private::touch(path);
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(2))?;
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         PRAGMA synchronous=NORMAL;
+         CREATE TABLE IF NOT EXISTS calls (
+             id INTEGER PRIMARY KEY,
+             time_ms INTEGER NOT NULL,
+             client TEXT,
+             session TEXT NOT NULL,
+             server TEXT NOT NULL,
+             tool TEXT NOT NULL,
+             arguments TEXT NOT NULL,
+             decision TEXT NOT NULL,
+             decided_by TEXT NOT NULL,
+             duration_ms INTEGER NOT NULL,
+             outcome TEXT NOT NULL
+         );
+         -- No secondary indexes: every insert would update them, while queries read the newest
+         -- rows by rowid and pruning scans at most 100,000 rows every 500 inserts.
+         DROP INDEX IF EXISTS calls_time;
+         DROP INDEX IF EXISTS calls_server;",
+    )?;
+    // Added after the first release: which process answered through the control socket.
+    let has_via: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'decided_via'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_via {
+        conn.execute_batch("ALTER TABLE calls ADD COLUMN decided_via TEXT;")?;
+    }
+    // Added with client profiles: which profile's token the call came with (NULL: default).
+    let has_profile: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'profile'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_profile {
+        conn.execute_batch("ALTER TABLE calls ADD COLUMN profile TEXT;")?;
+    }
+    // Added with the Activity detail pane: the time spent waiting for the person.
+    let has_waited: bool = conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'waited_ms'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_waited {
+        conn.execute_batch("ALTER TABLE calls ADD COLUMN waited_ms INTEGER NOT NULL DEFAULT 0;")?;
+    }
+    // A file that is not a database fails here, not at the first insert.
+    conn.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))?;
+    Ok(conn)
+}
+
+pub(super) fn rotate_aside(path: &Path) {
+    let aside = path.with_extension(format!("corrupt-{}", crate::logs::now_ms()));
+    for suffix in ["", "-wal", "-shm"] {
+        let mut from = path.as_os_str().to_owned();
+        from.push(suffix);
+        let mut to = aside.as_os_str().to_owned();
+        to.push(suffix);
+        let _ = std::fs::rename(&from, &to);
+    }
+    tracing::error!(aside = %aside.display(), "the old activity log was kept aside");
+}
+
+pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
+    // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
+    conn.prepare_cached(
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?
+    .execute(params![
+            r.time_ms as i64,
+            r.client,
+            r.session,
+            r.server,
+            r.tool,
+            r.arguments,
+            r.decision.as_str(),
+            r.decided_by.as_str(),
+            r.duration_ms as i64,
+            r.outcome.as_str(),
+            r.decided_via,
+            r.profile,
+            r.waited_ms as i64
+        ],
+    )?;
+    Ok(())
+}
+
+pub(super) fn prune(conn: &Connection, now_ms: u64, max_rows: i64) {
+    let cutoff = now_ms.saturating_sub(RETENTION_DAYS * 24 * 3600 * 1000) as i64;
+    let _ = conn.execute("DELETE FROM calls WHERE time_ms < ?1", params![cutoff]);
+    let _ = conn.execute(
+        "DELETE FROM calls WHERE id <= (SELECT max(id) FROM calls) - ?1",
+        params![max_rows],
+    );
+}
+
+pub(super) fn query(
+    conn: &Connection,
+    limit: usize,
+    server: Option<&str>,
+    client: Option<&str>,
+) -> rusqlite::Result<Vec<CallRecord>> {
+    let mut stmt = conn.prepare(
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms
+         FROM calls WHERE (?1 IS NULL OR server = ?1) AND (?3 IS NULL OR coalesce(profile, 'default') = ?3)
+         ORDER BY id DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![server, limit as i64, client], |r| {
+        Ok(CallRecord {
+            time_ms: r.get::<_, i64>(0)? as u64,
+            client: r.get(1)?,
+            session: r.get(2)?,
+            server: r.get(3)?,
+            tool: r.get(4)?,
+            arguments: r.get(5)?,
+            decision: Decision::parse(&r.get::<_, String>(6)?),
+            decided_by: decider(&r.get::<_, String>(7)?),
+            duration_ms: r.get::<_, i64>(8)? as u64,
+            outcome: CallOutcome::parse(&r.get::<_, String>(9)?),
+            decided_via: r.get(10)?,
+            profile: r.get(11)?,
+            waited_ms: r.get::<_, i64>(12)? as u64,
+        })
+    })?;
+    rows.collect()
+}

@@ -1,0 +1,91 @@
+//! The approval phase of a held call: waiting for the person's answer (or the timeout, or the
+//! client going away), with progress notifications keeping the client's request alive, and the
+//! verdict turned into what the call does next — the texts say who decided.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::{Gateway, Out};
+use crate::activity::Decision;
+use crate::approval::{ApprovalRequest, Decider, Verdict};
+use crate::jsonrpc;
+
+/// A call held for approval.
+pub(super) struct Gate {
+    pub request: ApprovalRequest,
+    pub hash: String,
+    pub timeout: std::time::Duration,
+}
+
+/// What the hold ended with.
+pub(super) enum Held {
+    Allowed(Decision, Decider, Option<String>),
+    /// Denied or timed out: the text for the isError result (`{tool}` is filled in), the
+    /// decision for the activity log, and who decided.
+    Refused(String, Decision, Decider, Option<String>),
+    ClientGone,
+}
+
+/// Waits for the person's answer. Progress notifications keep the client's request alive when
+/// it sent a progress token; a client that goes away withdraws the request.
+pub(super) async fn hold(
+    gw: &Gateway,
+    gate: Gate,
+    tx: &mpsc::Sender<Out>,
+    client_token: Option<&str>,
+) -> Held {
+    let broker = gw.inner.hub.approvals().clone();
+    let ask = broker.ask(gate.request, gate.hash, gate.timeout);
+    tokio::pin!(ask);
+    let every = std::time::Duration::from_millis(gw.inner.keepalive_ms.load(Ordering::Relaxed));
+    let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let mut beats: u64 = 0;
+    let verdict = loop {
+        tokio::select! {
+            v = &mut ask => break v,
+            _ = keepalive.tick(), if client_token.is_some() => {
+                beats += 1;
+                let params = format!(
+                    "{{\"progressToken\":{},\"progress\":{beats},\"message\":\"Waiting for approval in Gatehouse\"}}",
+                    client_token.unwrap_or("null")
+                );
+                if let Ok(p) = RawValue::from_string(params) {
+                    let line = jsonrpc::notification_line("notifications/progress", Some(&p));
+                    if tx.send(Out::Event(line)).await.is_err() {
+                        return Held::ClientGone;
+                    }
+                }
+            }
+            _ = tx.closed() => return Held::ClientGone,
+        }
+    };
+    match verdict {
+        Verdict::Allowed { scope, by, via } => Held::Allowed(Decision::approved(scope), by, via),
+        Verdict::Denied { reason, by, via } => Held::Refused(
+            match (by, reason) {
+                // Nobody was asked (--deny-unattended, a full queue): never "the user".
+                (Decider::Policy, r) => format!(
+                    "Gatehouse did not run {{tool}}: {}.",
+                    r.as_deref().unwrap_or("no one answered")
+                ),
+                (_, Some(r)) if !r.trim().is_empty() => {
+                    format!("Denied by the user in Gatehouse: {r}")
+                }
+                _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
+            },
+            Decision::Denied,
+            by,
+            via,
+        ),
+        Verdict::TimedOut { secs } => Held::Refused(
+            format!(
+                "Gatehouse asked the user to approve {{tool}}, but no one answered in {secs} s; the call was not run (denied by timeout)."
+            ),
+            Decision::TimedOut,
+            Decider::Policy,
+            None,
+        ),
+    }
+}
