@@ -106,12 +106,16 @@ async fn run() {
             .find(|t| t.name == "add")
             .is_some_and(|t| t.read_only);
         if let Some(server) = config.servers.get(fx.id()) {
-            if policy::evaluate(
+            if policy::evaluate(&policy::Layers {
                 server,
-                gatehouse::config::ApprovalDefault::AskUnlessReadOnly,
-                "add",
-                read_only,
-            ) != policy::Decision::Allow
+                tool: "add",
+                default: gatehouse::config::ApprovalDefault::AskUnlessReadOnly,
+                claims_read_only: read_only,
+                read_only_believed: read_only,
+                profile: None,
+            })
+            .decision
+                != policy::Decision::Allow
             {
                 asked += 1;
             }

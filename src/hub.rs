@@ -199,6 +199,7 @@ struct HubState {
 
 mod secrets;
 mod sign_in;
+mod tools;
 
 impl HubHandle {
     fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
@@ -382,48 +383,6 @@ impl HubHandle {
             .restart()
             .await
             .map_err(|_| HubError::ShuttingDown)
-    }
-
-    /// What a call to one tool does under `config` (a server no longer configured asks). A
-    /// quarantined tool's `readOnlyHint` is not believed (see `approval::pins`). The one place
-    /// the policy is evaluated for a listed tool: the gateway and every tool list use it.
-    pub fn tool_policy(
-        &self,
-        config: &Config,
-        server: &ServerId,
-        def: &crate::supervisor::ToolDef,
-    ) -> Decision {
-        let Some(cfg) = config.servers.get(server) else {
-            return Decision::Ask;
-        };
-        let read_only = def.read_only && !self.approvals().quarantined(server.as_str(), &def.name);
-        policy::evaluate(cfg, config.approval.default, &def.name, read_only)
-    }
-
-    /// Tools of running servers (all, or one server's), with their exposed names.
-    pub fn tools(&self, id: Option<&str>) -> Result<Vec<ToolInfo>, HubError> {
-        let servers = match id {
-            Some(id) => vec![self.server(id)?],
-            None => self.servers(),
-        };
-        let config = self.config();
-        let mut out = Vec::new();
-        for h in servers {
-            for t in h.tools().iter() {
-                let approval = self.tool_policy(&config, h.id(), t);
-                let meta = t.meta();
-                out.push(ToolInfo {
-                    server: h.id().to_string(),
-                    name: exposed_name(h.id().as_str(), &t.name),
-                    tool: t.name.clone(),
-                    title: meta.title.clone(),
-                    description: meta.description.clone(),
-                    annotations: meta.annotations.clone(),
-                    approval,
-                });
-            }
-        }
-        Ok(out)
     }
 
     /// Applies a new config: new servers start, removed ones stop, changed ones are updated

@@ -2,6 +2,7 @@
 //! an unflagged tool follows `approval.default`, where only `readOnlyHint: true` counts as
 //! read-only.
 
+use super::request::AskReason;
 use crate::config::{ApprovalDefault, ServerConfig};
 
 /// What a call to a tool does under the policy (`gatehouse tools` shows it as `allow`, `ask`
@@ -17,31 +18,81 @@ pub enum Decision {
     Disabled,
 }
 
-/// The policy for one tool. An explicit flag (tool first, then server) always wins; only an
-/// unflagged tool follows `default`, where a tool counts as read-only only if it says
-/// `readOnlyHint: true`. Annotations can never relax an explicit flag.
-pub fn evaluate(
-    server: &ServerConfig,
-    default: ApprovalDefault,
-    tool: &str,
-    read_only_hint: bool,
-) -> Decision {
-    let flags = server.tools.get(tool);
-    if flags.and_then(|f| f.enabled) == Some(false) {
-        return Decision::Disabled;
+/// Everything that decides a call to one tool, layer by layer: the server's entry (its tool's
+/// flags, then its own flag), a client profile's (it may hide the tool, flag or unflag it, or
+/// set its own default), the default, and what the tool says of itself.
+pub struct Layers<'a> {
+    /// The server's entry.
+    pub server: &'a ServerConfig,
+    /// The tool's own name (the server's).
+    pub tool: &'a str,
+    /// `approval.default`.
+    pub default: ApprovalDefault,
+    /// The tool says `readOnlyHint: true`…
+    pub claims_read_only: bool,
+    /// …and it is believed (not a tool still quarantined, see `approval::pins`).
+    pub read_only_believed: bool,
+    /// The calling client's profile, when the call comes through one.
+    pub profile: Option<ProfileLayer>,
+}
+
+/// What a client profile says about one tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProfileLayer {
+    /// The profile sees the tool (its server is in the profile and the tool is not hidden).
+    pub sees: bool,
+    /// The profile's own `requires_approval` for the tool.
+    pub flag: Option<bool>,
+    /// The profile's own `approval.default`.
+    pub default: Option<ApprovalDefault>,
+}
+
+/// The policy's answer: what a call does, and — when it asks — why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict {
+    /// Allow, ask or disabled.
+    pub decision: Decision,
+    /// Why it asks (`None` unless `decision` is `Ask`).
+    pub reason: Option<AskReason>,
+}
+
+/// The one place the approval policy's precedence lives. A tool the server's entry disables, or
+/// a profile does not see, is disabled (a profile never un-disables). Then an explicit flag wins
+/// — the profile's, else the tool's in the entry, else the entry's own — and only an unflagged
+/// tool follows the default (the profile's, else `approval.default`), where a tool counts as
+/// read-only only if it says `readOnlyHint: true` and that is believed. Annotations never relax
+/// an explicit flag.
+pub fn evaluate(l: &Layers<'_>) -> Verdict {
+    let flags = l.server.tools.get(l.tool);
+    let disabled = flags.and_then(|f| f.enabled) == Some(false);
+    if disabled || l.profile.is_some_and(|p| !p.sees) {
+        return Verdict {
+            decision: Decision::Disabled,
+            reason: None,
+        };
     }
-    let explicit = flags
+    let ask = |reason| Verdict {
+        decision: Decision::Ask,
+        reason: Some(reason),
+    };
+    let allow = Verdict {
+        decision: Decision::Allow,
+        reason: None,
+    };
+    let flag = l.profile.and_then(|p| p.flag).or(flags
         .and_then(|f| f.requires_approval)
-        .or(server.requires_approval);
-    match explicit {
-        Some(true) => Decision::Ask,
-        Some(false) => Decision::Allow,
-        None => match default {
-            ApprovalDefault::Always => Decision::Ask,
-            ApprovalDefault::FlaggedOnly => Decision::Allow,
-            ApprovalDefault::AskUnlessReadOnly if read_only_hint => Decision::Allow,
-            ApprovalDefault::AskUnlessReadOnly => Decision::Ask,
-        },
+        .or(l.server.requires_approval));
+    match flag {
+        Some(true) => return ask(AskReason::Flagged),
+        Some(false) => return allow,
+        None => {}
+    }
+    match l.profile.and_then(|p| p.default).unwrap_or(l.default) {
+        ApprovalDefault::Always => ask(AskReason::AlwaysAsk),
+        ApprovalDefault::FlaggedOnly => allow,
+        ApprovalDefault::AskUnlessReadOnly if l.read_only_believed => allow,
+        ApprovalDefault::AskUnlessReadOnly if l.claims_read_only => ask(AskReason::NewTool),
+        ApprovalDefault::AskUnlessReadOnly => ask(AskReason::NotReadOnly),
     }
 }
 
@@ -49,6 +100,19 @@ pub fn evaluate(
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    /// The entry's layers alone (no profile), a claim believed.
+    fn eval(s: &ServerConfig, default: ApprovalDefault, tool: &str, read_only: bool) -> Decision {
+        evaluate(&Layers {
+            server: s,
+            tool,
+            default,
+            claims_read_only: read_only,
+            read_only_believed: read_only,
+            profile: None,
+        })
+        .decision
+    }
 
     fn server(json: &str) -> ServerConfig {
         let c =
@@ -60,10 +124,10 @@ mod tests {
     fn defaults() {
         let s = server(r#"{"command": "x"}"#);
         use ApprovalDefault::*;
-        assert_eq!(evaluate(&s, AskUnlessReadOnly, "t", false), Decision::Ask);
-        assert_eq!(evaluate(&s, AskUnlessReadOnly, "t", true), Decision::Allow);
-        assert_eq!(evaluate(&s, FlaggedOnly, "t", false), Decision::Allow);
-        assert_eq!(evaluate(&s, Always, "t", true), Decision::Ask);
+        assert_eq!(eval(&s, AskUnlessReadOnly, "t", false), Decision::Ask);
+        assert_eq!(eval(&s, AskUnlessReadOnly, "t", true), Decision::Allow);
+        assert_eq!(eval(&s, FlaggedOnly, "t", false), Decision::Allow);
+        assert_eq!(eval(&s, Always, "t", true), Decision::Ask);
     }
 
     #[test]
@@ -73,18 +137,74 @@ mod tests {
             r#"{"command": "x", "tools": {"w": {"requires_approval": true}, "r": {"requires_approval": false}, "off": {"enabled": false}}}"#,
         );
         for d in [AskUnlessReadOnly, FlaggedOnly, Always] {
-            assert_eq!(evaluate(&s, d, "w", true), Decision::Ask, "{d:?}");
-            assert_eq!(evaluate(&s, d, "r", false), Decision::Allow, "{d:?}");
-            assert_eq!(evaluate(&s, d, "off", true), Decision::Disabled, "{d:?}");
+            assert_eq!(eval(&s, d, "w", true), Decision::Ask, "{d:?}");
+            assert_eq!(eval(&s, d, "r", false), Decision::Allow, "{d:?}");
+            assert_eq!(eval(&s, d, "off", true), Decision::Disabled, "{d:?}");
         }
         let all = server(
             r#"{"command": "x", "requires_approval": true, "tools": {"r": {"requires_approval": false}}}"#,
         );
-        assert_eq!(evaluate(&all, FlaggedOnly, "any", true), Decision::Ask);
+        assert_eq!(eval(&all, FlaggedOnly, "any", true), Decision::Ask);
         assert_eq!(
-            evaluate(&all, Always, "r", false),
+            eval(&all, Always, "r", false),
             Decision::Allow,
             "a tool flag beats the server flag"
         );
+    }
+
+    /// A profile layer: it hides, flags, unflags or sets its own default, never un-disables;
+    /// every ask says why.
+    #[test]
+    fn a_profile_layer_and_the_reason_for_each_ask() {
+        use ApprovalDefault::*;
+        let s = server(
+            r#"{"command": "x", "tools": {"w": {"requires_approval": true}, "off": {"enabled": false}}}"#,
+        );
+        let v = |tool: &str, claims: bool, believed: bool, profile: Option<ProfileLayer>| {
+            evaluate(&Layers {
+                server: &s,
+                tool,
+                default: AskUnlessReadOnly,
+                claims_read_only: claims,
+                read_only_believed: believed,
+                profile,
+            })
+        };
+        let seen = |flag, default| {
+            Some(ProfileLayer {
+                sees: true,
+                flag,
+                default,
+            })
+        };
+        assert_eq!(v("w", false, false, None).reason, Some(AskReason::Flagged));
+        assert_eq!(v("t", true, false, None).reason, Some(AskReason::NewTool));
+        assert_eq!(
+            v("t", false, false, None).reason,
+            Some(AskReason::NotReadOnly)
+        );
+        assert_eq!(v("t", true, true, None).decision, Decision::Allow);
+        assert_eq!(
+            v("t", true, true, seen(None, Some(Always))).reason,
+            Some(AskReason::AlwaysAsk)
+        );
+        assert_eq!(
+            v("w", false, false, seen(Some(false), None)).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            v("t", true, true, seen(Some(true), None)).reason,
+            Some(AskReason::Flagged)
+        );
+        assert_eq!(
+            v("t", false, false, seen(None, Some(FlaggedOnly))).decision,
+            Decision::Allow
+        );
+        assert_eq!(
+            v("off", true, true, seen(Some(false), None)).decision,
+            Decision::Disabled
+        );
+        let hidden = Some(ProfileLayer::default());
+        assert_eq!(v("t", true, true, hidden).decision, Decision::Disabled);
     }
 }

@@ -67,6 +67,9 @@ pub enum Request {
         /// The server's id (all when absent).
         #[serde(default)]
         id: Option<String>,
+        /// Only what this client profile sees (absent: every tool, the gateway token's view).
+        #[serde(default)]
+        client: Option<String>,
     },
     /// Re-read the config file.
     Reload,

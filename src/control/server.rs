@@ -145,7 +145,7 @@ async fn handle_conn(
         Request::Start { id } => done(hub.start_server(&id).await, &hub, &id),
         Request::Stop { id } => done(hub.stop_server(&id).await, &hub, &id),
         Request::Restart { id } => done(hub.restart_server(&id).await, &hub, &id),
-        Request::Tools { id } => match hub.tools(id.as_deref()) {
+        Request::Tools { id, client } => match hub.tools_for(id.as_deref(), client.as_deref()) {
             Ok(t) => Response::ok(t),
             Err(e) => Response::from_hub(e),
         },

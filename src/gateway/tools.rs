@@ -229,7 +229,7 @@ impl Gateway {
             }
             // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
             if let Some(def) = def {
-                if self.policy(s, &server, &def) == Policy::Disabled {
+                if self.verdict(s, &server, &def).decision == Policy::Disabled {
                     let meta = CallMeta::new(&server, &def.name, arguments);
                     return self.refuse(s, id, &meta, Decision::Disabled, disabled(name));
                 }
@@ -273,7 +273,8 @@ impl Gateway {
         arguments: Option<&RawValue>,
     ) -> Admission {
         let tool = def.name.as_str();
-        match self.policy(s, server, def) {
+        let verdict = self.verdict(s, server, def);
+        match verdict.decision {
             Policy::Allow => return Admission::Free(Decision::Allowed),
             Policy::Disabled => return Admission::Refused(Decision::Disabled, disabled(exposed)),
             Policy::Ask => {}
@@ -317,7 +318,7 @@ impl Gateway {
             expires_at: now + timeout.as_millis() as u64,
             reason: match changed {
                 Some(_) => AskReason::Changed,
-                None => self.ask_reason(s, server, def),
+                None => verdict.reason.unwrap_or_default(),
             },
             changed,
         };
@@ -330,68 +331,19 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// What the config says about calls to this tool (see [`crate::hub::HubHandle::tool_policy`]),
-    /// then what the session's client profile says: it can hide a tool, flag it, or set its own
-    /// default — never un-disable what the server's entry disables.
-    fn policy(&self, s: &ClientSession, server: &ServerHandle, def: &ToolDef) -> Policy {
+    /// What a call to this tool from this session does, and why it asks: the one policy
+    /// ([`crate::approval::policy::evaluate`]) with the session's client profile as a layer.
+    fn verdict(
+        &self,
+        s: &ClientSession,
+        server: &ServerHandle,
+        def: &ToolDef,
+    ) -> crate::approval::policy::Verdict {
         let config = self.inner.hub.config();
-        let base = self.inner.hub.tool_policy(&config, server.id(), def);
-        let Some(profile) = self.profile_config(s) else {
-            return base;
-        };
-        let exposed = exposed_name(server.id().as_str(), &def.name);
-        if base == Policy::Disabled || !profile.sees_tool(server.id().as_str(), &exposed) {
-            return Policy::Disabled;
-        }
-        match profile
-            .tool_policy(server.id().as_str(), &exposed)
-            .and_then(|p| p.requires_approval)
-        {
-            Some(true) => Policy::Ask,
-            Some(false) => Policy::Allow,
-            None => match profile.approval.as_ref().and_then(|a| a.default) {
-                Some(default) => {
-                    let mut c = (*config).clone();
-                    c.approval.default = default;
-                    self.inner.hub.tool_policy(&c, server.id(), def)
-                }
-                None => base,
-            },
-        }
-    }
-
-    /// Why a call the policy holds asks: a flag (server entry or client profile), the default
-    /// `always`, a new tool whose read-only claim is not believed yet, or no read-only claim.
-    fn ask_reason(&self, s: &ClientSession, server: &ServerHandle, def: &ToolDef) -> AskReason {
-        let config = self.inner.hub.config();
-        let exposed = exposed_name(server.id().as_str(), &def.name);
         let profile = self.profile_config(s);
-        let profile_flag = profile
-            .as_ref()
-            .and_then(|p| p.tool_policy(server.id().as_str(), &exposed))
-            .and_then(|p| p.requires_approval);
-        let entry = config.servers.get(server.id());
-        let entry_flag = entry.and_then(|e| {
-            e.tools
-                .get(&def.name)
-                .and_then(|t| t.requires_approval)
-                .or(e.requires_approval)
-        });
-        if profile_flag == Some(true) || (profile_flag.is_none() && entry_flag == Some(true)) {
-            return AskReason::Flagged;
-        }
-        let default = profile
-            .as_ref()
-            .and_then(|p| p.approval.as_ref())
-            .and_then(|a| a.default)
-            .unwrap_or(config.approval.default);
-        if default == crate::config::ApprovalDefault::Always {
-            return AskReason::AlwaysAsk;
-        }
-        if def.read_only {
-            return AskReason::NewTool;
-        }
-        AskReason::NotReadOnly
+        self.inner
+            .hub
+            .tool_verdict(&config, server.id(), def, profile.as_ref())
     }
 
     /// Checks a held call again at the moment it would run, after the person allowed the
@@ -428,7 +380,7 @@ impl Gateway {
             return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
         }
         if entry.tool.hash() == asked {
-            return match self.policy(s, server, &entry.tool) {
+            return match self.verdict(s, server, &entry.tool).decision {
                 Policy::Disabled => gone(Decision::Disabled),
                 _ => Recheck::Go,
             };

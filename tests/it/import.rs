@@ -552,7 +552,10 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let tools: Vec<gatehouse::hub::ToolInfo> = client
-        .request(&gatehouse::control::Request::Tools { id: None })
+        .request(&gatehouse::control::Request::Tools {
+            id: None,
+            client: None,
+        })
         .await
         .unwrap();
     assert_eq!(tools.len(), 2 * FIXTURE_TOOLS);

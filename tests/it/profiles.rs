@@ -571,3 +571,46 @@ async fn a_session_answer_does_not_reach_another_profile() {
     assert!(gh(d, &["deny", r["id"].as_str().unwrap()]).status.success());
     assert!(other.await.unwrap().contains("isError"));
 }
+
+/// `gatehouse tools --client ID` shows what that profile sees, through the one policy: only its
+/// servers' tools, a tool it hides absent, and its own flag and default deciding `approval`; an
+/// unknown profile is named.
+#[tokio::test]
+async fn tools_for_a_profile_show_what_it_sees_and_what_a_call_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({
+        "servers": {"a": fixture(&[]), "b": fixture(&["--tools", "2"])},
+        "clients": {
+            "code": {"servers": ["b"], "tools": {"b__echo": {"enabled": false}, "b__add": {"requires_approval": true}}},
+            "strict": {"servers": ["a"], "approval": {"default": "always"}}
+        },
+        "approval": {"default": "flagged-only"}
+    })
+    .to_string();
+    let _s = serve(dir.path(), &cfg, &["a", "b"]).await;
+    let rows = |args: &[&str]| -> Vec<Value> {
+        let out = gh(dir.path(), args);
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let code = rows(&["tools", "--json", "--client", "code"]);
+    let names: Vec<&str> = code.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.iter().all(|n| n.starts_with("b__")), "{names:?}");
+    assert!(!names.contains(&"b__echo"), "{names:?}");
+    let add = code.iter().find(|t| t["name"] == "b__add").unwrap();
+    assert_eq!(add["approval"], "ask", "{add}");
+    let strict = rows(&["tools", "--json", "--client", "strict"]);
+    assert!(!strict.is_empty());
+    assert!(strict.iter().all(|t| t["approval"] == "ask"), "{strict:?}");
+    // The gateway token's view: every tool, the config's own default.
+    let all = rows(&["tools", "--json"]);
+    assert_eq!(all.len(), 2 * FIXTURE_TOOLS + 2);
+    assert!(all.iter().any(|t| t["name"] == "b__echo"));
+    let out = gh(dir.path(), &["tools", "--client", "nobody"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no client profile \"nobody\""),
+        "{}",
+        text(&out)
+    );
+}

@@ -206,6 +206,9 @@ pub enum Cmd {
         /// List the server's tools again first (without restarting it)
         #[arg(long, requires = "id")]
         refresh: bool,
+        /// Only what this client profile sees, with what a call from it does
+        #[arg(long)]
+        client: Option<String>,
     },
     /// Re-read the config file of the running hub
     Reload,

@@ -254,6 +254,7 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
                     break control
                         .request::<Vec<ToolInfo>>(&Request::Tools {
                             id: Some(id.clone()),
+                            client: None,
                         })
                         .await
                         .ok()

@@ -212,11 +212,28 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                     print::status_table(&after);
                 })
         }
-        Cmd::Tools { id, json, refresh } => {
+        Cmd::Tools {
+            id,
+            json,
+            refresh,
+            client: profile,
+        } => {
             let one = id.clone();
-            let req = match (refresh, id) {
-                (true, Some(id)) => Request::RefreshTools { id },
-                (_, id) => Request::Tools { id },
+            let req = match (refresh, id, profile) {
+                (true, Some(id), None) => Request::RefreshTools { id },
+                (refresh, id, profile) => {
+                    if let (true, Some(id)) = (refresh, &id) {
+                        let again = Request::RefreshTools { id: id.clone() };
+                        if let Err(e) = ask::<Vec<ToolInfo>>(&client, again).await {
+                            eprintln!("gatehouse: {e}");
+                            return ExitCode::from(1);
+                        }
+                    }
+                    Request::Tools {
+                        id,
+                        client: profile,
+                    }
+                }
             };
             match ask::<Vec<ToolInfo>>(&client, req).await {
                 Ok(rows) if json => {

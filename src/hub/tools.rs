@@ -1,0 +1,110 @@
+//! The hub's tools as the policy sees them: what a call to one does and why it asks (the layers
+//! gathered for `approval::policy::evaluate`), and the tool lists — the whole hub's, or what one
+//! client profile sees.
+
+use super::*;
+
+impl HubHandle {
+    /// What a call to one tool does under `config` (a server no longer configured asks).
+    pub fn tool_policy(
+        &self,
+        config: &Config,
+        server: &ServerId,
+        def: &crate::supervisor::ToolDef,
+    ) -> Decision {
+        self.tool_verdict(config, server, def, None).decision
+    }
+
+    /// What a call to one tool does, and why it asks, under `config` and — for a call through
+    /// a client profile — that profile. A quarantined tool's `readOnlyHint` is not believed
+    /// (see `approval::pins`). The layers are gathered here for `approval::policy::evaluate`:
+    /// the gateway, every tool list and [`HubHandle::tools_for`] ask this.
+    pub fn tool_verdict(
+        &self,
+        config: &Config,
+        server: &ServerId,
+        def: &crate::supervisor::ToolDef,
+        profile: Option<&crate::config::ClientProfile>,
+    ) -> policy::Verdict {
+        let Some(cfg) = config.servers.get(server) else {
+            return policy::Verdict {
+                decision: Decision::Ask,
+                reason: Some(crate::approval::AskReason::NotReadOnly),
+            };
+        };
+        let exposed = exposed_name(server.as_str(), &def.name);
+        let profile = profile.map(|p| policy::ProfileLayer {
+            sees: p.sees_tool(server.as_str(), &exposed),
+            flag: p
+                .tool_policy(server.as_str(), &exposed)
+                .and_then(|t| t.requires_approval),
+            default: p.approval.as_ref().and_then(|a| a.default),
+        });
+        policy::evaluate(&policy::Layers {
+            server: cfg,
+            tool: &def.name,
+            default: config.approval.default,
+            claims_read_only: def.read_only,
+            read_only_believed: def.read_only
+                && !self.approvals().quarantined(server.as_str(), &def.name),
+            profile,
+        })
+    }
+
+    /// Tools of running servers (all, or one server's), with their exposed names.
+    pub fn tools(&self, id: Option<&str>) -> Result<Vec<ToolInfo>, HubError> {
+        self.tools_for(id, None)
+    }
+
+    /// Tools of running servers as client profile `profile` sees them: only the tools it sees,
+    /// each with what a call from it does (`None`: the gateway token's view, every tool).
+    pub fn tools_for(
+        &self,
+        id: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<Vec<ToolInfo>, HubError> {
+        let servers = match id {
+            Some(id) => vec![self.server(id)?],
+            None => self.servers(),
+        };
+        let config = self.config();
+        let profile = match profile {
+            None => None,
+            Some(p) if p == crate::profiles::DEFAULT_PROFILE => None,
+            Some(p) => Some(
+                config
+                    .clients
+                    .iter()
+                    .find(|(k, _)| k.as_str() == p)
+                    .map(|(_, v)| v.clone())
+                    .ok_or_else(|| {
+                        HubError::Config(format!(
+                            "there is no client profile \"{p}\"; see them with `gatehouse clients`"
+                        ))
+                    })?,
+            ),
+        };
+        let mut out = Vec::new();
+        for h in servers {
+            for t in h.tools().iter() {
+                let approval = self
+                    .tool_verdict(&config, h.id(), t, profile.as_ref())
+                    .decision;
+                if profile.is_some() && approval == Decision::Disabled {
+                    continue; // outside the profile a tool does not exist for that client
+                }
+                let meta = t.meta();
+                out.push(ToolInfo {
+                    server: h.id().to_string(),
+                    name: exposed_name(h.id().as_str(), &t.name),
+                    tool: t.name.clone(),
+                    title: meta.title.clone(),
+                    description: meta.description.clone(),
+                    annotations: meta.annotations.clone(),
+                    approval,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
