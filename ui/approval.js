@@ -65,14 +65,6 @@ function update() {
   requestAnimationFrame(() => api.approvalShown(req.id));
 }
 
-const REASONS = {
-  not_read_only: 'the tool does not declare itself read-only',
-  flagged: 'your config flags it as needing approval',
-  always_ask: 'your default is to ask before every call',
-  new_tool: 'it appeared after the server first listed its tools and says it only reads — not believed until you allow it once',
-  changed: 'its definition changed since you last saw it',
-};
-
 function fill(req) {
   // The client's own name, and the profile its token belongs to (what the person set up).
   const name = req.client.name || 'Unknown client';
@@ -85,8 +77,8 @@ function fill(req) {
     ? `this client (same token and name), until ${new Date(ends).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })} (8 hours from its first call)`
     : 'this client, until it disconnects';
   $('#approval-server').textContent = req.server;
-  // Why it asks, in the person's terms (the core names the reason).
-  $('#approval-reason').textContent = `Asking because ${REASONS[req.reason] ?? REASONS.not_read_only}.`;
+  // Why it asks, in the person's terms: the core's sentence (the UI keeps no copy of it).
+  $('#approval-reason').textContent = `Asking because ${req.reason_text || 'the policy asks for this call'}.`;
   $('#approval-reason').dataset.reason = req.reason ?? 'not_read_only';
   const tool = $('#approval-tool');
   tool.replaceChildren(el('strong', { text: req.title || req.tool }), ' ', el('code', { text: req.exposed }));

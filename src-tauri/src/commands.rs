@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use gatehouse::approval::{Answer, ApprovalRequest, Decider, Scope};
+use gatehouse::approval::{Answer, ApprovalRequest, Decider};
 use gatehouse::clients::{self, ClientKind};
 use gatehouse::config::{EnvValue, Transport};
 use gatehouse::hub::ToolInfo;
@@ -269,10 +269,8 @@ pub fn answer_approval(
     decision: String,
     reason: Option<String>,
 ) -> CommandResult<()> {
-    let answer = match decision.as_str() {
-        "deny" => Answer::Deny(reason.or_else(|| Some("denied in the Gatehouse app".to_owned()))),
-        other => Answer::Allow(other.parse::<Scope>().map_err(CommandError::invalid)?),
-    };
+    let answer = Answer::parse(&decision, reason, "denied in the Gatehouse app")
+        .map_err(CommandError::invalid)?;
     state
         .hub()?
         .approvals()

@@ -448,6 +448,7 @@ mod tests {
             expires_at: 0,
             changed: None,
             reason: Default::default(),
+            reason_text: String::new(),
         }
     }
 

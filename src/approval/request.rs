@@ -35,6 +35,10 @@ pub struct ApprovalRequest {
     /// Why this call asks (for the modal and `approvals`).
     #[serde(default)]
     pub reason: AskReason,
+    /// The same, as the sentence shown to the person ([`AskReason::text`]): front ends show
+    /// this and keep no copy of their own.
+    #[serde(default)]
+    pub reason_text: String,
 }
 
 /// Why a call asks the person.
@@ -193,6 +197,27 @@ pub enum Answer {
     Deny(Option<String>),
 }
 
+impl Answer {
+    /// A person's answer as every front end spells it: `deny` (with the reason given, else
+    /// `default_reason`), or a scope to allow for (`once`, `session`, `always`).
+    pub fn parse(
+        decision: &str,
+        reason: Option<String>,
+        default_reason: &str,
+    ) -> Result<Answer, String> {
+        match decision {
+            "deny" => Ok(Answer::Deny(
+                reason
+                    .filter(|r| !r.trim().is_empty())
+                    .or_else(|| Some(default_reason.to_owned())),
+            )),
+            scope => scope.parse::<Scope>().map(Answer::Allow).map_err(|_| {
+                format!("unknown answer \"{scope}\": use once, session, always or deny")
+            }),
+        }
+    }
+}
+
 /// How a held call ended (a withdrawn call never gets here: its waiter is gone).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -241,4 +266,33 @@ pub enum Resolution {
     TimedOut,
     /// The client went away or cancelled first.
     Withdrawn,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every front end's spelling of an answer reads the same: a scope allows for it, `deny`
+    /// carries the reason given (else the front end's own), anything else is refused by name.
+    #[test]
+    fn an_answer_is_read_one_way() {
+        assert!(matches!(
+            Answer::parse("always", None, "x"),
+            Ok(Answer::Allow(Scope::Always))
+        ));
+        assert!(matches!(
+            Answer::parse("once", Some("ignored".into()), "x"),
+            Ok(Answer::Allow(Scope::Once))
+        ));
+        match Answer::parse("deny", Some("  ".into()), "denied in the app") {
+            Ok(Answer::Deny(Some(r))) => assert_eq!(r, "denied in the app"),
+            other => panic!("{other:?}"),
+        }
+        match Answer::parse("deny", Some("wrong folder".into()), "x") {
+            Ok(Answer::Deny(Some(r))) => assert_eq!(r, "wrong folder"),
+            other => panic!("{other:?}"),
+        }
+        let e = Answer::parse("forever", None, "x").unwrap_err();
+        assert!(e.contains("\"forever\"") && e.contains("deny"), "{e}");
+    }
 }

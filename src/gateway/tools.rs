@@ -298,6 +298,10 @@ impl Gateway {
         let meta = def.meta();
         let timeout = std::time::Duration::from_secs(config.approval.timeout_secs.max(1));
         let now = crate::logs::now_ms();
+        let reason = match changed {
+            Some(_) => AskReason::Changed,
+            None => verdict.reason.unwrap_or_default(),
+        };
         let request = ApprovalRequest {
             id: broker.next_id(),
             client: ClientRef {
@@ -316,10 +320,8 @@ impl Gateway {
             arguments: masked_arguments(self.inner.hub.redactions(), arguments),
             requested_at: now,
             expires_at: now + timeout.as_millis() as u64,
-            reason: match changed {
-                Some(_) => AskReason::Changed,
-                None => verdict.reason.unwrap_or_default(),
-            },
+            reason,
+            reason_text: reason.text().to_owned(),
             changed,
         };
         Admission::Held(Box::new(Gate {
