@@ -37,7 +37,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let http = crate::http_client_builder()
+    let http = crate::http_client::http_client_builder()
         .no_proxy()
         .build()
         .map_err(|e| BridgeError::Client(e.to_string()))?;

@@ -14,6 +14,8 @@
 //! - [`events`]: the broadcast bus (status changes, log lines).
 //! - [`logs`]: per-server ring buffer and rotated log file.
 //! - [`naming`]: exposed tool names `server__tool`.
+//! - [`tool`], [`token`], [`http_client`], [`sync`]: nouns every floor shares — a listed tool's
+//!   definition, bearer tokens, the HTTP client every request starts from, the lock helper.
 //! - [`private`]: 0700 directories and 0600 files for everything Gatehouse keeps.
 //! - [`probe`]: one server started on its own and reported on (`gatehouse test`).
 //! - [`profiles`]: client profiles' tokens (one per AI client).
@@ -34,6 +36,7 @@ pub mod connect;
 pub mod control;
 pub mod events;
 pub mod gateway;
+pub mod http_client;
 pub mod hub;
 pub mod import;
 pub mod jsonrpc;
@@ -47,27 +50,12 @@ pub mod protocol;
 pub mod secrets;
 pub mod service;
 pub mod supervisor;
+pub mod sync;
+pub mod token;
+pub mod tool;
 
 pub use config::{Config, ServerId};
 
-/// An HTTP client builder with TLS ready: rustls with the ring provider (OpenSSL is never
-/// linked). Every reqwest client in Gatehouse starts here.
-pub fn http_client_builder() -> reqwest::ClientBuilder {
-    // Installing the process-wide provider twice is harmless (the second call is refused).
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-}
-/// A reqwest error with every cause it wraps (`error sending request: …: connection refused`).
-pub(crate) fn http_error_chain(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
-}
-
+pub use http_client::http_client_builder;
 pub use hub::{Hub, HubHandle, HubOptions};
 pub use supervisor::{ServerStatus, State, Tuning};

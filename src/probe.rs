@@ -13,8 +13,8 @@ use crate::config::{Config, ServerConfig, ServerId, Transport, MAX_STARTUP_TIMEO
 use crate::hub::{Hub, HubOptions};
 use crate::logs::LogStream;
 use crate::secrets::SecretSource;
+use crate::supervisor::State;
 use crate::supervisor::{Reply, Tuning};
-use crate::State;
 
 /// What a probe found.
 #[derive(Debug, Clone, Serialize)]

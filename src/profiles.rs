@@ -1,6 +1,6 @@
 //! Client profiles' bearer tokens: one per profile in `clients`, 256 random bits, kept in the
 //! keychain as `client-token:ID` (or, without a reachable keychain, `DATA_DIR/client-tokens/ID`,
-//! 0600). The gateway token is the `default` profile's and lives in `gateway::token`. A token
+//! 0600). The gateway token is the `default` profile's and lives in `crate::token`. A token
 //! names its profile; rotating or removing one bumps the generation the gateway watches to end
 //! that profile's sessions at once.
 
@@ -87,7 +87,7 @@ impl ClientTokens {
             let token = match self.load(id)? {
                 Some(t) => t,
                 None => {
-                    let t = crate::gateway::token::new_token()
+                    let t = crate::token::new_token()
                         .map_err(|e| format!("creating a token for client \"{id}\": {e}"))?;
                     self.store(id, &t)?;
                     t
@@ -107,7 +107,7 @@ impl ClientTokens {
         if !self.read().contains_key(id) {
             return Err(format!("there is no client profile \"{id}\""));
         }
-        let token = crate::gateway::token::new_token().map_err(|e| e.to_string())?;
+        let token = crate::token::new_token().map_err(|e| e.to_string())?;
         self.store(id, &token)?;
         self.write()
             .insert(id.to_owned(), Arc::from(token.as_str()));
@@ -132,7 +132,7 @@ impl ClientTokens {
     pub fn resolve(&self, presented: &str) -> Option<String> {
         let mut found = None;
         for (id, token) in self.read().iter() {
-            if crate::gateway::token::constant_time_eq(presented.as_bytes(), token.as_bytes()) {
+            if crate::token::constant_time_eq(presented.as_bytes(), token.as_bytes()) {
                 found = Some(id.clone());
             }
         }
@@ -178,7 +178,7 @@ impl ClientTokens {
             }
         }
         crate::private::create_dir(&self.dir)
-            .and_then(|()| crate::gateway::token::write_token_file(&self.file(id), token))
+            .and_then(|()| crate::token::write_token_file(&self.file(id), token))
             .map_err(|e| format!("cannot write {}: {e}", self.file(id).display()))
     }
 

@@ -125,7 +125,7 @@ impl Service {
                     let dir = opts.data_dir.clone();
                     let keychain = keychain.clone();
                     tokio::task::spawn_blocking(move || {
-                        gateway::token::load_or_create_in_keychain(&keychain, &dir)
+                        crate::token::load_or_create_in_keychain(&keychain, &dir)
                     })
                     .await
                     .map_err(|e| {

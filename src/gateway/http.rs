@@ -19,9 +19,9 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::token::constant_time_eq;
 use super::{Gateway, Out, Outcome, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
+use crate::token::constant_time_eq;
 
 mod host;
 mod routing;

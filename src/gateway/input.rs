@@ -265,7 +265,7 @@ impl Gateway {
             ))
             .await;
         }
-        let state = format!("{STATE_PREFIX}{}", super::token::random_hex(16));
+        let state = format!("{STATE_PREFIX}{}", crate::token::random_hex(16));
         let (attach_tx, attach_rx) = tokio::sync::oneshot::channel();
         let room = {
             let mut parked = lock(&self.inner.parked);

@@ -337,7 +337,10 @@ impl Gateway {
             .hub
             .servers()
             .into_iter()
-            .filter(|s| s.status().state == crate::State::Running && s.has_capability(capability))
+            .filter(|s| {
+                s.status().state == crate::supervisor::State::Running
+                    && s.has_capability(capability)
+            })
             .collect();
         let mut set = tokio::task::JoinSet::new();
         for (i, server) in servers.into_iter().enumerate() {

@@ -26,7 +26,6 @@ mod lists;
 mod own;
 pub mod session;
 pub mod stdio;
-pub mod token;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,6 +42,7 @@ use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, NULL_ID};
 use catalog::Catalog;
 use session::{lock, Sessions};
 
+pub use crate::token;
 pub use listen::SUBSCRIPTION_ID_KEY;
 use listen::{listen_kind, tagged_notification};
 pub use own::{discover_result, envelope_error};
@@ -266,7 +266,7 @@ impl Gateway {
             let Some(cfg) = config.servers.get(server.id()) else {
                 continue;
             };
-            if server.status().state == crate::State::Running {
+            if server.status().state == crate::supervisor::State::Running {
                 let tools = server.tools();
                 let origin = cfg.origin();
                 let mut listed = lock(&self.inner.listed);
@@ -320,7 +320,8 @@ impl Gateway {
             let now = crate::logs::now_ms();
             self.inner.hub.servers().iter().any(|s| {
                 let st = s.status();
-                st.state == crate::State::Starting && now.saturating_sub(st.since_ms) < 10_000
+                st.state == crate::supervisor::State::Starting
+                    && now.saturating_sub(st.since_ms) < 10_000
             })
         };
         if !starting() {

@@ -108,14 +108,12 @@ pub struct ClientInfo {
     pub capabilities: Option<String>,
 }
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(super) use crate::sync::lock;
 
 impl ClientSession {
     fn new(profile: Option<String>, token: Option<Arc<str>>) -> ClientSession {
         ClientSession {
-            id: super::token::random_hex(16),
+            id: crate::token::random_hex(16),
             profile,
             token,
             info: Mutex::new(ClientInfo::default()),

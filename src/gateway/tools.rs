@@ -72,7 +72,7 @@ impl Gateway {
             }
         };
         let meta = CallMeta::new(&server, &entry.tool.name, arguments);
-        if server.status().state != crate::State::Running {
+        if server.status().state != crate::supervisor::State::Running {
             let text = tool_error(&not_running(&server, &name));
             return self.refuse(s, id, &meta, Decision::NotRunning, text);
         }
@@ -220,7 +220,7 @@ impl Gateway {
                 .iter()
                 .find(|t| exposed_name(server.id().as_str(), &t.name) == name)
                 .cloned();
-            if server.status().state != crate::State::Running {
+            if server.status().state != crate::supervisor::State::Running {
                 // A stopped server lists no tools: the name after `__` is the best we know.
                 let tool = split_server(name).map_or(name, |(_, t)| t);
                 let meta = CallMeta::new(&server, tool, arguments);
@@ -371,14 +371,14 @@ impl Gateway {
         let Some(entry) = self.catalog().lookup(exposed).cloned() else {
             // Disabled tools leave the catalog; so do a stopped server's.
             return match server.status().state {
-                crate::State::Running => gone(Decision::Disabled),
+                crate::supervisor::State::Running => gone(Decision::Disabled),
                 _ => Recheck::Refused(not_running(server, exposed), Decision::NotRunning),
             };
         };
         if &entry.server != server.id() {
             return gone(Decision::Disabled);
         }
-        if server.status().state != crate::State::Running {
+        if server.status().state != crate::supervisor::State::Running {
             return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
         }
         if entry.tool.hash() == asked {
@@ -403,7 +403,7 @@ fn disabled(exposed: &str) -> String {
 
 fn not_running(server: &ServerHandle, tool: &str) -> String {
     let status = server.status();
-    if status.state == crate::State::NeedsSignIn {
+    if status.state == crate::supervisor::State::NeedsSignIn {
         return format!(
             "Sign in to {id} again: {tool} was not run because \"{id}\" needs a sign-in. Sign in from Gatehouse's Servers view, or run `gatehouse auth login {id}`.",
             id = status.id

@@ -64,7 +64,9 @@ impl HubHandle {
         let mut restarted = Vec::new();
         for id in users {
             if let Ok(h) = self.server(&id) {
-                if h.status().state != crate::State::Stopped && h.restart().await.is_ok() {
+                if h.status().state != crate::supervisor::State::Stopped
+                    && h.restart().await.is_ok()
+                {
                     restarted.push(id);
                 }
             }

@@ -62,7 +62,7 @@ impl HubHandle {
         let mut rx = self.server(id)?.watch_status();
         let _ = tokio::time::timeout(
             std::time::Duration::from_secs(10),
-            rx.wait_for(|s| s.state != crate::State::NeedsSignIn),
+            rx.wait_for(|s| s.state != crate::supervisor::State::NeedsSignIn),
         )
         .await;
         Ok(())

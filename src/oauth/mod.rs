@@ -164,7 +164,7 @@ impl Manager {
     }
 
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(m)
     }
 
     /// The grant kept for `server`, if any (blocking keychain read on the blocking pool).

@@ -201,7 +201,7 @@ pub async fn check(
 fn pinned(url: &reqwest::Url, addrs: &[SocketAddr]) -> Result<reqwest::Client, String> {
     // No proxy: a proxy would resolve the name itself, and the addresses checked here would
     // not be the ones reached (HTTP(S)_PROXY never applies to OAuth requests; README).
-    let mut b = crate::http_client_builder()
+    let mut b = crate::http_client::http_client_builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(REQUEST_TIMEOUT)
@@ -271,7 +271,7 @@ pub async fn request(
     let resp = req.send().await.map_err(|e| {
         format!(
             "{what} {parsed} cannot be reached: {}",
-            crate::http_error_chain(&e)
+            crate::http_client::http_error_chain(&e)
         )
     })?;
     let status = resp.status().as_u16();
@@ -294,8 +294,12 @@ pub async fn request(
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| format!("{what} {parsed}: {}", crate::http_error_chain(&e)))?;
+        let chunk = chunk.map_err(|e| {
+            format!(
+                "{what} {parsed}: {}",
+                crate::http_client::http_error_chain(&e)
+            )
+        })?;
         if body.len() + chunk.len() > MAX_BODY {
             return Err(format!(
                 "{what} {parsed} answered with more than {} KiB",

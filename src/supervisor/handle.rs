@@ -173,7 +173,7 @@ impl ServerHandle {
     /// Lists the server's tools again without restarting it; returns once a listing that began
     /// after this call has ended (bounded by the server's call timeout).
     pub async fn refresh_tools(&self) -> Result<(), String> {
-        if self.status().state != crate::State::Running {
+        if self.status().state != crate::supervisor::State::Running {
             return Err(format!(
                 "server \"{}\" is {}; start it to list its tools",
                 self.shared.id,

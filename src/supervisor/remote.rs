@@ -61,7 +61,7 @@ pub fn check_url(url: &str, allow_insecure: bool) -> Result<reqwest::Url, String
 
 /// The HTTP client every remote connection uses (rustls, a 10 s connect timeout).
 pub fn client() -> Result<reqwest::Client, String> {
-    crate::http_client_builder()
+    crate::http_client::http_client_builder()
         .connect_timeout(Duration::from_secs(10))
         // Configured headers carry credentials: a redirect is followed only within the server's
         // own origin (scheme, host, port), never to another one.
@@ -138,7 +138,7 @@ enum Failure {
 impl Failure {
     fn reason(self, prefix: &str) -> String {
         match self {
-            Failure::Net(e) => format!("{prefix}: {}", crate::http_error_chain(&e)),
+            Failure::Net(e) => format!("{prefix}: {}", crate::http_client::http_error_chain(&e)),
             Failure::Auth(why) => why,
         }
     }

@@ -358,7 +358,7 @@ pub async fn connect(
 ) -> ExitCode {
     gatehouse::service::init_tracing();
     // A profile's token comes from the hub, never from GATEHOUSE_TOKEN (the default's).
-    let env_token = std::env::var(gatehouse::gateway::token::TOKEN_ENV)
+    let env_token = std::env::var(gatehouse::token::TOKEN_ENV)
         .ok()
         .filter(|t| !t.is_empty() && profile.is_none());
     let (url, token) = match (url, env_token) {

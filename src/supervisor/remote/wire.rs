@@ -123,7 +123,7 @@ pub(super) async fn bounded_body(
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BodyError::Lost(crate::http_error_chain(&e)))?;
+        let chunk = chunk.map_err(|e| BodyError::Lost(crate::http_client::http_error_chain(&e)))?;
         if body.len() + chunk.len() > max {
             return Err(BodyError::TooLarge);
         }
@@ -147,7 +147,7 @@ pub(super) fn sse_events(
 ) -> SseReader<impl futures_util::Stream<Item = Result<bytes::Bytes, String>> + Unpin> {
     SseReader::new(
         resp.bytes_stream()
-            .map(|r| r.map_err(|e| crate::http_error_chain(&e))),
+            .map(|r| r.map_err(|e| crate::http_client::http_error_chain(&e))),
         MAX_LINE,
     )
 }

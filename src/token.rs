@@ -1,5 +1,6 @@
-//! The gateway's bearer token: 256 random bits, generated once. `GATEHOUSE_TOKEN` overrides it.
-//! Until the keychain store lands it lives in `DATA_DIR/gateway-token` (mode 0600).
+//! Bearer tokens — a noun the gateway, the client profiles and the CLI share: 256 random bits
+//! from the OS CSPRNG, compared in constant time; the gateway's own token (`GATEHOUSE_TOKEN`, else
+//! the keychain, else `DATA_DIR/gateway-token` at mode 0600).
 
 use std::path::{Path, PathBuf};
 
