@@ -332,6 +332,47 @@ impl HubHandle {
         self.edit_config(move |c| c.with_client(&id, profile)).await
     }
 
+    /// Sets which servers client profile `id` sees (`None`: all), creating the profile if it is
+    /// new and keeping its other settings — the one profile edit the CLI and the app both make.
+    /// The names are checked when the file is edited, under its lock.
+    pub async fn set_client_servers(
+        &self,
+        id: &str,
+        servers: Option<Vec<String>>,
+    ) -> Result<(), HubError> {
+        let id = id.trim().to_owned();
+        let servers = servers
+            .map(|s| {
+                s.iter()
+                    .map(|x| ServerId::parse(x.trim()))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()
+            .map_err(HubError::Config)?;
+        self.edit_config(move |c| {
+            let mut profile = c
+                .clients
+                .iter()
+                .find(|(k, _)| k.as_str() == id)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            profile.servers = servers;
+            c.with_client(&id, profile)
+        })
+        .await
+    }
+
+    /// Revokes remembered answers for `target`: a server (`SERVER`) or one of its tools
+    /// (`SERVER__TOOL`); how many were revoked. An unknown server names the known ones.
+    pub fn forget(&self, target: &str) -> Result<usize, HubError> {
+        let (server, tool) = match crate::naming::split_server(target) {
+            Some((s, t)) => (s.to_owned(), Some(t.to_owned())),
+            None => (target.to_owned(), None),
+        };
+        self.server(&server)?;
+        Ok(self.approvals().forget(&server, tool.as_deref()))
+    }
+
     /// Removes client profile `id` from the config file; its token stops working at once.
     pub async fn remove_client(&self, id: &str) -> Result<(), HubError> {
         let id = id.to_owned();

@@ -464,23 +464,7 @@ pub async fn save_client_profile(
     servers: Option<Vec<String>>,
 ) -> CommandResult<Vec<gatehouse::profiles::ClientInfo>> {
     let hub = state.hub()?;
-    let servers = servers
-        .map(|s| {
-            s.iter()
-                .map(|x| gatehouse::config::ServerId::parse(x))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .transpose()
-        .map_err(CommandError::invalid)?;
-    let mut profile = hub
-        .config()
-        .clients
-        .iter()
-        .find(|(k, _)| k.as_str() == id.trim())
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    profile.servers = servers;
-    hub.save_client(id.trim(), profile).await?;
+    hub.set_client_servers(&id, servers).await?;
     Ok(hub.clients())
 }
 

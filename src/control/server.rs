@@ -170,36 +170,10 @@ async fn handle_conn(
             ),
         },
         Request::Clients => Response::ok(hub.clients()),
-        Request::SaveClient { id, servers } => {
-            let servers = match servers
-                .map(|s| {
-                    s.iter()
-                        .map(|x| crate::config::ServerId::parse(x.trim()))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .transpose()
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = write_line(&mut w, &Response::err(ErrorKind::Config, e)).await;
-                    return;
-                }
-            };
-            let profile = crate::config::ClientProfile {
-                servers,
-                ..hub
-                    .config()
-                    .clients
-                    .iter()
-                    .find(|(k, _)| k.as_str() == id)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default()
-            };
-            match hub.save_client(&id, profile).await {
-                Ok(()) => Response::ok(hub.clients()),
-                Err(e) => Response::from_hub(e),
-            }
-        }
+        Request::SaveClient { id, servers } => match hub.set_client_servers(&id, servers).await {
+            Ok(()) => Response::ok(hub.clients()),
+            Err(e) => Response::from_hub(e),
+        },
         Request::RemoveClient { id } => match hub.remove_client(&id).await {
             Ok(()) => Response::ok(hub.clients()),
             Err(e) => Response::from_hub(e),
@@ -259,18 +233,10 @@ async fn handle_conn(
                 Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
             }
         }
-        Request::Forget { target } => {
-            let (server, tool) = match crate::naming::split_server(&target) {
-                Some((s, t)) => (s.to_owned(), Some(t.to_owned())),
-                None => (target.clone(), None),
-            };
-            match hub.server(&server) {
-                Ok(_) => Response::ok(super::Forgotten {
-                    forgotten: hub.approvals().forget(&server, tool.as_deref()),
-                }),
-                Err(e) => Response::from_hub(e),
-            }
-        }
+        Request::Forget { target } => match hub.forget(&target) {
+            Ok(forgotten) => Response::ok(super::Forgotten { forgotten }),
+            Err(e) => Response::from_hub(e),
+        },
         Request::SaveServer {
             original,
             id,
