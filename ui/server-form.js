@@ -1,0 +1,269 @@
+// The add / edit / remove form of the Servers panel: a server entry in the file's format, checked
+// by the core field by field, tested before it is saved. It calls back into the list (given to
+// initForm) after a change, and imports nothing of it.
+
+import * as api from './api.js';
+import { $, el, toast } from './dom.js';
+
+let editing = null; // original id, or null when adding
+let baseEntry = {};
+let refresh = () => {}; // the list's, given to initForm
+
+export function initForm(onChange) {
+  refresh = onChange;
+  const form = $('#server-form');
+  for (const r of form.querySelectorAll('input[name=kind]')) r.addEventListener('change', syncKind);
+  $('#server-cancel').addEventListener('click', () => $('#server-dialog').close());
+  $('#server-remove').addEventListener('click', removeCurrent);
+  $('#server-test').addEventListener('click', testCurrent);
+  form.elements.command.addEventListener('change', () => splitPasted(form).catch(() => {}));
+  form.addEventListener('input', (e) => clearFieldError(form, e.target.name));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearErrors(form);
+    let entry;
+    try {
+      await splitPasted(form);
+      entry = entryFromForm(form);
+    } catch (err) {
+      showError(form, err);
+      return;
+    }
+    $('#server-save').disabled = true;
+    try {
+      await api.saveServer(editing, form.elements.id.value.trim(), entry);
+      $('#server-dialog').close();
+      toast(editing ? 'Saved' : 'Server added');
+      refresh();
+    } catch (err) {
+      showError(form, err);
+    } finally {
+      $('#server-save').disabled = false;
+    }
+  });
+}
+
+/**
+ * Shows a refusal next to the field it is about (the core names it in `field`; the form's own
+ * checks set it too), with the input marked invalid and focused; else in the box above the
+ * buttons. Hidden fields (the other kind's) fall back to the box.
+ */
+function showError(form, err) {
+  const field = err?.field;
+  const input = field ? form.elements[field] : null;
+  const radios = input && !input.tagName; // a RadioNodeList: the Kind choice
+  const anchor = radios ? form.querySelector('fieldset.kind') : input;
+  if (!anchor || anchor.closest('[hidden]')) {
+    const box = $('#server-form-error');
+    box.textContent = api.errorText(err);
+    box.hidden = false;
+    return;
+  }
+  let note = form.querySelector(`.field-error[data-field="${field}"]`);
+  if (!note) {
+    note = el('small', { class: 'field-error', id: `field-error-${field}`, 'data-field': field, role: 'alert' });
+    anchor.insertAdjacentElement('afterend', note);
+  }
+  note.textContent = api.errorText(err);
+  note.hidden = false;
+  if (!radios) {
+    input.setAttribute('aria-invalid', 'true');
+    input.setAttribute('aria-errormessage', note.id);
+    input.focus();
+  }
+}
+
+function clearFieldError(form, field) {
+  if (!field) return;
+  const note = form.querySelector(`.field-error[data-field="${field}"]`);
+  if (note) note.hidden = true;
+  form.elements[field]?.removeAttribute?.('aria-invalid');
+}
+
+function clearErrors(form) {
+  $('#server-form-error').hidden = true;
+  for (const note of form.querySelectorAll('.field-error')) clearFieldError(form, note.dataset.field);
+}
+
+/**
+ * A whole command line pasted into Command (`npx -y @scope/pkg arg`) becomes the program and
+ * its arguments, split with the shell's quoting rules by the core, and the form shows the result.
+ * Only when Arguments is empty: what the person typed there is never overwritten.
+ */
+async function splitPasted(form) {
+  const f = form.elements;
+  const line = f.command.value.trim();
+  if (!/\s/.test(line) || f.args.value.trim()) return;
+  const words = await api.splitCommand(line);
+  if (words.length < 2) return;
+  f.command.value = words[0];
+  f.args.value = words.slice(1).join('\n');
+  const hint = $('#command-split');
+  hint.textContent = `Split into the program ${words[0]} and ${words.length - 1} argument${words.length === 2 ? '' : 's'}.`;
+  hint.hidden = false;
+}
+
+/** Starts the form's server on its own (never the running hub's copy) and shows the report. */
+async function testCurrent() {
+  const form = $('#server-form');
+  const out = $('#server-test-report');
+  clearErrors(form);
+  let entry;
+  try {
+    entry = entryFromForm(form);
+  } catch (err) {
+    showError(form, err);
+    return;
+  }
+  const button = $('#server-test');
+  button.disabled = true;
+  out.hidden = false;
+  out.textContent = 'Starting it on its own…';
+  try {
+    out.textContent = reportText(await api.testServer(form.elements.id.value, entry));
+  } catch (err) {
+    if (err?.field) {
+      out.hidden = true;
+      showError(form, err);
+    } else {
+      out.textContent = api.errorText(err);
+    }
+  } finally {
+    button.disabled = false;
+  }
+}
+
+/** A probe report as plain lines (the same facts `gatehouse test` prints). */
+function reportText(r) {
+  const lines = [];
+  if (r.ok) lines.push(`Ready in ${r.elapsed_ms} ms (protocol ${r.protocol_version ?? '?'})`);
+  else lines.push(`Not ready after ${r.elapsed_ms} ms: ${r.error ?? 'unknown error'}`);
+  if (r.server_name) lines.push(`Server: ${r.server_name} ${r.server_version ?? ''}`);
+  if (r.ok) {
+    lines.push(`${r.tools.length} tool${r.tools.length === 1 ? '' : 's'}:`);
+    for (const t of r.tools) {
+      const hints = [t.read_only ? 'read-only' : '', t.destructive === true ? 'destructive' : ''].filter(Boolean);
+      lines.push(`  ${t.name}${hints.length ? ` (${hints.join(', ')})` : ''}`);
+    }
+  }
+  if (r.prompts !== null && r.prompts !== undefined) lines.push(`Prompts: ${r.prompts}`);
+  if (r.resources !== null && r.resources !== undefined) lines.push(`Resources: ${r.resources}`);
+  for (const w of r.warnings) lines.push(`Warning: ${w}`);
+  if (r.fix) lines.push(`Fix: ${r.fix}`);
+  if (!r.ok && r.stderr.length) lines.push('Last stderr lines:', ...r.stderr.map((l) => `  ${l}`));
+  return lines.join('\n');
+}
+
+function syncKind() {
+  const form = $('#server-form');
+  const remote = form.elements.kind.value === 'remote';
+  form.querySelector('.stdio-only').hidden = remote;
+  form.querySelector('.remote-only').hidden = !remote;
+}
+
+function valueText(v) {
+  if (typeof v === 'string') return v;
+  if (v.env) return `env:${v.env}`;
+  return `${v.prefix ?? ''}secret:${v.secret}`;
+}
+
+/** A value as typed: `env:VAR`, `[prefix]secret:NAME` (a name the keychain cannot hold is
+ * refused, never kept as plain text), or plain text. */
+function parseValue(text, field) {
+  const e = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(text);
+  if (e) return { env: e[1] };
+  const m = /^(.*?)secret:(\S*)$/.exec(text);
+  if (!m) return text;
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(m[2])) {
+    throw Object.assign(new Error(`"${m[2]}" is not a secret name: use 1 to 64 of a–z, A–Z, 0–9, ".", "_" and "-"`), { field });
+  }
+  return m[1] ? { secret: m[2], prefix: m[1] } : { secret: m[2] };
+}
+
+/** `NAME=value` (or `Name: value`) lines; a bad line is refused next to its field. */
+function parsePairs(text, sep, what, field) {
+  const out = {};
+  text.split('\n').map((l) => l.trim()).filter(Boolean).forEach((line, i) => {
+    const at = line.indexOf(sep);
+    if (at <= 0) {
+      throw Object.assign(new Error(`${what} line ${i + 1} ("${line}") needs the form NAME${sep === '=' ? '=' : ': '}value`), { field });
+    }
+    out[line.slice(0, at).trim()] = parseValue(line.slice(at + 1).trim(), field);
+  });
+  return out;
+}
+
+function entryFromForm(form) {
+  const f = form.elements;
+  // Start from the entry being edited so settings the form does not show (per-tool flags,
+  // startup timeout) are kept.
+  const entry = { ...baseEntry };
+  for (const k of ['command', 'args', 'env', 'cwd', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled']) delete entry[k];
+  if (f.kind.value === 'remote') {
+    entry.url = f.url.value.trim();
+    const headers = parsePairs(f.headers.value, ':', 'Headers', 'headers');
+    if (Object.keys(headers).length) entry.headers = headers;
+    if (f.allow_insecure.checked) entry.allow_insecure = true;
+  } else {
+    entry.command = f.command.value.trim();
+    const args = f.args.value.split('\n').map((a) => a.trim()).filter(Boolean);
+    if (args.length) entry.args = args;
+    const env = parsePairs(f.env.value, '=', 'Environment', 'env');
+    if (Object.keys(env).length) entry.env = env;
+    if (f.cwd.value.trim()) entry.cwd = f.cwd.value.trim();
+  }
+  if (f.requires_approval.value) entry.requires_approval = f.requires_approval.value === 'true';
+  if (!f.enabled.checked) entry.enabled = false;
+  return entry;
+}
+
+export async function openForm(id) {
+  const form = $('#server-form');
+  form.reset();
+  clearErrors(form);
+  $('#server-test-report').hidden = true;
+  $('#command-split').hidden = true;
+  $('#server-test-report').textContent = '';
+  editing = id;
+  baseEntry = {};
+  $('#server-dialog-title').textContent = id ? `Edit ${id}` : 'Add server';
+  $('#server-remove').hidden = !id;
+  if (id) {
+    try {
+      baseEntry = await api.serverEntry(id);
+    } catch (e) {
+      toast(api.errorText(e), 'error');
+      return;
+    }
+    const f = form.elements;
+    f.id.value = id;
+    f.kind.value = baseEntry.url ? 'remote' : 'stdio';
+    f.command.value = baseEntry.command ?? '';
+    f.args.value = (baseEntry.args ?? []).join('\n');
+    f.env.value = Object.entries(baseEntry.env ?? {}).map(([k, v]) => `${k}=${valueText(v)}`).join('\n');
+    f.cwd.value = baseEntry.cwd ?? '';
+    f.url.value = baseEntry.url ?? '';
+    f.headers.value = Object.entries(baseEntry.headers ?? {}).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
+    f.allow_insecure.checked = !!baseEntry.allow_insecure;
+    f.requires_approval.value = baseEntry.requires_approval === undefined ? '' : String(baseEntry.requires_approval);
+    f.enabled.checked = baseEntry.enabled !== false;
+  }
+  syncKind();
+  $('#server-dialog').showModal();
+  form.elements.id.focus();
+}
+
+async function removeCurrent() {
+  const id = editing;
+  if (!id) return;
+  const sure = await api.confirm(`Remove "${id}"? It is stopped and taken out of your config (a backup of the config is kept).`, 'Remove server');
+  if (!sure) return;
+  try {
+    await api.removeServer(id);
+    $('#server-dialog').close();
+    toast(`Removed ${id}`);
+    refresh();
+  } catch (e) {
+    showError($('#server-form'), e);
+  }
+}
