@@ -39,6 +39,9 @@ pub struct HubOptions {
     pub vault: Arc<dyn crate::oauth::Vault>,
     /// The program that opens sign-in pages (default: `GATEHOUSE_BROWSER`, else the platform's).
     pub browser: Option<std::ffi::OsString>,
+    /// What starts the servers (unit tests: the in-memory fake; default: real processes).
+    #[cfg(test)]
+    pub(crate) launcher: Option<Arc<dyn crate::supervisor::launch::Launcher>>,
 }
 
 impl HubOptions {
@@ -54,6 +57,8 @@ impl HubOptions {
             client_tokens: None,
             vault: Arc::new(crate::oauth::NoVault),
             browser: None,
+            #[cfg(test)]
+            launcher: None,
         }
     }
 }
@@ -123,7 +128,8 @@ impl Hub {
         let redactions = Arc::new(Redactions::default());
         let mut gateway_ports = opts.gateway_ports;
         gateway_ports.push(config.gateway.listen.port());
-        let ctx = Arc::new(Context::new(
+        #[allow(unused_mut)]
+        let mut ctx = Context::new(
             bus.clone(),
             opts.secrets,
             redactions.clone(),
@@ -131,7 +137,12 @@ impl Hub {
             opts.tuning,
             gateway_ports,
             (opts.vault, opts.browser),
-        ));
+        );
+        #[cfg(test)]
+        if let Some(l) = opts.launcher {
+            ctx.launcher = l;
+        }
+        let ctx = Arc::new(ctx);
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
         let client_tokens = opts.client_tokens.unwrap_or_else(|| {
             Arc::new(crate::profiles::ClientTokens::new(

@@ -620,6 +620,9 @@ fn trim(b: &[u8]) -> &[u8] {
 }
 
 #[cfg(test)]
+mod rig_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

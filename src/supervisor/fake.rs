@@ -188,6 +188,12 @@ impl Launcher for FakeLauncher {
                             "tools/list" if script.answers => serde_json::json!({
                                 "tools": [{"name": "echo", "inputSchema": {"type": "object"}}]
                             }),
+                            // The gateway rig's calls: the text comes back, and it is noted.
+                            "tools/call" if script.answers => {
+                                note(&journal, "call");
+                                let text = v["params"]["arguments"]["text"].clone();
+                                serde_json::json!({"content": [{"type": "text", "text": text}]})
+                            }
                             _ => continue,
                         };
                         let reply =

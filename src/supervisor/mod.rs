@@ -15,7 +15,7 @@ mod actor_tests;
 pub mod backoff;
 mod context;
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 mod handle;
 pub mod handshake;
 pub(crate) mod launch;

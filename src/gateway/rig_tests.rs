@@ -1,0 +1,186 @@
+//! The gateway's counterpart of `actor_tests.rs`: a `Gateway` over a real hub whose server is
+//! the in-memory fake (no process, no socket), driven message by message. What a client gets,
+//! and what reached the server, are both seen.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{ClientSession, Gateway, Out, Outcome};
+use crate::approval::{Answer, Decider};
+use crate::config::Config;
+use crate::supervisor::fake::{FakeLauncher, Script};
+use crate::{Hub, HubHandle, HubOptions, State};
+
+struct Rig {
+    gw: Gateway,
+    hub: HubHandle,
+    fake: Arc<FakeLauncher>,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// A hub with one fake server `fx` (`extra` merged into its entry) and `approval` settings.
+    async fn new(extra: Value, approval: Value) -> Rig {
+        let dir = tempfile::tempdir().unwrap();
+        let mut entry = json!({"command": "fake"});
+        if let (Some(e), Some(x)) = (entry.as_object_mut(), extra.as_object()) {
+            e.extend(x.clone());
+        }
+        let text = json!({"servers": {"fx": entry}, "approval": approval}).to_string();
+        let config = Config::parse(&text, "rig.json".as_ref()).unwrap();
+        let fake = FakeLauncher::new(Script::default());
+        let mut opts = HubOptions::new(dir.path().to_owned());
+        opts.launcher = Some(fake.clone());
+        let hub = Hub::start(config, opts);
+        let h = hub.server("fx").unwrap();
+        let mut rx = h.watch_status();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            rx.wait_for(|s| s.state == State::Running),
+        )
+        .await
+        .expect("the fake reaches running")
+        .unwrap();
+        let gw = Gateway::new(hub.clone());
+        Rig {
+            gw,
+            hub,
+            fake,
+            _dir: dir,
+        }
+    }
+
+    /// A 2025 client session, initialized.
+    async fn session(&self) -> Arc<ClientSession> {
+        let s = self.gw.open_session();
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"rig","version":"1"}}});
+        answer(self.gw.handle(&s, init.to_string().as_bytes()).await).await;
+        s
+    }
+
+    async fn call(&self, s: &Arc<ClientSession>, id: u64, tool: &str, args: Value) -> Value {
+        let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}});
+        answer(self.gw.handle(s, msg.to_string().as_bytes()).await).await
+    }
+
+    fn calls_reached(&self) -> usize {
+        self.fake.entries().iter().filter(|e| *e == "call").count()
+    }
+}
+
+/// The final answer of an outcome (a stream is read to its end).
+async fn answer(o: Outcome) -> Value {
+    let line = match o {
+        Outcome::Reply(l) => l,
+        Outcome::Accepted => return Value::Null,
+        Outcome::Stream(mut rx) => loop {
+            match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+                Ok(Some(Out::Final(l))) => break l,
+                Ok(Some(Out::Event(_))) => continue,
+                other => panic!("the stream ended without an answer: {other:?}"),
+            }
+        },
+    };
+    serde_json::from_slice(&line).unwrap()
+}
+
+fn text(v: &Value) -> &str {
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// An unflagged call reaches the server once and its answer comes back under the client's id.
+#[tokio::test]
+async fn a_free_call_reaches_the_server_and_comes_back() {
+    let rig = Rig::new(json!({}), json!({"default": "flagged-only"})).await;
+    let s = rig.session().await;
+    let v = rig.call(&s, 7, "fx__echo", json!({"text": "hi"})).await;
+    assert_eq!(v["id"], 7, "{v}");
+    assert_eq!(text(&v), "hi", "{v}");
+    assert_eq!(rig.calls_reached(), 1);
+}
+
+/// A flagged call waits for the person: denied, the client is told the person denied it and
+/// nothing reaches the server; allowed, it runs once.
+#[tokio::test]
+async fn a_held_call_runs_only_when_the_person_allows_it() {
+    let rig = Rig::new(
+        json!({"requires_approval": true}),
+        json!({"default": "flagged-only"}),
+    )
+    .await;
+    let s = rig.session().await;
+    for (n, answer_with, runs) in [
+        (1, Answer::Deny(Some("not now".into())), false),
+        (2, Answer::Allow(crate::approval::Scope::Once), true),
+    ] {
+        let call = {
+            let (gw, s) = (rig.gw.clone(), s.clone());
+            tokio::spawn(async move {
+                let msg = json!({"jsonrpc":"2.0","id":n,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}});
+                answer(gw.handle(&s, msg.to_string().as_bytes()).await).await
+            })
+        };
+        let id = loop {
+            if let Some(r) = rig.hub.approvals().pending().first() {
+                break r.id.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        rig.hub
+            .approvals()
+            .answer(&id, answer_with, Decider::Cli)
+            .unwrap();
+        let v = call.await.unwrap();
+        if runs {
+            assert_eq!(text(&v), "x", "{v}");
+        } else {
+            assert_eq!(v["result"]["isError"], true, "{v}");
+            assert!(
+                text(&v).contains("Denied by the user in Gatehouse: not now"),
+                "{v}"
+            );
+        }
+    }
+    assert_eq!(rig.calls_reached(), 1, "only the allowed call ran");
+}
+
+/// Unattended, a held call is refused at once and the text says no one answered — never that
+/// the person denied it.
+#[tokio::test]
+async fn an_unattended_refusal_says_no_one_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config::parse(
+        r#"{"servers": {"fx": {"command": "fake", "requires_approval": true}}}"#,
+        "rig.json".as_ref(),
+    )
+    .unwrap();
+    let fake = FakeLauncher::new(Script::default());
+    let mut opts = HubOptions::new(dir.path().to_owned());
+    opts.launcher = Some(fake.clone());
+    opts.deny_unattended = true;
+    let hub = Hub::start(config, opts);
+    let mut rx = hub.server("fx").unwrap().watch_status();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        rx.wait_for(|s| s.state == State::Running),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let rig = Rig {
+        gw: Gateway::new(hub.clone()),
+        hub,
+        fake,
+        _dir: dir,
+    };
+    let s = rig.session().await;
+    let v = rig.call(&s, 1, "fx__echo", json!({"text": "x"})).await;
+    assert!(text(&v).contains("no one answered"), "{v}");
+    assert!(!text(&v).contains("Denied by the user"), "{v}");
+    assert_eq!(rig.calls_reached(), 0);
+}
