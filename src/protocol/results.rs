@@ -103,6 +103,9 @@ pub fn for_client(raw: &str, client: Era) -> Cow<'_, str> {
     for_client_viewed(raw, client, &view)
 }
 
+/// The members of a result that only 2026-07-28 defines: a 2025 client never gets them.
+pub const MODERN_ONLY_MEMBERS: [&str; 3] = [RESULT_TYPE_KEY, "ttlMs", "cacheScope"];
+
 /// [`for_client`] with the result's top level already read. A modern client's copy is made in
 /// one pass: `resultType` first where missing, our identity in `_meta` in place of the server's.
 pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Cow<'a, str> {
@@ -129,6 +132,18 @@ pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Co
         Some(out)
     };
     if client == Era::Legacy {
+        if view.has_type {
+            // A 2026-07-28 server's own members mean nothing to a 2025 client: they go (a
+            // 2025 result has none, so the common case never gets here). Then the rest as usual.
+            let mut text = raw.to_owned();
+            for key in MODERN_ONLY_MEMBERS {
+                if let Some((without, _)) = crate::jsonrpc::take_member(&text, key) {
+                    text = without;
+                }
+            }
+            let view = ResultView::of(&text);
+            return Cow::Owned(for_client_viewed(&text, client, &view).into_owned());
+        }
         let Some(range) = view.meta.clone().filter(|_| has_info) else {
             return Cow::Borrowed(raw);
         };

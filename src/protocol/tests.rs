@@ -124,13 +124,21 @@ fn results_carry_their_type_and_our_hop_only() {
     assert_eq!(v["resultType"], "complete");
     // Untouched for a legacy client, and not copied.
     assert!(matches!(for_client(r, Era::Legacy), Cow::Borrowed(_)));
-    // A modern server's identity leaves, its type stays.
+    // A modern server's identity leaves, and so do the members only 2026-07-28 defines
+    // (`resultType`, `ttlMs`, `cacheScope`): a 2025 client gets none of them.
     let m = format!(
-        r#"{{"resultType":"complete","content":[],"_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}},"trace":1}}}}"#
+        r#"{{"resultType":"complete","content":[],"ttlMs":5,"cacheScope":"public","_meta":{{"{SERVER_INFO_KEY}":{{"name":"up"}},"trace":1}}}}"#
     );
     assert_eq!(
         for_client(&m, Era::Legacy),
-        r#"{"resultType":"complete","content":[],"_meta":{"trace":1}}"#
+        r#"{"_meta":{"trace":1},"content":[]}"#
+    );
+    assert_eq!(
+        for_client(
+            r#"{"resultType":"complete","content":[{"type":"text","text":"x"}]}"#,
+            Era::Legacy
+        ),
+        r#"{"content":[{"type":"text","text":"x"}]}"#
     );
     // An identity alone in `_meta`: the member goes with it.
     let alone = format!(

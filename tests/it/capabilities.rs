@@ -120,4 +120,9 @@ async fn an_empty_elicitation_capability_is_form_elicitation_for_a_modern_server
         result["result"]["content"][0]["text"], "hello, a 2025 client",
         "{result}"
     );
+    // Each era gets only its own members: the modern server's `resultType` (and any other
+    // 2026-only member) never reaches a 2025-06-18 client.
+    for member in ["resultType", "ttlMs", "cacheScope"] {
+        assert!(result["result"].get(member).is_none(), "{member}: {result}");
+    }
 }
