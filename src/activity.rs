@@ -265,6 +265,7 @@ fn decider(s: &str) -> Decider {
     match s {
         "ui" => Decider::Ui,
         "cli" => Decider::Cli,
+        "client" => Decider::Client,
         _ => Decider::Policy,
     }
 }

@@ -16,7 +16,7 @@ function detail(r) {
   let args = r.arguments;
   try { args = JSON.stringify(JSON.parse(r.arguments), null, 2); } catch { /* shown as stored */ }
   const server = Math.max(0, r.duration_ms - (r.waited_ms ?? 0));
-  const who = { ui: 'you, in the app', cli: 'you, with the CLI', policy: 'the policy' }[r.decided_by] ?? r.decided_by;
+  const who = { ui: 'you, in the app', cli: 'you, with the CLI', policy: 'the policy', client: 'the client (it gave up or went away)' }[r.decided_by] ?? r.decided_by;
   return el('tr', { class: 'activity-detail' }, el('td', { colspan: '6' },
     el('dl', { class: 'detail' },
       el('dt', { text: 'Waiting for you' }), el('dd', { text: `${r.waited_ms ?? 0} ms` }),

@@ -407,8 +407,11 @@ impl Drop for Withdraw<'_> {
         if self.armed {
             let removed = self.broker.lock().pending.remove(&self.id).is_some();
             if removed {
-                self.broker
-                    .publish_resolved(&self.id, Resolution::Withdrawn, None);
+                self.broker.publish_resolved(
+                    &self.id,
+                    Resolution::Withdrawn,
+                    Some(Decider::Client),
+                );
             }
         }
     }

@@ -175,6 +175,8 @@ pub enum Decider {
     Ui,
     /// The person, with the CLI (control socket).
     Cli,
+    /// The client: it cancelled, went away or gave up before an answer (a withdrawal).
+    Client,
 }
 
 impl Decider {
@@ -184,6 +186,7 @@ impl Decider {
             Decider::Policy => "policy",
             Decider::Ui => "ui",
             Decider::Cli => "cli",
+            Decider::Client => "client",
         }
     }
 }

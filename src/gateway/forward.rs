@@ -94,7 +94,8 @@ impl Drop for Audit {
         if self.sent {
             self.finish(self.decision, self.by, CallOutcome::Cancelled);
         } else {
-            self.finish(Decision::Withdrawn, Decider::Policy, CallOutcome::NotRun);
+            // The client cancelled or went away before the call was sent: its decision.
+            self.finish(Decision::Withdrawn, Decider::Client, CallOutcome::NotRun);
         }
     }
 }

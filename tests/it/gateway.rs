@@ -999,6 +999,9 @@ async fn every_forwarded_call_leaves_exactly_one_activity_row() {
             ("touch".to_owned(), "withdrawn", "not_run"),
         ]
     );
+    // A withdrawal is the client's decision, never the policy's.
+    let touch = rows.iter().find(|r| r.tool == "touch").unwrap();
+    assert_eq!(touch.decided_by.as_str(), "client", "{touch:?}");
     g.stop().await;
 }
 
