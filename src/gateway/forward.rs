@@ -252,7 +252,12 @@ impl Gateway {
                     let route = CallRoute {
                         sink: sink.clone(),
                         progress_token: our_token.clone(),
-                        client_capabilities: session.info().capabilities,
+                        // A 2025 client's, from its `initialize` (a 2026 client's request
+                        // carries its own).
+                        client_capabilities: match session.era() {
+                            Era::Legacy => session.capabilities(),
+                            Era::Modern => None,
+                        },
                     };
                     let got = {
                         let call = server.request_routed(method, Some(&params), Some(route));

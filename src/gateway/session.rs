@@ -137,6 +137,11 @@ impl ClientSession {
         lock(&self.info).clone()
     }
 
+    /// What the client declared it can answer (no copy of the rest of its info).
+    pub fn capabilities(&self) -> Option<String> {
+        lock(&self.info).capabilities.clone()
+    }
+
     pub(super) fn set_info(&self, f: impl FnOnce(&mut ClientInfo)) {
         f(&mut lock(&self.info));
     }

@@ -32,13 +32,16 @@ impl HubHandle {
                 reason: Some(crate::approval::AskReason::NotReadOnly),
             };
         };
-        let exposed = exposed_name(server.as_str(), &def.name);
-        let profile = profile.map(|p| policy::ProfileLayer {
-            sees: p.sees_tool(server.as_str(), &exposed),
-            flag: p
-                .tool_policy(server.as_str(), &exposed)
-                .and_then(|t| t.requires_approval),
-            default: p.approval.as_ref().and_then(|a| a.default),
+        // The exposed name is made only for a profile's layer (no allocation on the common path).
+        let profile = profile.map(|p| {
+            let exposed = exposed_name(server.as_str(), &def.name);
+            policy::ProfileLayer {
+                sees: p.sees_tool(server.as_str(), &exposed),
+                flag: p
+                    .tool_policy(server.as_str(), &exposed)
+                    .and_then(|t| t.requires_approval),
+                default: p.approval.as_ref().and_then(|a| a.default),
+            }
         });
         policy::evaluate(&policy::Layers {
             server: cfg,
