@@ -62,6 +62,12 @@ pub struct CallRecord {
     /// rest is the server's own time.
     #[serde(default)]
     pub waited_ms: u64,
+    /// `clientInfo.version`, when the client gave one (bounded like the name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_version: Option<String>,
+    /// The protocol revision the client speaks (`2025-11-25`, `2026-07-28`, …), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_protocol: Option<String>,
 }
 
 /// Whether and how a call was let through.
@@ -396,6 +402,8 @@ mod tests {
             decided_via: None,
             profile: None,
             waited_ms: 0,
+            client_version: None,
+            client_protocol: None,
         }
     }
 
@@ -422,6 +430,45 @@ mod tests {
         assert_eq!(log.recent(10, Some("b".into())).await.unwrap().len(), 2);
         let raw = std::fs::read(dir.path().join("activity.db")).unwrap_or_default();
         assert!(!String::from_utf8_lossy(&raw).contains("hunter2"));
+    }
+
+    /// A row keeps who called on what (client version and protocol), and a database made before
+    /// those columns existed gains them when it is opened, its rows intact.
+    #[tokio::test]
+    async fn a_row_keeps_the_clients_version_and_protocol_and_old_databases_gain_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("activity.db");
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE calls (id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, client TEXT,
+                 session TEXT NOT NULL, server TEXT NOT NULL, tool TEXT NOT NULL,
+                 arguments TEXT NOT NULL, decision TEXT NOT NULL, decided_by TEXT NOT NULL,
+                 duration_ms INTEGER NOT NULL, outcome TEXT NOT NULL);
+                 INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision,
+                 decided_by, duration_ms, outcome) VALUES (1, 'old', 's', 'a', 't', '{}',
+                 'allowed', 'policy', 3, 'ok');",
+            )
+            .unwrap();
+        }
+        let log = ActivityLog::open(path.clone(), Arc::new(NoRedaction));
+        let mut r = rec(9, "a");
+        r.client_version = Some("2.1.0".into());
+        r.client_protocol = Some("2026-07-28".into());
+        log.record(r);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let rows = loop {
+            let rows = log.recent(10, None).await.unwrap();
+            if rows.len() == 2 || std::time::Instant::now() > deadline {
+                break rows;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[0].client_version.as_deref(), Some("2.1.0"));
+        assert_eq!(rows[0].client_protocol.as_deref(), Some("2026-07-28"));
+        assert_eq!(rows[1].client.as_deref(), Some("old"));
+        assert_eq!(rows[1].client_version, None);
     }
 
     #[tokio::test]

@@ -186,6 +186,8 @@ mod tests {
             decided_via: None,
             profile: None,
             waited_ms: 1_000,
+            client_version: None,
+            client_protocol: None,
         }
     }
 

@@ -201,6 +201,17 @@ pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
     if !has_waited {
         conn.execute_batch("ALTER TABLE calls ADD COLUMN waited_ms INTEGER NOT NULL DEFAULT 0;")?;
     }
+    // Added with "who is connected, on what": the client's version and protocol revision.
+    for column in ["client_version", "client_protocol"] {
+        let has: bool = conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('calls') WHERE name = ?1",
+            [column],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        if !has {
+            conn.execute_batch(&format!("ALTER TABLE calls ADD COLUMN {column} TEXT;"))?;
+        }
+    }
     // A file that is not a database fails here, not at the first insert.
     conn.query_row("SELECT count(*) FROM calls", [], |r| r.get::<_, i64>(0))?;
     Ok(conn)
@@ -221,8 +232,8 @@ pub(super) fn rotate_aside(path: &Path) {
 pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
     // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
     conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?
     .execute(params![
             r.time_ms as i64,
@@ -237,7 +248,9 @@ pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> 
             r.outcome.as_str(),
             r.decided_via,
             r.profile,
-            r.waited_ms as i64
+            r.waited_ms as i64,
+            r.client_version,
+            r.client_protocol,
         ],
     )?;
     Ok(())
@@ -259,7 +272,7 @@ pub(super) fn query(
     client: Option<&str>,
 ) -> rusqlite::Result<Vec<CallRecord>> {
     let mut stmt = conn.prepare(
-        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol
          FROM calls WHERE (?1 IS NULL OR server = ?1) AND (?3 IS NULL OR coalesce(profile, 'default') = ?3)
          ORDER BY id DESC LIMIT ?2",
     )?;
@@ -278,6 +291,8 @@ pub(super) fn query(
             decided_via: r.get(10)?,
             profile: r.get(11)?,
             waited_ms: r.get::<_, i64>(12)? as u64,
+            client_version: r.get(13)?,
+            client_protocol: r.get(14)?,
         })
     })?;
     rows.collect()

@@ -514,9 +514,12 @@ impl Gateway {
         via: Option<String>,
     ) {
         let elapsed = m.started.elapsed().as_millis() as u64;
+        let info = s.info();
         self.inner.hub.activity().record(CallRecord {
             time_ms: crate::logs::now_ms().saturating_sub(elapsed),
-            client: s.info().name,
+            client: info.name,
+            client_version: info.version,
+            client_protocol: info.protocol_version,
             session: s.id.clone(),
             server: m.server.clone(),
             tool: m.tool.clone(),

@@ -37,8 +37,9 @@ impl Gateway {
         };
         s.set_info(|info| {
             let who = p.client_info.unwrap_or_default();
-            info.name = who.name;
-            info.version = who.version;
+            info.name = crate::protocol::client_label(who.name, crate::protocol::MAX_CLIENT_NAME);
+            info.version =
+                crate::protocol::client_label(who.version, crate::protocol::MAX_CLIENT_VERSION);
             info.protocol_version = Some(version.clone());
             // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
             info.capabilities = p.capabilities.map(|c| crate::protocol::answerable(c.get()));

@@ -253,8 +253,35 @@ pub fn envelope_of_meta(meta: &str) -> Result<Option<Envelope>, EnvelopeError> {
     Ok(Some(Envelope {
         version,
         capabilities: capabilities.get().to_owned(),
-        client: (who.name, who.version),
+        client: (
+            client_label(who.name, MAX_CLIENT_NAME),
+            client_label(who.version, MAX_CLIENT_VERSION),
+        ),
     }))
+}
+
+/// The most of a client's `clientInfo.name` Gatehouse keeps (characters); the rest is cut.
+pub const MAX_CLIENT_NAME: usize = 128;
+/// The most of a client's `clientInfo.version` Gatehouse keeps (characters).
+pub const MAX_CLIENT_VERSION: usize = 64;
+
+/// A client's self-description as Gatehouse keeps it — in its session, every activity row and
+/// approval, and a modern session's key: at most `max` characters (cut, with "…"), control
+/// characters (line breaks among them) as spaces, empty as none. Bounded at the edge, whatever
+/// size the client sent.
+pub fn client_label(text: Option<String>, max: usize) -> Option<String> {
+    let text = text?;
+    let mut out: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(max).is_some() {
+        out.pop();
+        out.push('…');
+    }
+    let out = out.trim().to_owned();
+    (!out.is_empty()).then_some(out)
 }
 
 /// The `data` of an unsupported-version error: the versions we speak and the one asked for.

@@ -311,3 +311,26 @@ fn a_result_read_with_its_line_is_viewed_as_a_result_read_alone() {
         }
     }
 }
+
+/// What a client says of itself is kept bounded at the edge: cut to the limit with "…",
+/// control characters as spaces, empty as none.
+#[test]
+fn a_clients_self_description_is_bounded() {
+    let huge = "x".repeat(1 << 20);
+    let kept = client_label(Some(huge), MAX_CLIENT_NAME).unwrap();
+    assert_eq!(kept.chars().count(), MAX_CLIENT_NAME);
+    assert!(kept.ends_with('…'));
+    assert_eq!(
+        client_label(Some("claude-code\r\nINJECTED".into()), MAX_CLIENT_NAME).as_deref(),
+        Some("claude-code  INJECTED")
+    );
+    assert_eq!(client_label(Some(" \n ".into()), 10), None);
+    assert_eq!(
+        client_label(Some("é".repeat(70)), MAX_CLIENT_VERSION)
+            .unwrap()
+            .chars()
+            .count(),
+        64
+    );
+    assert_eq!(client_label(None, 10), None);
+}

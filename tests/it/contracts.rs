@@ -602,3 +602,66 @@ async fn add_refuses_what_would_smuggle_into_a_process_or_a_request() {
     }
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), before);
 }
+
+/// A client's `clientInfo` is kept bounded whatever it sends (a 1 MiB name and version with a
+/// line break in them), and each activity row says who called on what: name, version and
+/// protocol revision.
+#[tokio::test]
+async fn client_info_is_bounded_and_every_row_names_the_clients_version_and_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let mut cfg: Value = serde_json::from_str(&config(&[("fx", fixture(&[]))])).unwrap();
+    cfg["approval"] = json!({"default": "flagged-only"});
+    let s = serve(dir.path(), &cfg.to_string(), &["fx"]).await;
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    let huge = format!("evil\n{}", "n".repeat(1 << 20));
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},
+        "clientInfo":{"name": huge, "version": huge}}});
+    let r = http
+        .post(&s.info.url)
+        .bearer_auth(&s.info.token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(init.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = r.text().await;
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}});
+    let r = http
+        .post(&s.info.url)
+        .bearer_auth(&s.info.token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.text().await.unwrap().contains("\"x\""));
+    let deadline = Instant::now() + T;
+    let row = loop {
+        let out = gh(&s, home.path(), &["activity", "--json"]);
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if let Some(r) = rows.into_iter().next() {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "no activity row");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let name = row["client"].as_str().unwrap();
+    assert!(
+        name.starts_with("evil n") && name.chars().count() <= 128,
+        "{name:.80}"
+    );
+    assert!(!name.contains('\n'));
+    assert!(
+        row["client_version"].as_str().unwrap().chars().count() <= 64,
+        "{row}"
+    );
+    assert_eq!(row["client_protocol"], "2025-06-18", "{row}");
+}
