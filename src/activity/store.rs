@@ -174,42 +174,24 @@ pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
          DROP INDEX IF EXISTS calls_time;
          DROP INDEX IF EXISTS calls_server;",
     )?;
-    // Added after the first release: which process answered through the control socket.
-    let has_via: bool = conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'decided_via'",
-        [],
-        |r| r.get::<_, i64>(0).map(|n| n > 0),
-    )?;
-    if !has_via {
-        conn.execute_batch("ALTER TABLE calls ADD COLUMN decided_via TEXT;")?;
-    }
-    // Added with client profiles: which profile's token the call came with (NULL: default).
-    let has_profile: bool = conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'profile'",
-        [],
-        |r| r.get::<_, i64>(0).map(|n| n > 0),
-    )?;
-    if !has_profile {
-        conn.execute_batch("ALTER TABLE calls ADD COLUMN profile TEXT;")?;
-    }
-    // Added with the Activity detail pane: the time spent waiting for the person.
-    let has_waited: bool = conn.query_row(
-        "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'waited_ms'",
-        [],
-        |r| r.get::<_, i64>(0).map(|n| n > 0),
-    )?;
-    if !has_waited {
-        conn.execute_batch("ALTER TABLE calls ADD COLUMN waited_ms INTEGER NOT NULL DEFAULT 0;")?;
-    }
-    // Added with "who is connected, on what": the client's version and protocol revision.
-    for column in ["client_version", "client_protocol"] {
+    // Columns added after the first release, each added to an older database when it opens:
+    // which process answered through the control socket; which profile's token the call came
+    // with (NULL: default); the time spent waiting for the person; the client's version and
+    // protocol revision.
+    for (column, declared) in [
+        ("decided_via", "TEXT"),
+        ("profile", "TEXT"),
+        ("waited_ms", "INTEGER NOT NULL DEFAULT 0"),
+        ("client_version", "TEXT"),
+        ("client_protocol", "TEXT"),
+    ] {
         let has: bool = conn.query_row(
             "SELECT count(*) FROM pragma_table_info('calls') WHERE name = ?1",
             [column],
             |r| r.get::<_, i64>(0).map(|n| n > 0),
         )?;
         if !has {
-            conn.execute_batch(&format!("ALTER TABLE calls ADD COLUMN {column} TEXT;"))?;
+            conn.execute_batch(&format!("ALTER TABLE calls ADD COLUMN {column} {declared};"))?;
         }
     }
     // A file that is not a database fails here, not at the first insert.
