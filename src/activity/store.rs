@@ -191,7 +191,9 @@ pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
             |r| r.get::<_, i64>(0).map(|n| n > 0),
         )?;
         if !has {
-            conn.execute_batch(&format!("ALTER TABLE calls ADD COLUMN {column} {declared};"))?;
+            conn.execute_batch(&format!(
+                "ALTER TABLE calls ADD COLUMN {column} {declared};"
+            ))?;
         }
     }
     // A file that is not a database fails here, not at the first insert.
