@@ -126,8 +126,9 @@ impl Gateway {
 
     /// A modern `tools/call`'s `Mcp-Param-*` headers against its arguments, for a tool whose
     /// input schema annotates parameters with `x-mcp-header`: each annotated argument that is
-    /// present has its header, once, equal to it (decoded; integers compared as numbers), and no
-    /// header claims an argument that is absent. `header` gives every value of a header name.
+    /// present has its header, once, equal to it (decoded; an integer compared as an integer,
+    /// exactly, and only a fractional number as a float), and no header claims an argument
+    /// that is absent. `header` gives every value of a header name.
     pub fn check_param_headers(
         &self,
         profile: &Option<String>,
@@ -187,12 +188,10 @@ impl Gateway {
                             "Header mismatch: {header_name} carries a malformed base64 value"
                         ));
                     };
-                    let numeric = || {
-                        let value = value_at(&arguments, &path)?;
-                        let n = value.as_f64().filter(|_| value.is_number())?;
-                        Some(decoded.parse::<f64>().ok()? == n)
-                    };
-                    if decoded != body && numeric() != Some(true) {
+                    let same = decoded == body
+                        || value_at(&arguments, &path)
+                            .is_some_and(|v| crate::protocol::number_matches(&decoded, v));
+                    if !same {
                         return Err(format!(
                             "Header mismatch: {header_name} header value does not match the argument {argument}"
                         ));

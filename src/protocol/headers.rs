@@ -316,6 +316,27 @@ pub fn header_scalar(value: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// Whether a header's decoded text names the same number as an argument spelled otherwise
+/// (`1e3` for `1000`): an integer argument is compared as an integer, exactly (so
+/// `9007199254740992` never matches `9007199254740993`, which floats would equate); only a
+/// fractional argument is compared as a float.
+pub fn number_matches(decoded: &str, value: &serde_json::Value) -> bool {
+    let Some(n) = value.as_number() else {
+        return false;
+    };
+    let exact = n
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from));
+    match exact {
+        Some(i) => decoded.trim().parse::<i128>().is_ok_and(|h| h == i),
+        None => match (decoded.trim().parse::<f64>(), n.as_f64()) {
+            (Ok(h), Some(a)) => h == a,
+            _ => false,
+        },
+    }
+}
+
 /// The value at a path of object keys in `arguments`.
 pub fn value_at<'a>(
     arguments: &'a serde_json::Value,

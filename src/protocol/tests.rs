@@ -334,3 +334,22 @@ fn a_clients_self_description_is_bounded() {
     );
     assert_eq!(client_label(None, 10), None);
 }
+
+/// An `Mcp-Param-*` number is compared exactly when the argument is an integer: 2^53 and
+/// 2^53 + 1 are different numbers, whatever a float says.
+#[test]
+fn integer_parameters_are_compared_as_integers() {
+    let v = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+    assert!(!number_matches("9007199254740992", &v("9007199254740993")));
+    assert!(!number_matches(
+        "9007199254740993.0",
+        &v("9007199254740992")
+    ));
+    assert!(number_matches("9007199254740993", &v("9007199254740993")));
+    assert!(number_matches(" 42 ", &v("42")));
+    assert!(!number_matches("42.5", &v("42")));
+    assert!(number_matches("2.5", &v("2.5")));
+    assert!(number_matches("1e3", &v("1000.0")));
+    assert!(!number_matches("x", &v("1")));
+    assert!(!number_matches("1", &v("\"1\"")));
+}
