@@ -575,7 +575,10 @@ impl Gateway {
                     .await
             }
             Method::CompletionComplete => self.complete(s, id, params).await,
-            Method::ServerDiscover => reply(&discover_result()),
+            Method::ServerDiscover => {
+                s.log_hello("server/discover");
+                reply(&discover_result())
+            }
             Method::SubscriptionsListen => self.listen(s, id, params).await,
         }
     }

@@ -44,6 +44,7 @@ impl Gateway {
             // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
             info.capabilities = p.capabilities.map(|c| crate::protocol::answerable(c.get()));
         });
+        s.log_hello("initialize");
         serde_json::json!({
             "protocolVersion": version,
             "capabilities": {

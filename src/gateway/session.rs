@@ -137,6 +137,24 @@ impl ClientSession {
         lock(&self.info).clone()
     }
 
+    /// `GATEHOUSE_LOG=debug`: who this client says it is, on what — its name, version, protocol
+    /// revision and the capabilities Gatehouse keeps (bounded; never arguments or tokens).
+    pub fn log_hello(&self, how: &'static str) {
+        if !tracing::enabled!(tracing::Level::DEBUG) {
+            return;
+        }
+        let i = lock(&self.info);
+        tracing::debug!(
+            session = %self.id,
+            profile = self.profile.as_deref().unwrap_or("default"),
+            client = i.name.as_deref().unwrap_or(""),
+            version = i.version.as_deref().unwrap_or(""),
+            protocol = i.protocol_version.as_deref().unwrap_or(""),
+            capabilities = i.capabilities.as_deref().unwrap_or("{}"),
+            "client {how}"
+        );
+    }
+
     /// What the client declared it can answer (no copy of the rest of its info).
     pub fn capabilities(&self) -> Option<String> {
         lock(&self.info).capabilities.clone()

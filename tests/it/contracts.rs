@@ -665,3 +665,48 @@ async fn client_info_is_bounded_and_every_row_names_the_clients_version_and_prot
     );
     assert_eq!(row["client_protocol"], "2025-06-18", "{row}");
 }
+
+/// `GATEHOUSE_LOG=debug` says who connected, on what: each client's `initialize` and
+/// `server/discover` with its name, version, protocol and capabilities — never arguments.
+#[tokio::test]
+async fn debug_logs_name_each_client_and_what_it_speaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg: Value = serde_json::from_str(&config(&[("fx", fixture(&[]))])).unwrap();
+    cfg["approval"] = json!({"default": "flagged-only"});
+    let s = serve_env(
+        dir.path(),
+        &cfg.to_string(),
+        &["fx"],
+        &[],
+        &[("GATEHOUSE_LOG", "debug")],
+    )
+    .await;
+    let c = Session::open(&s).await;
+    let v = c.call(1, "server/discover", json!({})).await;
+    assert!(v["result"]["supportedVersions"].is_array(), "{v}");
+    let secret_arg = "arg-canary-7f3e";
+    c.call(
+        2,
+        "tools/call",
+        json!({"name": "fx__echo", "arguments": {"text": secret_arg}}),
+    )
+    .await;
+    let deadline = Instant::now() + T;
+    let log = loop {
+        let log = std::fs::read_to_string(&s.log).unwrap_or_default();
+        if log.contains("client server/discover") || Instant::now() > deadline {
+            break log;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let hello = log
+        .lines()
+        .find(|l| l.contains("client initialize"))
+        .unwrap_or_else(|| panic!("no initialize line in {log}"));
+    assert!(
+        hello.contains("contracts") && hello.contains("2025-11-25"),
+        "{hello}"
+    );
+    assert!(log.contains("client server/discover"), "{log}");
+    assert!(!log.contains(secret_arg), "arguments reached the log");
+}
