@@ -39,6 +39,8 @@ pub struct HubOptions {
     pub vault: Arc<dyn crate::oauth::Vault>,
     /// The program that opens sign-in pages (default: `GATEHOUSE_BROWSER`, else the platform's).
     pub browser: Option<std::ffi::OsString>,
+    /// The gateway's own token, when this hub serves one: no server is ever handed it.
+    pub gateway_token: Option<String>,
     /// What starts the servers (unit tests: the in-memory fake; default: real processes).
     #[cfg(test)]
     pub(crate) launcher: Option<Arc<dyn crate::supervisor::launch::Launcher>>,
@@ -57,6 +59,7 @@ impl HubOptions {
             client_tokens: None,
             vault: Arc::new(crate::oauth::NoVault),
             browser: None,
+            gateway_token: None,
             #[cfg(test)]
             launcher: None,
         }
@@ -104,6 +107,20 @@ pub struct ToolInfo {
     pub approval: Decision,
 }
 
+/// The name prefix under which Gatehouse's own tokens are known to the redactions.
+pub const OWN_TOKEN: &str = "gatehouse-token:";
+const OWN_TOKEN_GATEWAY: &str = "gatehouse-token:gateway";
+
+/// Every client profile's token, known to the redactions (replacing the previous set).
+fn register_client_tokens(redactions: &Redactions, tokens: &crate::profiles::ClientTokens) {
+    let named: Vec<(String, String)> = tokens
+        .all()
+        .into_iter()
+        .map(|(id, t)| (format!("{OWN_TOKEN}client:{id}"), t.to_string()))
+        .collect();
+    redactions.replace_all(&format!("{OWN_TOKEN}client:"), &named);
+}
+
 /// The client profiles a config names.
 fn profile_ids(config: &Config) -> Vec<String> {
     config
@@ -143,7 +160,7 @@ impl Hub {
             ctx.launcher = l;
         }
         let ctx = Arc::new(ctx);
-        let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions);
+        let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions.clone());
         let client_tokens = opts.client_tokens.unwrap_or_else(|| {
             Arc::new(crate::profiles::ClientTokens::new(
                 None,
@@ -153,6 +170,12 @@ impl Hub {
         if let Err(e) = client_tokens.sync(&profile_ids(&config)) {
             tracing::error!("client tokens: {e}");
         }
+        // Gatehouse's own tokens are known to the redactions before any server starts: masked
+        // wherever they would show, and refused in any value a server would be handed.
+        if let Some(t) = &opts.gateway_token {
+            redactions.register(OWN_TOKEN_GATEWAY, t);
+        }
+        register_client_tokens(&redactions, &client_tokens);
         let inner = Arc::new(Inner {
             secret_index: opts.data_dir.join("secret-names.json"),
             bus,
@@ -326,10 +349,12 @@ impl HubHandle {
     pub async fn rotate_client_token(&self, id: &str) -> Result<String, HubError> {
         let tokens = self.inner.client_tokens.clone();
         let id = id.to_owned();
-        tokio::task::spawn_blocking(move || tokens.rotate(&id))
+        let token = tokio::task::spawn_blocking(move || tokens.rotate(&id))
             .await
             .map_err(|e| HubError::Config(e.to_string()))?
-            .map_err(HubError::Config)
+            .map_err(HubError::Config)?;
+        register_client_tokens(&self.inner.redactions, &self.inner.client_tokens);
+        Ok(token)
     }
 
     /// Adds (or replaces) client profile `id` in the config file and applies it (its token is
@@ -465,6 +490,7 @@ impl HubHandle {
             Err(e) => tracing::error!("client tokens: {e}"),
             Ok(Ok(())) => {}
         }
+        register_client_tokens(&self.inner.redactions, &self.inner.client_tokens);
         let before = self.config();
         for (h, cfg) in self.install(config) {
             // A change of tool flags alone restarts nothing: say so, so that every tool list

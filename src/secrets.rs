@@ -110,6 +110,27 @@ impl Redactions {
         }
     }
 
+    /// Forgets every value whose name starts with `prefix` and registers `named` instead (the
+    /// client profiles' tokens, after a change of the table).
+    pub fn replace_all(&self, prefix: &str, named: &[(String, String)]) {
+        self.values
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(n, _)| !n.starts_with(prefix));
+        for (name, value) in named {
+            self.register(name, value);
+        }
+    }
+
+    /// The name of the first value registered under a name starting with `prefix` that `text`
+    /// holds, in any of its forms.
+    pub fn holds(&self, prefix: &str, text: &str) -> Option<String> {
+        let v = self.values.read().unwrap_or_else(|e| e.into_inner());
+        v.iter()
+            .find(|(n, f)| n.starts_with(prefix) && text.contains(f.as_str()))
+            .map(|(n, _)| n.clone())
+    }
+
     /// Whether any value is known (nothing to mask otherwise).
     pub fn is_empty(&self) -> bool {
         self.values.read().map(|v| v.is_empty()).unwrap_or(false)

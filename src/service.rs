@@ -151,6 +151,7 @@ impl Service {
             Some(keychain.clone()),
             opts.data_dir.clone(),
         )));
+        hub_opts.gateway_token = http.as_ref().map(|(_, info)| info.token.clone());
         hub_opts.vault = std::sync::Arc::new(keychain.clone());
         hub_opts.secrets = std::sync::Arc::new(keychain);
         if let Some((listener, _)) = &http {

@@ -336,6 +336,32 @@ pub(crate) async fn resolve_env(
     secrets: Arc<dyn SecretSource>,
     redactions: Arc<Redactions>,
 ) -> Result<BTreeMap<String, String>, String> {
+    let resolved = resolve_values(env, secrets, redactions.clone()).await?;
+    // Whatever way a value came (plain, a secret, the environment): none may hold one of
+    // Gatehouse's own tokens, which would let the server call every tool without asking.
+    for (key, value) in &resolved {
+        if let Some(which) = redactions.holds(crate::hub::OWN_TOKEN, value) {
+            let whose = match which.strip_prefix(crate::hub::OWN_TOKEN) {
+                Some("gateway") => "the gateway's token".to_owned(),
+                Some(rest) => format!(
+                    "the token of client profile \"{}\"",
+                    rest.strip_prefix("client:").unwrap_or(rest)
+                ),
+                None => "a Gatehouse token".to_owned(),
+            };
+            return Err(format!(
+                "not started: {key} holds {whose}; a server holding it could call every tool through Gatehouse without asking. Give the server a credential of its own"
+            ));
+        }
+    }
+    Ok(resolved)
+}
+
+async fn resolve_values(
+    env: &BTreeMap<String, EnvValue>,
+    secrets: Arc<dyn SecretSource>,
+    redactions: Arc<Redactions>,
+) -> Result<BTreeMap<String, String>, String> {
     if env.values().all(|v| !matches!(v, EnvValue::Secret { .. })) {
         // Nothing to look up in the keychain: no trip to a blocking thread.
         return env

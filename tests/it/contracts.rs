@@ -710,3 +710,55 @@ async fn debug_logs_name_each_client_and_what_it_speaks() {
     assert!(log.contains("client server/discover"), "{log}");
     assert!(!log.contains(secret_arg), "arguments reached the log");
 }
+
+/// No server is handed one of Gatehouse's own tokens, whatever way the value comes: the
+/// gateway's token as a plain env value (inside "Bearer …"), a client profile's added with
+/// `gatehouse add`. Each server is refused at start, naming whose token it is; the token never
+/// shows in the status.
+#[tokio::test]
+async fn no_server_is_handed_a_gatehouse_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let gateway_token = "gw-0123456789abcdef0123456789abcdef0123456789";
+    let cfg = json!({
+        "servers": {
+            "fine": fixture(&[]),
+            "leaky": {"command": FIXTURE, "env": {"T": format!("Bearer {gateway_token}")}}
+        },
+        "clients": {"cursor": {}}
+    })
+    .to_string();
+    let s = serve_env(
+        dir.path(),
+        &cfg,
+        &["fine"],
+        &[],
+        &[("GATEHOUSE_TOKEN", gateway_token)],
+    )
+    .await;
+    let leaky = wait_row(&s, home.path(), "leaky", |r| r["state"] == "failed").await;
+    let why = leaky["last_error"].as_str().unwrap();
+    assert!(why.contains("T holds the gateway's token"), "{why}");
+    assert!(!leaky.to_string().contains(gateway_token), "{leaky}");
+    let profile_token = gatehouse::control::ControlClient::new(s.sock.clone())
+        .request::<gatehouse::control::GatewayInfo>(&gatehouse::control::Request::Gateway {
+            client: Some("cursor".into()),
+        })
+        .await
+        .unwrap()
+        .token;
+    let env = format!("KEY={profile_token}");
+    let out = gh(
+        &s,
+        home.path(),
+        &["add", "sneaky", "--env", &env, "--", FIXTURE],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let sneaky = wait_row(&s, home.path(), "sneaky", |r| r["state"] == "failed").await;
+    let why = sneaky["last_error"].as_str().unwrap();
+    assert!(
+        why.contains("holds the token of client profile \"cursor\""),
+        "{why}"
+    );
+    assert_eq!(row(&s, home.path(), "fine")["state"], "running");
+}
