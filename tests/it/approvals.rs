@@ -10,69 +10,8 @@ use crate::support::*;
 
 pub(crate) const T: Duration = Duration::from_secs(20);
 
-/// An MCP client session on the served gateway.
-#[derive(Clone)]
-pub(crate) struct Client {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-    sid: String,
-}
-
-impl Client {
-    pub(crate) async fn connect(s: &Served, name: &str) -> Client {
-        Self::connect_to(&s.info, name).await
-    }
-
-    async fn connect_to(info: &gatehouse::control::GatewayInfo, name: &str) -> Client {
-        let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
-        let r = http
-            .post(&info.url)
-            .bearer_auth(&info.token)
-            .header("accept", "application/json, text/event-stream")
-            .body(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":name,"version":"1"}}}).to_string())
-            .send()
-            .await
-            .unwrap();
-        let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        Client {
-            http,
-            url: info.url.clone(),
-            token: info.token.clone(),
-            sid,
-        }
-    }
-
-    pub(crate) async fn post(&self, body: Value) -> String {
-        let r = self
-            .http
-            .post(&self.url)
-            .bearer_auth(&self.token)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.sid)
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        r.text().await.unwrap()
-    }
-
-    /// Calls a tool and returns its final response message (from JSON or the SSE stream).
-    pub(crate) async fn call(&self, id: u64, tool: &str, args: Value) -> Value {
-        let text = self.post(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})).await;
-        let msgs: Vec<Value> = if text.starts_with('{') {
-            vec![serde_json::from_str(&text).unwrap()]
-        } else {
-            text.split("\n\n")
-                .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
-                .map(|d| serde_json::from_str(d).unwrap())
-                .collect()
-        };
-        msgs.into_iter()
-            .find(|m| m["id"] == id)
-            .unwrap_or(Value::Null)
-    }
-}
+/// A 2025 client session over HTTP: the one helper (`support::Mcp`).
+pub(crate) use crate::support::Mcp as Client;
 
 pub(crate) fn text_of(v: &Value) -> String {
     v["result"]["content"][0]["text"]

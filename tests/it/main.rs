@@ -9,6 +9,7 @@ mod capabilities;
 mod cli;
 mod clients;
 mod contracts;
+mod contracts_gateway;
 mod gateway;
 mod import;
 mod isolation;

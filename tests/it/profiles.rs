@@ -51,74 +51,6 @@ fn two_profiles() -> String {
     .to_string()
 }
 
-/// A bare HTTP client session (initialize + initialized) with `token`.
-#[derive(Clone)]
-struct Session {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-    sid: String,
-}
-
-impl Session {
-    async fn open(url: &str, token: &str) -> Session {
-        let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
-        let r = http
-            .post(url)
-            .bearer_auth(token)
-            .header("accept", "application/json, text/event-stream")
-            .body(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}).to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        Session {
-            http,
-            url: url.into(),
-            token: token.into(),
-            sid,
-        }
-    }
-
-    async fn post(&self, token: &str, body: Value) -> (u16, String) {
-        let r = self
-            .http
-            .post(&self.url)
-            .bearer_auth(token)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.sid)
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.text().await.unwrap())
-    }
-
-    /// `post` on a task of its own (a call that waits for an answer); its body.
-    fn spawn_post(&self, token: &str, body: Value) -> tokio::task::JoinHandle<String> {
-        let (s, token) = (self.clone(), token.to_owned());
-        tokio::spawn(async move { s.post(&token, body).await.1 })
-    }
-
-    async fn tools(&self) -> Vec<String> {
-        let (status, body) = self
-            .post(
-                &self.token,
-                json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
-            )
-            .await;
-        assert_eq!(status, 200, "{body}");
-        let v: Value = serde_json::from_str(&body).unwrap();
-        v["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    }
-}
-
 /// Two real clients on two profiles each see exactly their profile's tools (the Python SDK on
 /// `cursor`: server a only; the TypeScript SDK on `code`: server b without its echo), and the
 /// default token still sees everything.
@@ -174,7 +106,7 @@ async fn each_client_sees_exactly_its_profiles_tools() {
         "tool_0 ok"
     );
 
-    let all = Session::open(&url, &served.info.token).await.tools().await;
+    let all = Mcp::open(&url, &served.info.token).await.tools().await;
     assert_eq!(
         all.len(),
         2 * FIXTURE_TOOLS + 2,
@@ -192,12 +124,12 @@ async fn a_tool_outside_the_profile_does_not_exist_for_its_client() {
     let url = served.info.url.clone();
     let cursor = token_of(d, "cursor").await;
     let code = token_of(d, "code").await;
-    let s = Session::open(&url, &code).await;
+    let s = Mcp::open(&url, &code).await;
     let tools = s.tools().await;
     assert!(tools.contains(&"b__tool_1".to_owned()) && !tools.contains(&"b__echo".to_owned()));
     for name in ["a__echo", "b__echo"] {
         let (_, body) = s
-            .post(&code, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":name,"arguments":{"text":"x"}}}))
+            .post_as(&code, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":name,"arguments":{"text":"x"}}}))
             .await;
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(
@@ -207,19 +139,19 @@ async fn a_tool_outside_the_profile_does_not_exist_for_its_client() {
         );
     }
     let (_, body) = s
-        .post(&code, json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"b__tool_1","arguments":{}}}))
+        .post_as(&code, json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"b__tool_1","arguments":{}}}))
         .await;
     assert!(body.contains("tool_1 ok"), "{body}");
     // Another profile's token does not reach this session.
     let (status, _) = s
-        .post(
+        .post_as(
             &cursor,
             json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}),
         )
         .await;
     assert_eq!(status, 404);
     let (status, _) = s
-        .post(
+        .post_as(
             "not-a-token-at-all-0123456789abcdef",
             json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}),
         )
@@ -236,9 +168,9 @@ async fn a_rotated_token_stops_at_once_and_nothing_else_does() {
     let served = serve(d, &two_profiles(), &["a", "b"]).await;
     let url = served.info.url.clone();
     let old = token_of(d, "cursor").await;
-    let cursor = Session::open(&url, &old).await;
-    let code = Session::open(&url, &token_of(d, "code").await).await;
-    let default = Session::open(&url, &served.info.token).await;
+    let cursor = Mcp::open(&url, &old).await;
+    let code = Mcp::open(&url, &token_of(d, "code").await).await;
+    let default = Mcp::open(&url, &served.info.token).await;
     assert!(!cursor.tools().await.is_empty());
 
     let out = gh(d, &["clients", "rotate-token", "cursor"]);
@@ -247,7 +179,7 @@ async fn a_rotated_token_stops_at_once_and_nothing_else_does() {
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
         let (status, _) = cursor
-            .post(&old, json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}))
+            .post_as(&old, json!({"jsonrpc":"2.0","id":9,"method":"tools/list"}))
             .await;
         if status == 401 {
             break;
@@ -259,11 +191,11 @@ async fn a_rotated_token_stops_at_once_and_nothing_else_does() {
     assert_ne!(new, old);
     // The old session is gone even with the new token; a new session works.
     let (status, _) = cursor
-        .post(&new, json!({"jsonrpc":"2.0","id":10,"method":"tools/list"}))
+        .post_as(&new, json!({"jsonrpc":"2.0","id":10,"method":"tools/list"}))
         .await;
     assert_eq!(status, 404, "the rotated token's session survived");
     assert_eq!(
-        Session::open(&url, &new).await.tools().await.len(),
+        Mcp::open(&url, &new).await.tools().await.len(),
         FIXTURE_TOOLS
     );
     assert_eq!(code.tools().await.len(), FIXTURE_TOOLS - 1 + 2);
@@ -393,7 +325,7 @@ async fn answers_and_activity_belong_to_each_profile() {
     let url = served.info.url.clone();
     let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"hi"}}});
     let cursor_token = token_of(d, "cursor").await;
-    let cursor = Session::open(&url, &cursor_token).await;
+    let cursor = Mcp::open(&url, &cursor_token).await;
     let first = cursor.spawn_post(&cursor_token, call.clone());
     let r = pending(d, "a__echo").await;
     assert_eq!(r["client"]["profile"], "cursor", "{r}");
@@ -404,11 +336,11 @@ async fn answers_and_activity_belong_to_each_profile() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(first.await.unwrap().contains("\"hi\""));
     // Remembered for cursor: no question.
-    let (_, body) = cursor.post(&cursor_token, call.clone()).await;
+    let (_, body) = cursor.post_as(&cursor_token, call.clone()).await;
     assert!(body.contains("\"hi\""), "{body}");
     // Another profile is asked; denied, it does not run.
     let code_token = token_of(d, "code").await;
-    let code = Session::open(&url, &code_token).await;
+    let code = Mcp::open(&url, &code_token).await;
     let second = code.spawn_post(&code_token, call.clone());
     let r = pending(d, "a__echo").await;
     assert_eq!(r["client"]["profile"], "code");
@@ -456,7 +388,7 @@ async fn list_changes_reach_only_the_profiles_that_see_them() {
         token_of(d, "code").await,
         served.info.token.clone(),
     ] {
-        let s = Session::open(&url, &token).await;
+        let s = Mcp::open(&url, &token).await;
         let r = s
             .http
             .get(&url)
@@ -498,30 +430,30 @@ async fn prompts_and_resources_follow_the_profile_too() {
     let served = serve(d, &cfg.to_string(), &["a", "b"]).await;
     let url = served.info.url.clone();
     let cursor_token = token_of(d, "cursor").await;
-    let cursor = Session::open(&url, &cursor_token).await;
-    let default = Session::open(&url, &served.info.token).await;
+    let cursor = Mcp::open(&url, &cursor_token).await;
+    let default = Mcp::open(&url, &served.info.token).await;
     let ask = |method: &str, params: Value| json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
     for (s, token, sees) in [
         (&default, &served.info.token, true),
         (&cursor, &cursor_token, false),
     ] {
-        let (_, body) = s.post(token, ask("prompts/list", json!({}))).await;
+        let (_, body) = s.post_as(token, ask("prompts/list", json!({}))).await;
         assert_eq!(body.contains("b__test_simple_prompt"), sees, "{body}");
-        let (_, body) = s.post(token, ask("resources/list", json!({}))).await;
+        let (_, body) = s.post_as(token, ask("resources/list", json!({}))).await;
         assert_eq!(body.contains("test://static-text"), sees, "{body}");
         let (_, body) = s
-            .post(token, ask("resources/templates/list", json!({})))
+            .post_as(token, ask("resources/templates/list", json!({})))
             .await;
         assert_eq!(body.contains("test://template/"), sees, "{body}");
         let (_, body) = s
-            .post(
+            .post_as(
                 token,
                 ask("resources/read", json!({"uri": "test://static-text"})),
             )
             .await;
         assert_eq!(!body.contains("Resource not found"), sees, "{body}");
         let (_, body) = s
-            .post(
+            .post_as(
                 token,
                 ask("prompts/get", json!({"name": "b__test_simple_prompt"})),
             )
@@ -545,7 +477,7 @@ async fn a_session_answer_does_not_reach_another_profile() {
     let url = served.info.url.clone();
     let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"s"}}});
     let cursor_token = token_of(d, "cursor").await;
-    let cursor = Session::open(&url, &cursor_token).await;
+    let cursor = Mcp::open(&url, &cursor_token).await;
     let first = cursor.spawn_post(&cursor_token, call.clone());
     let r = pending(d, "a__echo").await;
     assert!(gh(
@@ -555,13 +487,13 @@ async fn a_session_answer_does_not_reach_another_profile() {
     .status
     .success());
     assert!(first.await.unwrap().contains("\"s\""));
-    let (_, body) = cursor.post(&cursor_token, call.clone()).await;
+    let (_, body) = cursor.post_as(&cursor_token, call.clone()).await;
     assert!(
         body.contains("\"s\""),
         "the session answer covers its own session: {body}"
     );
     let code_token = token_of(d, "code").await;
-    let code = Session::open(&url, &code_token).await;
+    let code = Mcp::open(&url, &code_token).await;
     let other = code.spawn_post(&code_token, call.clone());
     let r = pending(d, "a__echo").await;
     assert_eq!(

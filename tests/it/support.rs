@@ -348,3 +348,157 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The one MCP session helper of the integration tests: a 2025 client over Streamable HTTP
+/// (`initialize`, then `notifications/initialized`), speaking plain JSON-RPC.
+#[derive(Clone)]
+pub struct Mcp {
+    /// The HTTP client (for requests a test shapes itself).
+    pub http: reqwest::Client,
+    /// The gateway's URL.
+    pub url: String,
+    /// The bearer token the session was opened with.
+    pub token: String,
+    /// `Mcp-Session-Id`.
+    pub sid: String,
+}
+
+impl Mcp {
+    /// A session with the served hub's gateway token, as client `name`.
+    pub async fn connect(s: &Served, name: &str) -> Mcp {
+        Self::connect_to(&s.info, name).await
+    }
+
+    /// A session on `info`'s gateway, as client `name`.
+    pub async fn connect_to(info: &GatewayInfo, name: &str) -> Mcp {
+        Self::open_as(&info.url, &info.token, name, "2025-11-25").await
+    }
+
+    /// A session with `token` (a profile's, or the gateway's), speaking 2025-06-18.
+    pub async fn open(url: &str, token: &str) -> Mcp {
+        Self::open_as(url, token, "t", "2025-06-18").await
+    }
+
+    async fn open_as(url: &str, token: &str, name: &str, version: &str) -> Mcp {
+        let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+        let init = serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion": version,"capabilities":{},"clientInfo":{"name":name,"version":"1"}}});
+        let r = http
+            .post(url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let _ = r.text().await;
+        let me = Mcp {
+            http,
+            url: url.to_owned(),
+            token: token.to_owned(),
+            sid,
+        };
+        me.post(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await;
+        me
+    }
+
+    /// Posts `body` with `token` in this session: the status and the body as text.
+    pub async fn post_as(&self, token: &str, body: serde_json::Value) -> (u16, String) {
+        self.send(token, body.to_string()).await
+    }
+
+    /// Posts `body` in this session: the answer's text.
+    pub async fn post(&self, body: serde_json::Value) -> String {
+        self.send(&self.token, body.to_string()).await.1
+    }
+
+    /// `post_as` on a task of its own (a call that waits for an answer); its body.
+    pub fn spawn_post(
+        &self,
+        token: &str,
+        body: serde_json::Value,
+    ) -> tokio::task::JoinHandle<String> {
+        let (s, token) = (self.clone(), token.to_owned());
+        tokio::spawn(async move { s.post_as(&token, body).await.1 })
+    }
+
+    /// Posts `body` as it is; the status and the answer's last message (JSON, or SSE `data:`).
+    pub async fn raw(&self, body: String) -> (u16, serde_json::Value) {
+        let (status, text) = self.send(&self.token, body).await;
+        (status, last_message(&text))
+    }
+
+    /// One request's final answer.
+    pub async fn request(
+        &self,
+        id: u64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        let body = serde_json::json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
+        self.raw(body.to_string()).await.1
+    }
+
+    /// Calls a tool; its final response message (from JSON or the SSE stream).
+    pub async fn call(&self, id: u64, tool: &str, args: serde_json::Value) -> serde_json::Value {
+        let text = self
+            .post(serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
+            .await;
+        messages(&text)
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The names of the tools this session sees.
+    pub async fn tools(&self) -> Vec<String> {
+        let (status, body) = self
+            .post_as(
+                &self.token,
+                serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn send(&self, token: &str, body: String) -> (u16, String) {
+        let r = self
+            .http
+            .post(&self.url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.sid)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}
+
+/// The messages of an answer: one JSON object, or each SSE `data:`.
+pub fn messages(text: &str) -> Vec<serde_json::Value> {
+    if text.trim_start().starts_with('{') {
+        return serde_json::from_str(text).into_iter().collect();
+    }
+    text.split("\n\n")
+        .filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: ")))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+fn last_message(text: &str) -> serde_json::Value {
+    messages(text).pop().unwrap_or(serde_json::Value::Null)
+}
