@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::{Config, ServerId};
@@ -117,7 +116,7 @@ fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String>
         entry.insert("url".into(), Value::String(url.to_owned()));
         if let Some(h) = o.get("headers").and_then(Value::as_object) {
             let headers = string_map(h, name, "headers", path)?;
-            credentials.extend(headers.keys().filter(|k| looks_like_credential(k)).cloned());
+            credentials.extend(credential_values(&headers));
             entry.insert("headers".into(), to_value(headers));
         }
     } else {
@@ -145,7 +144,7 @@ fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String>
         }
         if let Some(env) = o.get("env").and_then(Value::as_object) {
             let env = string_map(env, name, "env", path)?;
-            credentials.extend(env.keys().filter(|k| looks_like_credential(k)).cloned());
+            credentials.extend(credential_values(&env));
             if !env.is_empty() {
                 entry.insert("env".into(), to_value(env));
             }
@@ -233,6 +232,21 @@ fn to_value(m: BTreeMap<String, String>) -> Value {
     Value::Object(m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
 }
 
+/// The keys whose values look like credentials: a credential-like name with a value that is no
+/// placeholder (`${…}`, `$VAR`, `{env:…}` become references when the entry is read; a
+/// placeholder is never moved to the keychain as if it were the secret).
+fn credential_values(m: &BTreeMap<String, String>) -> Vec<String> {
+    m.iter()
+        .filter(|(k, v)| {
+            let placeholder = v.contains("${")
+                || v.starts_with('$')
+                || (v.starts_with("{env:") && v.ends_with('}'));
+            looks_like_credential(k) && !placeholder
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 /// Env or header names whose values are usually credentials.
 pub fn looks_like_credential(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
@@ -303,10 +317,16 @@ pub fn plan(
         }
     }
     for c in candidates {
-        let itself = crate::config::ServerConfig::deserialize(&c.entry)
+        // Checked as the config would check it: an entry it would refuse is skipped with the
+        // refusal and its fix, and never takes the rest of the import down with it.
+        let parsed = crate::config::parse_entry(&c.entry);
+        let itself = parsed
+            .as_ref()
             .ok()
             .and_then(|s| crate::config::reaches_gatehouse(&s.transport, &ports));
-        let outcome = if let Some(why) = itself {
+        let outcome = if let Err(e) = parsed {
+            Outcome::Skip(e.to_string())
+        } else if let Some(why) = itself {
             Outcome::Skip(why)
         } else if let Err(e) = ServerId::parse(&c.id) {
             Outcome::Skip(format!("{e}; pass --rename {}=NEW-ID", c.source_name))

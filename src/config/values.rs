@@ -32,10 +32,13 @@ const RESERVED_HEADERS: &[&str] = &[
     "mcp-protocol-version",
 ];
 
-/// The variable a whole value names as `$VAR` or `${VAR}`, if that is all it is.
+/// The variable a whole value names — `$VAR`, `${VAR}` (Claude Code), `${env:VAR}` (Cursor,
+/// VS Code) or `{env:VAR}` (opencode) — if that is all it is.
 fn dollar_reference(v: &str) -> Option<&str> {
     let name = v
-        .strip_prefix("${")
+        .strip_prefix("${env:")
+        .or_else(|| v.strip_prefix("{env:"))
+        .or_else(|| v.strip_prefix("${"))
         .and_then(|r| r.strip_suffix('}'))
         .or_else(|| v.strip_prefix('$'))?;
     let ok = !name.is_empty()
@@ -44,13 +47,30 @@ fn dollar_reference(v: &str) -> Option<&str> {
     ok.then_some(name)
 }
 
-/// One value's references: `$VAR` made `{"env": "VAR"}`; a `${…}` inside a longer value, an
-/// `{"env": "GATEHOUSE_…"}` or a secret that is Gatehouse's own token refused.
+/// VS Code's `${input:ID}` ending a value — a value the client asks the person for — split into
+/// the text before it and the ID, when the ID can be a keychain secret's name.
+fn input_reference(v: &str) -> Option<(&str, &str)> {
+    let (before, rest) = v.rsplit_once("${input:")?;
+    let id = rest.strip_suffix('}')?;
+    (!before.contains("${") && super::parse::secret_name_refusal(id).is_ok())
+        .then_some((before, id))
+}
+
+/// One value's references: `$VAR` (and the other spellings of a variable) made
+/// `{"env": "VAR"}`, VS Code's `${input:ID}` made the keychain secret `ID` (after any fixed
+/// text, as its prefix) — a missing one fails that server naming `gatehouse secret set ID`;
+/// another `${…}` inside a value, an `{"env": "GATEHOUSE_…"}` or a secret that is Gatehouse's
+/// own token refused.
 fn check_value(field: &'static str, key: &str, v: &mut EnvValue) -> Result<(), EntryError> {
     if let EnvValue::Plain(text) = v {
         if let Some(name) = dollar_reference(text) {
             *v = EnvValue::Env {
                 env: name.to_owned(),
+            };
+        } else if let Some((prefix, id)) = input_reference(text) {
+            *v = EnvValue::Secret {
+                secret: id.to_owned(),
+                prefix: (!prefix.is_empty()).then(|| prefix.to_owned()),
             };
         } else if text.contains("${") {
             return Err(at(
@@ -177,6 +197,43 @@ mod tests {
         );
         assert_eq!(e["C"], plain("$5 a month"));
         assert_eq!(e["D"], plain("$HOME/bin"));
+        // The other clients' spellings of a variable, and VS Code's prompt for a value: a
+        // keychain secret of that name (after fixed text, as its prefix).
+        let mut e = env(&[
+            ("E", plain("${env:GH_TOKEN}")),
+            ("F", plain("{env:API_KEY}")),
+            ("G", plain("${input:github-token}")),
+            ("H", plain("Bearer ${input:api-key}")),
+        ]);
+        check_env(&mut e).unwrap();
+        assert_eq!(
+            e["E"],
+            EnvValue::Env {
+                env: "GH_TOKEN".into()
+            }
+        );
+        assert_eq!(
+            e["F"],
+            EnvValue::Env {
+                env: "API_KEY".into()
+            }
+        );
+        assert_eq!(
+            e["G"],
+            EnvValue::Secret {
+                secret: "github-token".into(),
+                prefix: None
+            }
+        );
+        assert_eq!(
+            e["H"],
+            EnvValue::Secret {
+                secret: "api-key".into(),
+                prefix: Some("Bearer ".into())
+            }
+        );
+        let mut bad = env(&[("I", plain("${input:has space}"))]);
+        assert!(check_env(&mut bad).is_err());
     }
 
     /// Each refusal: what reaches a process or a request cannot smuggle a line, a NUL, a framing

@@ -560,3 +560,51 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
         .unwrap();
     assert_eq!(tools.len(), 2 * FIXTURE_TOOLS);
 }
+
+/// Placeholders are never imported as values: VS Code's `${input:ID}` becomes the keychain
+/// secret `ID` (never `--move-secrets`'d as if it were the secret), `${env:X}` a reference; an
+/// entry the config would still refuse is skipped with its fix, and the rest is imported.
+#[tokio::test]
+async fn placeholders_become_references_and_one_refused_entry_skips_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mcp.json");
+    std::fs::write(
+        &file,
+        json!({"inputs": [{"id": "gh-token", "type": "promptString", "password": true}],
+               "servers": {
+                 "gh": {"command": "npx", "args": ["x"], "env": {"GITHUB_TOKEN": "${input:gh-token}", "H": "${env:HOME}"}},
+                 "odd": {"command": "npx", "env": {"T": "a ${weird} b"}},
+                 "plain": {"command": "npx", "args": ["y"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    let (code, out, err) = run(
+        dir.path(),
+        None,
+        &[
+            "import",
+            "--from",
+            file.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("skipped: T has a placeholder"), "{out}");
+    assert!(
+        !out.contains("stays in plain text"),
+        "a placeholder is no credential: {out}"
+    );
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let env = &saved["servers"]["gh"]["env"];
+    assert_eq!(
+        env["GITHUB_TOKEN"],
+        json!({"secret": "gh-token"}),
+        "{saved}"
+    );
+    assert_eq!(env["H"], json!({"env": "HOME"}), "{saved}");
+    assert!(saved["servers"]["plain"].is_object(), "{saved}");
+    assert!(saved["servers"].get("odd").is_none(), "{saved}");
+    assert!(!std::fs::read_to_string(&cfg).unwrap().contains("${"));
+}
