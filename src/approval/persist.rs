@@ -34,7 +34,7 @@ impl Persister {
                         tracing::error!(path = %path.display(), error = %e, "cannot save remembered approvals");
                     }
                     let (seq, cv) = &*done;
-                    *seq.lock().unwrap_or_else(|e| e.into_inner()) = next.0;
+                    *crate::sync::lock(seq) = next.0;
                     cv.notify_all();
                 }
             })
@@ -49,7 +49,7 @@ impl Persister {
     /// Hands over the file's new text. Call it in the order the texts were made (under the
     /// lock that made them), so the latest is written last.
     pub(super) fn save(&self, text: String) {
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = crate::sync::lock(&self.tx);
         let seq = self.handed.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = tx.send((seq, text));
     }
@@ -58,7 +58,7 @@ impl Persister {
     pub(super) fn flush(&self, limit: Duration) -> bool {
         let want = self.handed.load(Ordering::SeqCst);
         let (seq, cv) = &*self.written;
-        let guard = seq.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = crate::sync::lock(seq);
         let (guard, _) = cv
             .wait_timeout_while(guard, limit, |w| *w < want)
             .unwrap_or_else(|e| e.into_inner());

@@ -255,6 +255,35 @@ async fn a_killed_probe_leaves_no_directory_after_the_next_run() {
     assert_eq!(probes(), Vec::<String>::new());
 }
 
+/// One of the Python SDK test servers on a free port, killed when dropped (a failing test
+/// leaves none behind).
+struct PyServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl PyServer {
+    fn start(script: &str) -> PyServer {
+        let port = crate::remote::free_port();
+        let child = Command::new(peer_bin("venv/bin/python"))
+            .arg(crate::clients::clients_script(script))
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_port(port, script);
+        PyServer { child, port }
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// On a machine without a Secret Service (no D-Bus session at all), a plain remote server runs:
 /// no keychain means "no stored sign-in", not a failure. A server that does answer 401 waits in
 /// `needs_sign_in`, and the reason says no sign-in could be read from a keychain. `add --url`
@@ -264,24 +293,9 @@ async fn a_killed_probe_leaves_no_directory_after_the_next_run() {
 async fn a_plain_remote_server_runs_without_a_keychain() {
     let home = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
-    let plain_port = crate::remote::free_port();
-    let mut plain = Command::new(peer_bin("venv/bin/python"))
-        .arg(crate::clients::clients_script("remote_server.py"))
-        .arg(plain_port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let auth_port = crate::remote::free_port();
-    let mut guarded = Command::new(peer_bin("venv/bin/python"))
-        .arg(crate::clients::clients_script("oauth_server.py"))
-        .arg(auth_port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_port(plain_port, "the remote test server");
-    wait_for_port(auth_port, "the OAuth test server");
+    let plain = PyServer::start("remote_server.py");
+    let guarded = PyServer::start("oauth_server.py");
+    let (plain_port, auth_port) = (plain.port, guarded.port);
     let dir = tempfile::tempdir().unwrap();
     let cfg = json!({"servers": {
         "plain": {"url": format!("http://127.0.0.1:{plain_port}/mcp")},
@@ -313,10 +327,6 @@ async fn a_plain_remote_server_runs_without_a_keychain() {
         "{why}"
     );
     assert_eq!(row(&s, home.path(), "plain")["state"], "running");
-    let _ = plain.kill();
-    let _ = guarded.kill();
-    let _ = plain.wait();
-    let _ = guarded.wait();
 }
 
 /// Values that would reach a process or a request are checked at the edge, on `gatehouse add`

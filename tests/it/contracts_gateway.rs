@@ -166,36 +166,16 @@ async fn client_info_is_bounded_and_every_row_names_the_clients_version_and_prot
     let mut cfg: Value = serde_json::from_str(&config(&[("fx", fixture(&[]))])).unwrap();
     cfg["approval"] = json!({"default": "flagged-only"});
     let s = serve(dir.path(), &cfg.to_string(), &["fx"]).await;
-    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
     let huge = format!("evil\n{}", "n".repeat(1 << 20));
-    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-        "protocolVersion":"2025-06-18","capabilities":{},
-        "clientInfo":{"name": huge, "version": huge}}});
-    let r = http
-        .post(&s.info.url)
-        .bearer_auth(&s.info.token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(init.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let _ = r.text().await;
-    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}});
-    let r = http
-        .post(&s.info.url)
-        .bearer_auth(&s.info.token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &sid)
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(call.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert!(r.text().await.unwrap().contains("\"x\""));
+    let c = Mcp::open_with(
+        &s.info.url,
+        &s.info.token,
+        json!({"name": huge, "version": huge}),
+        "2025-06-18",
+    )
+    .await;
+    let v = c.call(1, "fx__echo", json!({"text": "x"})).await;
+    assert_eq!(v["result"]["content"][0]["text"], "x", "{v}");
     let deadline = Instant::now() + T;
     let row = loop {
         let out = gh(&s, home.path(), &["activity", "--json"]);

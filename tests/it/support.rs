@@ -371,18 +371,26 @@ impl Mcp {
 
     /// A session on `info`'s gateway, as client `name`.
     pub async fn connect_to(info: &GatewayInfo, name: &str) -> Mcp {
-        Self::open_as(&info.url, &info.token, name, "2025-11-25").await
+        let who = serde_json::json!({"name": name, "version": "1"});
+        Self::open_with(&info.url, &info.token, who, "2025-11-25").await
     }
 
     /// A session with `token` (a profile's, or the gateway's), speaking 2025-06-18.
     pub async fn open(url: &str, token: &str) -> Mcp {
-        Self::open_as(url, token, "t", "2025-06-18").await
+        let who = serde_json::json!({"name": "t", "version": "1"});
+        Self::open_with(url, token, who, "2025-06-18").await
     }
 
-    async fn open_as(url: &str, token: &str, name: &str, version: &str) -> Mcp {
+    /// A session with `token` whose client says it is `client_info`, speaking `version`.
+    pub async fn open_with(
+        url: &str,
+        token: &str,
+        client_info: serde_json::Value,
+        version: &str,
+    ) -> Mcp {
         let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
         let init = serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion": version,"capabilities":{},"clientInfo":{"name":name,"version":"1"}}});
+            "protocolVersion": version,"capabilities":{},"clientInfo":client_info}});
         let r = http
             .post(url)
             .bearer_auth(token)

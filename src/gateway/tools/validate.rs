@@ -64,14 +64,15 @@ fn compile(def: &ToolDef) -> Compiled {
 }
 
 fn compiled(def: &ToolDef) -> Compiled {
-    let mut cache = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = cache.get(def.hash()) {
+    if let Some(c) = crate::sync::lock(&COMPILED).get(def.hash()) {
         return c.clone();
     }
+    // Compiled outside the lock: one large schema never holds up the other calls' checks.
     let c = compile(def);
     if let Err(why) = &c {
         tracing::warn!(tool = %def.name, "arguments of {} are not checked: {why}", def.name);
     }
+    let mut cache = crate::sync::lock(&COMPILED);
     if cache.len() >= MAX_COMPILED {
         cache.clear();
     }
