@@ -21,15 +21,7 @@ async fn a_servers_own_list_changed_is_followed_by_a_new_listing() {
     let fx = fixture(&["--flood", "--spec-file", spec.to_str().unwrap()]);
     let s = serve(dir.path(), &config(&[("fx", fx)]), &["fx"]).await;
     let c = Mcp::connect(&s, "contracts").await;
-    let names = |v: &Value| -> Vec<String> {
-        v["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    let before = names(&c.request(1, "tools/list", json!({})).await);
+    let before = c.tools().await;
     assert!(!before.iter().any(|n| n.contains("tool_new")), "{before:?}");
     std::fs::write(&spec, "Echoes.\ntool_new\n").unwrap();
     let v = c
@@ -42,7 +34,7 @@ async fn a_servers_own_list_changed_is_followed_by_a_new_listing() {
     assert_eq!(v["result"]["content"][0]["text"], "sent 1", "{v}");
     let deadline = Instant::now() + T;
     loop {
-        let now = names(&c.request(3, "tools/list", json!({})).await);
+        let now = c.tools().await;
         if now.iter().any(|n| n.ends_with("tool_new")) {
             break;
         }
