@@ -75,7 +75,8 @@ fn check_value(field: &'static str, key: &str, v: &mut EnvValue) -> Result<(), E
         } else if text.contains("${") {
             return Err(at(
                 field,
-                format!("{key} has a placeholder inside its value (\"{text}\"), which Gatehouse does not expand"),
+                // The value itself is not quoted: the rest of it may be a secret.
+                format!("{key} has a placeholder (\"${{…}}\") inside its value, which Gatehouse does not expand"),
                 "make the whole value a reference: {\"env\": \"VAR\"} (or \"$VAR\"), or {\"secret\": NAME, \"prefix\": TEXT} for a keychain secret after fixed text",
             ));
         }
@@ -289,6 +290,10 @@ mod tests {
             let err = check_headers(&mut h).expect_err(&format!("{name:?} = {v:?}"));
             assert_eq!(err.field, Some("headers"));
         }
+        // A refusal never quotes the value: the rest of it may be a secret.
+        let mut leaky = env(&[("K", plain("sk-live-0123456789 ${X}"))]);
+        let err = check_env(&mut leaky).unwrap_err();
+        assert!(!err.to_string().contains("sk-live"), "{err}");
         let mut ok = env(&[
             ("Authorization", plain("Bearer abc")),
             ("X-Api-Key", plain("k")),
