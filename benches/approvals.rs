@@ -67,7 +67,8 @@ async fn run() {
     let mut lat = Vec::with_capacity(APPROVALS);
     for i in 0..APPROVALS + 50 {
         let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"fx__stamp","arguments":{}}});
-        let Outcome::Stream(mut rx) = gw.handle(&session, msg.to_string().as_bytes()).await else {
+        let Outcome::Stream(mut rx) = gw.handle_bytes(&session, msg.to_string().as_bytes()).await
+        else {
             panic!("expected a forwarded call");
         };
         let mut stamp = None;

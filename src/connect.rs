@@ -62,19 +62,17 @@ where
     loop {
         match input.next().await {
             Ok(Line::Data(msg)) => {
-                let is_init = Envelope::parse(&msg)
-                    .ok()
-                    .is_some_and(|e| e.method.as_deref() == Some("initialize"));
-                if is_init {
+                let read = Read::of(&msg);
+                if read.initialize {
                     // The session id comes with initialize's answer: nothing may overtake it.
-                    bridge.post(msg).await;
+                    bridge.post(msg, read).await;
                     if bridge.session_id().is_some() && listener.is_none() {
                         let b = bridge.clone();
                         listener = Some(tokio::spawn(async move { b.listen().await }));
                     }
                 } else {
                     let b = bridge.clone();
-                    tasks.spawn(async move { b.post(msg).await });
+                    tasks.spawn(async move { b.post(msg, read).await });
                 }
             }
             Ok(Line::TooLong(_)) => {}
@@ -109,6 +107,35 @@ where
     Ok(())
 }
 
+/// What the bridge needs of a client's message, read once (the message itself goes to the hub
+/// as it came).
+struct Read {
+    /// The raw id of a request (or response).
+    id: Option<String>,
+    initialize: bool,
+    /// It carries the 2026-07-28 envelope: no session, routing headers.
+    modern: bool,
+}
+
+impl Read {
+    fn of(msg: &[u8]) -> Read {
+        match Envelope::parse(msg) {
+            Ok(e) => Read {
+                id: e.id.map(|i| i.get().to_owned()),
+                initialize: e.method.as_deref() == Some("initialize"),
+                modern: e.method.is_some()
+                    && !matches!(crate::protocol::read_envelope(e.params), Ok(None)),
+            },
+            // Not JSON: the hub says so.
+            Err(_) => Read {
+                id: None,
+                initialize: false,
+                modern: false,
+            },
+        }
+    }
+}
+
 impl Bridge {
     fn session_id(&self) -> Option<String> {
         self.session
@@ -117,20 +144,15 @@ impl Bridge {
             .clone()
     }
 
-    async fn post(&self, msg: Vec<u8>) {
-        let id = Envelope::parse(&msg)
-            .ok()
-            .and_then(|e| e.id.map(|i| i.get().to_owned()));
+    async fn post(&self, msg: Vec<u8>, read: Read) {
+        let id = read.id;
         let mut req = self
             .http
             .post(&self.url)
             .bearer_auth(&self.token)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
-        let modern = Envelope::parse(&msg)
-            .ok()
-            .is_some_and(|e| !matches!(crate::protocol::read_envelope(e.params), Ok(None)));
-        if modern {
+        if read.modern {
             // A modern client's request: no session, the routing headers of its body.
             for (name, value) in crate::protocol::routing_headers(&msg) {
                 req = req.header(name, value);

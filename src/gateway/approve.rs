@@ -3,14 +3,20 @@
 //! verdict turned into what the call does next — the texts say who decided.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::session::ClientSession;
 use super::{Gateway, Out};
 use crate::activity::Decision;
 use crate::approval::{ApprovalRequest, Decider, Verdict};
 use crate::jsonrpc;
+use crate::supervisor::ServerHandle;
+
+/// Times one held call is asked about at most when its tool's definition keeps changing.
+const MAX_ASKS: usize = 3;
 
 /// A call held for approval.
 pub(super) struct Gate {
@@ -28,9 +34,62 @@ pub(super) enum Held {
     ClientGone,
 }
 
+/// What a held call finds when the person has allowed it and it is about to run.
+pub(super) enum Recheck {
+    /// Nothing changed that the answer did not cover.
+    Go,
+    /// The tool's definition is not the one the person saw: ask again, showing the change.
+    AskAgain(Box<Gate>),
+    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
+    /// the decision for the activity log.
+    Refused(String, Decision),
+}
+
+/// The approval phase: asks the person about the call to `name` and, once allowed, checks the
+/// tool again as it stands at that moment — asking again (at most [`MAX_ASKS`] times in all)
+/// when its definition changed meanwhile.
+pub(super) async fn approve(
+    gw: &Gateway,
+    session: &Arc<ClientSession>,
+    server: &ServerHandle,
+    name: &str,
+    mut gate: Gate,
+    tx: &mpsc::Sender<Out>,
+    client_token: Option<&str>,
+) -> Held {
+    let mut asked = 1;
+    loop {
+        let (hash, arguments) = (gate.hash.clone(), gate.request.arguments.clone());
+        let held = hold(gw, gate, tx, client_token).await;
+        let Held::Allowed(_, _, via) = &held else {
+            return held;
+        };
+        // The answer covers what the person saw, as things stand now: the tool is checked
+        // again at the moment it would run.
+        match gw.recheck(session, server, name, &hash, &arguments) {
+            Recheck::Go => return held,
+            Recheck::AskAgain(g) if asked < MAX_ASKS => {
+                asked += 1;
+                gate = *g;
+            }
+            Recheck::AskAgain(_) => {
+                return Held::Refused(
+                    format!("The definition of {{tool}} changed each time the person answered ({MAX_ASKS} times), so it was not run."),
+                    Decision::Denied,
+                    Decider::Policy,
+                    via.clone(),
+                )
+            }
+            Recheck::Refused(text, decision) => {
+                return Held::Refused(text, decision, Decider::Policy, via.clone())
+            }
+        }
+    }
+}
+
 /// Waits for the person's answer. Progress notifications keep the client's request alive when
 /// it sent a progress token; a client that goes away withdraws the request.
-pub(super) async fn hold(
+async fn hold(
     gw: &Gateway,
     gate: Gate,
     tx: &mpsc::Sender<Out>,

@@ -19,15 +19,16 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, Out, Outcome, SUPPORTED_VERSIONS};
+use super::{Gateway, Incoming, Out, Outcome, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
 use crate::token::constant_time_eq;
 
 mod host;
 mod routing;
 
+use crate::protocol::Members;
 pub use host::host_is_ours;
-use routing::{check_routing_headers, Members};
+use routing::check_routing_headers;
 
 /// The largest request body accepted (413 beyond).
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -301,47 +302,21 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
             )
         }
     };
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
-        return json(
-            StatusCode::BAD_REQUEST,
-            error_line(
-                NULL_ID,
-                ErrorCode::InvalidRequest,
-                "JSON-RPC batches are not supported: send one message per request",
-            ),
-            None,
-        );
-    }
-    // Peek at the envelope: a request carrying the 2026-07-28 `_meta` envelope is served the
-    // modern way (no session, routing headers checked against the body).
-    #[derive(serde::Deserialize)]
-    struct Peek<'a> {
-        #[serde(borrow, default)]
-        method: Option<&'a str>,
-        #[serde(borrow, default)]
-        id: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        params: Option<&'a serde_json::value::RawValue>,
-    }
-    let peek = serde_json::from_slice::<Peek>(&bytes).ok();
-    let method = peek.as_ref().and_then(|p| p.method);
-    let is_request = peek.as_ref().is_some_and(|p| p.id.is_some());
+    // The message is read once, here; the gateway takes it as read.
+    let message = match Incoming::parse(&bytes) {
+        Ok(m) => m,
+        Err(refusal) => return json(StatusCode::BAD_REQUEST, refusal.line("per request"), None),
+    };
+    let method = message.method();
+    let is_request = message.is_request();
     let version = h.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
     if method != Some("initialize") {
-        let id = peek
-            .as_ref()
-            .and_then(|p| p.id)
-            .map_or(NULL_ID, |i| i.get());
-        match crate::protocol::read_envelope(peek.as_ref().and_then(|p| p.params)) {
-            Err(e) => return modern_reply(super::envelope_error(id, &e)),
-            Ok(Some(envelope)) => {
-                let Some(p) = peek.as_ref() else {
-                    return plain(StatusCode::BAD_REQUEST, "Bad Request");
-                };
-                return modern_post(st, h, &bytes, p.method, p.id, p.params, &envelope, profile)
-                    .await;
-            }
+        let id = message.reply_id();
+        // A request carrying the 2026-07-28 `_meta` envelope is served the modern way (no
+        // session, routing headers checked against the body).
+        match message.modern() {
+            Err(e) => return modern_reply(super::envelope_error(id, e)),
+            Ok(Some(envelope)) => return modern_post(st, h, &message, envelope, profile).await,
             Ok(None)
                 if version.is_some_and(|v| crate::protocol::MODERN_VERSIONS.contains(&v))
                     && method != Some("server/discover") =>
@@ -398,7 +373,7 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
                 None if method == Some("server/discover") => {
                     // `server/discover` is stateless: answered without a session.
                     let s = st.gw.open_session_as(profile.clone());
-                    let out = st.gw.handle(&s, &bytes).await;
+                    let out = st.gw.handle(&s, &message).await;
                     st.gw.close_session(&s.id);
                     return outcome_response(out, None).await;
                 }
@@ -413,35 +388,27 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
                 ),
             }
         };
-    let outcome = st.gw.handle(&session, &bytes).await;
+    let outcome = st.gw.handle(&session, &message).await;
     let sid = new_session.then(|| session.id.clone());
     outcome_response(outcome, sid).await
 }
 
 /// A modern request: its routing headers are checked against its body (a mismatch is 400 with
 /// -32020), then it is handled in its client's modern session.
-#[allow(clippy::too_many_arguments)]
 async fn modern_post(
     st: &AppState,
     h: &HeaderMap,
-    bytes: &[u8],
-    method: Option<&str>,
-    id: Option<&serde_json::value::RawValue>,
-    params: Option<&serde_json::value::RawValue>,
+    message: &Incoming<'_>,
     envelope: &crate::protocol::Envelope,
     profile: &Option<String>,
 ) -> Response {
-    let raw_id = id.map_or(NULL_ID, |i| i.get());
-    let members = Members::of(params);
-    let named = match crate::protocol::name_member(method.unwrap_or_default()) {
-        Some("uri") => members.uri.as_deref(),
-        Some(_) => members.name.as_deref(),
-        None => None,
-    };
+    let (method, raw_id) = (message.method(), message.reply_id());
+    let members = Members::of(message.params());
+    let named = members.named(method.unwrap_or_default());
     if let Err(why) = check_routing_headers(h, method, named, envelope) {
         return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
     }
-    if id.is_none() {
+    if message.id().is_none() {
         // The revision defines no client notification over HTTP: taken and dropped.
         return StatusCode::ACCEPTED.into_response();
     }
@@ -463,7 +430,7 @@ async fn modern_post(
         }
     }
     let session = st.gw.modern_session(profile.clone(), envelope);
-    match st.gw.handle_modern(&session, bytes, envelope).await {
+    match st.gw.handle(&session, message).await {
         Outcome::Reply(line) => modern_reply(line),
         other => outcome_response(other, None).await,
     }

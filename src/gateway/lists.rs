@@ -316,7 +316,7 @@ impl Gateway {
         };
         match server {
             Some(server) => self.forward(s, id, server, "completion/complete", p, None),
-            None => Outcome::Reply(super::forward::ours(
+            None => Outcome::Reply(super::answer::ours(
                 id.get(),
                 r#"{"completion":{"values":[],"hasMore":false}}"#,
                 s.era(),

@@ -16,10 +16,14 @@
 //! - `own`: what the gateway answers itself — `initialize`, `server/discover`, a client's
 //!   notifications and its answers to forwarded requests, a refused envelope.
 
+mod answer;
 mod approve;
+mod audit;
+mod call;
 pub mod catalog;
 mod forward;
 pub mod http;
+pub mod incoming;
 mod input;
 mod listen;
 mod lists;
@@ -38,16 +42,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::Event;
 use crate::hub::HubHandle;
-use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, NULL_ID};
+use crate::jsonrpc::{self, ErrorCode, Kind};
 use catalog::Catalog;
 use session::{lock, Sessions};
 
 pub use crate::token;
+pub use answer::tool_error;
+pub use incoming::{Incoming, OwnedIncoming, Refusal};
 pub use listen::SUBSCRIPTION_ID_KEY;
 use listen::{listen_kind, tagged_notification};
 pub use own::{discover_result, envelope_error};
 pub use session::{ClientInfo, ClientSession, MAX_SESSIONS};
-pub use tools::tool_error;
 
 /// Legacy protocol versions we speak with clients (`initialize`), oldest first; the modern
 /// ones are [`crate::protocol::MODERN_VERSIONS`].
@@ -430,79 +435,29 @@ impl Gateway {
         self.inner.counter.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Handles one message from the client.
-    pub async fn handle(&self, s: &Arc<ClientSession>, message: &[u8]) -> Outcome {
-        self.handle_with(s, message, None).await
-    }
-
-    /// [`Gateway::handle`] for a modern request whose envelope the transport has read already.
-    pub async fn handle_modern(
-        &self,
-        s: &Arc<ClientSession>,
-        message: &[u8],
-        envelope: &crate::protocol::Envelope,
-    ) -> Outcome {
-        self.handle_with(s, message, Some(envelope)).await
-    }
-
-    async fn handle_with(
-        &self,
-        s: &Arc<ClientSession>,
-        message: &[u8],
-        known: Option<&crate::protocol::Envelope>,
-    ) -> Outcome {
+    /// Handles one message from the client, read by its transport ([`Incoming`]).
+    pub async fn handle(&self, s: &Arc<ClientSession>, message: &Incoming<'_>) -> Outcome {
         s.touch();
-        let message = trim(message);
-        if message.first() == Some(&b'[') {
-            return Outcome::Reply(jsonrpc::error_line(
-                NULL_ID,
+        match message.kind() {
+            None => Outcome::Reply(jsonrpc::error_line(
+                message.reply_id(),
                 ErrorCode::InvalidRequest,
-                "JSON-RPC batches are not supported: send one message at a time",
-            ));
-        }
-        let env = match Envelope::parse(message) {
-            Ok(e) => e,
-            Err(e) => {
-                return Outcome::Reply(jsonrpc::error_line(
-                    NULL_ID,
-                    ErrorCode::ParseError,
-                    &format!("Parse error: {e}"),
-                ))
-            }
-        };
-        match env.kind() {
-            None => {
-                let id = env.id.map_or(NULL_ID, |i| i.get());
-                Outcome::Reply(jsonrpc::error_line(
-                    id,
-                    ErrorCode::InvalidRequest,
-                    "Invalid Request: a message needs \"method\" (request or notification) or \"result\"/\"error\" (response)",
-                ))
-            }
+                "Invalid Request: a message needs \"method\" (request or notification) or \"result\"/\"error\" (response)",
+            )),
             Some(Kind::Response { id }) => {
-                self.client_response(s, id, &env).await;
+                self.client_response(s, id, message.envelope()).await;
                 Outcome::Accepted
             }
             Some(Kind::Notification { method }) => {
-                self.client_notification(s, method, env.params);
+                self.client_notification(s, method, message.params());
                 Outcome::Accepted
             }
             Some(Kind::Request { id, method }) => {
-                // A modern request's envelope is checked before anything else is done with it.
-                let read;
-                let envelope = match known {
-                    Some(e) => Some(e),
-                    None => match crate::protocol::read_envelope(env.params) {
-                        Err(e) => return Outcome::Reply(envelope_error(id.get(), &e)),
-                        Ok(e) => {
-                            read = e;
-                            read.as_ref()
-                        }
-                    },
-                };
-                // A modern client says who it is and what it can answer on each request.
-                if let Some(envelope) = envelope {
-                    s.set_info(|i| {
+                // A modern request's envelope is checked before anything else is done with it;
+                // a modern client says who it is and what it can answer on each request.
+                match message.modern() {
+                    Err(e) => return Outcome::Reply(envelope_error(id.get(), e)),
+                    Ok(Some(envelope)) => s.set_info(|i| {
                         if i.name.is_none() {
                             (i.name, i.version) = envelope.client.clone();
                         }
@@ -510,9 +465,22 @@ impl Gateway {
                         if i.capabilities.as_deref() != Some(answerable.as_str()) {
                             i.capabilities = Some(answerable);
                         }
-                    });
+                    }),
+                    Ok(None) => {}
                 }
-                self.request(s, id, method, env.params).await
+                self.request(s, id, method, message.params()).await
+            }
+        }
+    }
+
+    /// Reads and handles one message given as bytes (in-process callers and tests; the
+    /// transports read it themselves, once).
+    pub async fn handle_bytes(&self, s: &Arc<ClientSession>, message: &[u8]) -> Outcome {
+        match Incoming::parse(message) {
+            Ok(m) => self.handle(s, &m).await,
+            Err(refusal) => {
+                s.touch();
+                Outcome::Reply(refusal.line("at a time"))
             }
         }
     }
@@ -524,7 +492,7 @@ impl Gateway {
         method: &str,
         params: Option<&RawValue>,
     ) -> Outcome {
-        let reply = |result: &str| Outcome::Reply(forward::ours(id.get(), result, s.era()));
+        let reply = |result: &str| Outcome::Reply(answer::ours(id.get(), result, s.era()));
         // A list of ours, as the client's era wants it (a modern one: resultType, ttlMs,
         // cacheScope).
         let era = s.era();
@@ -610,18 +578,6 @@ fn member_params(
     Ok((p, value))
 }
 
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end]
-}
-
 #[cfg(test)]
 mod rig_tests;
 
@@ -636,11 +592,5 @@ mod tests {
         }
         assert_eq!(Method::parse("tools/cal"), None);
         assert_eq!(Method::parse("TOOLS/LIST"), None);
-    }
-
-    #[test]
-    fn trim_keeps_inner_bytes() {
-        assert_eq!(trim(b"  {\"a\": 1}\r\n"), b"{\"a\": 1}");
-        assert_eq!(trim(b" \n "), b"");
     }
 }

@@ -57,13 +57,13 @@ impl Rig {
         let s = self.gw.open_session();
         let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"rig","version":"1"}}});
-        answer(self.gw.handle(&s, init.to_string().as_bytes()).await).await;
+        answer(self.gw.handle_bytes(&s, init.to_string().as_bytes()).await).await;
         s
     }
 
     async fn call(&self, s: &Arc<ClientSession>, id: u64, tool: &str, args: Value) -> Value {
         let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}});
-        answer(self.gw.handle(s, msg.to_string().as_bytes()).await).await
+        answer(self.gw.handle_bytes(s, msg.to_string().as_bytes()).await).await
     }
 
     fn calls_reached(&self) -> usize {
@@ -122,7 +122,7 @@ async fn a_held_call_runs_only_when_the_person_allows_it() {
             let (gw, s) = (rig.gw.clone(), s.clone());
             tokio::spawn(async move {
                 let msg = json!({"jsonrpc":"2.0","id":n,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}});
-                answer(gw.handle(&s, msg.to_string().as_bytes()).await).await
+                answer(gw.handle_bytes(&s, msg.to_string().as_bytes()).await).await
             })
         };
         let id = loop {

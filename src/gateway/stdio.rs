@@ -7,8 +7,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, Out, Outcome};
-use crate::jsonrpc::{self, ErrorCode, Line, NULL_ID};
+use super::{Gateway, Incoming, Out, Outcome, OwnedIncoming};
+use crate::jsonrpc::{self, ErrorCode, Kind, Line, NULL_ID};
 
 /// Requests of the stdio client handled at once at most; more are answered with an error.
 pub const MAX_IN_FLIGHT: usize = 256;
@@ -42,10 +42,18 @@ where
                 }
                 // Finished tasks are reaped as we go (a JoinSet keeps them until joined).
                 while tasks.try_join_next().is_some() {}
+                // The message is read once, here; the task below takes it as read.
+                let message = match OwnedIncoming::read(msg) {
+                    Ok(m) => m,
+                    Err(refusal) => {
+                        let _ = out_tx.send(refusal.line("at a time")).await;
+                        continue;
+                    }
+                };
                 // The lifecycle: a legacy client sends `initialize` once, first (nothing but
                 // pings before it); a modern one sends requests carrying their envelope.
                 let was = opened;
-                if let Some(refusal) = lifecycle(&msg, &mut opened) {
+                if let Some(refusal) = lifecycle(message.get(), &mut opened) {
                     let _ = out_tx.send(refusal).await;
                     continue;
                 }
@@ -65,12 +73,8 @@ where
                 // cancellation or a ping behind it; requests are bounded, the rest is quick.
                 let permit = match Arc::clone(&in_flight).try_acquire_owned() {
                     Ok(p) => Some(p),
-                    Err(_) => match jsonrpc::Envelope::parse(&msg) {
-                        Ok(jsonrpc::Envelope {
-                            id: Some(id),
-                            method: Some(_),
-                            ..
-                        }) if id.get() != "null" => {
+                    Err(_) => match message.get().kind() {
+                        Some(Kind::Request { id, .. }) if id.get() != "null" => {
                             let _ = out_tx
                                 .send(jsonrpc::error_line(
                                     id.get(),
@@ -88,7 +92,7 @@ where
                 let out = out_tx.clone();
                 tasks.spawn(async move {
                     let _permit = permit;
-                    match gw.handle(&session, &msg).await {
+                    match gw.handle(&session, message.get()).await {
                         Outcome::Accepted => {}
                         Outcome::Reply(line) => {
                             let _ = out.send(line).await;
@@ -137,12 +141,11 @@ enum Opened {
 /// before `initialize`, a second `initialize`, or `initialize` from a client that opened the
 /// modern way. `ping` and `server/discover` are always answered; notifications and responses
 /// pass.
-fn lifecycle(msg: &[u8], opened: &mut Opened) -> Option<Vec<u8>> {
-    let env = jsonrpc::Envelope::parse(msg).ok()?;
-    let (Some(id), Some(method)) = (env.id, env.method.as_deref()) else {
+fn lifecycle(msg: &Incoming<'_>, opened: &mut Opened) -> Option<Vec<u8>> {
+    let Some(Kind::Request { id, method }) = msg.kind() else {
         return None;
     };
-    let modern = !matches!(crate::protocol::read_envelope(env.params), Ok(None));
+    let modern = msg.claims_modern();
     match (method, *opened) {
         ("ping" | "server/discover", _) => None,
         ("initialize", Opened::No) => {

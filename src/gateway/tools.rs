@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::approve::Gate;
-use super::forward::{CallMeta, Pass, Recheck, ToolCall};
+use super::answer::tool_error;
+use super::approve::{Gate, Recheck};
+use super::audit::CallMeta;
+use super::forward::{Pass, ToolCall};
 use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;
@@ -258,7 +260,7 @@ impl Gateway {
             crate::activity::CallOutcome::NotRun,
             None,
         );
-        Outcome::Reply(super::forward::ours(id.get(), &result, s.era()))
+        Outcome::Reply(super::answer::ours(id.get(), &result, s.era()))
     }
 
     /// The policy for one call, then earlier answers: free, held for the person, or refused
@@ -429,12 +431,4 @@ fn masked_arguments(
             RawValue::from_string("{\"(hidden)\":\"the arguments contain a secret value\"}".into())
         })
         .unwrap_or_default()
-}
-
-/// An `isError: true` tool result with one text.
-pub fn tool_error(text: &str) -> String {
-    format!(
-        "{{\"content\":[{{\"type\":\"text\",\"text\":{}}}],\"isError\":true}}",
-        jsonrpc::json_string(text)
-    )
 }

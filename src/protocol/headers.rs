@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use serde::Deserialize;
+
+use super::Members;
 
 use super::{MODERN_VERSION, NEEDLES};
 
@@ -45,23 +46,21 @@ pub fn decode_header_value(value: &str) -> Option<String> {
 /// `Mcp-Method`, and `Mcp-Name` for the methods that name something (encoded when it is not
 /// plain ASCII). Empty for something that is not a request or notification.
 pub fn routing_headers(msg: &[u8]) -> Vec<(&'static str, String)> {
-    #[derive(Deserialize)]
-    struct M {
-        method: Option<String>,
-        params: Option<serde_json::Map<String, serde_json::Value>>,
-    }
-    let Ok(M {
-        method: Some(method),
-        params,
-    }) = serde_json::from_slice::<M>(msg)
-    else {
+    let Ok(env) = crate::jsonrpc::Envelope::parse(msg) else {
         return Vec::new();
     };
-    let name = name_member(&method)
-        .and_then(|k| params.as_ref()?.get(k)?.as_str().map(encode_header_value));
+    let Some(method) = env.method.as_deref() else {
+        return Vec::new();
+    };
+    // Only the member the method names is read, from the params' top level.
+    let name = name_member(method).and_then(|_| {
+        Members::of(env.params)
+            .named(method)
+            .map(encode_header_value)
+    });
     let mut out = vec![
         ("mcp-protocol-version", MODERN_VERSION.to_owned()),
-        ("mcp-method", method),
+        ("mcp-method", method.to_owned()),
     ];
     out.extend(name.map(|n| ("mcp-name", n)));
     out
@@ -221,37 +220,30 @@ impl ParamHeaders {
         if NEEDLES.tools_call.find(msg).is_none() {
             return Vec::new();
         }
-        #[derive(serde::Deserialize)]
-        struct M {
-            method: Option<String>,
-            params: Option<P>,
-        }
-        #[derive(serde::Deserialize)]
-        struct P {
-            name: Option<String>,
-            #[serde(default)]
-            arguments: serde_json::Value,
-        }
-        let Ok(M {
-            method: Some(m),
-            params:
-                Some(P {
-                    name: Some(name),
-                    arguments,
-                }),
-        }) = serde_json::from_slice::<M>(msg)
-        else {
+        let Ok(env) = crate::jsonrpc::Envelope::parse(msg) else {
             return Vec::new();
         };
-        if m != "tools/call" {
+        if env.method.as_deref() != Some("tools/call") {
             return Vec::new();
         }
+        let members = Members::of(env.params);
+        let Some(name) = members.name else {
+            return Vec::new();
+        };
         let annotations = self
             .known
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&name)
             .cloned()
+            .unwrap_or_default();
+        if annotations.is_empty() {
+            return Vec::new();
+        }
+        // Only a tool with annotations has its arguments read.
+        let arguments = members
+            .arguments
+            .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
             .unwrap_or_default();
         annotations
             .into_iter()

@@ -22,11 +22,13 @@ use crate::jsonrpc::{json_string, scan};
 
 mod capabilities;
 mod headers;
+mod members;
 mod results;
 #[cfg(test)]
 mod tests;
 
 pub use headers::*;
+pub use members::Members;
 pub use results::*;
 
 /// The modern revision.

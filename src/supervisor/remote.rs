@@ -218,10 +218,11 @@ where
                     _ => break None, // the peer closed: we are being stopped
                 };
                 last_sent = tokio::time::Instant::now();
+                let shape = kind_of(&msg);
                 match &mode {
                     // The handshake's probe: a modern server answers it, anything else is told
                     // "not modern" and the next message (initialize) opens the legacy way.
-                    None if method_of(&msg).as_deref() == Some("server/discover") => {
+                    None if matches!(shape, Some(Shape::Request { discover: true, .. })) => {
                         // Bounded like the handshake's wait for it: a server that opens a stream
                         // and never answers is not modern, and the `initialize` that follows must
                         // find the bridge listening.
@@ -243,7 +244,7 @@ where
                     },
                     // A request may wait long for its answer: it gets its own task. Anything
                     // else (notifications, answers to the server) goes out in order, at once.
-                    Some(m) if is_request(&msg) => {
+                    Some(m) if matches!(shape, Some(Shape::Request { .. })) => {
                         let b = bridge.clone();
                         let m = m.clone();
                         let t = tasks.clone();
@@ -488,8 +489,8 @@ impl Bridge {
     }
 
     async fn send_checked(&self, mode: &Mode, msg: Vec<u8>) -> Result<(), String> {
-        let is_request = is_request(&msg);
-        let request = if is_request { request_id(&msg) } else { None };
+        let request = request_id(&msg);
+        let is_request = request.is_some();
         let (url, session) = match mode {
             Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
             Mode::Sse { endpoint } => (endpoint.clone(), None),
@@ -597,12 +598,17 @@ mod tests {
 
     #[test]
     fn requests_and_responses_are_told_apart() {
-        assert!(is_request(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
-        ));
-        assert!(!is_request(
-            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
-        ));
+        assert_eq!(
+            kind_of(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            Some(Shape::Request {
+                id: "1".into(),
+                discover: false
+            })
+        );
+        assert_eq!(
+            kind_of(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Some(Shape::Notification)
+        );
         assert!(is_response(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
         assert!(!is_response(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#));
     }

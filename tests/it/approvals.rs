@@ -685,7 +685,7 @@ async fn interleaving(seed: u64) {
                 let i = step as u64;
                 calls.push(i);
                 let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"fx__touch","arguments":{"path": marker(i)}}});
-                let out = gw.handle(&session, msg.to_string().as_bytes()).await;
+                let out = gw.handle_bytes(&session, msg.to_string().as_bytes()).await;
                 let finals = finals.clone();
                 finals.lock().unwrap().insert(i, 0);
                 match out {
@@ -727,7 +727,7 @@ async fn interleaving(seed: u64) {
             7 => {
                 if let Some(&i) = calls.get(rng.usize(0..calls.len().max(1))) {
                     let msg = json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": i}});
-                    let _ = gw.handle(&session, msg.to_string().as_bytes()).await;
+                    let _ = gw.handle_bytes(&session, msg.to_string().as_bytes()).await;
                     cancelled.insert(i);
                     log.push(format!("cancel {i}"));
                 }
@@ -801,7 +801,7 @@ async fn secret_values_in_arguments_are_stored_redacted() {
         let session = session.clone();
         let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}).to_string();
         async move {
-            let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await else {
+            let Outcome::Stream(mut rx) = gw.handle_bytes(&session, msg.as_bytes()).await else {
                 panic!("not forwarded")
             };
             let mut last = Vec::new();
@@ -961,7 +961,7 @@ async fn a_busy_activity_database_is_retried_not_moved_aside() {
         let (gw, session) = (gw.clone(), session.clone());
         async move {
             let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}}).to_string();
-            if let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await {
+            if let Outcome::Stream(mut rx) = gw.handle_bytes(&session, msg.as_bytes()).await {
                 while let Some(o) = rx.recv().await {
                     if let Out::Final(_) = o {
                         break;

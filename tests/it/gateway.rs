@@ -867,7 +867,7 @@ async fn a_call_right_after_a_server_starts_never_sees_a_stale_catalog() {
     gw.shutdown().await;
     let s = gw.open_session();
     wait_state(&th.server("fx"), State::Running, T).await;
-    let out = gw.handle(&s, br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"fresh"}}}"#).await;
+    let out = gw.handle_bytes(&s, br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"fresh"}}}"#).await;
     let line = match out {
         gateway::Outcome::Stream(mut rx) => loop {
             match rx.recv().await {
@@ -898,7 +898,7 @@ async fn idle_sessions_beyond_the_limit_are_ended_oldest_first() {
     tokio::time::sleep(Duration::from_millis(5)).await;
     // `active` talks; `first` stays idle. One more session pushes the idlest one out.
     let _ = gw
-        .handle(&active, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .handle_bytes(&active, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
         .await;
     let _extra = gw.open_session();
     assert!(

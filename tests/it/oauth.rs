@@ -311,7 +311,7 @@ async fn call(
     args: Value,
 ) -> Value {
     let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}).to_string();
-    match gw.handle(session, msg.as_bytes()).await {
+    match gw.handle_bytes(session, msg.as_bytes()).await {
         Outcome::Reply(line) => serde_json::from_slice(&line).unwrap(),
         Outcome::Stream(mut rx) => loop {
             match rx.recv().await {

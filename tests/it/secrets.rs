@@ -277,7 +277,7 @@ async fn canary_secret_never_leaks() {
     .enumerate()
     {
         let msg = json!({"jsonrpc":"2.0","id":i,"method":"tools/call","params":{"name":tool,"arguments":args}}).to_string();
-        if let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await {
+        if let Outcome::Stream(mut rx) = gw.handle_bytes(&session, msg.as_bytes()).await {
             while let Some(o) = rx.recv().await {
                 if let Out::Final(_) = o {}
             }
@@ -513,7 +513,7 @@ async fn what_a_careless_server_repeats_of_a_secret_is_masked_everywhere_it_is_k
     let held = {
         let (gw, session) = (gw.clone(), session.clone());
         tokio::spawn(async move {
-            if let Outcome::Stream(mut rx) = gw.handle(&session, msg.as_bytes()).await {
+            if let Outcome::Stream(mut rx) = gw.handle_bytes(&session, msg.as_bytes()).await {
                 while let Some(o) = rx.recv().await {
                     if let Out::Final(_) = o {
                         break;

@@ -1,52 +1,11 @@
 //! A modern (2026-07-28) request's routing headers against its body: `MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name`, and the members they are checked against, read once.
+//! `Mcp-Method`, `Mcp-Name`, checked against the members they name (`protocol::Members`).
 
 use axum::http::{HeaderMap, HeaderName};
 
 use super::VERSION_HEADER;
 
-/// The members of a modern request's params the transport checks headers against: `name`,
-/// `uri` (strings) and `arguments` (raw). Read from the top level in one pass; the arguments are
-/// stepped over, not parsed.
-pub(super) struct Members<'a> {
-    pub(super) name: Option<String>,
-    pub(super) uri: Option<String>,
-    pub(super) arguments: Option<&'a str>,
-}
-
-impl<'a> Members<'a> {
-    pub(super) fn of(params: Option<&'a serde_json::value::RawValue>) -> Members<'a> {
-        let text = params.map_or("{}", |p| p.get());
-        let string = |raw: &str| serde_json::from_str::<String>(raw).ok();
-        match crate::jsonrpc::scan::top_level(text.as_bytes(), [b"name", b"uri", b"arguments"]) {
-            Some([name, uri, arguments]) => Members {
-                name: name.and_then(|r| string(&text[r])),
-                uri: uri.and_then(|r| string(&text[r])),
-                arguments: arguments.map(|r| &text[r]),
-            },
-            // Spelled in a way the scan leaves to serde (escaped keys, duplicates).
-            None => {
-                #[derive(serde::Deserialize, Default)]
-                struct P<'a> {
-                    name: Option<serde_json::Value>,
-                    uri: Option<serde_json::Value>,
-                    #[serde(borrow)]
-                    arguments: Option<&'a serde_json::value::RawValue>,
-                }
-                let p: P<'a> = serde_json::from_str(text).unwrap_or_default();
-                let text =
-                    |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
-                Members {
-                    name: text(p.name),
-                    uri: text(p.uri),
-                    arguments: p.arguments.map(|a| a.get()),
-                }
-            }
-        }
-    }
-}
-
-/// The routing headers, parsed once.
+/// The routing headers' names.
 static MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 static MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 static MCP_VERSION: HeaderName = HeaderName::from_static(VERSION_HEADER);

@@ -29,13 +29,43 @@ pub(super) fn check_status(resp: &reqwest::Response) -> Result<(), String> {
     })
 }
 
-/// A request's method.
-pub(super) fn method_of(msg: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct M {
-        method: Option<String>,
+/// What a message is, read by the one JSON-RPC envelope parser (`None` for no JSON-RPC
+/// message).
+pub(super) fn kind_of(msg: &[u8]) -> Option<Shape> {
+    let env = jsonrpc::Envelope::parse(msg).ok()?;
+    Some(match env.kind()? {
+        jsonrpc::Kind::Request { id, method } => Shape::Request {
+            id: id.get().to_owned(),
+            discover: method == "server/discover",
+        },
+        jsonrpc::Kind::Notification { .. } => Shape::Notification,
+        jsonrpc::Kind::Response { .. } => Shape::Response,
+    })
+}
+
+/// A message's kind, with what the bridge needs of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// A request: its raw id, and whether it is `server/discover`.
+    Request {
+        id: String,
+        discover: bool,
+    },
+    Notification,
+    Response,
+}
+
+/// The raw id of a request.
+pub(super) fn request_id(msg: &[u8]) -> Option<String> {
+    match kind_of(msg)? {
+        Shape::Request { id, .. } => Some(id),
+        _ => None,
     }
-    serde_json::from_slice::<M>(msg).ok()?.method
+}
+
+/// Whether a message is a JSON-RPC response.
+pub(super) fn is_response(msg: &[u8]) -> bool {
+    kind_of(msg) == Some(Shape::Response)
 }
 
 /// Whether a response is a `DiscoverResult` naming a modern version we speak.
@@ -56,28 +86,6 @@ pub(super) fn is_discover_result(body: &[u8]) -> bool {
                 .any(|v| protocol::MODERN_VERSIONS.contains(&v.as_str()))
         })
     })
-}
-
-pub(super) fn is_request(msg: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        id: Option<serde::de::IgnoredAny>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_some())
-}
-
-/// The raw `id` of a request.
-pub(super) fn request_id(msg: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(borrow)]
-        id: Option<&'a serde_json::value::RawValue>,
-    }
-    serde_json::from_slice::<Probe>(msg)
-        .ok()?
-        .id
-        .map(|r| r.get().to_owned())
 }
 
 /// A message as the server sent it, minus any [`RELATED`] member: only the bridge says which
@@ -130,15 +138,6 @@ pub(super) async fn bounded_body(
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-pub(super) fn is_response(msg: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        id: Option<serde::de::IgnoredAny>,
-        method: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_slice::<Probe>(msg).is_ok_and(|p| p.id.is_some() && p.method.is_none())
 }
 
 /// The events of a response body, one event bounded like a stdio line.
