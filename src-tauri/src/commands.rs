@@ -201,12 +201,7 @@ pub fn split_command(line: String) -> CommandResult<Vec<String>> {
 /// Lists a running server's tools again without restarting it.
 #[tauri::command]
 pub async fn refresh_tools(state: AppStateRef<'_>, id: String) -> CommandResult<Vec<ToolInfo>> {
-    let hub = state.hub()?;
-    hub.server(&id)?
-        .refresh_tools()
-        .await
-        .map_err(CommandError::failed)?;
-    Ok(hub.tools(Some(&id))?)
+    Ok(state.hub()?.refresh_tools(&id).await?)
 }
 
 #[tauri::command]
@@ -375,15 +370,9 @@ fn gateway_for(
     let info = state
         .gateway_info()
         .ok_or_else(|| CommandError::not_ready("the gateway is not running"))?;
-    let profile = profile.filter(|p| !p.is_empty() && p != gatehouse::profiles::DEFAULT_PROFILE);
-    match profile {
+    match state.hub()?.profile_token(profile.as_deref())? {
         None => Ok((info.url, info.token, None)),
-        Some(p) => {
-            let token = state.hub()?.client_tokens().token(&p).ok_or_else(|| {
-                CommandError::invalid(format!("there is no client profile \"{p}\""))
-            })?;
-            Ok((info.url, token.to_string(), Some(p)))
-        }
+        Some(token) => Ok((info.url, token, profile.map(|p| p.trim().to_owned()))),
     }
 }
 

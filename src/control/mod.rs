@@ -280,7 +280,7 @@ impl Response {
             HubError::UnknownServer { .. } => ErrorKind::UnknownServer,
             HubError::ShuttingDown => ErrorKind::ShuttingDown,
             HubError::Config(_) => ErrorKind::Config,
-            HubError::SignIn(_) => ErrorKind::Other,
+            HubError::SignIn(_) | HubError::Failed(_) => ErrorKind::Other,
         };
         Response::err(kind, e.to_string())
     }

@@ -149,25 +149,16 @@ async fn handle_conn(
             Ok(t) => Response::ok(t),
             Err(e) => Response::from_hub(e),
         },
-        Request::Gateway { client } => match (gateway, client) {
-            (Some(g), None) => Response::ok(g),
-            (Some(g), Some(c)) if c == crate::profiles::DEFAULT_PROFILE => Response::ok(g),
-            (Some(g), Some(c)) => match hub.client_tokens().token(&c) {
-                Some(t) => Response::ok(GatewayInfo {
-                    url: g.url,
-                    token: t.to_string(),
-                }),
-                None => Response::err(
-                    ErrorKind::Config,
-                    format!(
-                        "there is no client profile \"{c}\"; see them with `gatehouse clients`, add one with `gatehouse clients add {c}`"
-                    ),
-                ),
-            },
-            (None, _) => Response::err(
+        Request::Gateway { client } => match gateway {
+            None => Response::err(
                 ErrorKind::NoGateway,
                 "this hub serves one client on stdio and has no HTTP endpoint".into(),
             ),
+            Some(g) => match hub.profile_token(client.as_deref()) {
+                Ok(None) => Response::ok(g),
+                Ok(Some(token)) => Response::ok(GatewayInfo { url: g.url, token }),
+                Err(e) => Response::from_hub(e),
+            },
         },
         Request::Clients => Response::ok(hub.clients()),
         Request::SaveClient { id, servers } => match hub.set_client_servers(&id, servers).await {
@@ -251,14 +242,8 @@ async fn handle_conn(
             Err(e) => Response::from_hub(e),
         },
         Request::SetEnabled { id, enabled } => done(hub.set_enabled(&id, enabled).await, &hub, &id),
-        Request::RefreshTools { id } => match hub.server(&id) {
-            Ok(s) => match s.refresh_tools().await {
-                Ok(()) => match hub.tools(Some(&id)) {
-                    Ok(t) => Response::ok(t),
-                    Err(e) => Response::from_hub(e),
-                },
-                Err(e) => Response::err(ErrorKind::Other, e),
-            },
+        Request::RefreshTools { id } => match hub.refresh_tools(&id).await {
+            Ok(t) => Response::ok(t),
             Err(e) => Response::from_hub(e),
         },
         Request::AuthLogout { id } => match hub.sign_out(&id).await {

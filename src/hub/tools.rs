@@ -54,6 +54,15 @@ impl HubHandle {
         })
     }
 
+    /// Lists a running server's tools again without restarting it; its tools as listed now.
+    pub async fn refresh_tools(&self, id: &str) -> Result<Vec<ToolInfo>, HubError> {
+        self.server(id)?
+            .refresh_tools()
+            .await
+            .map_err(HubError::Failed)?;
+        self.tools(Some(id))
+    }
+
     /// Tools of running servers (all, or one server's), with their exposed names.
     pub fn tools(&self, id: Option<&str>) -> Result<Vec<ToolInfo>, HubError> {
         self.tools_for(id, None)
