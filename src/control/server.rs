@@ -266,8 +266,14 @@ async fn handle_conn(
                 r = hub.sign_in_wait(&id) => r,
             };
             let line = match outcome {
-                Ok(()) => super::SignInOutcome { ok: true, error: None },
-                Err(e) => super::SignInOutcome { ok: false, error: Some(e.to_string()) },
+                Ok(()) => super::SignInOutcome {
+                    ok: true,
+                    error: None,
+                },
+                Err(e) => super::SignInOutcome {
+                    ok: false,
+                    error: Some(e.to_string()),
+                },
             };
             let _ = write_line(&mut w, &line).await;
             return;

@@ -77,31 +77,14 @@ impl Gw {
         r
     }
 
-    /// initialize + initialized; returns the session id.
+    /// initialize + initialized (the shared helper, declaring sampling); the session id.
     pub(crate) async fn session(&self) -> String {
-        let resp = self
-            .post(None, &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"sampling":{}},"clientInfo":{"name":"it","version":"1"}}}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200);
-        let sid = resp.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let body: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
-        assert_eq!(body["result"]["protocolVersion"], "2025-06-18");
-        assert_eq!(body["result"]["serverInfo"]["name"], "gatehouse");
-        let r = self
-            .post(
-                Some(&sid),
-                &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-            )
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 202);
-        sid
+        let who = json!({"name": "it", "version": "1"});
+        let caps = json!({"sampling": {}});
+        let m = Mcp::open_as(&self.url, TOKEN, who, "2025-06-18", caps).await;
+        assert_eq!(m.init["protocolVersion"], "2025-06-18");
+        assert_eq!(m.init["serverInfo"]["name"], "gatehouse");
+        m.sid
     }
 
     /// A request whose answer is plain JSON; returns the body text.

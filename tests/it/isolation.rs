@@ -153,60 +153,10 @@ fn memory_kib(pid: u32) -> (u64, u64) {
     (field("VmHWM:"), field("VmRSS:"))
 }
 
-/// A client of a `gatehouse serve` child: one session over plain HTTP.
-struct Client {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-    sid: String,
-}
-
-impl Client {
-    async fn open(served: &Served) -> Client {
-        let mut c = Client {
-            http: gatehouse::http_client_builder().no_proxy().build().unwrap(),
-            url: served.info.url.clone(),
-            token: served.info.token.clone(),
-            sid: String::new(),
-        };
-        let r = c
-            .post(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}))
-            .send()
-            .await
-            .unwrap();
-        c.sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        let _ = r.text().await;
-        c.post(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .send()
-            .await
-            .unwrap();
-        c
-    }
-
-    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut r = self
-            .http
-            .post(&self.url)
-            .bearer_auth(&self.token)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if !self.sid.is_empty() {
-            r = r.header("mcp-session-id", &self.sid);
-        }
-        r
-    }
-
-    /// A call read to its end; returns the body.
-    async fn call(&self, id: u64, name: &str, args: Value) -> String {
-        self.post(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    }
+/// A call read to its end; the body.
+async fn call_text(c: &Mcp, id: u64, name: &str, args: Value) -> String {
+    c.post(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}}))
+        .await
 }
 
 /// The fx server's log file as the hub kept it.
@@ -225,11 +175,11 @@ async fn a_client_that_stops_reading_loses_its_stream_never_the_hubs_memory() {
         json!({"servers": {"fx": fixture(&["--flood"])}, "approval": {"default": "flagged-only"}});
     let served = serve(dir.path(), &cfg.to_string(), &["fx"]).await;
     let pid = served.child.id();
-    let c = Client::open(&served).await;
+    let c = Mcp::connect(&served, "it").await;
     let (_, before) = memory_kib(pid);
     // 300 MB of progress; the response is taken but its body never read.
     let resp = c
-        .post(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__flood","arguments":{"count":300000,"bytes":1000},"_meta":{"progressToken":"p"}}}))
+        .builder(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__flood","arguments":{"count":300000,"bytes":1000},"_meta":{"progressToken":"p"}}}))
         .send()
         .await
         .unwrap();
@@ -255,10 +205,8 @@ async fn a_client_that_stops_reading_loses_its_stream_never_the_hubs_memory() {
     );
     drop(resp);
     // Others are served meanwhile.
-    let other = Client::open(&served).await;
-    let text = other
-        .call(2, "fx__echo", json!({"text":"still here"}))
-        .await;
+    let other = Mcp::connect(&served, "it").await;
+    let text = call_text(&other, 2, "fx__echo", json!({"text":"still here"})).await;
     assert!(text.contains("still here"), "{text}");
 }
 
@@ -270,15 +218,15 @@ async fn a_flood_of_list_changed_is_coalesced_within_a_bounded_memory() {
     let cfg = json!({"servers": {"fx": fixture(&["--flood", "--tools", "200"])}, "approval": {"default": "flagged-only"}});
     let served = serve(dir.path(), &cfg.to_string(), &["fx"]).await;
     let pid = served.child.id();
-    let c = Client::open(&served).await;
+    let c = Mcp::connect(&served, "it").await;
     let (_, before) = memory_kib(pid);
-    let text = c.call(1, "fx__churn", json!({"count":100000})).await;
+    let text = call_text(&c, 1, "fx__churn", json!({"count":100000})).await;
     assert!(text.contains("sent 100000"), "{text}");
     // The server still answers, and every tool is still listed.
-    let echo = c.call(2, "fx__echo", json!({"text":"after"})).await;
+    let echo = call_text(&c, 2, "fx__echo", json!({"text":"after"})).await;
     assert!(echo.contains("after"), "{echo}");
     let list = c
-        .post(&json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}))
+        .builder(&json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}))
         .send()
         .await
         .unwrap()
@@ -291,7 +239,7 @@ async fn a_flood_of_list_changed_is_coalesced_within_a_bounded_memory() {
         FIXTURE_TOOLS + 3 + 200
     );
     // The flood was coalesced: a handful of listings, not one per notification.
-    let lists = c.call(4, "fx__lists", json!({})).await;
+    let lists = call_text(&c, 4, "fx__lists", json!({})).await;
     let v: Value = serde_json::from_str(&lists).unwrap();
     let n: u64 = v["result"]["content"][0]["text"]
         .as_str()
@@ -386,10 +334,10 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     let cfg = json!({"servers": {"big": {"url": format!("http://127.0.0.1:{port}/mcp")}}, "approval": {"default": "flagged-only"}});
     let served = serve(dir.path(), &cfg.to_string(), &["big"]).await;
     let pid = served.child.id();
-    let c = Client::open(&served).await;
+    let c = Mcp::connect(&served, "it").await;
     let (_, before) = memory_kib(pid);
     for (id, tool) in [(1, "big__body"), (2, "big__event")] {
-        let text = c.call(id, tool, json!({})).await;
+        let text = call_text(&c, id, tool, json!({})).await;
         assert!(
             text.contains("over 16 MiB (the limit)"),
             "{tool}: {}",
@@ -405,7 +353,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     );
     assert!(grew < 64, "the hub grew by {grew} MiB for a 100 MiB answer");
     // Still connected: the next call is answered.
-    let text = c.call(3, "big__small", json!({})).await;
+    let text = call_text(&c, 3, "big__small", json!({})).await;
     assert!(text.contains("small answer"), "{text}");
     let _ = child.kill();
     let _ = child.wait();

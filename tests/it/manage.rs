@@ -413,25 +413,14 @@ async fn pasted_files_env_references_and_the_protocol_trace() {
             .contains("GH_TEST_MISSING"),
         "{s}"
     );
-    let info = &served.info;
-    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
-    let post = |body: Value, sid: Option<String>| {
-        let mut r = http
-            .post(&info.url)
-            .bearer_auth(&info.token)
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
-        if let Some(s) = sid {
-            r = r.header("mcp-session-id", s);
-        }
-        r.send()
-    };
-    let r = post(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}), None).await.unwrap();
-    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let body = post(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set__getenv","arguments":{"name":"TOKEN"}}}), Some(sid.clone())).await.unwrap().text().await.unwrap();
+    let c = Mcp::connect(&served, "t").await;
+    let body = c
+        .post(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set__getenv","arguments":{"name":"TOKEN"}}}))
+        .await;
     // The value reached the server (results pass through untouched).
     assert!(body.contains("token-from-env-123"), "{body}");
-    let _ = post(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"set__echo","arguments":{"text":"argument-value-xyz"}}}), Some(sid)).await.unwrap().text().await;
+    c.post(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"set__echo","arguments":{"text":"argument-value-xyz"}}}))
+        .await;
     let log = std::fs::read_to_string(&served.log).unwrap();
     assert!(
         log.contains("method=\"tools/call\"") || log.contains("method=tools/call"),

@@ -74,22 +74,7 @@ async fn status_of(s: &Served, id: &str, pred: impl Fn(&Value) -> bool) -> Value
 
 /// Calls a tool over the served gateway and returns the first content text.
 async fn call_text(s: &Served, tool: &str, args: Value) -> String {
-    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
-    let post = |body: Value, sid: Option<String>| {
-        let mut r = http
-            .post(&s.info.url)
-            .bearer_auth(&s.info.token)
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
-        if let Some(sid) = sid {
-            r = r.header("mcp-session-id", sid);
-        }
-        r.send()
-    };
-    let r = post(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}), None).await.unwrap();
-    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let r = post(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":tool,"arguments":args}}), Some(sid)).await.unwrap();
-    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let v = Mcp::connect(s, "t").await.call(1, tool, args).await;
     v["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or("")

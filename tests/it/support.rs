@@ -361,6 +361,8 @@ pub struct Mcp {
     pub token: String,
     /// `Mcp-Session-Id`.
     pub sid: String,
+    /// The `initialize` answer's result.
+    pub init: serde_json::Value,
 }
 
 impl Mcp {
@@ -388,9 +390,20 @@ impl Mcp {
         client_info: serde_json::Value,
         version: &str,
     ) -> Mcp {
+        Self::open_as(url, token, client_info, version, serde_json::json!({})).await
+    }
+
+    /// [`Mcp::open_with`], the client declaring `capabilities`.
+    pub async fn open_as(
+        url: &str,
+        token: &str,
+        client_info: serde_json::Value,
+        version: &str,
+        capabilities: serde_json::Value,
+    ) -> Mcp {
         let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
         let init = serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion": version,"capabilities":{},"clientInfo":client_info}});
+            "protocolVersion": version,"capabilities":capabilities,"clientInfo":client_info}});
         let r = http
             .post(url)
             .bearer_auth(token)
@@ -402,15 +415,21 @@ impl Mcp {
             .unwrap();
         assert_eq!(r.status(), 200);
         let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        let _ = r.text().await;
+        let init = last_message(&r.text().await.unwrap())["result"].clone();
         let me = Mcp {
             http,
             url: url.to_owned(),
             token: token.to_owned(),
             sid,
+            init,
         };
-        me.post(serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        let (status, _) = me
+            .post_as(
+                token,
+                serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            )
             .await;
+        assert_eq!(status, 202, "notifications/initialized is accepted");
         me
     }
 
@@ -480,18 +499,23 @@ impl Mcp {
             .collect()
     }
 
-    async fn send(&self, token: &str, body: String) -> (u16, String) {
-        let r = self
-            .http
+    /// A POST of `body` in this session, to send and read as the test needs (a stream).
+    pub fn builder(&self, body: &serde_json::Value) -> reqwest::RequestBuilder {
+        self.builder_as(&self.token, body.to_string())
+    }
+
+    fn builder_as(&self, token: &str, body: String) -> reqwest::RequestBuilder {
+        self.http
             .post(&self.url)
             .bearer_auth(token)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-session-id", &self.sid)
             .body(body)
-            .send()
-            .await
-            .unwrap();
+    }
+
+    async fn send(&self, token: &str, body: String) -> (u16, String) {
+        let r = self.builder_as(token, body).send().await.unwrap();
         (r.status().as_u16(), r.text().await.unwrap())
     }
 }
