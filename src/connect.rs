@@ -62,7 +62,7 @@ where
     loop {
         match input.next().await {
             Ok(Line::Data(msg)) => {
-                let read = Read::of(&msg);
+                let read = Read::of(&msg, &bridge.param_headers);
                 if read.initialize {
                     // The session id comes with initialize's answer: nothing may overtake it.
                     bridge.post(msg, read).await;
@@ -113,25 +113,32 @@ struct Read {
     /// The raw id of a request (or response).
     id: Option<String>,
     initialize: bool,
-    /// It carries the 2026-07-28 envelope: no session, routing headers.
-    modern: bool,
+    /// A message carrying the 2026-07-28 envelope goes without a session, with these headers
+    /// (its routing headers, and a tool call's `Mcp-Param-*`); `None` for a legacy one.
+    modern: Option<Vec<(String, String)>>,
 }
 
 impl Read {
-    fn of(msg: &[u8]) -> Read {
-        match Envelope::parse(msg) {
-            Ok(e) => Read {
-                id: e.id.map(|i| i.get().to_owned()),
-                initialize: e.method.as_deref() == Some("initialize"),
-                modern: e.method.is_some()
-                    && !matches!(crate::protocol::read_envelope(e.params), Ok(None)),
-            },
+    fn of(msg: &[u8], params: &crate::protocol::ParamHeaders) -> Read {
+        let Ok(e) = Envelope::parse(msg) else {
             // Not JSON: the hub says so.
-            Err(_) => Read {
+            return Read {
                 id: None,
                 initialize: false,
-                modern: false,
-            },
+                modern: None,
+            };
+        };
+        let modern = (e.method.is_some()
+            && !matches!(crate::protocol::read_envelope(e.params), Ok(None)))
+        .then(|| {
+            let routing = crate::protocol::routing_headers(&e);
+            let routing = routing.into_iter().map(|(n, v)| (n.to_owned(), v));
+            routing.chain(params.of(&e)).collect()
+        });
+        Read {
+            id: e.id.map(|i| i.get().to_owned()),
+            initialize: e.method.as_deref() == Some("initialize"),
+            modern,
         }
     }
 }
@@ -152,12 +159,9 @@ impl Bridge {
             .bearer_auth(&self.token)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
-        if read.modern {
+        if let Some(headers) = read.modern {
             // A modern client's request: no session, the routing headers of its body.
-            for (name, value) in crate::protocol::routing_headers(&msg) {
-                req = req.header(name, value);
-            }
-            for (name, value) in self.param_headers.of(&msg) {
+            for (name, value) in headers {
                 req = req.header(name, value);
             }
         } else if let Some(sid) = self.session_id() {

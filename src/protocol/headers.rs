@@ -42,13 +42,10 @@ pub fn decode_header_value(value: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// The routing headers a modern Streamable HTTP POST of `msg` carries: `MCP-Protocol-Version`,
+/// The routing headers a modern Streamable HTTP POST of a message (its envelope, read once) carries: `MCP-Protocol-Version`,
 /// `Mcp-Method`, and `Mcp-Name` for the methods that name something (encoded when it is not
 /// plain ASCII). Empty for something that is not a request or notification.
-pub fn routing_headers(msg: &[u8]) -> Vec<(&'static str, String)> {
-    let Ok(env) = crate::jsonrpc::Envelope::parse(msg) else {
-        return Vec::new();
-    };
+pub fn routing_headers(env: &crate::jsonrpc::Envelope<'_>) -> Vec<(&'static str, String)> {
     let Some(method) = env.method.as_deref() else {
         return Vec::new();
     };
@@ -216,13 +213,7 @@ pub struct ParamHeaders {
 impl ParamHeaders {
     /// The `Mcp-Param-*` headers of a `tools/call` (none for other messages, or a tool without
     /// annotations).
-    pub fn of(&self, msg: &[u8]) -> Vec<(String, String)> {
-        if NEEDLES.tools_call.find(msg).is_none() {
-            return Vec::new();
-        }
-        let Ok(env) = crate::jsonrpc::Envelope::parse(msg) else {
-            return Vec::new();
-        };
+    pub fn of(&self, env: &crate::jsonrpc::Envelope<'_>) -> Vec<(String, String)> {
         if env.method.as_deref() != Some("tools/call") {
             return Vec::new();
         }

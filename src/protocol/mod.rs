@@ -66,8 +66,6 @@ pub(crate) struct Needles {
     pub server_info: memchr::memmem::Finder<'static>,
     /// `x-mcp-header`.
     pub x_mcp_header: memchr::memmem::Finder<'static>,
-    /// `"tools/call"`.
-    pub tools_call: memchr::memmem::Finder<'static>,
     /// The prefix of a `requestState` of ours (a parked call's).
     pub state: memchr::memmem::Finder<'static>,
 }
@@ -78,7 +76,6 @@ pub(crate) static NEEDLES: std::sync::LazyLock<Needles> = std::sync::LazyLock::n
     version: memchr::memmem::Finder::new(PROTOCOL_VERSION_KEY.as_bytes()),
     server_info: memchr::memmem::Finder::new(SERVER_INFO_KEY.as_bytes()),
     x_mcp_header: memchr::memmem::Finder::new(b"x-mcp-header"),
-    tools_call: memchr::memmem::Finder::new(b"\"tools/call\""),
     state: memchr::memmem::Finder::new(STATE_PREFIX.as_bytes()),
 });
 

@@ -353,3 +353,46 @@ fn integer_parameters_are_compared_as_integers() {
     assert!(!number_matches("x", &v("1")));
     assert!(!number_matches("1", &v("\"1\"")));
 }
+
+/// A client of a modern server sends the routing headers of the message it read once, and the
+/// `Mcp-Param-*` headers only for a tool whose arguments it learnt are annotated.
+#[test]
+fn a_messages_headers_come_from_its_envelope_read_once() {
+    let msg = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"caf\u00e9","arguments":{"region":"eu","n":1}}}"#;
+    let env = crate::jsonrpc::Envelope::parse(msg).unwrap();
+    let h = routing_headers(&env);
+    assert!(
+        h.contains(&("mcp-method", "tools/call".to_owned())),
+        "{h:?}"
+    );
+    let name = h
+        .iter()
+        .find(|(n, _)| *n == "mcp-name")
+        .map(|(_, v)| v.clone());
+    assert_eq!(
+        name.as_deref().and_then(decode_header_value).as_deref(),
+        Some("café")
+    );
+    let read = crate::jsonrpc::Envelope::parse(
+        br#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a"}}"#,
+    )
+    .unwrap();
+    assert!(routing_headers(&read).contains(&("mcp-name", "file:///a".to_owned())));
+
+    let params = ParamHeaders::default();
+    assert!(params.of(&env).is_empty(), "nothing learnt yet");
+    params.learn(
+        serde_json::json!({"jsonrpc":"2.0","id":9,"result":{"tools":[
+            {"name":"café","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},
+            {"name":"plain","inputSchema":{"type":"object"}}
+        ]}})
+        .to_string()
+        .as_bytes(),
+    );
+    assert_eq!(
+        params.of(&env),
+        vec![("Mcp-Param-Region".to_owned(), "eu".to_owned())]
+    );
+    let plain = crate::jsonrpc::Envelope::parse(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"plain","arguments":{"region":"eu"}}}"#).unwrap();
+    assert!(params.of(&plain).is_empty(), "a tool without annotations");
+}

@@ -357,15 +357,18 @@ impl Bridge {
 
     /// The headers of one modern POST: no session, the routing headers of its body, and for a
     /// call of a tool with `x-mcp-header` annotations, its `Mcp-Param-*` headers.
-    fn modern_headers(&self, msg: &[u8]) -> HeaderMap {
+    fn modern_headers(&self, env: Option<&jsonrpc::Envelope<'_>>) -> HeaderMap {
         let mut h = self.base_headers(None);
         h.remove(SESSION_HEADER);
-        for (name, value) in protocol::routing_headers(msg) {
+        let Some(env) = env else {
+            return h;
+        };
+        for (name, value) in protocol::routing_headers(env) {
             if let Ok(v) = HeaderValue::from_str(&value) {
                 h.insert(name, v);
             }
         }
-        for (name, value) in self.param_headers.of(msg) {
+        for (name, value) in self.param_headers.of(env) {
             if let (Ok(n), Ok(v)) = (
                 HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(&value),
@@ -397,7 +400,8 @@ impl Bridge {
     /// (the answer is passed on), `Ok(false)` when it did not (the peer gets an error answer and
     /// falls back to `initialize`), `Err` when the server cannot be reached at all.
     async fn discover(&self, msg: &[u8]) -> Result<bool, String> {
-        let resp = self.post_first(self.modern_headers(msg), msg).await?;
+        let headers = self.modern_headers(jsonrpc::Envelope::parse(msg).ok().as_ref());
+        let resp = self.post_first(headers, msg).await?;
         let status = resp.status().as_u16();
         if matches!(status, 401 | 403) || (300..400).contains(&status) {
             check_status(&resp)?;
@@ -489,7 +493,12 @@ impl Bridge {
     }
 
     async fn send_checked(&self, mode: &Mode, msg: Vec<u8>) -> Result<(), String> {
-        let request = request_id(&msg);
+        // The message is read once for all the bridge needs of it.
+        let env = jsonrpc::Envelope::parse(&msg).ok();
+        let request = match env.as_ref().and_then(shape) {
+            Some(Shape::Request { id, .. }) => Some(id),
+            _ => None,
+        };
         let is_request = request.is_some();
         let (url, session) = match mode {
             Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
@@ -497,7 +506,7 @@ impl Bridge {
             Mode::Modern => (self.url.clone(), None),
         };
         let headers = match mode {
-            Mode::Modern => self.modern_headers(&msg),
+            Mode::Modern => self.modern_headers(env.as_ref()),
             _ => self.base_headers(session),
         };
         let resp = self

@@ -32,7 +32,11 @@ pub(super) fn check_status(resp: &reqwest::Response) -> Result<(), String> {
 /// What a message is, read by the one JSON-RPC envelope parser (`None` for no JSON-RPC
 /// message).
 pub(super) fn kind_of(msg: &[u8]) -> Option<Shape> {
-    let env = jsonrpc::Envelope::parse(msg).ok()?;
+    shape(&jsonrpc::Envelope::parse(msg).ok()?)
+}
+
+/// What a message already read is.
+pub(super) fn shape(env: &jsonrpc::Envelope<'_>) -> Option<Shape> {
     Some(match env.kind()? {
         jsonrpc::Kind::Request { id, method } => Shape::Request {
             id: id.get().to_owned(),
