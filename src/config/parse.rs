@@ -321,7 +321,7 @@ impl<'de> Deserialize<'de> for EnvValue {
                         "name the keychain secret, for example {\"secret\": \"github-token\"}",
                     ))
                 })?;
-                if let Err((p, f)) = secret_name_refusal(&secret) {
+                if let Err((p, f)) = super::values::secret_name_refusal(&secret) {
                     return Err(de::Error::custom(refusal::joined(&p, &f)));
                 }
                 Ok(EnvValue::Secret { secret, prefix })
@@ -333,24 +333,7 @@ impl<'de> Deserialize<'de> for EnvValue {
 
 /// Secret names: `[a-zA-Z0-9._-]{1,64}` (the keychain account name).
 pub fn validate_secret_name(name: &str) -> Result<(), String> {
-    secret_name_refusal(name).map_err(|(p, f)| refusal::sentence(&p, &f))
-}
-
-/// What is wrong with a secret name, and the fix.
-pub(super) fn secret_name_refusal(name: &str) -> Result<(), (String, String)> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-    if ok {
-        Ok(())
-    } else {
-        Err((
-            format!("invalid secret name \"{name}\""),
-            "use 1 to 64 characters of a-z, A-Z, 0-9, '.', '_' and '-'".into(),
-        ))
-    }
+    super::values::secret_name_refusal(name).map_err(|(p, f)| refusal::sentence(&p, &f))
 }
 
 impl Config {

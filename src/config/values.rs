@@ -52,7 +52,7 @@ fn dollar_reference(v: &str) -> Option<&str> {
 fn input_reference(v: &str) -> Option<(&str, &str)> {
     let (before, rest) = v.rsplit_once("${input:")?;
     let id = rest.strip_suffix('}')?;
-    (!before.contains("${") && super::parse::secret_name_refusal(id).is_ok())
+    (!before.contains("${") && secret_name_refusal(id).is_ok())
         .then_some((before, id))
 }
 
@@ -157,6 +157,23 @@ pub(super) fn check_headers(headers: &mut BTreeMap<String, EnvValue>) -> Result<
         check_value("headers", name, v)?;
     }
     Ok(())
+}
+
+/// What is wrong with a secret name, and the fix.
+pub(super) fn secret_name_refusal(name: &str) -> Result<(), (String, String)> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err((
+            format!("invalid secret name \"{name}\""),
+            "use 1 to 64 characters of a-z, A-Z, 0-9, '.', '_' and '-'".into(),
+        ))
+    }
 }
 
 #[cfg(test)]

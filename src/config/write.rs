@@ -188,7 +188,7 @@ impl Config {
             Transport::Remote(_) => "headers",
         };
         for name in server.secret_refs() {
-            super::parse::secret_name_refusal(name).map_err(|(p, f)| at(refs_field, p, f))?;
+            super::values::secret_name_refusal(name).map_err(|(p, f)| at(refs_field, p, f))?;
         }
         let ports = [self.gateway.listen.port()];
         if let Some(why) = super::reaches_gatehouse(&server.transport, &ports) {
