@@ -52,8 +52,7 @@ fn dollar_reference(v: &str) -> Option<&str> {
 fn input_reference(v: &str) -> Option<(&str, &str)> {
     let (before, rest) = v.rsplit_once("${input:")?;
     let id = rest.strip_suffix('}')?;
-    (!before.contains("${") && secret_name_refusal(id).is_ok())
-        .then_some((before, id))
+    (!before.contains("${") && secret_name_refusal(id).is_ok()).then_some((before, id))
 }
 
 /// One value's references: `$VAR` (and the other spellings of a variable) made

@@ -12,12 +12,24 @@ use super::{write_line, ControlError, Request, Response};
 /// The CLI side: a connection to a running hub.
 pub struct ControlClient {
     path: PathBuf,
+    /// How long a read-only request waits for its first answer.
+    quick: std::time::Duration,
 }
 
 impl ControlClient {
     /// A client of the hub listening at `path`.
     pub fn new(path: PathBuf) -> Self {
-        ControlClient { path }
+        ControlClient {
+            path,
+            quick: super::QUICK_ANSWER,
+        }
+    }
+
+    /// The same client, waiting `quick` instead of [`super::QUICK_ANSWER`] for the first answer
+    /// to a read-only request.
+    pub fn with_quick_deadline(mut self, quick: std::time::Duration) -> Self {
+        self.quick = quick;
+        self
     }
 
     /// The socket this client talks to.
@@ -42,7 +54,7 @@ impl ControlClient {
     ) -> Result<(), ControlError> {
         // `_w` keeps our write half open: the hub sees EOF only when we go away (ends a follow).
         let (mut lines, _w) = self.open(req).await?;
-        let Some(resp) = self.next(&mut lines).await? else {
+        let Some(resp) = self.first(&mut lines, req).await? else {
             return Err(ControlError::Protocol(
                 "the hub closed the connection without answering".into(),
             ));
@@ -63,7 +75,7 @@ impl ControlClient {
     /// Sends one request and returns the first response line.
     pub async fn call(&self, req: &Request) -> Result<Response, ControlError> {
         let (mut lines, _w) = self.open(req).await?;
-        self.next(&mut lines).await?.ok_or_else(|| {
+        self.first(&mut lines, req).await?.ok_or_else(|| {
             ControlError::Protocol("the hub closed the connection without answering".into())
         })
     }
@@ -129,6 +141,23 @@ impl ControlClient {
         Err(ControlError::Unsupported)
     }
 
+    /// The first answer, within the request's deadline when it has one.
+    async fn first<R: tokio::io::AsyncBufRead + Unpin>(
+        &self,
+        lines: &mut tokio::io::Lines<R>,
+        req: &Request,
+    ) -> Result<Option<Response>, ControlError> {
+        match req.answer_deadline().map(|_| self.quick) {
+            None => self.next(lines).await,
+            Some(limit) => tokio::time::timeout(limit, self.next(lines))
+                .await
+                .map_err(|_| ControlError::Silent {
+                    path: self.path.clone(),
+                    secs: limit.as_secs_f64().ceil() as u64,
+                })?,
+        }
+    }
+
     async fn next<R: tokio::io::AsyncBufRead + Unpin>(
         &self,
         lines: &mut tokio::io::Lines<R>,
@@ -169,4 +198,32 @@ fn answer<T: DeserializeOwned>(resp: Response) -> Result<T, ControlError> {
     }
     serde_json::from_value(resp.result.unwrap_or(Value::Null))
         .map_err(|e| ControlError::Protocol(e.to_string()))
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use super::*;
+
+    /// A socket that takes the request and never answers is a stuck hub: a read-only request
+    /// ends at its deadline with an error that says so, never hangs.
+    #[tokio::test]
+    async fn a_hub_that_never_answers_is_reported_within_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("control.sock");
+        let listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let held = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+            drop(stream);
+        });
+        let client = ControlClient::new(path.clone())
+            .with_quick_deadline(std::time::Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        let e = client.call(&Request::Status).await.unwrap_err();
+        assert!(matches!(e, ControlError::Silent { .. }), "{e}");
+        assert!(e.to_string().contains("did not answer within 1 s"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        held.abort();
+    }
 }

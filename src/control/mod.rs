@@ -6,6 +6,7 @@
 //! - `client`: the CLI's side, with typed answers.
 
 mod client;
+pub mod locate;
 mod server;
 
 use std::path::PathBuf;
@@ -180,6 +181,33 @@ pub enum Request {
     },
 }
 
+/// How long a client waits for the first answer to a request that only reads or records (a
+/// hub that accepts the connection and then says nothing is stuck, and the CLI says so). The
+/// requests that start, stop or sign in are bounded by the hub's own deadlines instead.
+pub const QUICK_ANSWER: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Request {
+    /// The deadline of the first answer, for the requests that are only reads or records.
+    pub fn answer_deadline(&self) -> Option<std::time::Duration> {
+        match self {
+            Request::Status
+            | Request::Tools { .. }
+            | Request::ConfigPath
+            | Request::Gateway { .. }
+            | Request::Clients
+            | Request::Approvals
+            | Request::Grants
+            | Request::Revoke { .. }
+            | Request::Approve { .. }
+            | Request::Deny { .. }
+            | Request::Forget { .. }
+            | Request::Secrets
+            | Request::Activity { .. } => Some(QUICK_ANSWER),
+            _ => None,
+        }
+    }
+}
+
 /// What `gatehouse connect` needs to reach the hub's HTTP endpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GatewayInfo {
@@ -289,19 +317,10 @@ impl Response {
 /// The default socket path: `$GATEHOUSE_CONTROL`, else `$XDG_RUNTIME_DIR/gatehouse/control.sock`,
 /// else a per-user dir under the temp dir.
 pub fn default_socket_path() -> PathBuf {
-    if let Some(p) = std::env::var_os(CONTROL_ENV).filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+    match std::env::var_os(CONTROL_ENV).filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => locate::derived_socket_path(),
     }
-    if let Some(dir) = std::env::var_os("XDG_RUNTIME_DIR").filter(|p| !p.is_empty()) {
-        return PathBuf::from(dir).join("gatehouse").join("control.sock");
-    }
-    #[cfg(unix)]
-    let user = nix::unistd::getuid().as_raw().to_string();
-    #[cfg(not(unix))]
-    let user = std::env::var("USERNAME").unwrap_or_else(|_| "user".into());
-    std::env::temp_dir()
-        .join(format!("gatehouse-{user}"))
-        .join("control.sock")
 }
 
 /// What can go wrong between a client and the hub.
@@ -319,7 +338,7 @@ pub enum ControlError {
         source: std::io::Error,
     },
     /// Nothing listens on the socket.
-    #[error("no Gatehouse hub is running (no control socket at {0}); start one with `gatehouse serve --config PATH` or open the Gatehouse app")]
+    #[error("no Gatehouse hub is running (no control socket at {0}); start one with `gatehouse serve --config PATH` or open the Gatehouse app{hint}", hint = if locate::environment_was_trimmed() { ". If one is running, this process was started without XDG_RUNTIME_DIR (some clients pass servers only a few variables) and no pointer to the hub's socket was found in the home directory: set GATEHOUSE_CONTROL in the client's entry to the hub's socket (by default $XDG_RUNTIME_DIR/gatehouse/control.sock as the hub sees it)" } else { "" })]
     NotRunning(PathBuf),
     /// The connection broke.
     #[error("lost the connection to the hub at {path}: {source}")]
@@ -350,6 +369,14 @@ pub enum ControlError {
         path: PathBuf,
         /// Who serves it.
         uid: u32,
+    },
+    /// The hub took the request and did not answer in time.
+    #[error("the hub at {path} did not answer within {secs} s; it may be stuck: restart it (or the Gatehouse app)")]
+    Silent {
+        /// The socket.
+        path: PathBuf,
+        /// The deadline.
+        secs: u64,
     },
     /// No control socket on this platform.
     #[error("the control socket is not supported on this platform yet")]

@@ -76,6 +76,8 @@ impl ControlServer {
         gateway: Option<GatewayInfo>,
         shutdown: CancellationToken,
     ) {
+        // A client whose environment lost XDG_RUNTIME_DIR finds the socket by this pointer.
+        let pointer = super::locate::advertise(&self.path);
         let mut conns = tokio::task::JoinSet::new();
         loop {
             tokio::select! {
@@ -101,6 +103,9 @@ impl ControlServer {
             }
         }
         conns.shutdown().await;
+        if let Some(pointer) = pointer {
+            super::locate::withdraw(&pointer, &self.path);
+        }
         let _ = std::fs::remove_file(&self.path);
     }
 

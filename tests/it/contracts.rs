@@ -405,3 +405,132 @@ async fn add_refuses_what_would_smuggle_into_a_process_or_a_request() {
     }
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), before);
 }
+
+/// `gatehouse connect` started the way Codex starts a stdio server — a few variables only, no
+/// `XDG_RUNTIME_DIR` — finds the hub that runs on the derived socket path through the pointer
+/// the hub leaves in the home directory; a pointer to a socket in a directory other users can
+/// write is not followed; without a pointer the error names the cause and `GATEHOUSE_CONTROL`;
+/// the pointer goes when the hub stops.
+#[tokio::test]
+async fn connect_finds_its_hub_when_the_client_dropped_xdg_runtime_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let (run, home) = (dir.path().join("run"), dir.path().join("home"));
+    for d in [&run, &home] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, config(&[("fx", fixture(&[]))])).unwrap();
+    let sock = run.join("gatehouse").join("control.sock");
+    let log = dir.path().join("serve.log");
+    let child = Command::new(GATEHOUSE)
+        .args([
+            "serve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .env_remove("GATEHOUSE_CONTROL")
+        .env("XDG_RUNTIME_DIR", &run)
+        .env("HOME", &home)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let client = gatehouse::control::ControlClient::new(sock.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let info = loop {
+        if let Ok(info) = client
+            .request::<gatehouse::control::GatewayInfo>(&gatehouse::control::Request::Gateway {
+                client: None,
+            })
+            .await
+        {
+            break info;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let served = Served {
+        child,
+        sock: sock.clone(),
+        log,
+        info,
+    };
+    let pointer = home.join(".local/state/gatehouse/control-socket");
+    assert_eq!(
+        std::fs::read_to_string(&pointer).unwrap(),
+        sock.to_str().unwrap()
+    );
+
+    // Codex's environment: HOME and PATH, no XDG_RUNTIME_DIR, no GATEHOUSE_CONTROL.
+    let codex_like = |home: &Path| {
+        let mut c = tokio::process::Command::new(GATEHOUSE);
+        c.arg("connect")
+            .env_clear()
+            .env("HOME", home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        c
+    };
+    let mut bridge = codex_like(&home).spawn().unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"codex-like\",\"version\":\"1\"}}}\n")
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_or_default();
+    let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+    assert_eq!(v["result"]["serverInfo"]["name"], "gatehouse", "{line}");
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(10), bridge.wait()).await;
+
+    // No pointer in this home: the error says why and what to set.
+    let empty = dir.path().join("empty-home");
+    std::fs::create_dir(&empty).unwrap();
+    let out = codex_like(&empty).output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("without XDG_RUNTIME_DIR") && err.contains("GATEHOUSE_CONTROL"),
+        "{err}"
+    );
+
+    // A pointer to a socket in a directory others can write is not followed.
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let planted = open.join("control.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&planted).unwrap();
+    let other = dir.path().join("other-home");
+    let state = other.join(".local/state/gatehouse");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(state.join("control-socket"), planted.to_str().unwrap()).unwrap();
+    let out = codex_like(&other).output().await.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains(planted.to_str().unwrap()), "{err}");
+    assert!(err.contains("no Gatehouse hub is running"), "{err}");
+
+    // The hub stops: its pointer goes with it.
+    drop(served);
+    assert!(!pointer.exists(), "the pointer outlived its hub");
+}

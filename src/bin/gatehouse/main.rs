@@ -51,10 +51,12 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let control_path = cli
-        .control
-        .clone()
-        .unwrap_or_else(control::default_socket_path);
+    // The hub binds the path its environment gives; a client also follows the hub's pointer
+    // when its own environment lost the variables that give it (`control::locate`).
+    let control_path = cli.control.clone().unwrap_or_else(|| match cli.cmd {
+        Cmd::Serve { .. } => control::default_socket_path(),
+        _ => control::locate::find_socket(),
+    });
     runtime.block_on(async move {
         match cli.cmd {
             Cmd::Serve {
