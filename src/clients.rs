@@ -112,16 +112,13 @@ pub enum Setup {
 }
 
 /// What the client's file at `path` says about reaching the gateway at `url`; `tokens` are
-/// (profile, token) pairs, the gateway token as `default`. Reads at most 8 MiB.
+/// (profile, token) pairs, the gateway token as `default`. Reads at most 8 MiB, a regular file only.
 pub fn setup(kind: ClientKind, path: &Path, url: &str, tokens: &[(String, String)]) -> Setup {
-    use std::io::Read;
-    let Ok(file) = std::fs::File::open(path) else {
-        return Setup::NoFile;
+    let text = match crate::client_file::read(path) {
+        Ok(t) => t,
+        Err(crate::client_file::ReadError::Missing(_)) => return Setup::NoFile,
+        Err(_) => return Setup::NotSetUp,
     };
-    let mut text = String::new();
-    if file.take(8 << 20).read_to_string(&mut text).is_err() {
-        return Setup::NotSetUp;
-    }
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
         return Setup::NotSetUp;
     };
@@ -228,8 +225,7 @@ pub fn write_entry(
     managed: &[String],
 ) -> Result<(Option<PathBuf>, Vec<String>), String> {
     let mut root = if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = crate::client_file::read(path).map_err(|e| e.to_string())?;
         if text.trim().is_empty() {
             json!({})
         } else {

@@ -59,8 +59,7 @@ impl Candidate {
 
 /// Reads a client file or Gremia manifest. Errors name the file, the position and the fix.
 pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = crate::client_file::read(path).map_err(|e| e.to_string())?;
     parse_source(&text, path)
 }
 

@@ -30,6 +30,7 @@
 
 pub mod activity;
 pub mod approval;
+pub mod client_file;
 pub mod clients;
 pub mod config;
 pub mod connect;

@@ -608,3 +608,40 @@ async fn placeholders_become_references_and_one_refused_entry_skips_alone() {
     assert!(saved["servers"].get("odd").is_none(), "{saved}");
     assert!(!std::fs::read_to_string(&cfg).unwrap().contains("${"));
 }
+
+/// Import reads client files only: a FIFO at the path (which would block the open) and
+/// `/dev/zero` (which never ends) are refused at once, naming what they are; a file larger than
+/// any client writes is refused without being read whole. Nothing is written to the config.
+#[test]
+fn import_refuses_fifos_devices_and_huge_files_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, "{\"servers\":{}}").unwrap();
+    let fifo = dir.path().join("mcp.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(9 << 20)
+        .unwrap();
+    for (from, says) in [
+        (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
+        ("/dev/zero", "is a device, not a regular file"),
+        (big.to_str().unwrap(), "is larger than 8 MiB"),
+    ] {
+        let started = std::time::Instant::now();
+        let (code, _, err) = run(
+            dir.path(),
+            None,
+            &["import", "--config", cfg.to_str().unwrap(), "--from", from],
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{from} took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(code, 1, "{from}: {err}");
+        assert!(err.contains(says), "{from}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "{\"servers\":{}}");
+}
