@@ -40,20 +40,24 @@ impl Candidate {
         !has_auth_header && self.entry.get("auth").is_none()
     }
 
-    /// The exact command line (or URL) this entry runs, for the person to review.
+    /// The command line (or URL) this entry runs, for the person to review — with the values
+    /// of credential-bearing arguments hidden (`--header "Authorization: …"`, `--api-key X`,
+    /// `--token=X`): a screen or a log is no place for them.
     pub fn command_line(&self) -> String {
         if let Some(url) = self.entry.get("url").and_then(Value::as_str) {
             return url.to_owned();
         }
         let command = self.entry.get("command").and_then(Value::as_str);
-        let args = self.entry.get("args").and_then(Value::as_array);
-        crate::config::command_line(
-            command.into_iter().chain(
-                args.into_iter()
-                    .flatten()
-                    .map(|a| a.as_str().unwrap_or_default()),
-            ),
-        )
+        let args: Vec<&str> = self
+            .entry
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|a| a.as_str().unwrap_or_default())
+            .collect();
+        let shown = hide_credential_args(&args);
+        crate::config::command_line(command.into_iter().chain(shown.iter().map(String::as_str)))
     }
 }
 
@@ -244,6 +248,46 @@ fn credential_values(m: &BTreeMap<String, String>) -> Vec<String> {
         })
         .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// `args` with the values of credential-bearing arguments replaced by `(hidden)`: a header
+/// argument naming a credential (`Authorization: Bearer …`), and the value of a flag whose name
+/// looks like one (`--api-key X`, `--token=X`).
+fn hide_credential_args(args: &[&str]) -> Vec<String> {
+    const HIDDEN: &str = "(hidden)";
+    // Header and flag names spell words with dashes: `X-API-Key`, `--api-key`.
+    let credential = |name: &str| looks_like_credential(&name.replace('-', "_"));
+    let mut out = Vec::with_capacity(args.len());
+    let mut hide_next = false;
+    for a in args {
+        if std::mem::take(&mut hide_next) {
+            out.push(HIDDEN.to_owned());
+            continue;
+        }
+        if let Some((name, _)) = a
+            .split_once(':')
+            .filter(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace) && credential(n))
+        {
+            out.push(format!("{name}: {HIDDEN}"));
+            continue;
+        }
+        let flag = a.trim_start_matches('-');
+        if a.starts_with('-') && !flag.is_empty() {
+            match flag.split_once('=') {
+                Some((name, _)) if credential(name) => {
+                    out.push(format!(
+                        "{}={HIDDEN}",
+                        &a[..a.len() - flag.len() + name.len()]
+                    ));
+                    continue;
+                }
+                None if credential(flag) => hide_next = true,
+                _ => {}
+            }
+        }
+        out.push((*a).to_owned());
+    }
+    out
 }
 
 /// Env or header names whose values are usually credentials.
@@ -531,6 +575,24 @@ mod tests {
             parse(json!({"servers": {"fs": {"type": "stdio", "command": "uvx", "args": ["x y"]}}}))
                 .unwrap();
         assert_eq!(vs[0].command_line(), "uvx 'x y'");
+        // Credential-bearing arguments are shown without their values.
+        let hidden = parse(json!({"mcpServers": {"r": {"command": "npx", "args": [
+            "mcp-remote", "https://m.example/mcp", "--header", "Authorization: Bearer s3cr3t",
+            "-H", "X-API-Key: k3y", "--api-key", "v4l", "--token=t0k", "--port", "8080"
+        ]}}}))
+        .unwrap();
+        let line = hidden[0].command_line();
+        for secret in ["s3cr3t", "k3y", "v4l", "t0k"] {
+            assert!(!line.contains(secret), "{line}");
+        }
+        assert!(
+            line.contains("'Authorization: (hidden)'") && line.contains("--token=(hidden)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("--port 8080") && line.contains("https://m.example/mcp"),
+            "{line}"
+        );
         let err = parse_source("{\"mcpServers\": {", Path::new("b.json")).unwrap_err();
         assert!(err.starts_with("b.json:1:"), "{err}");
         assert!(parse(json!({"other": 1}))

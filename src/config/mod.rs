@@ -6,6 +6,7 @@
 //! - `paths`: default locations, `~/` expansion, command lines for people to read.
 //! - `lock`: one writer at a time (`PATH.lock`) and the cleanup of interrupted writes.
 
+mod itself;
 mod lock;
 mod parse;
 mod paths;
@@ -20,6 +21,7 @@ use std::net::SocketAddr;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use itself::reaches_gatehouse;
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
 pub use parse::{parse_entry, validate_secret_name};
 pub use paths::{
@@ -444,46 +446,6 @@ impl Default for GatewayConfig {
 
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 7723))
-}
-
-/// Why this server would be Gatehouse calling itself, if it would be: a URL on a loopback host
-/// with one of `gateway_ports` (the gateway's own endpoint), or the `gatehouse` binary run as
-/// `connect` or `serve` (a bridge to, or a second copy of, this hub). Such an entry makes
-/// Gatehouse proxy its own tools, which multiply without end.
-pub fn reaches_gatehouse(transport: &Transport, gateway_ports: &[u16]) -> Option<String> {
-    match transport {
-        Transport::Remote(r) => {
-            let url = reqwest::Url::parse(&r.url).ok()?;
-            let host = url
-                .host_str()?
-                .trim_start_matches('[')
-                .trim_end_matches(']');
-            let loopback = host.eq_ignore_ascii_case("localhost")
-                || host
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            let port = url.port_or_known_default()?;
-            (loopback && gateway_ports.contains(&port)).then(|| {
-                format!(
-                    "{} is Gatehouse's own endpoint: a server cannot be Gatehouse itself (its tools would include themselves without end); connect clients to Gatehouse instead",
-                    r.url
-                )
-            })
-        }
-        Transport::Stdio(t) => {
-            // The program's name on any platform: after the last `/` or `\`, without `.exe`.
-            let base = t.command.rsplit(['/', '\\']).next()?.to_ascii_lowercase();
-            let program = base.strip_suffix(".exe").unwrap_or(&base);
-            let is_gatehouse = program == "gatehouse" || program == "gatehouse-app";
-            let verb = t.args.iter().find(|a| *a == "connect" || *a == "serve")?;
-            is_gatehouse.then(|| {
-                format!(
-                    "`{} {verb}` is Gatehouse itself: a server cannot be Gatehouse (its tools would include themselves without end); connect clients to Gatehouse instead",
-                    t.command
-                )
-            })
-        }
-    }
 }
 
 /// Parses a gateway address and refuses anything that is not loopback: the gateway holds the

@@ -126,6 +126,17 @@ fn an_entry_that_is_gatehouse_itself_is_recognised() {
         r#"{"command": "/usr/bin/gatehouse", "args": ["--control", "/x", "connect"]}"#,
         r#"{"command": "gatehouse", "args": ["serve", "--stdio", "--config", "g.json"]}"#,
         r#"{"command": "C:\\bin\\gatehouse.exe", "args": ["connect"]}"#,
+        // Through a bridge or a shell, any spelling of this machine.
+        r#"{"command": "npx", "args": ["-y", "mcp-remote", "http://127.0.0.1:7723/mcp", "--header", "Authorization: Bearer x"]}"#,
+        r#"{"command": "npx", "args": ["-y", "supergateway", "--streamableHttp", "http://localhost:7723/mcp"]}"#,
+        r#"{"command": "uvx", "args": ["mcp-proxy", "--transport=streamablehttp", "http://0.0.0.0:7723/mcp"]}"#,
+        r#"{"command": "mcp-remote", "args": ["http://127.1:7723/mcp"]}"#,
+        r#"{"command": "mcp-remote", "args": ["http://[::ffff:127.0.0.1]:7723/mcp"]}"#,
+        r#"{"command": "bridge", "args": ["--url=ws://LOCALHOST:7723/mcp"]}"#,
+        r#"{"command": "bridge", "args": ["127.0.0.1:7723"]}"#,
+        r#"{"command": "sh", "args": ["-c", "exec npx mcp-remote 'http://127.0.0.1:7723/mcp'"]}"#,
+        r#"{"command": "bash", "args": ["-lc", "cd /tmp && gatehouse connect --client x"]}"#,
+        r#"{"command": "npx", "args": ["gatehouse", "serve", "--stdio"]}"#,
     ] {
         assert!(reaches_gatehouse(&t(itself), &[7723]).is_some(), "{itself}");
     }
@@ -134,6 +145,10 @@ fn an_entry_that_is_gatehouse_itself_is_recognised() {
         r#"{"url": "https://example.com:7723/mcp"}"#,
         r#"{"command": "gatehouse", "args": ["status"]}"#,
         r#"{"command": "npx", "args": ["-y", "server-connect"]}"#,
+        r#"{"command": "npx", "args": ["-y", "mcp-remote", "http://127.0.0.1:7724/mcp"]}"#,
+        r#"{"command": "npx", "args": ["-y", "mcp-remote", "https://mcp.example.com/mcp"]}"#,
+        r#"{"command": "sh", "args": ["-c", "echo gatehouse; serve-docs --port 7723"]}"#,
+        r#"{"command": "python", "args": ["server.py", "--port", "7723"]}"#,
     ] {
         assert!(reaches_gatehouse(&t(other), &[7723]).is_none(), "{other}");
     }

@@ -478,7 +478,8 @@ async fn a_client_file_holding_the_token_is_readable_by_its_owner_only() {
 }
 
 /// Gatehouse never proxies itself: its own entry in a client's file is never offered for import,
-/// and a server entry that reaches it (its endpoint, `gatehouse connect`) fails with the reason
+/// and a server entry that reaches it (its endpoint, `gatehouse connect`, a bridge such as
+/// mcp-remote or supergateway given its URL, directly or in a shell's script) fails with the reason
 /// while the others run; the tool list does not grow.
 #[tokio::test]
 async fn gatehouse_never_becomes_one_of_its_own_servers() {
@@ -491,6 +492,8 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
         json!({"mcpServers": {
             "gatehouse": {"url": served.info.url, "headers": {"Authorization": format!("Bearer {}", served.info.token)}},
             "bridge": {"command": GATEHOUSE, "args": ["connect"]},
+            "wrapped": {"command": "npx", "args": ["-y", "mcp-remote", served.info.url, "--header", format!("Authorization: Bearer {}", served.info.token)]},
+            "scripted": {"command": "sh", "args": ["-c", format!("exec npx -y supergateway --streamableHttp '{}'", served.info.url.replace("127.0.0.1", "localhost"))]},
             "real": {"command": FIXTURE}
         }})
         .to_string(),
@@ -515,6 +518,11 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
         "{out}"
     );
     assert_eq!(out.matches("is Gatehouse itself").count(), 1, "{out}");
+    assert_eq!(out.matches("through a bridge").count(), 2, "{out}");
+    assert!(
+        !out.contains(&served.info.token),
+        "the token is never shown: {out}"
+    );
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
     assert_eq!(ids, ["fx", "real"], "{c}");
@@ -523,6 +531,8 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
     let mut c = c;
     c["servers"]["loop"] = json!({"url": served.info.url});
     c["servers"]["bridge"] = json!({"command": GATEHOUSE, "args": ["connect"]});
+    c["servers"]["wrapped"] =
+        json!({"command": "npx", "args": ["-y", "mcp-remote", served.info.url]});
     std::fs::write(&cfg, c.to_string()).unwrap();
     let (code, _, err) = run(dir.path(), Some(&served.sock), &["reload"]);
     assert_eq!(code, 0, "{err}");
@@ -541,11 +551,17 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
         if let (
             Some((gatehouse::State::Failed, Some(e1))),
             Some((gatehouse::State::Failed, Some(e2))),
+            Some((gatehouse::State::Failed, Some(e3))),
             Some((gatehouse::State::Running, _)),
-        ) = (state("loop"), state("bridge"), state("real"))
-        {
+        ) = (
+            state("loop"),
+            state("bridge"),
+            state("wrapped"),
+            state("real"),
+        ) {
             assert!(e1.contains("Gatehouse's own endpoint"), "{e1}");
             assert!(e2.contains("is Gatehouse itself"), "{e2}");
+            assert!(e3.contains("through a bridge"), "{e3}");
             break;
         }
         assert!(std::time::Instant::now() < deadline, "{all:?}");
