@@ -49,6 +49,9 @@ install_npm clients "${CLIENT_PKGS[@]}"
 # ESLint for ui/ (`make lint`).
 install_npm lint "eslint@9.9.1"
 install_npm conformance "${CONFORMANCE_PKGS[@]}"
+# Claude Code itself: its own `claude mcp add` writes the configs `import` reads (no account
+# needed for that).
+install_npm claude-code "@anthropic-ai/claude-code@2.1.332"
 
 py_stamp="$PEERS_DIR/venv/.stamp"
 if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then

@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::config::{Config, ServerId};
 
+mod claude_code;
+
 /// One server found in a client file, mapped onto a Gatehouse entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
@@ -22,6 +24,9 @@ pub struct Candidate {
     pub credentials: Vec<String>,
     /// Gremia's `tools_used`: tools the workflow expects the server to have.
     pub tools_used: Vec<String>,
+    /// Where in its client it came from, for a client with scopes (Claude Code: `user`,
+    /// `local DIR`, `project DIR`); empty otherwise.
+    pub scope: String,
 }
 
 impl Candidate {
@@ -62,9 +67,23 @@ impl Candidate {
 }
 
 /// Reads a client file or Gremia manifest. Errors name the file, the position and the fix.
+/// Claude Code's `~/.claude.json` brings its three scopes (user, local per project, and each
+/// known project's `.mcp.json`), each server labelled with its scope.
 pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
     let text = crate::client_file::read(path).map_err(|e| e.to_string())?;
-    parse_source(&text, path)
+    let mut found = parse_source(&text, path)?;
+    let root: Value = serde_json::from_str(&text).unwrap_or_default();
+    if let Some(root) = root.as_object().filter(|r| claude_code::is_claude_code(r)) {
+        for (scope, file) in claude_code::project_files(root) {
+            let text = crate::client_file::read(&file).map_err(|e| e.to_string())?;
+            let mut project = parse_source(&text, &file)?;
+            for c in &mut project {
+                c.scope.clone_from(&scope);
+            }
+            found.extend(project);
+        }
+    }
+    Ok(found)
 }
 
 /// Reads client-file or manifest text; `path` is only used in messages.
@@ -83,6 +102,9 @@ pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
         .ok_or_else(|| format!("{}: expected a JSON object at the top", path.display()))?;
     if let Some(reqs) = obj.get("mcp_requirements") {
         return gremia(reqs, path);
+    }
+    if claude_code::is_claude_code(obj) {
+        return claude_code::user_and_local(obj, path);
     }
     let servers = obj
         .get("mcpServers")
@@ -165,6 +187,7 @@ fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String>
         entry: Value::Object(entry),
         credentials,
         tools_used: Vec::new(),
+        scope: String::new(),
     })
 }
 
@@ -355,10 +378,18 @@ pub fn plan(
     let mut taken: Vec<String> = config.servers.keys().map(|k| k.to_string()).collect();
     let mut out = Vec::new();
     for c in candidates.iter_mut() {
-        if let Some(new) = renames.get(&c.source_name).or_else(|| renames.get(&c.id)) {
+        // `NAME@SCOPE` names one scope's server (Claude Code: `x@user`, `x@local DIR`).
+        let scoped = format!("{}@{}", c.source_name, c.scope);
+        let new = (!c.scope.is_empty())
+            .then(|| renames.get(&scoped))
+            .flatten()
+            .or_else(|| renames.get(&c.source_name))
+            .or_else(|| renames.get(&c.id));
+        if let Some(new) = new {
             c.id = new.clone();
         }
     }
+    let scopes = scope_clashes(&candidates);
     for c in candidates {
         // Checked as the config would check it: an entry it would refuse is skipped with the
         // refusal and its fix, and never takes the rest of the import down with it.
@@ -371,6 +402,8 @@ pub fn plan(
             Outcome::Skip(e.to_string())
         } else if let Some(why) = itself {
             Outcome::Skip(why)
+        } else if let Some(why) = scopes.get(&(c.id.clone(), c.scope.clone())) {
+            Outcome::Skip(why.clone())
         } else if let Err(e) = ServerId::parse(&c.id) {
             Outcome::Skip(format!("{e}; pass --rename {}=NEW-ID", c.source_name))
         } else if taken.contains(&c.id) {
@@ -383,6 +416,49 @@ pub fn plan(
             Outcome::Add
         };
         out.push((c, outcome));
+    }
+    out
+}
+
+/// The same id from two scopes of one client, by (id, scope): the same entry is imported once
+/// (from the first scope it is in); different entries are a conflict the person resolves —
+/// Gatehouse never picks one.
+fn scope_clashes(candidates: &[Candidate]) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
+    for (i, c) in candidates.iter().enumerate() {
+        if c.scope.is_empty() {
+            continue;
+        }
+        let same_id: Vec<&Candidate> = candidates
+            .iter()
+            .filter(|o| o.id == c.id && !o.scope.is_empty() && o.scope != c.scope)
+            .collect();
+        if same_id.is_empty() {
+            continue;
+        }
+        let why = if same_id.iter().all(|o| o.entry == c.entry) {
+            let first = candidates.iter().position(|o| o.id == c.id).unwrap_or(i);
+            if first == i {
+                continue;
+            }
+            format!(
+                "the same server as in the {} scope, imported from there",
+                candidates[first].scope
+            )
+        } else {
+            let mut all: Vec<&str> = std::iter::once(c.scope.as_str())
+                .chain(same_id.iter().map(|o| o.scope.as_str()))
+                .collect();
+            all.sort_unstable();
+            all.dedup();
+            format!(
+                "\"{name}\" is defined differently in the {} scopes; Gatehouse does not pick one: import each you want under an id of its own with --rename '{name}@{}=NEW-ID'",
+                all.join(" and "),
+                c.scope,
+                name = c.source_name
+            )
+        };
+        out.insert((c.id.clone(), c.scope.clone()), why);
     }
     out
 }
@@ -547,107 +623,5 @@ pub fn backup(path: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn parse(v: Value) -> Result<Vec<Candidate>, String> {
-        parse_source(&v.to_string(), Path::new("client.json"))
-    }
-
-    #[test]
-    fn client_formats_map_onto_entries() {
-        let c = parse(json!({"mcpServers": {
-            "GitHub Server": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
-                               "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_x", "LOG": "1"}},
-            "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t"}}
-        }}))
-        .unwrap();
-        assert_eq!(c[0].id, "github-server");
-        assert_eq!(c[0].credentials, ["GITHUB_PERSONAL_ACCESS_TOKEN"]);
-        assert_eq!(
-            c[0].command_line(),
-            "npx -y @modelcontextprotocol/server-github"
-        );
-        assert_eq!(c[1].entry["url"], "https://example.com/mcp");
-        assert_eq!(c[1].credentials, ["Authorization"]);
-        let vs =
-            parse(json!({"servers": {"fs": {"type": "stdio", "command": "uvx", "args": ["x y"]}}}))
-                .unwrap();
-        assert_eq!(vs[0].command_line(), "uvx 'x y'");
-        // Credential-bearing arguments are shown without their values.
-        let hidden = parse(json!({"mcpServers": {"r": {"command": "npx", "args": [
-            "mcp-remote", "https://m.example/mcp", "--header", "Authorization: Bearer s3cr3t",
-            "-H", "X-API-Key: k3y", "--api-key", "v4l", "--token=t0k", "--port", "8080"
-        ]}}}))
-        .unwrap();
-        let line = hidden[0].command_line();
-        for secret in ["s3cr3t", "k3y", "v4l", "t0k"] {
-            assert!(!line.contains(secret), "{line}");
-        }
-        assert!(
-            line.contains("'Authorization: (hidden)'") && line.contains("--token=(hidden)"),
-            "{line}"
-        );
-        assert!(
-            line.contains("--port 8080") && line.contains("https://m.example/mcp"),
-            "{line}"
-        );
-        let err = parse_source("{\"mcpServers\": {", Path::new("b.json")).unwrap_err();
-        assert!(err.starts_with("b.json:1:"), "{err}");
-        assert!(parse(json!({"other": 1}))
-            .unwrap_err()
-            .contains("mcpServers"));
-    }
-
-    #[test]
-    fn gremia_manifests_keep_tools_used() {
-        let c = parse(json!({"mcp_requirements": [
-            {"server_id": "fs", "name": "Files", "transport": "stdio", "command": "npx",
-             "args": ["-y", "x"], "tools_used": ["fs:read_file", "write_file"]}
-        ]}))
-        .unwrap();
-        assert_eq!(c[0].id, "fs");
-        assert_eq!(c[0].tools_used, ["read_file", "write_file"]);
-        // Both reach the config entry that import writes.
-        let entry = crate::config::parse_entry(&c[0].entry).unwrap();
-        assert_eq!(entry.name.as_deref(), Some("Files"));
-        assert_eq!(entry.tools_used, ["read_file", "write_file"]);
-    }
-
-    #[test]
-    fn taken_ids_are_skipped_unless_renamed() {
-        let config = Config::parse(
-            r#"{"servers": {"fs": {"command": "x"}}}"#,
-            Path::new("g.json"),
-        )
-        .unwrap();
-        let c = parse(json!({"mcpServers": {"fs": {"command": "a"}, "FS": {"command": "b"}, "new": {"command": "c"}}})).unwrap();
-        let p = plan(&config, c.clone(), &BTreeMap::new(), &[]);
-        assert!(
-            p.iter()
-                .filter(|(_, o)| matches!(o, Outcome::Skip(_)))
-                .count()
-                == 2
-        );
-        let mut renames = BTreeMap::new();
-        renames.insert("FS".to_owned(), "fs-2".to_owned());
-        let p = plan(&config, c, &renames, &[]);
-        let added: Vec<_> = p
-            .iter()
-            .filter(|(_, o)| *o == Outcome::Add)
-            .map(|(c, _)| c.id.as_str())
-            .collect();
-        assert_eq!(added, ["fs-2", "new"]);
-    }
-
-    #[test]
-    fn names_and_timestamps() {
-        assert_eq!(secret_name("github", "GITHUB_TOKEN"), "github-github-token");
-        assert!(looks_like_credential("OPENAI_API_KEY"));
-        assert!(!looks_like_credential("LOG_LEVEL"));
-        let t = timestamp();
-        assert_eq!(t.len(), 15, "{t}");
-        assert!(t.starts_with("20"), "{t}");
-    }
-}
+#[path = "import_tests.rs"]
+mod tests;

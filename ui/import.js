@@ -37,7 +37,8 @@ function card(src) {
   }
   const rows = src.servers.map((s) => el('tr', { dataset: { name: s.source_name } },
     el('td', {}, el('input', { type: 'checkbox', checked: !s.skip, disabled: !!s.skip, 'aria-label': `Import ${s.source_name}` })),
-    el('td', {}, el('strong', { text: s.id }), s.id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null),
+    el('td', {}, el('strong', { text: s.id }), s.id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
+      s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null),
     el('td', {}, el('code', { text: s.command_line }),
       s.credentials.length ? el('div', { class: 'warn', text: `Plain-text credential: ${s.credentials.join(', ')}` }) : null,
       s.skip ? el('div', { class: 'hint', text: s.skip }) : null)));

@@ -661,3 +661,129 @@ fn import_refuses_fifos_devices_and_huge_files_at_once() {
     }
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "{\"servers\":{}}");
 }
+
+/// The real Claude Code writes its three scopes (`claude mcp add` to the default local scope,
+/// `-s user`, `-s project`); `gatehouse import --from claude-code` finds every server, says which
+/// scope each came from, and leaves the name defined differently in two scopes to the person —
+/// who imports both with `NAME@SCOPE` renames.
+#[test]
+#[ignore = "needs the real Claude Code: run `make test`"]
+fn claude_codes_own_scopes_are_all_imported_and_labelled() {
+    let claude = peer_bin("claude-code/node_modules/.bin/claude");
+    let dir = tempfile::tempdir().unwrap();
+    let proj = dir.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let add = |args: &[&str]| {
+        let out = Command::new(&claude)
+            .args(["mcp", "add"])
+            .args(args)
+            .current_dir(&proj)
+            .env("HOME", dir.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "claude mcp add {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    add(&["-s", "user", "docs", "--", "npx", "-y", "server-docs"]);
+    add(&[
+        "local-db",
+        "-e",
+        "DB_HOST=db.internal",
+        "--",
+        "uvx",
+        "server-db",
+        "--read-only",
+    ]);
+    add(&[
+        "-s",
+        "project",
+        "--transport",
+        "http",
+        "tracker",
+        "https://mcp.example.com/mcp",
+    ]);
+    add(&[
+        "-s",
+        "project",
+        "docs",
+        "--",
+        "npx",
+        "-y",
+        "server-docs-fork",
+    ]);
+    let cfg = dir.path().join("gatehouse.json");
+    let import = |extra: &[&str]| {
+        let out = Command::new(GATEHOUSE)
+            .args(["--control"])
+            .arg(dir.path().join("no-hub.sock"))
+            .args([
+                "import",
+                "--from",
+                "claude-code",
+                "--config",
+                cfg.to_str().unwrap(),
+            ])
+            .args(extra)
+            .current_dir(&proj)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = import(&[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let proj_dir = proj.display().to_string();
+    assert!(
+        out.contains(&format!(
+            "local-db ← \"local-db\" (local {proj_dir} scope): uvx server-db --read-only"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "tracker ← \"tracker\" (project {proj_dir} scope): https://mcp.example.com/mcp"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("docs ← \"docs\" (user scope): npx -y server-docs"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "defined differently in the project {proj_dir} and user scopes"
+        )),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["local-db", "tracker"], "{c}");
+    assert_eq!(
+        c["servers"]["local-db"]["env"]["DB_HOST"], "db.internal",
+        "{c}"
+    );
+    // Both `docs`, each named for its scope.
+    let project = format!("docs@project {proj_dir}=docs-fork");
+    let (code, out, err) = import(&["--rename", "docs@user=docs", "--rename", &project]);
+    assert_eq!(code, 0.into(), "{out}{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(
+        c["servers"]["docs"]["args"],
+        json!(["-y", "server-docs"]),
+        "{c}"
+    );
+    assert_eq!(
+        c["servers"]["docs-fork"]["args"],
+        json!(["-y", "server-docs-fork"]),
+        "{c}"
+    );
+}

@@ -16,6 +16,8 @@ pub struct ImportRow {
     id: String,
     command_line: String,
     credentials: Vec<String>,
+    /// Where in its client it came from (Claude Code: `user`, `local DIR`, `project DIR`), or "".
+    scope: String,
     /// Why it cannot be imported as is (the id is taken…), or null.
     skip: Option<String>,
 }
@@ -51,6 +53,7 @@ pub fn import_preview(
                                 gatehouse::import::Outcome::Add => None,
                                 gatehouse::import::Outcome::Skip(why) => Some(why),
                             },
+                            scope: c.scope,
                             source_name: c.source_name,
                             id: c.id,
                             credentials: c.credentials,

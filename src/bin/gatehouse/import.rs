@@ -103,7 +103,15 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     let mut chosen: Vec<Candidate> = Vec::new();
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for (mut c, outcome) in plan {
-        say!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line());
+        match c.scope.as_str() {
+            "" => say!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line()),
+            scope => say!(
+                "{} ← \"{}\" ({scope} scope): {}",
+                c.id,
+                c.source_name,
+                c.command_line()
+            ),
+        }
         if c.oauth_candidate() {
             say!(
                 "  remote, no credentials in the file: if it asks for a sign-in (OAuth), it waits as needs_sign_in; run `gatehouse auth login {}`",
