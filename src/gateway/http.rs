@@ -403,7 +403,16 @@ async fn modern_post(
     profile: &Option<String>,
 ) -> Response {
     let (method, raw_id) = (message.method(), message.reply_id());
-    let members = Members::of(message.params());
+    let members = match Members::of(message.params()) {
+        Ok(m) => m,
+        Err(why) => {
+            return modern_reply(error_line(
+                raw_id,
+                ErrorCode::InvalidParams,
+                &format!("Invalid params: {why}"),
+            ))
+        }
+    };
     let named = members.named(method.unwrap_or_default());
     if let Err(why) = check_routing_headers(h, method, named, envelope) {
         return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));

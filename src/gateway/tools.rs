@@ -147,9 +147,13 @@ impl Gateway {
         if annotations.is_empty() {
             return Ok(()); // most tools: nothing to check, the arguments are not parsed
         }
-        let arguments: serde_json::Value = arguments
-            .and_then(|a| serde_json::from_str(a).ok())
-            .unwrap_or_default();
+        // Read strictly: a key given twice would let the header match one value while the
+        // server reads the other.
+        let arguments = match arguments.map(crate::jsonrpc::strict::value) {
+            None => serde_json::Value::Null,
+            Some(Ok(v)) => v,
+            Some(Err(e)) => return Err(format!("Invalid arguments: {e}")),
+        };
         let config = self.inner.hub.config();
         let visible = profile.as_deref().is_none_or(|p| {
             config

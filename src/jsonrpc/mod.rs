@@ -8,6 +8,7 @@ mod error;
 mod reply;
 pub mod scan;
 pub mod sse;
+pub mod strict;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -52,6 +52,7 @@ pub fn routing_headers(env: &crate::jsonrpc::Envelope<'_>) -> Vec<(&'static str,
     // Only the member the method names is read, from the params' top level.
     let name = name_member(method).and_then(|_| {
         Members::of(env.params)
+            .ok()?
             .named(method)
             .map(encode_header_value)
     });
@@ -217,8 +218,12 @@ impl ParamHeaders {
         if env.method.as_deref() != Some("tools/call") {
             return Vec::new();
         }
-        let members = Members::of(env.params);
-        let Some(name) = members.name else {
+        let Ok(Members {
+            name: Some(name),
+            arguments,
+            ..
+        }) = Members::of(env.params)
+        else {
             return Vec::new();
         };
         let annotations = self
@@ -232,8 +237,7 @@ impl ParamHeaders {
             return Vec::new();
         }
         // Only a tool with annotations has its arguments read.
-        let arguments = members
-            .arguments
+        let arguments = arguments
             .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
             .unwrap_or_default();
         annotations

@@ -16,35 +16,38 @@ pub struct Members<'a> {
 }
 
 impl<'a> Members<'a> {
-    /// Reads them from raw params (none from a message without).
-    pub fn of(params: Option<&'a serde_json::value::RawValue>) -> Members<'a> {
+    /// Reads them from raw params (none from a message without). A member given twice (in any
+    /// spelling: `"na\u006de"` is `name`) is refused: parsers disagree on which one counts, and
+    /// what is checked must be what the server reads.
+    pub fn of(params: Option<&'a serde_json::value::RawValue>) -> Result<Members<'a>, String> {
         let text = params.map_or("{}", |p| p.get());
         let string = |raw: &str| serde_json::from_str::<String>(raw).ok();
-        match crate::jsonrpc::scan::top_level(text.as_bytes(), [b"name", b"uri", b"arguments"]) {
-            Some([name, uri, arguments]) => Members {
+        const WANTED: [&str; 3] = ["name", "uri", "arguments"];
+        if let Some([name, uri, arguments]) =
+            crate::jsonrpc::scan::top_level(text.as_bytes(), WANTED.map(str::as_bytes))
+        {
+            return Ok(Members {
                 name: name.and_then(|r| string(&text[r])),
                 uri: uri.and_then(|r| string(&text[r])),
                 arguments: arguments.map(|r| &text[r]),
-            },
-            // Spelled in a way the scan leaves to serde (escaped keys, duplicates).
-            None => {
-                #[derive(serde::Deserialize, Default)]
-                struct P<'a> {
-                    name: Option<serde_json::Value>,
-                    uri: Option<serde_json::Value>,
-                    #[serde(borrow)]
-                    arguments: Option<&'a serde_json::value::RawValue>,
-                }
-                let p: P<'a> = serde_json::from_str(text).unwrap_or_default();
-                let text =
-                    |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
-                Members {
-                    name: text(p.name),
-                    uri: text(p.uri),
-                    arguments: p.arguments.map(|a| a.get()),
+            });
+        }
+        // Spelled in a way the scan leaves to a parser (escaped keys, duplicates).
+        let all = crate::jsonrpc::strict::members(text).unwrap_or_default();
+        let mut found: [Option<&'a serde_json::value::RawValue>; 3] = [None; 3];
+        for (key, value) in all {
+            if let Some(i) = WANTED.iter().position(|w| *w == key) {
+                if found[i].replace(value).is_some() {
+                    return Err(format!("params give \"{key}\" more than once"));
                 }
             }
         }
+        let [name, uri, arguments] = found;
+        Ok(Members {
+            name: name.and_then(|r| string(r.get())),
+            uri: uri.and_then(|r| string(r.get())),
+            arguments: arguments.map(|a| a.get()),
+        })
     }
 }
 

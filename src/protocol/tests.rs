@@ -396,3 +396,79 @@ fn a_messages_headers_come_from_its_envelope_read_once() {
     let plain = crate::jsonrpc::Envelope::parse(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"plain","arguments":{"region":"eu"}}}"#).unwrap();
     assert!(params.of(&plain).is_empty(), "a tool without annotations");
 }
+
+/// One parse decides (a property over random params): whatever the spelling of the keys (plain,
+/// `\u` escapes) and however often they appear, `Members::of` either refuses params that give
+/// `name`, `uri` or `arguments` twice, or reads exactly the one value each has — the value the
+/// gateway's own reading (the map it forwards the call from) finds too.
+#[test]
+fn members_read_once_refuse_a_key_given_twice_in_any_spelling() {
+    let spellings: [(&str, &str); 7] = [
+        ("\"name\"", "name"),
+        ("\"na\\u006de\"", "name"),
+        ("\"uri\"", "uri"),
+        ("\"\\u0075ri\"", "uri"),
+        ("\"arguments\"", "arguments"),
+        ("\"other\"", "other"),
+        ("\"_meta\"", "_meta"),
+    ];
+    let mut rng = fastrand::Rng::with_seed(0x6a7e_4011);
+    let (mut refused, mut read) = (0, 0);
+    for case in 0..2000 {
+        let n = rng.usize(1..7);
+        let picked: Vec<(&str, &str, String)> = (0..n)
+            .map(|i| {
+                let (spelled, key) = spellings[rng.usize(..spellings.len())];
+                let value = match key {
+                    "arguments" => format!("{{\"x\":{i}}}"),
+                    "_meta" => "{}".to_owned(),
+                    _ => format!("\"v{case}-{i}\""),
+                };
+                (spelled, key, value)
+            })
+            .collect();
+        let text = format!(
+            "{{{}}}",
+            picked
+                .iter()
+                .map(|(s, _, v)| format!("{s}:{v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let raw = RawValue::from_string(text.clone()).unwrap();
+        let count = |k: &str| picked.iter().filter(|(_, key, _)| *key == k).count();
+        let twice = ["name", "uri", "arguments"].iter().any(|k| count(k) > 1);
+        match Members::of(Some(&raw)) {
+            Err(why) => {
+                assert!(twice, "{text}: refused without a key given twice: {why}");
+                refused += 1;
+            }
+            Ok(m) => {
+                assert!(!twice, "{text}: a key given twice was read");
+                let one = |k: &str| {
+                    picked
+                        .iter()
+                        .find(|(_, key, _)| *key == k)
+                        .map(|(_, _, v)| v.clone())
+                };
+                let string =
+                    |v: Option<String>| v.map(|v| serde_json::from_str::<String>(&v).unwrap());
+                assert_eq!(m.name, string(one("name")), "{text}");
+                assert_eq!(m.uri, string(one("uri")), "{text}");
+                assert_eq!(m.arguments.map(str::to_owned), one("arguments"), "{text}");
+                // The gateway forwards the call from a map of the same params: the same name.
+                let forwarded: BTreeMap<String, Box<RawValue>> =
+                    serde_json::from_str(&text).unwrap();
+                let name = forwarded
+                    .get("name")
+                    .map(|v| serde_json::from_str::<String>(v.get()).unwrap());
+                assert_eq!(m.name, name, "{text}");
+                read += 1;
+            }
+        }
+    }
+    assert!(
+        refused > 100 && read > 100,
+        "both kinds of case were drawn: {refused} / {read}"
+    );
+}

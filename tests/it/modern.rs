@@ -496,6 +496,41 @@ async fn modern_requests_are_checked_against_their_headers() {
         assert_eq!(v["error"]["code"], -32020, "{what}: {v}");
     }
 
+    // One parse decides: a name given twice (the second spelled with an escape) is refused, never
+    // checked as one tool and run as the other; so is an argument given twice.
+    for body in [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"fx__echo","arguments":{{"text":"hi"}},"na\u006de":"fx__add","_meta":{meta}}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"fx__echo","arguments":{{"text":"hi"}},"arguments":{{"text":"other"}},"_meta":{meta}}}}}"#
+        ),
+    ] {
+        let mut req = http
+            .post(&s.info.url)
+            .bearer_auth(&s.info.token)
+            .header("accept", "application/json, text/event-stream")
+            .body(body.clone());
+        for (k, v) in routing("tools/call", Some("fx__echo")) {
+            req = req.header(k, v);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        assert_eq!(
+            (status, v["error"]["code"].clone()),
+            (400, json!(-32602)),
+            "{body}: {v}"
+        );
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("more than once"),
+            "{v}"
+        );
+    }
+
     // The envelope: whole, and in a version we speak.
     let partial = json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}});
     let (status, v) = send(partial, routing("tools/list", None)).await;

@@ -89,8 +89,12 @@ pub fn check(def: &ToolDef, arguments: Option<&RawValue>) -> Result<(), Mismatch
     let (validator, schema) = &*compiled;
     let instance: Value = match arguments {
         None => json!({}),
-        Some(a) => serde_json::from_str(a.get()).map_err(|e| Mismatch {
-            message: format!("the arguments of {} are not JSON: {e}", def.name),
+        // Read strictly: a key given twice could be checked as one value and run as the other.
+        Some(a) => crate::jsonrpc::strict::value(a.get()).map_err(|e| Mismatch {
+            message: format!(
+                "the arguments of {} are not one reading of JSON: {e}",
+                def.name
+            ),
             data: json!({"path": "", "keyword": "type", "expected": "object"}),
         })?,
     };
