@@ -244,7 +244,15 @@ async fn initialize(
     })
 }
 
-/// Fetches every page of `tools/list` (at most 1,000 pages).
+/// Tools one server may list, at most: a listing over it is refused whole.
+pub const MAX_TOOLS: usize = 10_000;
+/// Bytes of tool definitions one server may list, at most (each page is also one line, at most
+/// 16 MiB): a listing over it is refused whole.
+pub const MAX_LISTING_BYTES: usize = 32 << 20;
+
+/// Fetches every page of `tools/list` (at most 1,000 pages, [`MAX_TOOLS`] tools and
+/// [`MAX_LISTING_BYTES`] of definitions: over either, the listing is refused whole and nothing of
+/// it is kept or pinned).
 pub async fn list_tools(peer: &RpcPeer) -> Result<Vec<Arc<ToolDef>>, String> {
     #[derive(serde::Deserialize)]
     struct Page {
@@ -254,6 +262,7 @@ pub async fn list_tools(peer: &RpcPeer) -> Result<Vec<Arc<ToolDef>>, String> {
     }
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
+    let (mut listed, mut bytes) = (0usize, 0usize);
     for _ in 0..1000 {
         let params = cursor.as_ref().and_then(|c| {
             RawValue::from_string(format!("{{\"cursor\":{}}}", crate::jsonrpc::json_string(c))).ok()
@@ -265,6 +274,14 @@ pub async fn list_tools(peer: &RpcPeer) -> Result<Vec<Arc<ToolDef>>, String> {
             Err(e) => return Err(e.to_string()),
         };
         for raw in page.tools {
+            listed += 1;
+            bytes = bytes.saturating_add(raw.get().len());
+            if listed > MAX_TOOLS || bytes > MAX_LISTING_BYTES {
+                return Err(format!(
+                    "the server lists more than 10,000 tools or {} MiB of tool definitions; Gatehouse does not take a listing that large (nothing of it was kept): ask its maker to split it, or leave it out",
+                    MAX_LISTING_BYTES >> 20
+                ));
+            }
             let tool = ToolDef::parse(raw, peer.redactions().clone())?;
             // A tool whose `x-mcp-header` annotations break the revision's rules cannot be
             // called over Streamable HTTP: it is left out of the list, with a note.

@@ -474,3 +474,23 @@ async fn descendants_that_left_the_group_end_with_their_server() {
         "a descendant outside the group survived hub shutdown"
     );
 }
+
+/// A server's listing is bounded: one that lists more than 10,000 tools never runs — it fails
+/// with the reason — and nothing of its listing is kept.
+#[tokio::test]
+async fn a_listing_over_the_bound_fails_the_server_and_keeps_nothing() {
+    let th = TestHub::start(&config(&[
+        ("big", fixture(&["--tools", "10050"])),
+        ("ok", fixture(&[])),
+    ]));
+    let big = th.server("big");
+    let s = wait_state(&big, State::Failed, Duration::from_secs(60)).await;
+    let err = s.last_error.unwrap_or_default();
+    assert!(err.contains("more than 10,000 tools"), "{err}");
+    assert_eq!(big.tools().len(), 0);
+    assert_eq!(s.tools, 0);
+    // The other server is untouched.
+    let ok = wait_state(&th.server("ok"), State::Running, T).await;
+    assert_eq!(ok.tools, FIXTURE_TOOLS);
+    th.hub.shutdown().await;
+}
