@@ -154,7 +154,7 @@ impl Drop for Unanswered<'_> {
 }
 
 /// Calls whose 2025 server asked a 2026-07-28 client something, waiting for the client's retry,
-/// at most; another such request is refused to its server.
+/// at most, per client profile; another such request of that profile is refused to its server.
 pub const MAX_PARKED: usize = 256;
 
 /// The key of the one input request of a parked call.
@@ -192,6 +192,8 @@ pub(super) struct Attach {
 /// A parked call: whose it is, and how its retry reaches it.
 pub(super) struct ParkedCall {
     session: String,
+    /// The client profile whose share it takes.
+    profile: Option<String>,
     abort: Option<tokio::task::AbortHandle>,
     attach: tokio::sync::oneshot::Sender<(Attach, Option<Box<RawValue>>)>,
 }
@@ -269,13 +271,16 @@ impl Gateway {
         let (attach_tx, attach_rx) = tokio::sync::oneshot::channel();
         let room = {
             let mut parked = lock(&self.inner.parked);
-            let room = parked.len() < MAX_PARKED;
+            // Each client profile has its own share: one profile's unanswered input requests
+            // never refuse another's.
+            let room = parked.values().filter(|p| p.profile == s.profile).count() < MAX_PARKED;
             if room {
                 let abort = lock(&s.inflight).remove(client_id);
                 parked.insert(
                     state.clone(),
                     ParkedCall {
                         session: s.id.clone(),
+                        profile: s.profile.clone(),
                         abort,
                         attach: attach_tx,
                     },
@@ -285,7 +290,7 @@ impl Gateway {
         };
         if !room {
             return refuse(format!(
-                "{MAX_PARKED} calls are already waiting for their clients' input"
+                "{MAX_PARKED} calls of this client profile are already waiting for their clients' input"
             ))
             .await;
         }

@@ -1,6 +1,7 @@
 //! Client sessions: who a client is (from `initialize`), where messages not tied to a request go,
 //! its requests in flight and the server→client requests it owes an answer to. At most
-//! [`MAX_SESSIONS`] are kept; beyond that the least recently active one is ended.
+//! [`MAX_SESSIONS`] are kept per client profile; beyond that the profile's least recently active
+//! one is ended (never another profile's).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,8 +12,9 @@ use tokio::sync::mpsc;
 
 use crate::supervisor::rpc::RpcPeer;
 
-/// Sessions kept at most; beyond it the least recently active one is ended (clients that never
-/// send DELETE must not grow the hub forever).
+/// Sessions kept at most per client profile (the default profile is one); beyond it that
+/// profile's least recently active one is ended (clients that never send DELETE must not grow
+/// the hub forever, and one profile's flood must not end another's sessions).
 pub const MAX_SESSIONS: usize = 1024;
 
 /// How long a modern client's session lasts. MCP 2026-07-28 has no protocol session, so
@@ -352,9 +354,11 @@ impl Sessions {
             if let Some(existing) = sessions.get(&s.id) {
                 return existing.clone();
             }
-            let evicted = if sessions.len() >= MAX_SESSIONS {
-                let oldest = sessions
-                    .values()
+            // Each client profile has its own share (the default profile too): a full share ends
+            // that profile's least recently active session, never another profile's.
+            let mine = || sessions.values().filter(|x| x.profile == s.profile);
+            let evicted = if mine().count() >= MAX_SESSIONS {
+                let oldest = mine()
                     .min_by_key(|x| x.last_seen.load(Ordering::Relaxed))
                     .map(|x| x.id.clone());
                 oldest.and_then(|id| sessions.remove(&id))
@@ -365,7 +369,7 @@ impl Sessions {
             evicted
         };
         if let Some(old) = evicted {
-            tracing::info!(session = %old.id, "ended the least recently active client session ({MAX_SESSIONS} is the limit)");
+            tracing::info!(session = %old.id, profile = old.profile.as_deref().unwrap_or("default"), "ended the profile's least recently active client session ({MAX_SESSIONS} per profile is the limit)");
             self.end(&old);
         }
         s

@@ -866,10 +866,16 @@ async fn a_call_right_after_a_server_starts_never_sees_a_stale_catalog() {
     th.hub.shutdown().await;
 }
 
+/// Sessions beyond a profile's share end oldest first within that profile; another profile's idle
+/// session outlives any flood of this one.
 #[tokio::test]
-async fn idle_sessions_beyond_the_limit_are_ended_oldest_first() {
+async fn idle_sessions_beyond_a_profiles_share_are_ended_oldest_first_within_it() {
     let th = TestHub::start(&config(&[]));
     let gw = Gateway::new(th.hub.clone());
+    // Another profile's session, older and idler than all: the default profile's flood below
+    // must not end it (each profile has its own share).
+    let other = gw.open_session_as(Some("other".into()));
+    tokio::time::sleep(Duration::from_millis(5)).await;
     let first = gw.open_session();
     tokio::time::sleep(Duration::from_millis(5)).await;
     let active = gw.open_session();
@@ -889,6 +895,15 @@ async fn idle_sessions_beyond_the_limit_are_ended_oldest_first() {
         "the least recently active session was ended"
     );
     assert!(gw.session(&active.id).is_some(), "an active session stays");
+    assert!(
+        gw.session(&other.id).is_some(),
+        "one profile's flood ended another profile's session"
+    );
+    // Its own share is full now: each new session ends one of its own, never `other`.
+    for _ in 0..10 {
+        let _ = gw.open_session();
+    }
+    assert!(gw.session(&other.id).is_some());
     gw.shutdown().await;
     th.hub.shutdown().await;
 }
