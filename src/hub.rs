@@ -195,6 +195,7 @@ impl Hub {
                 shutting_down: false,
             }),
             config_edit: tokio::sync::Mutex::new(()),
+            connected: std::sync::OnceLock::new(),
         });
         let hub = HubHandle { inner };
         hub.install(config);
@@ -224,7 +225,12 @@ struct Inner {
     /// Serialises edits of the config file (read → edit → save → apply) so two edits never
     /// interleave; an async mutex because applying awaits the actors.
     config_edit: tokio::sync::Mutex<()>,
+    /// Who is connected, as the gateway (which sits above the hub) tells it when asked.
+    connected: std::sync::OnceLock<ConnectedView>,
 }
+
+/// The gateway's answer to "which clients were active in the last 5 minutes".
+type ConnectedView = Box<dyn Fn() -> Vec<crate::profiles::Connected> + Send + Sync>;
 
 struct HubState {
     servers: BTreeMap<ServerId, ServerHandle>,

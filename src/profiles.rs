@@ -26,6 +26,26 @@ pub struct ClientInfo {
     pub tools: usize,
     /// The most tools the client of that name handles well (Cursor 40, VS Code 128), if known.
     pub limit: Option<usize>,
+    /// The clients seen on this profile in the last 5 minutes, most recent first.
+    #[serde(default)]
+    pub connected: Vec<Connected>,
+}
+
+/// A client seen on the gateway: who it said it is and what it speaks.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Connected {
+    /// `clientInfo.name` (bounded), or "unnamed client".
+    pub name: String,
+    /// `clientInfo.version` (bounded), when given.
+    pub version: Option<String>,
+    /// The protocol revision it speaks.
+    pub protocol: Option<String>,
+    /// The client profile it connected with (`default`: the gateway token).
+    pub profile: String,
+    /// When it was last active (ms since the epoch).
+    pub last_seen_ms: u64,
+    /// Whether its session is still open.
+    pub open: bool,
 }
 
 /// The tool limit of a client known by its profile's name: Cursor warns past 40 tools, VS Code

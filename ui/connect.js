@@ -129,7 +129,9 @@ export async function shown() {
   const list = $('#connected-list');
   list.replaceChildren(...(info.connected.length
     ? info.connected.map((c) => el('li', {
-      text: `${c.name} (profile ${c.profile}) — ${Math.round(c.ago_ms / 1000)} s ago`,
+      text: `${c.name}${c.version ? ` ${c.version}` : ''} — profile ${c.profile}`
+        + `${c.protocol ? `, protocol ${c.protocol}` : ''}`
+        + ` — ${c.open ? 'connected' : 'left'}, last seen ${Math.max(0, Math.round((Date.now() - c.last_seen_ms) / 1000))} s ago`,
     }))
     : [el('li', { class: 'hint', text: 'No client has used Gatehouse in the last 5 minutes.' })]));
   $('#client-snippets').replaceChildren(...info.clients.map((c) => {

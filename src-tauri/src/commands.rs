@@ -280,7 +280,7 @@ pub struct ConnectInfo {
     token: String,
     clients: Vec<ClientSnippet>,
     /// Client sessions active in the last 5 minutes.
-    connected: Vec<ConnectedClient>,
+    connected: Vec<gatehouse::profiles::Connected>,
 }
 
 #[derive(Serialize)]
@@ -293,14 +293,6 @@ pub struct ClientSnippet {
     snippet: String,
     /// Whether the client's own file reaches this Gatehouse (and as which profile).
     setup: clients::Setup,
-}
-
-/// A client session seen in the last minutes.
-#[derive(Serialize)]
-pub struct ConnectedClient {
-    name: String,
-    profile: String,
-    ago_ms: u64,
 }
 
 /// The gateway URL, its token, and a ready-made config for each client.
@@ -345,15 +337,8 @@ pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandR
         .collect();
     let connected = state
         .gateway()
-        .map(|g| g.recent_sessions(std::time::Duration::from_secs(300)))
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(name, profile, ago_ms)| ConnectedClient {
-            name,
-            profile,
-            ago_ms,
-        })
-        .collect();
+        .map(|g| g.recent_sessions(gatehouse::gateway::CONNECTED_WITHIN))
+        .unwrap_or_default();
     Ok(ConnectInfo {
         url,
         token,

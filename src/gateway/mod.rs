@@ -160,6 +160,9 @@ impl Method {
     }
 }
 
+/// How recent a client's activity is for it to count as connected.
+pub const CONNECTED_WITHIN: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl Gateway {
     /// Creates the gateway over a running hub and starts watching it for tool changes. The
     /// watcher ends with [`Gateway::shutdown`].
@@ -177,6 +180,14 @@ impl Gateway {
             parked: Mutex::new(HashMap::new()),
         });
         let gw = Gateway { inner };
+        // `gatehouse clients` and the Connect view ask the hub who is connected; the hub asks
+        // this gateway (weakly: the hub never keeps it alive).
+        let weak = Arc::downgrade(&gw.inner);
+        gw.inner.hub.set_connected_view(move || {
+            weak.upgrade()
+                .map(|inner| Gateway { inner }.recent_sessions(CONNECTED_WITHIN))
+                .unwrap_or_default()
+        });
         let approvals = gw.inner.hub.approvals().clone();
         gw.inner
             .sessions
@@ -394,13 +405,11 @@ impl Gateway {
             .filter(|s| &s.profile == profile)
     }
 
-    /// The client sessions active within `within`: (clientInfo name, profile, ms since last
-    /// seen), most recent first.
-    pub fn recent_sessions(&self, within: std::time::Duration) -> Vec<(String, String, u64)> {
+    /// The clients active within `within` (one per name, version and profile), most recent
+    /// first.
+    pub fn recent_sessions(&self, within: std::time::Duration) -> Vec<crate::profiles::Connected> {
         let now = crate::logs::now_ms();
-        let mut out = self.inner.sessions.recent(now, within.as_millis() as u64);
-        out.sort_by_key(|(_, _, ago)| *ago);
-        out
+        self.inner.sessions.recent(now, within.as_millis() as u64)
     }
 
     /// The profile a presented bearer token belongs to, if any (not the gateway token).

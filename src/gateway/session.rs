@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use crate::profiles::Connected;
 use crate::supervisor::rpc::RpcPeer;
 
 /// Sessions kept at most per client profile (the default profile is one); beyond it that
@@ -294,12 +295,16 @@ impl ClientSession {
 }
 
 /// (clientInfo name, profile, last seen) of a session.
-fn describe(s: &ClientSession) -> (String, String, u64) {
-    (
-        s.info().name.unwrap_or_else(|| "unnamed client".into()),
-        s.profile.clone().unwrap_or_else(|| "default".into()),
-        s.last_seen.load(Ordering::Relaxed),
-    )
+fn describe(s: &ClientSession, open: bool) -> Connected {
+    let info = s.info();
+    Connected {
+        name: info.name.unwrap_or_else(|| "unnamed client".into()),
+        version: info.version,
+        protocol: info.protocol_version,
+        profile: s.profile.clone().unwrap_or_else(|| "default".into()),
+        last_seen_ms: s.last_seen.load(Ordering::Relaxed),
+        open,
+    }
 }
 
 /// The session table. The mutex guards one insert, lookup, removal or snapshot.
@@ -315,7 +320,7 @@ pub(super) struct Sessions {
     modern_keys: std::hash::RandomState,
     /// The last sessions that ended: (clientInfo name, profile, last seen), at most
     /// [`RECENTLY_ENDED`], for "connected in the last minutes".
-    ended: Mutex<std::collections::VecDeque<(String, String, u64)>>,
+    ended: Mutex<std::collections::VecDeque<Connected>>,
 }
 
 /// Ended sessions remembered for "connected in the last minutes", at most.
@@ -334,7 +339,7 @@ impl Sessions {
             if ended.len() >= RECENTLY_ENDED {
                 ended.pop_front();
             }
-            ended.push_back(describe(s));
+            ended.push_back(describe(s, false));
         }
         if let Some(f) = self.on_end.get() {
             f(&s.id);
@@ -431,23 +436,33 @@ impl Sessions {
         }
     }
 
-    /// Sessions seen within `within_ms` of `now`: (clientInfo name, profile, ms since).
-    pub fn recent(&self, now: u64, within_ms: u64) -> Vec<(String, String, u64)> {
-        let open: Vec<(String, String, u64)> =
-            lock(&self.map).values().map(|s| describe(s)).collect();
-        let ended: Vec<(String, String, u64)> = lock(&self.ended).iter().cloned().collect();
-        let mut out: Vec<(String, String, u64)> = Vec::new();
-        for (name, profile, seen) in open.into_iter().chain(ended) {
-            let ago = now.saturating_sub(seen);
-            if ago > within_ms {
+    /// The clients seen within `within_ms` of `now`, open or recently ended, most recent first.
+    pub fn recent(&self, now: u64, within_ms: u64) -> Vec<Connected> {
+        let open: Vec<Connected> = lock(&self.map)
+            .values()
+            .map(|s| describe(s, true))
+            .collect();
+        let ended: Vec<Connected> = lock(&self.ended).iter().cloned().collect();
+        let mut out: Vec<Connected> = Vec::new();
+        for c in open.into_iter().chain(ended) {
+            if now.saturating_sub(c.last_seen_ms) > within_ms {
                 continue;
             }
-            // One line per client and profile: the most recent.
-            match out.iter_mut().find(|(n, p, _)| *n == name && *p == profile) {
-                Some(e) => e.2 = e.2.min(ago),
-                None => out.push((name, profile, ago)),
+            // One line per client (name and version) and profile: the most recent.
+            let same = |o: &Connected| {
+                o.name == c.name && o.version == c.version && o.profile == c.profile
+            };
+            match out.iter_mut().find(|o| same(o)) {
+                Some(o) if c.last_seen_ms > o.last_seen_ms || (c.open && !o.open) => {
+                    let open = o.open || c.open;
+                    *o = c;
+                    o.open = open;
+                }
+                Some(o) => o.open |= c.open,
+                None => out.push(c),
             }
         }
+        out.sort_by_key(|c| std::cmp::Reverse(c.last_seen_ms));
         out
     }
 

@@ -2,8 +2,14 @@
 //! ends make (the control socket's handlers and the app's commands are each one call here).
 
 use super::*;
+use crate::profiles::Connected;
 
 impl HubHandle {
+    /// Sets where [`HubHandle::clients`] learns which clients are connected (the gateway, once).
+    pub fn set_connected_view(&self, view: impl Fn() -> Vec<Connected> + Send + Sync + 'static) {
+        let _ = self.inner.connected.set(Box::new(view));
+    }
+
     /// Every client profile (the `default` one first) with the tools it sees now.
     pub fn clients(&self) -> Vec<crate::profiles::ClientInfo> {
         use crate::profiles::{known_limit, ClientInfo, DEFAULT_PROFILE};
@@ -29,11 +35,20 @@ impl HubHandle {
                 })
                 .sum()
         };
+        let connected = self.inner.connected.get().map(|v| v()).unwrap_or_default();
+        let of = |profile: &str| -> Vec<Connected> {
+            connected
+                .iter()
+                .filter(|c| c.profile == profile)
+                .cloned()
+                .collect()
+        };
         let mut out = vec![ClientInfo {
             id: DEFAULT_PROFILE.into(),
             servers: None,
             tools: count(&everything),
             limit: None,
+            connected: of(DEFAULT_PROFILE),
         }];
         for (id, profile) in &config.clients {
             out.push(ClientInfo {
@@ -44,6 +59,7 @@ impl HubHandle {
                     .map(|s| s.iter().map(|x| x.to_string()).collect()),
                 tools: count(profile),
                 limit: known_limit(id.as_str()),
+                connected: of(id.as_str()),
             });
         }
         out

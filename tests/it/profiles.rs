@@ -546,3 +546,46 @@ async fn tools_for_a_profile_show_what_it_sees_and_what_a_call_does() {
         text(&out)
     );
 }
+
+/// `gatehouse clients` names who is connected on each profile — name, version, protocol, last
+/// seen — and on that profile only.
+#[tokio::test]
+async fn clients_lists_who_is_connected_on_each_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let served = serve(d, &two_profiles(), &["a", "b"]).await;
+    let who = json!({"name": "cursor-test", "version": "9.1"});
+    let c = Mcp::open_with(
+        &served.info.url,
+        &token_of(d, "cursor").await,
+        who,
+        "2025-06-18",
+    )
+    .await;
+    assert!(!c.tools().await.is_empty());
+    let out = gh(d, &["clients", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |id: &str| {
+        rows.iter()
+            .find(|r| r["id"] == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let seen = &row("cursor")["connected"];
+    assert_eq!(seen.as_array().map(Vec::len), Some(1), "{rows:?}");
+    assert_eq!(seen[0]["name"], "cursor-test");
+    assert_eq!(seen[0]["version"], "9.1");
+    assert_eq!(seen[0]["protocol"], "2025-06-18");
+    assert_eq!(seen[0]["open"], true);
+    assert!(seen[0]["last_seen_ms"].as_u64().unwrap() > 0);
+    for other in ["default", "code"] {
+        assert_eq!(row(other)["connected"], json!([]), "{rows:?}");
+    }
+    let out = gh(d, &["clients"]);
+    assert!(
+        text(&out).contains("connected cursor-test: version 9.1, protocol 2025-06-18"),
+        "{}",
+        text(&out)
+    );
+}

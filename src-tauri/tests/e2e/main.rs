@@ -921,7 +921,7 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
         .all(|t| t.as_str().unwrap_or("").starts_with("alpha__")));
     assert_eq!(text_of(&out, "alpha__echo"), "profiled");
     // Connect says Cursor's file now reaches this Gatehouse as that profile, and that a client
-    // of that profile was here just now.
+    // of that profile was here just now, with the protocol it speaks.
     d.view("servers").await;
     d.view("connect").await;
     let seen = d
@@ -929,7 +929,7 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
             "the setup line and the connected client",
             "const s = document.querySelector('.snippet[data-client=cursor] .setup');
              const c = document.getElementById('connected-list').textContent;
-             return !!s && s.textContent.includes('profile cursor') && c.includes('(profile cursor)');",
+             return !!s && s.textContent.includes('profile cursor') && c.includes('— profile cursor, protocol 20');",
         )
         .await;
     assert_eq!(seen, json!(true));

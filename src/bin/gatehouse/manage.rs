@@ -458,6 +458,21 @@ pub async fn clients(
             None => "all".into(),
         };
         say!("{:<20} {:>6}  {servers}", r.id, r.tools);
+        let now = gatehouse::logs::now_ms();
+        for c in &r.connected {
+            say!(
+                "    {} {}: {}{}, last seen {} s ago",
+                if c.open { "connected" } else { "left     " },
+                c.name,
+                c.version
+                    .as_deref()
+                    .map_or(String::new(), |v| format!("version {v}, ")),
+                c.protocol
+                    .as_deref()
+                    .map_or("protocol unknown".into(), |p| format!("protocol {p}")),
+                now.saturating_sub(c.last_seen_ms) / 1000
+            );
+        }
         if let Some(limit) = r.limit.filter(|l| r.tools > *l) {
             say!(
                 "    warning: {} tools is more than this client handles well ({limit}); narrow it with `gatehouse clients add {} --servers …`",
