@@ -52,6 +52,9 @@ install_npm conformance "${CONFORMANCE_PKGS[@]}"
 # Claude Code itself: its own `claude mcp add` writes the configs `import` reads (no account
 # needed for that).
 install_npm claude-code "@anthropic-ai/claude-code@2.1.332"
+# Codex itself: `codex mcp add` writes the TOML `import` reads, `codex mcp list` reads what
+# `client-config codex --write` wrote (no account needed for either).
+install_npm codex "@openai/codex@0.171.0"
 
 py_stamp="$PEERS_DIR/venv/.stamp"
 if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then

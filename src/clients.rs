@@ -1,10 +1,13 @@
-//! The AI clients people connect to Gatehouse (Claude Desktop, Claude Code, Cursor, VS Code): where
+//! The AI clients people connect to Gatehouse (Claude Desktop, Claude Code, Cursor, VS Code,
+//! Codex): where
 //! each keeps its MCP config on this OS, its file format, and the entry that points it at Gatehouse.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{json, Value};
+
+pub mod codex;
 
 /// The name Gatehouse's own entry gets in a client's config.
 pub const ENTRY_NAME: &str = "gatehouse";
@@ -21,15 +24,18 @@ pub enum ClientKind {
     Cursor,
     /// VS Code.
     Vscode,
+    /// Codex (TOML; stdio: it gets the `gatehouse connect` bridge, no token in its file).
+    Codex,
 }
 
 impl ClientKind {
     /// Every client, in the order they are shown.
-    pub const ALL: [ClientKind; 4] = [
+    pub const ALL: [ClientKind; 5] = [
         ClientKind::ClaudeDesktop,
         ClientKind::ClaudeCode,
         ClientKind::Cursor,
         ClientKind::Vscode,
+        ClientKind::Codex,
     ];
 
     /// The client with this command-line id.
@@ -52,6 +58,7 @@ impl ClientKind {
             ClientKind::ClaudeCode => "claude-code",
             ClientKind::Cursor => "cursor",
             ClientKind::Vscode => "vscode",
+            ClientKind::Codex => "codex",
         }
     }
 
@@ -62,6 +69,7 @@ impl ClientKind {
             ClientKind::ClaudeCode => "Claude Code",
             ClientKind::Cursor => "Cursor",
             ClientKind::Vscode => "VS Code",
+            ClientKind::Codex => "Codex",
         }
     }
 
@@ -69,6 +77,7 @@ impl ClientKind {
     pub fn servers_key(self) -> &'static str {
         match self {
             ClientKind::Vscode => "servers",
+            ClientKind::Codex => "mcp_servers",
             _ => "mcpServers",
         }
     }
@@ -84,13 +93,46 @@ impl ClientKind {
             ClientKind::ClaudeCode => home.map(|h| h.join(".claude.json")),
             ClientKind::Cursor => home.map(|h| h.join(".cursor").join("mcp.json")),
             ClientKind::Vscode => config.map(|c| c.join("Code").join("User").join("mcp.json")),
+            ClientKind::Codex => codex::config_path(),
         }
     }
 
     /// Whether the client can talk Streamable HTTP with a bearer header from its config file.
     /// Claude Desktop's file only launches stdio servers: it gets the `gatehouse connect` bridge.
     pub fn speaks_http(self) -> bool {
-        !matches!(self, ClientKind::ClaudeDesktop)
+        // Codex takes a bearer token only from its environment or a header table: the bridge
+        // (which asks the hub for the token) is what works without a token in its file.
+        !matches!(self, ClientKind::ClaudeDesktop | ClientKind::Codex)
+    }
+
+    /// Whether the client's file is TOML (Codex) rather than JSON.
+    pub fn is_toml(self) -> bool {
+        matches!(self, ClientKind::Codex)
+    }
+
+    /// A client file's text as JSON (a TOML file read the way `codex` reads it).
+    pub fn parse_file(self, text: &str) -> Result<Value, String> {
+        if self.is_toml() {
+            codex::read(text)
+        } else {
+            serde_json::from_str(text).map_err(|e| e.to_string())
+        }
+    }
+
+    /// A snippet as the text to paste into the client's file.
+    pub fn render(self, snippet: &Value) -> String {
+        if self.is_toml() {
+            let entry = snippet
+                .get(self.servers_key())
+                .and_then(|s| s.get(ENTRY_NAME))
+                .cloned()
+                .unwrap_or_default();
+            codex::write("", ENTRY_NAME, &entry, &[])
+                .map(|(t, _)| t)
+                .unwrap_or_default()
+        } else {
+            serde_json::to_string_pretty(snippet).unwrap_or_default()
+        }
     }
 }
 
@@ -119,7 +161,7 @@ pub fn setup(kind: ClientKind, path: &Path, url: &str, tokens: &[(String, String
         Err(crate::client_file::ReadError::Missing(_)) => return Setup::NoFile,
         Err(_) => return Setup::NotSetUp,
     };
-    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+    let Ok(v) = kind.parse_file(&text) else {
         return Setup::NotSetUp;
     };
     let Some(entry) = v.get(kind.servers_key()).and_then(|s| s.get(ENTRY_NAME)) else {
@@ -165,7 +207,7 @@ pub fn setup(kind: ClientKind, path: &Path, url: &str, tokens: &[(String, String
 pub fn entry(kind: ClientKind, url: &str, token: &str, gatehouse_bin: &Path) -> Value {
     let auth = json!({ "Authorization": format!("Bearer {token}") });
     match kind {
-        ClientKind::ClaudeDesktop => json!({
+        ClientKind::ClaudeDesktop | ClientKind::Codex => json!({
             "command": gatehouse_bin.to_string_lossy(),
             "args": ["connect"],
         }),
@@ -224,6 +266,9 @@ pub fn write_entry(
     entry: &Value,
     managed: &[String],
 ) -> Result<(Option<PathBuf>, Vec<String>), String> {
+    if kind.is_toml() {
+        return write_toml_entry(path, entry, managed);
+    }
     let mut root = if path.exists() {
         let text = crate::client_file::read(path).map_err(|e| e.to_string())?;
         if text.trim().is_empty() {
@@ -280,6 +325,31 @@ pub fn write_entry(
         // The entry holds the gateway's bearer token: the file is the person's only.
         make_private(path).map_err(|e| format!("cannot make {} private: {e}", path.display()))?;
     }
+    Ok((backup, removed))
+}
+
+/// [`write_entry`] for a TOML file (Codex): edited in place, every other table, key and comment
+/// kept; backed up first, written atomically.
+fn write_toml_entry(
+    path: &Path,
+    entry: &Value,
+    managed: &[String],
+) -> Result<(Option<PathBuf>, Vec<String>), String> {
+    let text = match crate::client_file::read(path) {
+        Ok(t) => t,
+        Err(crate::client_file::ReadError::Missing(_)) => String::new(),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (text, removed) = codex::write(&text, ENTRY_NAME, entry, managed)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let backup = crate::import::backup(path)
+        .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        crate::private::create_dir(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    crate::config::write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok((backup, removed))
 }
 

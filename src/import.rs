@@ -88,6 +88,16 @@ pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
 
 /// Reads client-file or manifest text; `path` is only used in messages.
 pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
+    // Codex's config is TOML: read the way Codex reads it, into the shape of the others.
+    if path.extension().is_some_and(|e| e == "toml") {
+        let root = crate::clients::codex::read(text).map_err(|e| {
+            format!(
+                "{}: {e}; fix the file in its client first — nothing was imported",
+                path.display()
+            )
+        })?;
+        return parse_root(&root, path);
+    }
     let root: Value = serde_json::from_str(text).map_err(|e| {
         format!(
             "{}:{}:{}: not valid JSON ({}); fix the file in its client first — nothing was imported",
@@ -97,6 +107,10 @@ pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
             e.to_string().split(" at line ").next().unwrap_or_default()
         )
     })?;
+    parse_root(&root, path)
+}
+
+fn parse_root(root: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
     let obj = root
         .as_object()
         .ok_or_else(|| format!("{}: expected a JSON object at the top", path.display()))?;
@@ -109,9 +123,10 @@ pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
     let servers = obj
         .get("mcpServers")
         .or_else(|| obj.get("servers"))
+        .or_else(|| obj.get("mcp_servers"))
         .ok_or_else(|| {
             format!(
-                "{}: no \"mcpServers\" (Claude Desktop, Claude Code, Cursor), \"servers\" (VS Code) or \"mcp_requirements\" (Gremia) found",
+                "{}: no \"mcpServers\" (Claude Desktop, Claude Code, Cursor), \"servers\" (VS Code), [mcp_servers] (Codex) or \"mcp_requirements\" (Gremia) found",
                 path.display()
             )
         })?;

@@ -330,7 +330,7 @@ pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandR
                 label: k.label(),
                 path: k.config_path().map(|p| p.display().to_string()),
                 transport: if k.speaks_http() { "http" } else { "stdio" },
-                snippet: serde_json::to_string_pretty(&snippet).unwrap_or_default(),
+                snippet: k.render(&snippet),
                 setup,
             }
         })

@@ -534,3 +534,40 @@ async fn connect_finds_its_hub_when_the_client_dropped_xdg_runtime_dir() {
     drop(served);
     assert!(!pointer.exists(), "the pointer outlived its hub");
 }
+
+/// Import reads client files only: a FIFO at the path (which would block the open) and
+/// `/dev/zero` (which never ends) are refused at once, naming what they are; a file larger than
+/// any client writes is refused without being read whole. Nothing is written to the config.
+#[test]
+fn import_refuses_fifos_devices_and_huge_files_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("gatehouse.json");
+    std::fs::write(&cfg, "{\"servers\":{}}").unwrap();
+    let fifo = dir.path().join("mcp.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(9 << 20)
+        .unwrap();
+    for (from, says) in [
+        (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
+        ("/dev/zero", "is a device, not a regular file"),
+        (big.to_str().unwrap(), "is larger than 8 MiB"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = gh_no_hub(
+            dir.path(),
+            &["import", "--config", cfg.to_str().unwrap(), "--from", from],
+        );
+        let (code, err) = (out.status.code().unwrap_or(-1), text(&out));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{from} took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(code, 1, "{from}: {err}");
+        assert!(err.contains(says), "{from}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "{\"servers\":{}}");
+}

@@ -19,6 +19,7 @@ mod modern;
 mod oauth;
 mod peers;
 mod profiles;
+mod real_clients;
 mod remote;
 mod secrets;
 mod supervisor;

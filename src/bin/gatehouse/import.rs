@@ -331,10 +331,7 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
         {
             *e = clients::for_profile(e.take(), args.client.as_deref());
         }
-        say!(
-            "{}",
-            serde_json::to_string_pretty(&snippet).unwrap_or_default()
-        );
+        say!("{}", kind.render(&snippet));
         let place = kind
             .config_path()
             .map(|p| p.display().to_string())

@@ -1,0 +1,271 @@
+//! The real AI clients writing their own config files — Claude Code's three scopes, Codex's
+//! TOML — and Gatehouse reading them (`import`) and writing itself into them (`client-config
+//! --write`) in each client's own format.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// The real Claude Code writes its three scopes (`claude mcp add` to the default local scope,
+/// `-s user`, `-s project`); `gatehouse import --from claude-code` finds every server, says which
+/// scope each came from, and leaves the name defined differently in two scopes to the person —
+/// who imports both with `NAME@SCOPE` renames.
+#[test]
+#[ignore = "needs the real Claude Code: run `make test`"]
+fn claude_codes_own_scopes_are_all_imported_and_labelled() {
+    let claude = peer_bin("claude-code/node_modules/.bin/claude");
+    let dir = tempfile::tempdir().unwrap();
+    let proj = dir.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let add = |args: &[&str]| {
+        let out = Command::new(&claude)
+            .args(["mcp", "add"])
+            .args(args)
+            .current_dir(&proj)
+            .env("HOME", dir.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "claude mcp add {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    add(&["-s", "user", "docs", "--", "npx", "-y", "server-docs"]);
+    add(&[
+        "local-db",
+        "-e",
+        "DB_HOST=db.internal",
+        "--",
+        "uvx",
+        "server-db",
+        "--read-only",
+    ]);
+    add(&[
+        "-s",
+        "project",
+        "--transport",
+        "http",
+        "tracker",
+        "https://mcp.example.com/mcp",
+    ]);
+    add(&[
+        "-s",
+        "project",
+        "docs",
+        "--",
+        "npx",
+        "-y",
+        "server-docs-fork",
+    ]);
+    let cfg = dir.path().join("gatehouse.json");
+    let import = |extra: &[&str]| {
+        let out = Command::new(GATEHOUSE)
+            .args(["--control"])
+            .arg(dir.path().join("no-hub.sock"))
+            .args([
+                "import",
+                "--from",
+                "claude-code",
+                "--config",
+                cfg.to_str().unwrap(),
+            ])
+            .args(extra)
+            .current_dir(&proj)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = import(&[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let proj_dir = proj.display().to_string();
+    assert!(
+        out.contains(&format!(
+            "local-db ← \"local-db\" (local {proj_dir} scope): uvx server-db --read-only"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "tracker ← \"tracker\" (project {proj_dir} scope): https://mcp.example.com/mcp"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("docs ← \"docs\" (user scope): npx -y server-docs"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "defined differently in the project {proj_dir} and user scopes"
+        )),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["local-db", "tracker"], "{c}");
+    assert_eq!(
+        c["servers"]["local-db"]["env"]["DB_HOST"], "db.internal",
+        "{c}"
+    );
+    // Both `docs`, each named for its scope.
+    let project = format!("docs@project {proj_dir}=docs-fork");
+    let (code, out, err) = import(&["--rename", "docs@user=docs", "--rename", &project]);
+    assert_eq!(code, 0.into(), "{out}{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    assert_eq!(
+        c["servers"]["docs"]["args"],
+        json!(["-y", "server-docs"]),
+        "{c}"
+    );
+    assert_eq!(
+        c["servers"]["docs-fork"]["args"],
+        json!(["-y", "server-docs-fork"]),
+        "{c}"
+    );
+}
+
+/// The real Codex writes its TOML (`codex mcp add`: stdio with env, HTTP with a bearer token
+/// from a variable); `gatehouse import --from codex` brings each server over — the token as a
+/// secret to set, never a value — and `client-config codex --write` adds the `gatehouse connect`
+/// entry with every other table and comment kept, which Codex then lists and which reaches the
+/// hub from Codex's trimmed environment.
+#[tokio::test]
+#[ignore = "needs the real Codex: run `make test`"]
+async fn codex_is_imported_and_connected_in_its_own_toml() {
+    let codex = peer_bin("codex/node_modules/.bin/codex");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let run_codex = |args: &[&str]| {
+        let out = Command::new(&codex)
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "codex {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run_codex(&["mcp", "add", "docs", "--", "npx", "-y", "server-docs"]);
+    run_codex(&[
+        "mcp",
+        "add",
+        "envd",
+        "--env",
+        "REGION=eu",
+        "--",
+        "uvx",
+        "server-y",
+        "--flag",
+    ]);
+    run_codex(&[
+        "mcp",
+        "add",
+        "remote",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--bearer-token-env-var",
+        "EX_TOKEN",
+    ]);
+    let file = home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text = format!(
+        "# my Codex settings\nmodel = \"o3\"\n\n{text}\n[profiles.fast]\nmodel = \"o4-mini\"\n"
+    );
+    std::fs::write(&file, &text).unwrap();
+
+    let cfg = dir.path().join("gatehouse.json");
+    let gh = |args: &[&str]| {
+        let out = Command::new(GATEHOUSE)
+            .arg("--control")
+            .arg(dir.path().join("no-hub.sock"))
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = gh(&[
+        "import",
+        "--from",
+        "codex",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let s = &c["servers"];
+    assert_eq!(s["docs"]["command"], "npx", "{c}");
+    assert_eq!(s["docs"]["args"], json!(["-y", "server-docs"]), "{c}");
+    assert_eq!(s["envd"]["env"]["REGION"], "eu", "{c}");
+    assert_eq!(s["remote"]["url"], "https://mcp.example.com/mcp", "{c}");
+    let auth = s["remote"]["headers"]["Authorization"].to_string();
+    assert!(
+        auth.contains("EX_TOKEN") && !auth.contains("${"),
+        "a reference, never the placeholder text: {c}"
+    );
+
+    let (code, out, err) = gh(&["client-config", "codex", "--write"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    for kept in [
+        "# my Codex settings",
+        "model = \"o3\"",
+        "[profiles.fast]",
+        "[mcp_servers.docs]",
+        "bearer_token_env_var = \"EX_TOKEN\"",
+    ] {
+        assert!(written.contains(kept), "{kept} lost:\n{written}");
+    }
+    let listed: Value =
+        serde_json::from_str(&run_codex(&["mcp", "get", "gatehouse", "--json"])).unwrap();
+    assert_eq!(listed["transport"]["type"], "stdio", "{listed}");
+    assert_eq!(listed["transport"]["args"], json!(["connect"]), "{listed}");
+    let command = listed["transport"]["command"].as_str().unwrap().to_owned();
+
+    // What Codex starts, started as Codex would (a few variables only), reaches a running hub.
+    let served = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
+    let mut bridge = tokio::process::Command::new(&command)
+        .arg("connect")
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("GATEHOUSE_CONTROL", &served.sock)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut stdin = bridge.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"codex-mcp-client\",\"version\":\"0.171.0\"}}}\n")
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_or_default();
+    assert!(line.contains("\"gatehouse\""), "{line}");
+}
