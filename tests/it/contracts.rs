@@ -421,20 +421,9 @@ async fn connect_finds_its_hub_when_the_client_dropped_xdg_runtime_dir() {
         std::fs::create_dir(d).unwrap();
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
-    let cfg = dir.path().join("gatehouse.json");
-    std::fs::write(&cfg, config(&[("fx", fixture(&[]))])).unwrap();
     let sock = run.join("gatehouse").join("control.sock");
     let log = dir.path().join("serve.log");
-    let child = Command::new(GATEHOUSE)
-        .args([
-            "serve",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
+    let child = serve_command(dir.path(), &config(&[("fx", fixture(&[]))]))
         .env_remove("GATEHOUSE_CONTROL")
         .env("XDG_RUNTIME_DIR", &run)
         .env("HOME", &home)

@@ -22,18 +22,7 @@ fn is_root() -> bool {
 }
 
 fn serve_cmd(dir: &std::path::Path, control: &std::path::Path) -> std::process::Output {
-    let cfg = dir.join("gatehouse.json");
-    std::fs::write(&cfg, config(&[])).unwrap();
-    let mut child = Command::new(GATEHOUSE)
-        .args([
-            "serve",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--data-dir")
-        .arg(dir.join("data"))
+    let mut child = serve_command(dir, &config(&[]))
         .env("GATEHOUSE_CONTROL", control)
         .env("GATEHOUSE_TOKEN", "t".repeat(64))
         .stdout(Stdio::null())

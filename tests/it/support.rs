@@ -224,6 +224,21 @@ pub async fn serve_without_env(
     serve_env(dir, config_text, expect_running, remove, &[]).await
 }
 
+/// `gatehouse serve` of `config_text` (written to `DIR/gatehouse.json`), its data in `DIR/data`,
+/// on a free loopback port: the command, for a test to give its environment and spawn.
+pub fn serve_command(dir: &Path, config_text: &str) -> Command {
+    let cfg = dir.join("gatehouse.json");
+    std::fs::write(&cfg, config_text).unwrap();
+    let mut c = Command::new(GATEHOUSE);
+    c.arg("serve")
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args(["--listen", "127.0.0.1:0"]);
+    c
+}
+
 /// Like [`serve`], with some variables removed from the hub's environment and some set.
 pub async fn serve_env(
     dir: &Path,
@@ -232,20 +247,9 @@ pub async fn serve_env(
     remove: &[&str],
     set: &[(&str, &str)],
 ) -> Served {
-    let cfg = dir.join("gatehouse.json");
-    std::fs::write(&cfg, config_text).unwrap();
     let sock = dir.join("control.sock");
     let log = dir.join("serve.log");
-    let child = Command::new(GATEHOUSE)
-        .args([
-            "serve",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--data-dir",
-            dir.join("data").to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
+    let child = serve_command(dir, config_text)
         .env("GATEHOUSE_CONTROL", &sock)
         .envs_remove(remove)
         .envs(set.iter().copied())
