@@ -305,7 +305,7 @@ pub fn write_entry(
         })?;
     let mut removed = Vec::new();
     servers.retain(|name, _| {
-        let drop = name != ENTRY_NAME && managed.contains(&crate::import::normalise_id(name));
+        let drop = name != ENTRY_NAME && managed.contains(&crate::naming::normalise_id(name));
         if drop {
             removed.push(name.clone());
         }

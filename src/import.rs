@@ -348,27 +348,7 @@ pub fn looks_like_credential(name: &str) -> bool {
         || n == "KEY"
 }
 
-/// A client's server name as a Gatehouse id: lower case, `[a-z0-9-]`, at most 32 characters.
-pub fn normalise_id(name: &str) -> String {
-    let mut id: String = name
-        .chars()
-        .map(|c| match c {
-            'A'..='Z' => c.to_ascii_lowercase(),
-            'a'..='z' | '0'..='9' | '-' => c,
-            _ => '-',
-        })
-        .collect();
-    while id.contains("--") {
-        id = id.replace("--", "-");
-    }
-    let id = id.trim_matches('-');
-    let id: String = id.chars().take(32).collect();
-    if id.is_empty() {
-        "server".to_owned()
-    } else {
-        id.trim_end_matches('-').to_owned()
-    }
-}
+pub use crate::naming::normalise_id;
 
 /// What an import will do with each candidate.
 #[derive(Debug, Clone, PartialEq)]

@@ -43,6 +43,28 @@ pub fn split_server(exposed: &str) -> Option<(&str, &str)> {
     exposed.split_once("__")
 }
 
+/// A client's server name as a Gatehouse id: lower case, `[a-z0-9-]`, at most 32 characters.
+pub fn normalise_id(name: &str) -> String {
+    let mut id: String = name
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' => c.to_ascii_lowercase(),
+            'a'..='z' | '0'..='9' | '-' => c,
+            _ => '-',
+        })
+        .collect();
+    while id.contains("--") {
+        id = id.replace("--", "-");
+    }
+    let id = id.trim_matches('-');
+    let id: String = id.chars().take(32).collect();
+    if id.is_empty() {
+        "server".to_owned()
+    } else {
+        id.trim_end_matches('-').to_owned()
+    }
+}
+
 /// Whether a name fits `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn is_valid(name: &str) -> bool {
     !name.is_empty()

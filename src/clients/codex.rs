@@ -92,7 +92,7 @@ pub fn write(
     let mut removed = Vec::new();
     let names: Vec<String> = servers.iter().map(|(k, _)| k.to_owned()).collect();
     for n in names {
-        if n != name && managed.contains(&crate::import::normalise_id(&n)) {
+        if n != name && managed.contains(&crate::naming::normalise_id(&n)) {
             servers.remove(&n);
             removed.push(n);
         }
