@@ -321,7 +321,7 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     d.view("connect").await;
     d.wait_js(
         "the client snippets",
-        "return document.querySelectorAll('#client-snippets .snippet').length === 4;",
+        "return document.querySelectorAll('#client-snippets .snippet').length === 5;",
     )
     .await;
     let page = d.js("return document.documentElement.outerHTML").await;
