@@ -448,7 +448,8 @@ async fn temp_files_of_an_interrupted_write_are_removed_at_the_next_start() {
 /// A client file that now holds the gateway's bearer token is readable by the person only: a
 /// looser mode becomes 0600, a stricter one is kept, and the person is told.
 #[tokio::test]
-async fn a_client_file_holding_the_token_is_readable_by_its_owner_only() {
+async fn a_client_file_holding_the_token_is_readable_by_its_owner_only_and_holds_its_own_profiles()
+{
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let served = serve(dir.path(), &config(&[]), &[]).await;
@@ -471,10 +472,38 @@ async fn a_client_file_holding_the_token_is_readable_by_its_owner_only() {
         assert!(err.contains("readable by you only"), "{err}");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, after, "{before:o}");
-        assert!(std::fs::read_to_string(&file)
+        // Cursor's own profile's token, not the gateway's: an "always" for Cursor is Cursor's.
+        let own = gatehouse::control::ControlClient::new(served.sock.clone())
+            .request::<gatehouse::control::GatewayInfo>(&gatehouse::control::Request::Gateway {
+                client: Some("cursor".into()),
+            })
+            .await
             .unwrap()
-            .contains(&served.info.token));
+            .token;
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains(&own), "{written}");
+        assert!(!written.contains(&served.info.token), "{written}");
+        assert!(err.contains("Cursor"), "{err}");
     }
+    // `--client default` shares the gateway token, as before profiles.
+    let file = dir.path().join("shared.json");
+    let (code, _, err) = run(
+        dir.path(),
+        Some(&served.sock),
+        &[
+            "client-config",
+            "cursor",
+            "--write",
+            "--client",
+            "default",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains(&served.info.token));
 }
 
 /// Gatehouse never proxies itself: its own entry in a client's file is never offered for import,

@@ -136,9 +136,10 @@ fn claude_codes_own_scopes_are_all_imported_and_labelled() {
 
 /// The real Codex writes its TOML (`codex mcp add`: stdio with env, HTTP with a bearer token
 /// from a variable); `gatehouse import --from codex` brings each server over — the token as a
-/// secret to set, never a value — and `client-config codex --write` adds the `gatehouse connect`
-/// entry with every other table and comment kept, which Codex then lists and which reaches the
-/// hub from Codex's trimmed environment.
+/// secret to set, never a value — and `client-config codex --write` gives Codex a client profile
+/// of its own and adds its `gatehouse connect --client codex` entry with every other table and
+/// comment kept, which Codex then lists and which reaches the hub from Codex's trimmed
+/// environment.
 #[tokio::test]
 #[ignore = "needs the real Codex: run `make test`"]
 async fn codex_is_imported_and_connected_in_its_own_toml() {
@@ -236,16 +237,31 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     ] {
         assert!(written.contains(kept), "{kept} lost:\n{written}");
     }
+    // Codex gets a profile of its own: made in the config (no hub runs), named in its entry.
+    assert!(
+        err.contains("Codex gets a client profile of its own, \"codex\""),
+        "{err}"
+    );
+    let own: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/gatehouse/gatehouse.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(own["clients"]["codex"].is_object(), "{own}");
     let listed: Value =
         serde_json::from_str(&run_codex(&["mcp", "get", "gatehouse", "--json"])).unwrap();
     assert_eq!(listed["transport"]["type"], "stdio", "{listed}");
-    assert_eq!(listed["transport"]["args"], json!(["connect"]), "{listed}");
+    assert_eq!(
+        listed["transport"]["args"],
+        json!(["connect", "--client", "codex"]),
+        "{listed}"
+    );
     let command = listed["transport"]["command"].as_str().unwrap().to_owned();
 
     // What Codex starts, started as Codex would (a few variables only), reaches a running hub.
-    let served = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
+    let hub_config = json!({"servers": {"fx": fixture(&[])}, "clients": {"codex": {}}});
+    let served = serve(dir.path(), &hub_config.to_string(), &["fx"]).await;
     let mut bridge = tokio::process::Command::new(&command)
-        .arg("connect")
+        .args(["connect", "--client", "codex"])
         .env_clear()
         .env("HOME", &home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())

@@ -309,8 +309,21 @@ pub struct ClientConfigArgs {
 }
 
 /// Prints (or merges into the client's file) the entry connecting a client to Gatehouse.
-pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> Result<(), String> {
+pub async fn client_config(
+    mut args: ClientConfigArgs,
+    control: &ControlClient,
+) -> Result<(), String> {
     let kind = ClientKind::parse(&args.target)?;
+    // Written into a client's file, the entry gets a profile of that client's own (made when
+    // missing), so what the person allows "always" for it covers it alone; `--client ID` names
+    // another (shared) one, `--client default` the gateway token.
+    if args.write && args.client.is_none() {
+        own_profile(kind, control).await?;
+        args.client = Some(kind.id().to_owned());
+    }
+    if args.client.as_deref() == Some(gatehouse::profiles::DEFAULT_PROFILE) {
+        args.client = None;
+    }
     let (url, token) = if kind.speaks_http() {
         let info: GatewayInfo = control
             .request(&Request::Gateway {
@@ -386,6 +399,62 @@ pub async fn client_config(args: ClientConfigArgs, control: &ControlClient) -> R
         );
     }
     Ok(())
+}
+
+/// Makes client profile `kind.id()` (every server, the default policy) unless it exists: through
+/// the running hub, or — for a client that starts the bridge, when no hub runs — in the config
+/// file, where the hub makes its token when it starts. An existing profile is left as it is.
+async fn own_profile(kind: ClientKind, control: &ControlClient) -> Result<(), String> {
+    use gatehouse::control::ClientInfo;
+    let id = kind.id();
+    let said = |made: bool| {
+        let what = if made {
+            "a client profile of its own"
+        } else {
+            "its own client profile"
+        };
+        eprintln!(
+            "{} gets {what}, \"{id}\": what you allow \"always\" for {} covers {} only (pass --client default to share the gateway token instead).",
+            kind.label(),
+            kind.label(),
+            kind.label()
+        );
+    };
+    match control.request::<Vec<ClientInfo>>(&Request::Clients).await {
+        Ok(rows) if rows.iter().any(|r| r.id == id) => {
+            said(false);
+            Ok(())
+        }
+        Ok(_) => {
+            control
+                .request::<Vec<ClientInfo>>(&Request::SaveClient {
+                    id: id.to_owned(),
+                    servers: None,
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+            said(true);
+            Ok(())
+        }
+        Err(_) if !kind.speaks_http() => {
+            let path = config::default_config_path();
+            let mut made = false;
+            config::edit(&path, |c| {
+                if c.clients.keys().any(|k| k.as_str() == id) {
+                    return Ok(c.clone());
+                }
+                made = true;
+                c.with_client(id, gatehouse::config::ClientProfile::default())
+            })
+            .map_err(|e| e.to_string())?;
+            said(made);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "{e}\n(the entry needs the running hub, which makes {}'s client profile and its token)",
+            kind.label()
+        )),
+    }
 }
 
 fn reqwest_port(url: &str) -> Option<u16> {
