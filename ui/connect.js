@@ -147,7 +147,8 @@ export async function shown() {
         c.path ? el('button', { type: 'button', dataset: { act: 'write' } }, `Write to ${c.label}'s config`) : null));
     card.querySelector('[data-act=copy]').addEventListener('click', () => copy(c.snippet, `${c.label} config copied`));
     card.querySelector('[data-act=write]')?.addEventListener('click', async () => {
-      if (!await api.confirm(`Add Gatehouse to ${c.path}? Its other entries are kept and a backup is made.`, `Write to ${c.label}`, 'Write')) return;
+      const as = profile ? `as client profile ${profile}` : `as ${c.label}'s own client profile, "${c.id}" (made if missing: what you allow "always" for ${c.label} covers ${c.label} only)`;
+      if (!await api.confirm(`Add Gatehouse to ${c.path} ${as}? Its other entries are kept and a backup is made.`, `Write to ${c.label}`, 'Write')) return;
       try {
         toast(await api.writeClientConfig(c.id, profile));
       } catch (e) {

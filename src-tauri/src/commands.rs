@@ -481,12 +481,26 @@ pub fn set_autostart<R: Runtime>(app: AppHandle<R>, enabled: bool) -> CommandRes
 
 /// Writes Gatehouse's entry into a client's own config file (backup kept, other entries kept).
 #[tauri::command]
-pub fn write_client_config(
+pub async fn write_client_config(
     state: AppStateRef<'_>,
     target: String,
     profile: Option<String>,
 ) -> CommandResult<String> {
     let kind = ClientKind::parse(&target).map_err(CommandError::invalid)?;
+    // No profile chosen: the client gets one of its own (made when missing), so what the person
+    // allows "always" for it covers it alone — as `client-config NAME --write` does.
+    let profile = match profile.filter(|p| !p.trim().is_empty()) {
+        Some(p) => Some(p),
+        None => {
+            let hub = state.hub()?;
+            let id = kind.id();
+            if !hub.config().clients.keys().any(|k| k.as_str() == id) {
+                hub.save_client(id, gatehouse::config::ClientProfile::default())
+                    .await?;
+            }
+            Some(id.to_owned())
+        }
+    };
     let (url, token, profile) = gateway_for(&state, profile)?;
     let path = kind
         .config_path()
@@ -499,12 +513,18 @@ pub fn write_client_config(
         clients::write_entry(&path, kind, &entry, &[]).map_err(CommandError::failed)?;
     Ok(match backup {
         Some(b) => format!(
-            "Wrote {} (backup: {}){}",
+            "Wrote {} as client profile {} (backup: {}){}",
             path.display(),
+            profile.as_deref().unwrap_or("default"),
             b.display(),
             private_note(kind)
         ),
-        None => format!("Wrote {}{}", path.display(), private_note(kind)),
+        None => format!(
+            "Wrote {} as client profile {}{}",
+            path.display(),
+            profile.as_deref().unwrap_or("default"),
+            private_note(kind)
+        ),
     })
 }
 
@@ -520,7 +540,7 @@ fn own_port(state: &AppState) -> Vec<u16> {
 
 fn private_note(kind: ClientKind) -> &'static str {
     if kind.speaks_http() {
-        "; it holds the gateway token, so only you can read it (mode 0600)"
+        "; it holds a Gatehouse token, so only you can read it (mode 0600)"
     } else {
         ""
     }

@@ -801,7 +801,8 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         "{out}"
     );
 
-    // Connect → "Write to Cursor's config": confirmed in the native dialog, merged into the file.
+    // Connect → "Write to Cursor's config": confirmed in the native dialog, merged into the file,
+    // as Cursor's own client profile.
     d.view("connect").await;
     d.click(".snippet[data-client=cursor] [data-act=write]")
         .await;
@@ -825,6 +826,15 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
     assert_eq!(
         written["mcpServers"]["Helper"]["env"]["HELPER_API_KEY"],
         "plain-e2e-key"
+    );
+    // No profile chosen: Cursor got one of its own, and its token — not the gateway's.
+    let auth = written["mcpServers"]["gatehouse"]["headers"]["Authorization"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        auth.starts_with("Bearer ") && !auth.contains(TOKEN),
+        "{written}"
     );
     d.quit().await;
 }
