@@ -29,6 +29,9 @@ pub struct ClientInfo {
     /// The clients seen on this profile in the last 5 minutes, most recent first.
     #[serde(default)]
     pub connected: Vec<Connected>,
+    /// How long a call of this profile's clients waits for the person (`approval.timeout_secs`).
+    #[serde(default)]
+    pub approval_timeout_secs: u64,
 }
 
 /// A client seen on the gateway: who it said it is and what it speaks.
@@ -46,6 +49,20 @@ pub struct Connected {
     pub last_seen_ms: u64,
     /// Whether its session is still open.
     pub open: bool,
+    /// How long it waits for a call's answer before giving up, when known (by its name).
+    #[serde(default)]
+    pub gives_up_after_secs: Option<u64>,
+}
+
+/// How long a client known by its `clientInfo.name` waits for a request's answer, when that is
+/// known and shorter than an approval may take: the MCP Inspector's CLI is built on the
+/// TypeScript SDK, whose requests time out at 60 s (a held call it is waiting on is abandoned
+/// then). Clients seen waiting longer (Claude Code, Codex, Gemini CLI) have none listed.
+pub fn known_timeout_secs(client_name: &str) -> Option<u64> {
+    match client_name {
+        "inspector-cli" => Some(60),
+        _ => None,
+    }
 }
 
 /// The tool limit of a client known by its profile's name: Cursor warns past 40 tools, VS Code

@@ -297,8 +297,10 @@ impl ClientSession {
 /// (clientInfo name, profile, last seen) of a session.
 fn describe(s: &ClientSession, open: bool) -> Connected {
     let info = s.info();
+    let name = info.name.unwrap_or_else(|| "unnamed client".into());
     Connected {
-        name: info.name.unwrap_or_else(|| "unnamed client".into()),
+        gives_up_after_secs: crate::profiles::known_timeout_secs(&name),
+        name,
         version: info.version,
         protocol: info.protocol_version,
         profile: s.profile.clone().unwrap_or_else(|| "default".into()),

@@ -49,6 +49,7 @@ impl HubHandle {
             tools: count(&everything),
             limit: None,
             connected: of(DEFAULT_PROFILE),
+            approval_timeout_secs: config.approval.timeout_secs,
         }];
         for (id, profile) in &config.clients {
             out.push(ClientInfo {
@@ -60,6 +61,7 @@ impl HubHandle {
                 tools: count(profile),
                 limit: known_limit(id.as_str()),
                 connected: of(id.as_str()),
+                approval_timeout_secs: config.approval.timeout_secs,
             });
         }
         out

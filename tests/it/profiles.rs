@@ -589,3 +589,34 @@ async fn clients_lists_who_is_connected_on_each_profile() {
         text(&out)
     );
 }
+
+/// A client known to give up before an approval may end (the Inspector CLI, on the TypeScript
+/// SDK: 60 s) is flagged by `gatehouse clients` when `approval.timeout_secs` is longer; with a
+/// shorter approval timeout, no warning.
+#[tokio::test]
+async fn clients_warns_when_an_approval_outlasts_a_clients_patience() {
+    for (approval, warned) in [(120, true), (45, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let cfg = json!({
+            "servers": {"a": fixture(&[])},
+            "approval": {"default": "flagged-only", "timeout_secs": approval}
+        });
+        let served = serve(d, &cfg.to_string(), &["a"]).await;
+        let who = json!({"name": "inspector-cli", "version": "0.5.1"});
+        let _c = Mcp::open_with(&served.info.url, &served.info.token, who, "2025-11-25").await;
+        let out = gh(d, &["clients", "--json"]);
+        let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            rows[0]["connected"][0]["gives_up_after_secs"], 60,
+            "{rows:?}"
+        );
+        assert_eq!(rows[0]["approval_timeout_secs"], approval, "{rows:?}");
+        let listing = text(&gh(d, &["clients"]));
+        assert_eq!(
+            listing.contains("inspector-cli gives up on a call after 60 s"),
+            warned,
+            "approval {approval} s: {listing}"
+        );
+    }
+}

@@ -472,6 +472,15 @@ pub async fn clients(
                     .map_or("protocol unknown".into(), |p| format!("protocol {p}")),
                 now.saturating_sub(c.last_seen_ms) / 1000
             );
+            let approval = r.approval_timeout_secs;
+            if let Some(gives_up) = c.gives_up_after_secs {
+                if approval > gives_up {
+                    say!(
+                        "    warning: {} gives up on a call after {gives_up} s, and approval.timeout_secs is {approval} s: a call held for your answer may be abandoned before you give it (answer sooner, or lower approval.timeout_secs)",
+                        c.name
+                    );
+                }
+            }
         }
         if let Some(limit) = r.limit.filter(|l| r.tools > *l) {
             say!(
