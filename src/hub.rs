@@ -195,7 +195,7 @@ impl Hub {
                 shutting_down: false,
             }),
             config_edit: tokio::sync::Mutex::new(()),
-            connected: std::sync::OnceLock::new(),
+            connected: Mutex::new(None),
         });
         let hub = HubHandle { inner };
         hub.install(config);
@@ -225,8 +225,10 @@ struct Inner {
     /// Serialises edits of the config file (read → edit → save → apply) so two edits never
     /// interleave; an async mutex because applying awaits the actors.
     config_edit: tokio::sync::Mutex<()>,
-    /// Who is connected, as the gateway (which sits above the hub) tells it when asked.
-    connected: std::sync::OnceLock<ConnectedView>,
+    /// Who is connected, as the gateway (which sits above the hub) tells it when asked; the
+    /// latest gateway's view. The lock guards one read or replacement; the view takes none of
+    /// the hub's locks.
+    connected: Mutex<Option<ConnectedView>>,
 }
 
 /// The gateway's answer to "which clients were active in the last 5 minutes".

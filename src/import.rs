@@ -50,7 +50,7 @@ impl Candidate {
     /// `--token=X`): a screen or a log is no place for them.
     pub fn command_line(&self) -> String {
         if let Some(url) = self.entry.get("url").and_then(Value::as_str) {
-            return url.to_owned();
+            return hide_credential_query(url);
         }
         let command = self.entry.get("command").and_then(Value::as_str);
         let args: Vec<&str> = self
@@ -71,8 +71,8 @@ impl Candidate {
 /// known project's `.mcp.json`), each server labelled with its scope.
 pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
     let text = crate::client_file::read(path).map_err(|e| e.to_string())?;
-    let mut found = parse_source(&text, path)?;
-    let root: Value = serde_json::from_str(&text).unwrap_or_default();
+    let root = parse_text(&text, path)?;
+    let mut found = parse_root(&root, path)?;
     if let Some(root) = root.as_object().filter(|r| claude_code::is_claude_code(r)) {
         for (scope, file) in claude_code::project_files(root) {
             let text = crate::client_file::read(&file).map_err(|e| e.to_string())?;
@@ -88,17 +88,21 @@ pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
 
 /// Reads client-file or manifest text; `path` is only used in messages.
 pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
-    // Codex's config is TOML: read the way Codex reads it, into the shape of the others.
+    parse_root(&parse_text(text, path)?, path)
+}
+
+/// A client file's text as JSON: Codex's TOML read the way Codex reads it (into the shape of
+/// the others), anything else as JSON; errors name the file, the position and the fix.
+fn parse_text(text: &str, path: &Path) -> Result<Value, String> {
     if path.extension().is_some_and(|e| e == "toml") {
-        let root = crate::clients::codex::read(text).map_err(|e| {
+        return crate::clients::codex::read(text).map_err(|e| {
             format!(
                 "{}: {e}; fix the file in its client first — nothing was imported",
                 path.display()
             )
-        })?;
-        return parse_root(&root, path);
+        });
     }
-    let root: Value = serde_json::from_str(text).map_err(|e| {
+    serde_json::from_str(text).map_err(|e| {
         format!(
             "{}:{}:{}: not valid JSON ({}); fix the file in its client first — nothing was imported",
             path.display(),
@@ -106,8 +110,7 @@ pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
             e.column(),
             e.to_string().split(" at line ").next().unwrap_or_default()
         )
-    })?;
-    parse_root(&root, path)
+    })
 }
 
 fn parse_root(root: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
@@ -302,6 +305,10 @@ fn hide_credential_args(args: &[&str]) -> Vec<String> {
             out.push(HIDDEN.to_owned());
             continue;
         }
+        if a.contains("://") {
+            out.push(hide_credential_query(a));
+            continue;
+        }
         if let Some((name, _)) = a
             .split_once(':')
             .filter(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace) && credential(n))
@@ -326,6 +333,33 @@ fn hide_credential_args(args: &[&str]) -> Vec<String> {
         out.push((*a).to_owned());
     }
     out
+}
+
+/// `url` with the values of credential-named query parameters (`?api_key=…`, `&token=…`)
+/// replaced by `(hidden)`; anything else, or text that is no URL, as it is.
+fn hide_credential_query(url: &str) -> String {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return url.to_owned();
+    };
+    let pairs: Vec<(String, String)> = parsed.query_pairs().into_owned().collect();
+    let credential = |k: &str| looks_like_credential(&k.replace('-', "_"));
+    if !pairs.iter().any(|(k, _)| credential(k)) {
+        return url.to_owned();
+    }
+    parsed
+        .query_pairs_mut()
+        .clear()
+        .extend_pairs(pairs.iter().map(|(k, v)| {
+            (
+                k.as_str(),
+                if credential(k) {
+                    "(hidden)"
+                } else {
+                    v.as_str()
+                },
+            )
+        }));
+    parsed.to_string()
 }
 
 /// Env or header names whose values are usually credentials.

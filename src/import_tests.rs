@@ -45,6 +45,18 @@ fn client_formats_map_onto_entries() {
         line.contains("--port 8080") && line.contains("https://m.example/mcp"),
         "{line}"
     );
+    // A credential in a URL's query is hidden too, in an argument and as the entry's URL.
+    let q = parse(json!({"mcpServers": {
+        "a": {"command": "npx", "args": ["mcp-remote", "https://m.example/mcp?api_key=s3cr3t&region=eu"]},
+        "b": {"url": "https://m.example/mcp?token=t0k"}
+    }}))
+    .unwrap();
+    let (a, b) = (q[0].command_line(), q[1].command_line());
+    assert!(!a.contains("s3cr3t") && a.contains("region=eu"), "{a}");
+    assert!(
+        !b.contains("t0k") && b.contains("token=%28hidden%29"),
+        "{b}"
+    );
     let err = parse_source("{\"mcpServers\": {", Path::new("b.json")).unwrap_err();
     assert!(err.starts_with("b.json:1:"), "{err}");
     assert!(parse(json!({"other": 1}))

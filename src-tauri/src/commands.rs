@@ -509,8 +509,14 @@ pub async fn write_client_config(
         clients::entry(kind, &url, &token, &clients::gatehouse_bin()),
         profile.as_deref(),
     );
-    let (backup, _) =
-        clients::write_entry(&path, kind, &entry, &[]).map_err(CommandError::failed)?;
+    // The client's file is read (bounded: 8 MiB, 5 s) and written off the async workers.
+    let file = path.clone();
+    let (backup, _) = tauri::async_runtime::spawn_blocking(move || {
+        clients::write_entry(&file, kind, &entry, &[])
+    })
+    .await
+    .map_err(CommandError::failed)?
+    .map_err(CommandError::failed)?;
     Ok(match backup {
         Some(b) => format!(
             "Wrote {} as client profile {} (backup: {}){}",

@@ -21,7 +21,8 @@ pub fn config_path() -> Option<PathBuf> {
 /// (`Bearer ${input:VAR}`), a header from a variable an env reference, `enabled = false`
 /// `disabled`.
 pub fn read(text: &str) -> Result<Value, String> {
-    let root: Value = toml::from_str(text).map_err(|e| format!("not valid TOML ({e})"))?;
+    let root: Value = toml::from_str(text)
+        .map_err(|e| format!("not valid TOML ({})", at(text, e.span(), e.message())))?;
     let mut servers = Map::new();
     for (name, s) in root
         .get("mcp_servers")
@@ -77,9 +78,12 @@ pub fn write(
     entry: &Value,
     managed: &[String],
 ) -> Result<(String, Vec<String>), String> {
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
-        .map_err(|e| format!("not valid TOML ({e}); fix it first — nothing was written"))?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+        format!(
+            "not valid TOML ({}); fix it first — nothing was written",
+            at(text, e.span(), e.message())
+        )
+    })?;
     let servers = doc
         .entry("mcp_servers")
         .or_insert_with(|| {
@@ -105,6 +109,19 @@ pub fn write(
     }
     servers.insert(name, toml_edit::Item::Table(table));
     Ok((doc.to_string(), removed))
+}
+
+/// Where a TOML error is and what it says — never the text around it (the file may hold a
+/// token on that very line).
+fn at(text: &str, span: Option<std::ops::Range<usize>>, message: &str) -> String {
+    let message = message.trim();
+    let Some(start) = span.map(|s| s.start.min(text.len())) else {
+        return message.to_owned();
+    };
+    let before = text.get(..start).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: {message}")
 }
 
 /// A JSON value of an entry (strings, booleans, numbers, arrays, objects) as TOML.
@@ -173,6 +190,12 @@ model = "o4-mini"
         assert!(read("[mcp_servers\n")
             .unwrap_err()
             .contains("not valid TOML"));
+        // The error says where, never what: the line may hold a token.
+        let e = read("[mcp_servers.r]\nhttp_headers = { Authorization = \"Bearer sk-live-123\" \n")
+            .unwrap_err();
+        assert!(!e.contains("sk-live-123") && e.contains("line 2"), "{e}");
+        let e = write("x = \"sk-live-456\" y", "gatehouse", &json!({}), &[]).unwrap_err();
+        assert!(!e.contains("sk-live-456") && e.contains("line 1"), "{e}");
     }
 
     #[test]

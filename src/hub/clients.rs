@@ -5,9 +5,10 @@ use super::*;
 use crate::profiles::Connected;
 
 impl HubHandle {
-    /// Sets where [`HubHandle::clients`] learns which clients are connected (the gateway, once).
+    /// Sets where [`HubHandle::clients`] learns which clients are connected: the gateway over
+    /// this hub (a later one replaces an earlier one's view).
     pub fn set_connected_view(&self, view: impl Fn() -> Vec<Connected> + Send + Sync + 'static) {
-        let _ = self.inner.connected.set(Box::new(view));
+        *crate::sync::lock(&self.inner.connected) = Some(Box::new(view));
     }
 
     /// Every client profile (the `default` one first) with the tools it sees now.
@@ -35,7 +36,10 @@ impl HubHandle {
                 })
                 .sum()
         };
-        let connected = self.inner.connected.get().map(|v| v()).unwrap_or_default();
+        let connected = crate::sync::lock(&self.inner.connected)
+            .as_ref()
+            .map(|v| v())
+            .unwrap_or_default();
         let of = |profile: &str| -> Vec<Connected> {
             connected
                 .iter()

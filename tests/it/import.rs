@@ -16,6 +16,14 @@ fn fixture_file(name: &str) -> String {
     )
 }
 
+/// `client-config cursor --write --file FILE` (and `extra`) against the hub at `sock`.
+fn write_cursor(dir: &Path, sock: &Path, file: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["client-config", "cursor", "--write", "--file"];
+    args.push(file.to_str().unwrap());
+    args.extend_from_slice(extra);
+    run(dir, Some(sock), &args)
+}
+
 /// Runs `gatehouse ARGS` with a control socket that has no hub (unless `sock` is given).
 fn run(dir: &Path, sock: Option<&Path>, args: &[&str]) -> (i32, String, String) {
     let none = dir.join("no-hub.sock");
@@ -274,17 +282,7 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
             .to_string(),
     )
     .unwrap();
-    let (code, _, err) = run(
-        dir.path(),
-        Some(&served.sock),
-        &[
-            "client-config",
-            "cursor",
-            "--write",
-            "--file",
-            file.to_str().unwrap(),
-        ],
-    );
+    let (code, _, err) = write_cursor(dir.path(), &served.sock, &file, &[]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(v["theme"], "dark");
@@ -298,17 +296,7 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
 
     // A broken client file is left alone.
     std::fs::write(&file, "{ not json").unwrap();
-    let (code, _, err) = run(
-        dir.path(),
-        Some(&served.sock),
-        &[
-            "client-config",
-            "cursor",
-            "--write",
-            "--file",
-            file.to_str().unwrap(),
-        ],
-    );
+    let (code, _, err) = write_cursor(dir.path(), &served.sock, &file, &[]);
     assert_eq!(code, 1);
     assert!(err.contains("nothing was written"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{ not json");
@@ -457,17 +445,7 @@ async fn a_client_file_holding_the_token_is_readable_by_its_owner_only_and_holds
         let file = dir.path().join(format!("cursor-{before:o}.json"));
         std::fs::write(&file, "{}").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(before)).unwrap();
-        let (code, _, err) = run(
-            dir.path(),
-            Some(&served.sock),
-            &[
-                "client-config",
-                "cursor",
-                "--write",
-                "--file",
-                file.to_str().unwrap(),
-            ],
-        );
+        let (code, _, err) = write_cursor(dir.path(), &served.sock, &file, &[]);
         assert_eq!(code, 0, "{err}");
         assert!(err.contains("readable by you only"), "{err}");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
@@ -487,19 +465,7 @@ async fn a_client_file_holding_the_token_is_readable_by_its_owner_only_and_holds
     }
     // `--client default` shares the gateway token, as before profiles.
     let file = dir.path().join("shared.json");
-    let (code, _, err) = run(
-        dir.path(),
-        Some(&served.sock),
-        &[
-            "client-config",
-            "cursor",
-            "--write",
-            "--client",
-            "default",
-            "--file",
-            file.to_str().unwrap(),
-        ],
-    );
+    let (code, _, err) = write_cursor(dir.path(), &served.sock, &file, &["--client", "default"]);
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::read_to_string(&file)
         .unwrap()
