@@ -148,7 +148,6 @@ impl Hub {
         let redactions = Arc::new(Redactions::default());
         let mut gateway_ports = opts.gateway_ports;
         gateway_ports.push(config.gateway.listen.port());
-        #[allow(unused_mut)]
         let mut ctx = Context::new(
             bus.clone(),
             opts.secrets,
@@ -162,6 +161,10 @@ impl Hub {
         if let Some(l) = opts.launcher {
             ctx.launcher = l;
         }
+        ctx.sandbox = crate::supervisor::SandboxRoots {
+            guarded: sandbox_guarded(&opts.data_dir, opts.config_path.as_deref()),
+            servers: Some(opts.data_dir.join("servers")),
+        };
         let ctx = Arc::new(ctx);
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions.clone());
         let client_tokens = opts.client_tokens.unwrap_or_else(|| {
@@ -540,4 +543,17 @@ impl HubHandle {
             tokio::task::spawn_blocking(move || approvals.flush(std::time::Duration::from_secs(5)))
                 .await;
     }
+}
+
+/// What no sandboxed server may read: the data directory (tokens, approvals, other servers'
+/// places, logs) and the config file with its last good copy.
+fn sandbox_guarded(data_dir: &std::path::Path, config: Option<&std::path::Path>) -> Vec<PathBuf> {
+    let mut guarded = vec![data_dir.to_owned()];
+    if let Some(c) = config {
+        guarded.push(c.to_owned());
+        let mut bak = c.as_os_str().to_owned();
+        bak.push(".bak");
+        guarded.push(PathBuf::from(bak));
+    }
+    guarded
 }

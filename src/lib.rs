@@ -19,6 +19,7 @@
 //! - [`private`]: 0700 directories and 0600 files for everything Gatehouse keeps.
 //! - [`probe`]: one server started on its own and reported on (`gatehouse test`).
 //! - [`profiles`]: client profiles' tokens (one per AI client).
+//! - [`sandbox`]: every stdio server confined (Landlock + seccomp on Linux).
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
 //! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
@@ -48,6 +49,7 @@ pub mod private;
 pub mod probe;
 pub mod profiles;
 pub mod protocol;
+pub mod sandbox;
 pub mod secrets;
 pub mod service;
 pub mod supervisor;

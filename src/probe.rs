@@ -51,6 +51,8 @@ pub struct ProbeReport {
     pub stderr: Vec<String>,
     /// The config's warnings about it (policy keys naming no tool…).
     pub warnings: Vec<String>,
+    /// A local server's sandbox: its policy and what enforces it.
+    pub sandbox: Option<crate::sandbox::SandboxReport>,
 }
 
 /// One tool as a probe reports it.
@@ -89,6 +91,7 @@ pub async fn probe(
         fix: None,
         stderr: Vec::new(),
         warnings: Vec::new(),
+        sandbox: server.sandbox_report(),
     };
     let key = match ServerId::parse(id) {
         Ok(k) => k,

@@ -193,12 +193,35 @@ function parsePairs(text, sep, what, field) {
   return out;
 }
 
+/** The entry's "sandbox" from the form (undefined for the default); paths it reads are kept. */
+function sandboxFromForm(f) {
+  const level = f.sandbox.value;
+  const write = f.sandbox_write.value.split('\n').map((p) => p.trim()).filter(Boolean);
+  const read = typeof baseEntry.sandbox === 'object' ? baseEntry.sandbox.read ?? [] : [];
+  const offline = f.sandbox_offline.checked;
+  if (!write.length && !read.length && !offline) return level === 'default' ? undefined : level;
+  const o = {};
+  if (level !== 'default') o.policy = level;
+  if (read.length) o.read = read;
+  if (write.length) o.write = write;
+  if (offline) o.network = false;
+  return o;
+}
+
+/** Fills the sandbox fields from an entry's "sandbox". */
+function sandboxToForm(f, s) {
+  const o = typeof s === 'string' ? { policy: s } : s ?? {};
+  f.sandbox.value = o.policy ?? 'default';
+  f.sandbox_write.value = (o.write ?? []).join('\n');
+  f.sandbox_offline.checked = o.network === false;
+}
+
 function entryFromForm(form) {
   const f = form.elements;
   // Start from the entry being edited so settings the form does not show (per-tool flags,
   // startup timeout) are kept.
   const entry = { ...baseEntry };
-  for (const k of ['command', 'args', 'env', 'cwd', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled']) delete entry[k];
+  for (const k of ['command', 'args', 'env', 'cwd', 'sandbox', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled']) delete entry[k];
   if (f.kind.value === 'remote') {
     entry.url = f.url.value.trim();
     const headers = parsePairs(f.headers.value, ':', 'Headers', 'headers');
@@ -211,6 +234,8 @@ function entryFromForm(form) {
     const env = parsePairs(f.env.value, '=', 'Environment', 'env');
     if (Object.keys(env).length) entry.env = env;
     if (f.cwd.value.trim()) entry.cwd = f.cwd.value.trim();
+    const sandbox = sandboxFromForm(f);
+    if (sandbox !== undefined) entry.sandbox = sandbox;
   }
   if (f.requires_approval.value) entry.requires_approval = f.requires_approval.value === 'true';
   if (!f.enabled.checked) entry.enabled = false;
@@ -242,6 +267,7 @@ export async function openForm(id) {
     f.args.value = (baseEntry.args ?? []).join('\n');
     f.env.value = Object.entries(baseEntry.env ?? {}).map(([k, v]) => `${k}=${valueText(v)}`).join('\n');
     f.cwd.value = baseEntry.cwd ?? '';
+    sandboxToForm(f, baseEntry.sandbox);
     f.url.value = baseEntry.url ?? '';
     f.headers.value = Object.entries(baseEntry.headers ?? {}).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
     f.allow_insecure.checked = !!baseEntry.allow_insecure;

@@ -103,6 +103,7 @@ function buildRow(id) {
       el('span', { class: 'name', text: id }),
       el('span', { class: 'display-name' }),
       el('span', { class: 'badge' }),
+      el('span', { class: 'shield', hidden: true }),
       el('span', { class: 'meta' },
         el('span', { class: 'pid' }), el('span', { class: 'uptime' }),
         el('span', { class: 'restarts' }), el('span', { class: 'tools-count' })),
@@ -158,6 +159,19 @@ function render(row) {
   if (s.state === 'restarting' && s.next_retry_ms) {
     badge.title = `next attempt at ${clock(s.next_retry_ms)} (failure ${s.consecutive_failures})`;
   } else badge.title = '';
+  // The sandbox, on every local server's row: a shield when confined, a warning when not.
+  const shield = n.querySelector('.shield');
+  shield.hidden = !s.sandbox;
+  if (s.sandbox) {
+    shield.textContent = s.sandbox.confined ? '🛡' : 'unconfined';
+    shield.className = `shield ${s.sandbox.confined ? 'confined' : 'open'}`;
+    const says = s.sandbox.confined
+      ? `Sandboxed: ${s.sandbox.summary} (${s.sandbox.mechanism})`
+      : `Not sandboxed: ${s.sandbox.mechanism}`;
+    shield.title = says;
+    shield.setAttribute('aria-label', says);
+    shield.setAttribute('role', 'img');
+  }
   n.querySelector('.pid').textContent = s.pid ? `pid ${s.pid}` : '';
   n.querySelector('.pid').dataset.pid = s.pid ?? '';
   n.querySelector('.restarts').textContent = `${s.restarts} restart${s.restarts === 1 ? '' : 's'}`;

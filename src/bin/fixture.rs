@@ -34,6 +34,7 @@
 //!                        description and annotations, serverInfo and instructions, a non-JSON
 //!                        stdout line (across its first 200 bytes) and stderr (base64 of
 //!                        "user:VALUE", URL-encoded)
+//!   --hostile            also list the hostile tools of `fixture/hostile.rs` (sandbox tests)
 //! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, envhash {name},
 //!   leak {name}, touch {path}, stamp,
 //!   exotic {raw} (a result full of things a typed model would lose, or the text of raw written
@@ -58,6 +59,9 @@ use serde_json::{json, Value};
 mod catalog;
 #[path = "fixture/conformance.rs"]
 mod conformance;
+#[cfg(unix)]
+#[path = "fixture/hostile.rs"]
+mod hostile;
 
 use catalog::tools;
 use conformance::conformance;
@@ -87,6 +91,7 @@ struct Opts {
     wrong_id: bool,
     /// Lists `flood` and `churn` too.
     flood: bool,
+    hostile: bool,
     /// Starts a descendant that leaves the process group; its pid goes to this file.
     escape: Option<String>,
     /// Be that descendant (writing the pid to this file).
@@ -121,6 +126,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--silent" => o.silent.push(val("--silent")?),
             "--wrong-id" => o.wrong_id = true,
             "--flood" => o.flood = true,
+            "--hostile" => o.hostile = true,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -471,6 +477,10 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
         }
         // When the request line was read from stdin (ns since the epoch), for latency benches.
         "stamp" => Ok(json!({"content":[{"type":"text","text":read_ns.to_string()}]})),
+        #[cfg(unix)]
+        n if opts.hostile => {
+            hostile::call(n, &params["arguments"]).unwrap_or_else(|| call_tool(&params))
+        }
         _ => call_tool(&params),
     };
     if let Ok(v) = &r {

@@ -241,6 +241,8 @@ pub struct StdioTransport {
     pub env: BTreeMap<String, EnvValue>,
     /// Its working directory.
     pub cwd: Option<String>,
+    /// How it is confined (`"sandbox"`; `default` when the entry says nothing).
+    pub sandbox: crate::sandbox::SandboxPolicy,
 }
 
 /// A remote server.
@@ -305,6 +307,14 @@ impl ServerConfig {
     /// The parts whose change requires a new process / connection.
     pub fn launch_eq(&self, other: &ServerConfig) -> bool {
         self.transport == other.transport && self.startup_timeout_secs == other.startup_timeout_secs
+    }
+
+    /// A stdio server's sandbox as `status` reports it (`None`: a remote server).
+    pub fn sandbox_report(&self) -> Option<crate::sandbox::SandboxReport> {
+        match &self.transport {
+            Transport::Stdio(t) => Some(crate::sandbox::report(&t.sandbox)),
+            Transport::Remote(_) => None,
+        }
     }
 
     /// What the server runs, for tables: its command line (shell-quoted), or its URL without the

@@ -48,6 +48,8 @@ struct RawServer {
     transport: Option<String>,
     /// Tools the person expects (Gremia).
     tools_used: Option<Vec<String>>,
+    /// How a stdio server is confined.
+    sandbox: Option<crate::sandbox::SandboxPolicy>,
 }
 
 #[derive(Deserialize)]
@@ -203,6 +205,7 @@ impl RawServer {
                 if self.auth.is_some() || self.oauth.is_some() {
                     return Err(at("auth", "\"auth\" and \"oauth\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
                 }
+                let sandbox = self.sandbox.unwrap_or_default();
                 let mut env = self.env.unwrap_or_default();
                 super::values::check_env(&mut env)?;
                 Transport::Stdio(StdioTransport {
@@ -210,9 +213,13 @@ impl RawServer {
                     args: self.args.unwrap_or_default(),
                     env,
                     cwd: self.cwd,
+                    sandbox,
                 })
             }
             (None, Some(url)) => {
+                if self.sandbox.is_some() {
+                    return Err(at("sandbox", "\"sandbox\" applies to local (\"command\") servers only: a remote server runs elsewhere", "remove it from this remote server"));
+                }
                 if self.args.is_some() || self.env.is_some() || self.cwd.is_some() {
                     return Err(at("args", "\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only", "remove them from this remote server"));
                 }

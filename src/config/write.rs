@@ -53,6 +53,9 @@ impl Serialize for ServerConfig {
                 if let Some(cwd) = &t.cwd {
                     m.serialize_entry("cwd", cwd)?;
                 }
+                if t.sandbox != crate::sandbox::SandboxPolicy::default() {
+                    m.serialize_entry("sandbox", &t.sandbox)?;
+                }
             }
             Transport::Remote(r) => {
                 m.serialize_entry("url", &r.url)?;

@@ -189,12 +189,17 @@ impl Actor {
                     .call_timeout_secs
                     .store(cfg.call_timeout_secs, std::sync::atomic::Ordering::Relaxed);
                 self.cfg = *cfg;
-                let (enabled, name, command) =
-                    (self.cfg.enabled, self.cfg.name.clone(), self.cfg.describe());
+                let (enabled, name, command, sandbox) = (
+                    self.cfg.enabled,
+                    self.cfg.name.clone(),
+                    self.cfg.describe(),
+                    self.cfg.sandbox_report(),
+                );
                 self.update_status(|s| {
                     s.enabled = enabled;
                     s.name = name;
                     s.command = command;
+                    s.sandbox = sandbox;
                 });
                 if self.state() == State::Running {
                     self.check_expectations();
@@ -258,6 +263,7 @@ impl Actor {
                 log: self.log_fn(),
                 id: self.shared.id.as_str(),
                 oauth: self.ctx.oauth.clone(),
+                sandbox: &self.ctx.sandbox,
             })
             .await;
         let launched = match launched {

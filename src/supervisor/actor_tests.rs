@@ -30,6 +30,7 @@ fn server(fake: &Arc<FakeLauncher>) -> (ServerHandle, tokio::task::JoinHandle<()
         tuning: Tuning::default(),
         gateway_ports: Vec::new(),
         launcher: fake.clone(),
+        sandbox: Default::default(),
         oauth: Arc::new(crate::oauth::Manager::new(
             Arc::new(crate::oauth::NoVault),
             Arc::default(),

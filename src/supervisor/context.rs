@@ -56,6 +56,8 @@ pub struct Context {
     pub(crate) launcher: Arc<dyn Launcher>,
     /// Remote servers' sign-ins and tokens.
     pub oauth: Arc<crate::oauth::Manager>,
+    /// What no sandboxed server may read, and where each one's own places are made.
+    pub sandbox: super::confine::SandboxRoots,
 }
 
 impl Context {
@@ -82,6 +84,7 @@ impl Context {
             tuning,
             gateway_ports,
             launcher: Arc::new(SystemLauncher),
+            sandbox: super::confine::SandboxRoots::default(),
         }
     }
 }

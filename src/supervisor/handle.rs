@@ -62,6 +62,7 @@ impl ServerHandle {
             name: cfg.name.clone(),
             command: cfg.describe(),
             warnings: Vec::new(),
+            sandbox: cfg.sandbox_report(),
         };
         let log_file = ctx.log_dir.as_ref().map(|d| d.join(format!("{id}.log")));
         let shared = Arc::new(Shared {

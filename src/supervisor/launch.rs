@@ -35,6 +35,8 @@ pub(crate) struct LaunchRequest<'a> {
     pub id: &'a str,
     /// Where remote servers' sign-ins are kept.
     pub oauth: Arc<crate::oauth::Manager>,
+    /// What no sandbox opens, and where servers' own places go.
+    pub sandbox: &'a super::confine::SandboxRoots,
 }
 
 /// Why nothing was launched.
@@ -134,7 +136,19 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     let mut env = process::child_env(&env);
     let tag = process::new_tag();
     env.push((process::TAG_VAR.to_owned(), tag.clone()));
-    let mut child = process::spawn(t, &env)?;
+    // The sandbox opens every path of its plan: off the async workers.
+    let (owned, id, roots) = (t.clone(), req.id.to_owned(), req.sandbox.clone());
+    let (env, confinement, note) = tokio::task::spawn_blocking(move || {
+        let mut note = None;
+        let c = super::confine::prepare(&owned, &id, &roots, &mut env, &mut note);
+        c.map(|c| (env, c, note))
+    })
+    .await
+    .map_err(|_| "cannot start: preparing its sandbox failed".to_owned())??;
+    if let Some(n) = note {
+        (req.log)(LogStream::Gatehouse, n);
+    }
+    let mut child = process::spawn(t, &env, confinement)?;
     let pid = child.id().unwrap_or(0);
     let (Some(stdin), Some(stdout), Some(stderr)) = (
         child.stdin().take(),
@@ -172,13 +186,23 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     });
     let (stderr_tx, stderr_done) = oneshot::channel();
     let log = req.log.clone();
+    let policy = t.sandbox.clone();
     tasks.spawn(async move {
         let _done = stderr_tx;
         let mut lines = LineReader::new(stderr, 64 * 1024);
+        // At most this many sandbox hints per launch: a server that loops on a refusal does
+        // not flood its own log.
+        let mut hints = 20u32;
         loop {
             match lines.next().await {
                 Ok(Line::Data(l)) => {
-                    log(LogStream::Stderr, String::from_utf8_lossy(&l).into_owned())
+                    let line = String::from_utf8_lossy(&l).into_owned();
+                    let hint = crate::sandbox::hint_for(&line, &policy).filter(|_| hints > 0);
+                    log(LogStream::Stderr, line);
+                    if let Some(h) = hint {
+                        hints -= 1;
+                        log(LogStream::Gatehouse, h);
+                    }
                 }
                 Ok(Line::TooLong(n)) => log(
                     LogStream::Gatehouse,

@@ -13,6 +13,7 @@ mod actor;
 #[cfg(test)]
 mod actor_tests;
 pub mod backoff;
+pub mod confine;
 mod context;
 #[cfg(test)]
 pub(crate) mod fake;
@@ -26,6 +27,7 @@ mod session;
 mod shared;
 pub mod status;
 
+pub use confine::SandboxRoots;
 pub use context::{Context, Tuning};
 pub use handle::{Followed, Gone, LogFollower, ServerHandle};
 pub use handshake::PROTOCOL_VERSION;

@@ -78,6 +78,7 @@ pub fn child_env(declared: &BTreeMap<String, String>) -> Vec<(String, String)> {
 pub fn spawn(
     t: &StdioTransport,
     env: &[(String, String)],
+    confinement: Option<super::confine::Confinement>,
 ) -> Result<Box<dyn ChildWrapper>, String> {
     let program = expand_tilde(&t.command);
     let cwd = t.cwd.as_deref().map(expand_tilde);
@@ -98,6 +99,16 @@ pub fn spawn(
         if let Some(dir) = &cwd {
             c.current_dir(dir);
         }
+        #[cfg(target_os = "linux")]
+        if let Some(mut confinement) = confinement {
+            // SAFETY: runs in the child between fork and exec; `apply` only calls prctl and the
+            // Landlock and seccomp system calls, allocates nothing and takes no lock.
+            unsafe {
+                c.pre_exec(move || confinement.apply());
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = confinement;
     });
     #[cfg(unix)]
     cmd.wrap(process_wrap::tokio::ProcessGroup::leader());

@@ -157,6 +157,9 @@ pub struct ServerStatus {
     /// a policy key naming no tool…).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// A stdio server's sandbox: its policy and what enforces it (`None` for a remote server).
+    #[serde(default)]
+    pub sandbox: Option<crate::sandbox::SandboxReport>,
 }
 
 pub use crate::tool::{definition_hash, read_only_hint, ToolDef, ToolMeta};

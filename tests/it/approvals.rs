@@ -397,7 +397,8 @@ async fn policies_flagged_only_always_disabled_and_deny_unattended() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = json!({
         "servers": {
-            "free": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}, "pid": {"enabled": false}}},
+            "free": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}, "pid": {"enabled": false}},
+                     "sandbox": {"write": [dir.path()]}},
             "strict": {"command": FIXTURE, "tools": {"add": {"requires_approval": false}}}
         },
         "approval": {"default": "flagged-only", "timeout_secs": 1}

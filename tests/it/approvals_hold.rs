@@ -15,7 +15,8 @@ fn config(spec: &Path, touch: Value, extra_args: &[&str]) -> Value {
     let mut args = vec!["--spec-file", spec.to_str().unwrap()];
     args.extend_from_slice(extra_args);
     json!({
-        "servers": {"fx": {"command": FIXTURE, "args": args, "tools": {"touch": touch}}},
+        "servers": {"fx": {"command": FIXTURE, "args": args, "tools": {"touch": touch},
+                           "sandbox": {"write": [spec.parent().unwrap()]}}},
         "approval": {"default": "ask-unless-read-only", "timeout_secs": 20}
     })
 }

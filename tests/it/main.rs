@@ -21,6 +21,7 @@ mod peers;
 mod profiles;
 mod real_clients;
 mod remote;
+mod sandbox;
 mod secrets;
 mod supervisor;
 mod support;

@@ -196,6 +196,67 @@ async fn without_a_hub_the_verbs_edit_the_config_file() {
         json!({"X-Key": "abc"})
     );
 
+    // The sandbox flags write the entry's "sandbox"; a level that does not exist is refused.
+    let notes = d.join("notes");
+    let out = gh(
+        d,
+        &[
+            "add",
+            "boxed",
+            "--config",
+            c,
+            "--sandbox",
+            "strict",
+            "--allow-write",
+            notes.to_str().unwrap(),
+            "--no-network",
+            "--",
+            FIXTURE,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        config_of(d)["servers"]["boxed"]["sandbox"],
+        json!({"policy": "strict", "write": [notes], "network": false})
+    );
+    let out = gh(
+        d,
+        &[
+            "add",
+            "lax",
+            "--config",
+            c,
+            "--sandbox",
+            "lax",
+            "--",
+            FIXTURE,
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("unknown sandbox \"lax\""),
+        "{}",
+        text(&out)
+    );
+    let out = gh(
+        d,
+        &[
+            "add",
+            "rs",
+            "--config",
+            c,
+            "--url",
+            "https://example.com/mcp",
+            "--no-network",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("sandbox flags are for local servers"),
+        "{}",
+        text(&out)
+    );
+
     assert!(gh(d, &["disable", "fx", "--config", c]).status.success());
     assert_eq!(config_of(d)["servers"]["fx"]["enabled"], false);
     assert!(gh(d, &["enable", "fx", "--config", c]).status.success());
@@ -205,7 +266,7 @@ async fn without_a_hub_the_verbs_edit_the_config_file() {
     let out = gh(d, &["remove", "r", "--config", c]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("unknown server \"r\"; known servers: fx"),
+        text(&out).contains("unknown server \"r\"; known servers: boxed, fx"),
         "{}",
         text(&out)
     );

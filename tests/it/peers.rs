@@ -26,16 +26,27 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
                 "time",
                 json!({"command": peer_bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
             ),
+            // Started the way READMEs say, by npx (its cache warmed by install-peers.sh).
+            (
+                "npx",
+                json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"]}),
+            ),
         ]),
         gatehouse::Tuning::default(),
     );
     let limit = Duration::from_secs(60);
     // server-everything lists 16 tools to a client that declares roots, sampling and
     // elicitation, as Gatehouse does (it forwards those to the calling client).
-    for (id, tools) in [("everything", 16), ("fs", 14), ("time", 2)] {
+    // Each runs and answers inside the default sandbox.
+    for (id, tools) in [("everything", 16), ("fs", 14), ("time", 2), ("npx", 16)] {
         let h = th.server(id);
         let s = wait_state(&h, State::Running, limit).await;
         assert_eq!(s.tools, tools, "{id}: {s:?}");
+        let sandbox = s.sandbox.as_ref().unwrap();
+        assert!(
+            sandbox.confined && sandbox.policy == "default",
+            "{id}: {sandbox:?}"
+        );
     }
     // One real call each, through the supervisor's raw path.
     let r = call_tool(
@@ -60,6 +71,16 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
         .await
         .unwrap();
     assert!(r.contains("peer text"), "{r}");
+    // The directory it was given is its to write, confined or not.
+    let made = scratch.path().join("made.txt");
+    call_tool(
+        &th.server("fs"),
+        "write_file",
+        json!({"path": made, "content": "written inside"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "written inside");
 
     let pgids: Vec<u32> = th.hub.status().iter().filter_map(|s| s.pid).collect();
     th.hub.shutdown().await;

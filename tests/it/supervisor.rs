@@ -447,8 +447,14 @@ async fn descendants_that_left_the_group_end_with_their_server() {
     let dir = tempfile::tempdir().unwrap();
     let (p1, p2) = (dir.path().join("one.pid"), dir.path().join("two.pid"));
     let th = TestHub::start(&config(&[
-        ("one", fixture(&["--escape", p1.to_str().unwrap()])),
-        ("two", fixture(&["--escape", p2.to_str().unwrap()])),
+        (
+            "one",
+            writes_in(fixture(&["--escape", p1.to_str().unwrap()]), dir.path()),
+        ),
+        (
+            "two",
+            writes_in(fixture(&["--escape", p2.to_str().unwrap()]), dir.path()),
+        ),
     ]));
     let one = th.server("one");
     let pid = wait_state(&one, State::Running, T).await.pid.unwrap();

@@ -60,6 +60,12 @@ pub fn fixture(flags: &[&str]) -> serde_json::Value {
     serde_json::json!({"command": FIXTURE, "args": flags})
 }
 
+/// The same entry with its sandbox opened for writing in `dir` (where a test has it leave
+/// marks: pid files, touched files).
+pub fn writes_in(server: serde_json::Value, dir: &Path) -> serde_json::Value {
+    with(server, "sandbox", serde_json::json!({"write": [dir]}))
+}
+
 /// The same entry with one more key set.
 pub fn with(
     mut server: serde_json::Value,

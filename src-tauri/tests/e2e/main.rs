@@ -38,6 +38,21 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     assert_eq!(alpha["tools"], json!(13), "{alpha}");
     assert_eq!(beta["tools"], json!(13), "{beta}");
     d.shot("servers").await;
+    // Every local server's row carries its sandbox: a shield naming what enforces it.
+    let shield = d
+        .wait_js(
+            "alpha's shield",
+            "const s = document.querySelector('article.server[data-id=alpha] .shield');
+             return s && !s.hidden && s.getAttribute('aria-label');",
+        )
+        .await;
+    assert!(
+        shield
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Sandboxed: default (landlock ABI"),
+        "{shield}"
+    );
 
     // The CLI works against the app exactly as against a headless hub.
     let (code, out, err) = d.cli(&["status", "--json"]);

@@ -18,6 +18,8 @@ pub struct Cli {
     pub cmd: Cmd,
 }
 
+// Parsed once per run: the size of `add`'s variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Run the hub until SIGINT/SIGTERM, then stop every server
@@ -148,6 +150,18 @@ pub enum Cmd {
         /// ask: every call asks first; default: follow approval.default
         #[arg(long, value_name = "ask|default", default_value = "default")]
         approval: String,
+        /// How the local server is confined: default, strict or off
+        #[arg(long, value_name = "default|strict|off")]
+        sandbox: Option<String>,
+        /// A path the sandboxed server may read (repeatable)
+        #[arg(long = "allow-read", value_name = "PATH")]
+        allow_read: Vec<String>,
+        /// A path the sandboxed server may read and write (repeatable)
+        #[arg(long = "allow-write", value_name = "PATH")]
+        allow_write: Vec<String>,
+        /// Take the network away from the sandboxed server
+        #[arg(long)]
+        no_network: bool,
         /// The config file when no hub is running (default: the platform config)
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,

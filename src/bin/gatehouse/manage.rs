@@ -20,8 +20,54 @@ pub struct AddArgs {
     pub secret_header: Vec<String>,
     pub cwd: Option<String>,
     pub approval: String,
+    pub sandbox: SandboxArgs,
     pub config: Option<PathBuf>,
     pub command: Vec<String>,
+}
+
+/// `add`'s sandbox flags.
+pub struct SandboxArgs {
+    pub level: Option<String>,
+    pub read: Vec<String>,
+    pub write: Vec<String>,
+    pub no_network: bool,
+}
+
+impl SandboxArgs {
+    fn given(&self) -> bool {
+        self.level.is_some() || !self.read.is_empty() || !self.write.is_empty() || self.no_network
+    }
+
+    /// The entry's `"sandbox"`, absolute paths made from relative ones; `None` for the default.
+    fn value(&self) -> Result<Option<Value>, String> {
+        if !self.given() {
+            return Ok(None);
+        }
+        let absolute = |p: &String| -> Result<String, String> {
+            if p.starts_with('/') || p.starts_with("~/") {
+                return Ok(p.clone());
+            }
+            std::path::absolute(p)
+                .map(|a| a.to_string_lossy().into_owned())
+                .map_err(|e| format!("{p}: {e}"))
+        };
+        let mut o = Map::new();
+        if let Some(l) = &self.level {
+            o.insert("policy".into(), json!(l));
+        }
+        let read: Vec<String> = self.read.iter().map(absolute).collect::<Result<_, _>>()?;
+        let write: Vec<String> = self.write.iter().map(absolute).collect::<Result<_, _>>()?;
+        if !read.is_empty() {
+            o.insert("read".into(), json!(read));
+        }
+        if !write.is_empty() {
+            o.insert("write".into(), json!(write));
+        }
+        if self.no_network {
+            o.insert("network".into(), json!(false));
+        }
+        Ok(Some(Value::Object(o)))
+    }
 }
 
 /// `K=V` pairs into a JSON object; `secret` makes each value a keychain reference.
@@ -62,8 +108,8 @@ pub fn entry(a: &AddArgs) -> Result<Value, String> {
             ))
         }
         (Some(url), None) => {
-            if !a.env.is_empty() || !a.secret_env.is_empty() || a.cwd.is_some() {
-                return Err("--env, --secret-env and --cwd are for local servers; a remote one takes --header and --secret-header".into());
+            if !a.env.is_empty() || !a.secret_env.is_empty() || a.cwd.is_some() || a.sandbox.given() {
+                return Err("--env, --secret-env, --cwd and the sandbox flags are for local servers; a remote one takes --header and --secret-header".into());
             }
             e.insert("url".into(), json!(url));
             let mut headers = pairs("--header", &a.header, false)?;
@@ -95,6 +141,9 @@ pub fn entry(a: &AddArgs) -> Result<Value, String> {
             }
             if let Some(cwd) = &a.cwd {
                 e.insert("cwd".into(), json!(cwd));
+            }
+            if let Some(s) = a.sandbox.value()? {
+                e.insert("sandbox".into(), s);
             }
         }
     }

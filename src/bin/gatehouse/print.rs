@@ -97,6 +97,10 @@ pub fn status_table(rows: &[ServerStatus]) {
         for w in &r.warnings {
             say!("    warning: {w}");
         }
+        // A local server is never silently unconfined.
+        if let Some(s) = r.sandbox.as_ref().filter(|s| !s.confined) {
+            say!("    sandbox: {}", s.mechanism);
+        }
     }
 }
 
@@ -184,6 +188,9 @@ pub fn probe(r: &gatehouse::probe::ProbeReport) {
         );
     }
     say!("  runs: {}", r.command);
+    if let Some(s) = &r.sandbox {
+        say!("  sandbox: {} ({})", s.summary, s.mechanism);
+    }
     if let Some(n) = &r.server_name {
         say!(
             "  server: {n} {}",

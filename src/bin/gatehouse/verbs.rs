@@ -154,10 +154,20 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             secret_header,
             cwd,
             approval,
+            sandbox,
+            allow_read,
+            allow_write,
+            no_network,
             config,
             command,
         } => {
             let args = manage::AddArgs {
+                sandbox: manage::SandboxArgs {
+                    level: sandbox,
+                    read: allow_read,
+                    write: allow_write,
+                    no_network,
+                },
                 id,
                 url,
                 env,

@@ -1,0 +1,90 @@
+use super::*;
+
+fn touch(p: &Path) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, b"x").unwrap();
+}
+
+/// Whether `plan` lets a read of `p` through (some rule at or above it).
+fn reads(plan: &Plan, p: &Path) -> bool {
+    let p = std::fs::canonicalize(p).unwrap();
+    plan.read
+        .iter()
+        .chain(&plan.write)
+        .any(|r| p.starts_with(r))
+}
+
+fn writes(plan: &Plan, p: &Path) -> bool {
+    let p = std::fs::canonicalize(p).unwrap();
+    plan.write.iter().any(|r| p.starts_with(r))
+}
+
+/// The default plan opens the whole home directory but its credential stores and Gatehouse's
+/// own places — not through a symbolic link either — and writes only to the server's places.
+#[test]
+fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let guarded = dir.path().join("gatehouse-data");
+    let data = guarded.join("servers/fs/data");
+    let tmp = guarded.join("servers/fs/tmp");
+    for f in [
+        ".ssh/id_ed25519",
+        ".config/gcloud/credentials.db",
+        ".config/other/settings.json",
+        "notes/todo.md",
+        ".claude.json",
+        ".npm/_cacache/index",
+    ] {
+        touch(&home.join(f));
+    }
+    touch(&guarded.join("approvals.json"));
+    touch(&guarded.join("servers/other/data/secret"));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::os::unix::fs::symlink(home.join(".ssh"), home.join("keys")).unwrap();
+    let places = Places {
+        home: Some(home.clone()),
+        guarded: vec![guarded.clone()],
+        data: data.clone(),
+        tmp: tmp.clone(),
+        cwd: None,
+        program: None,
+        named: named_paths(&["--root=~/notes".into(), "-v".into()], Some(&home)),
+    };
+    let plan = plan(&SandboxPolicy::default(), &places).unwrap();
+    assert!(plan.network);
+    assert!(reads(&plan, &home.join("notes/todo.md")));
+    assert!(reads(&plan, &home.join(".config/other/settings.json")));
+    assert!(reads(&plan, Path::new("/usr")));
+    for denied in [
+        home.join(".ssh/id_ed25519"),
+        home.join(".config/gcloud/credentials.db"),
+        home.join(".claude.json"),
+        guarded.join("approvals.json"),
+        guarded.join("servers/other/data/secret"),
+    ] {
+        assert!(!reads(&plan, &denied), "{} is readable", denied.display());
+    }
+    assert!(
+        !plan.read.iter().any(|r| r.ends_with("keys")),
+        "a link into ~/.ssh was opened"
+    );
+    // Writes: its own places, the runner's cache and the directory its arguments name.
+    assert!(writes(&plan, &data) && writes(&plan, &tmp));
+    assert!(writes(&plan, &home.join(".npm/_cacache")));
+    assert!(writes(&plan, &home.join("notes")));
+    assert!(!writes(&plan, &home.join(".config/other")));
+    assert!(!writes(&plan, Path::new("/usr")));
+    // Off plans nothing; strict reads the system and the paths given, not the home directory.
+    assert!(super::plan(&SandboxPolicy::of(Level::Off), &places).is_none());
+    let strict = super::plan(&SandboxPolicy::of(Level::Strict), &places).unwrap();
+    assert!(reads(&strict, Path::new("/usr")));
+    assert!(reads(&strict, &home.join("notes/todo.md")));
+    assert!(!reads(&strict, &home.join(".config/other/settings.json")));
+    // What the entry itself names is opened even in a store: the person asked for it.
+    let mut asked = SandboxPolicy::default();
+    asked.read.push("~/.ssh".into());
+    let asked = super::plan(&asked, &places).unwrap();
+    assert!(reads(&asked, &home.join(".ssh/id_ed25519")));
+}
