@@ -251,6 +251,11 @@ mod sign_in;
 mod tools;
 
 impl HubHandle {
+    /// Where the gateway keeps the names it gave each client profile (`DATA/names.json`).
+    pub fn client_names_path(&self) -> PathBuf {
+        self.inner.secret_index.with_file_name("names.json")
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
         self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -1,4 +1,6 @@
-//! Exposed tool names: `server__tool`, always `^[a-zA-Z0-9_-]{1,64}$`.
+//! Tool names: the canonical `server__tool` (always `^[a-zA-Z0-9_-]{1,64}$`) that grants, pins,
+//! per-tool keys and the activity log know a tool by, and what fits a client's budget
+//! ([`budget_for`], [`fitted`]); which of them a client profile sees is `gateway::names`.
 //!
 //! Server ids are `[a-z0-9-]` (no `_`), so the first `__` always splits an exposed name back into
 //! server and tool. A tool name that is valid, fits, and does not end like a shortened name is
@@ -12,6 +14,65 @@ pub const MAX_NAME: usize = 64;
 const HASH_HEX: usize = 10;
 /// `_h` + hex digits.
 const SUFFIX_LEN: usize = 2 + HASH_HEX;
+
+/// The name's budget for a client Gatehouse cannot place: what fits Claude Code and Codex, whose
+/// `mcp__gatehouse__` prefix is the longest of the clients people use.
+pub const DEFAULT_BUDGET: usize = 48;
+
+/// The entry name Gatehouse writes into every client's config.
+const ENTRY: &str = "gatehouse";
+
+/// How long a name exposed to a client profile may be: 64 minus the prefix the client of that
+/// name puts in front of a tool of the `gatehouse` entry (CLIENTS.md); [`DEFAULT_BUDGET`] for a
+/// profile named after no known client, and for the gateway token's own (`None`).
+pub fn budget_for(profile: Option<&str>) -> usize {
+    let prefix = match profile.unwrap_or("") {
+        // `mcp__gatehouse__tool`
+        "claude-code" | "codex" => 5 + ENTRY.len() + 2,
+        // `mcp_gatehouse_tool`
+        "gemini" | "gemini-cli" | "vscode" | "vs-code" | "copilot" => 4 + ENTRY.len() + 1,
+        // Server and tool together at most 60.
+        "cursor" => 4 + ENTRY.len(),
+        // `gatehouse__tool` / `gatehouse_tool`
+        "goose" => ENTRY.len() + 2,
+        "opencode" | "zed" | "windsurf" => ENTRY.len() + 1,
+        _ => return DEFAULT_BUDGET,
+    };
+    MAX_NAME - prefix
+}
+
+/// `server__tool` shortened to at most `budget` characters the way [`exposed_name`] shortens to
+/// 64: a sanitised prefix plus `_h` and 10 hex digits of the original's hash.
+pub fn fitted(server: &str, tool: &str, budget: usize) -> String {
+    let canonical = exposed_name(server, tool);
+    let budget = budget.clamp(SUFFIX_LEN + 1, MAX_NAME);
+    if canonical.len() <= budget {
+        return canonical;
+    }
+    let hash = fnv1a64(server.as_bytes(), tool.as_bytes());
+    let hex = format!("{hash:016x}");
+    let mut name: String = canonical
+        .chars()
+        .take(budget - SUFFIX_LEN)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    name.truncate(budget - SUFFIX_LEN);
+    name.push_str("_h");
+    name.push_str(&hex[..HASH_HEX]);
+    name
+}
+
+/// Whether a server's own tool name can be shown to a client as it is: valid, within `budget`,
+/// and not looking like a shortened name.
+pub fn own_fits(tool: &str, budget: usize) -> bool {
+    tool.len() <= budget && is_valid(tool) && !looks_shortened(tool)
+}
 
 /// The name a server's tool is exposed under (see the module docs).
 pub fn exposed_name(server: &str, tool: &str) -> String {
@@ -130,6 +191,29 @@ mod tests {
         let shortened = exposed_name("fs", "a.b");
         let tool = split_server(&shortened).unwrap().1.to_owned();
         assert_ne!(exposed_name("fs", &tool), shortened);
+    }
+
+    /// Every fitted name is valid and within its budget, and two originals never share one.
+    #[test]
+    fn fitted_names_fit_the_budget_and_stay_distinct() {
+        let gh = "add_pull_request_review_comment_to_pending_review";
+        assert_eq!(budget_for(Some("claude-code")), 48);
+        assert_eq!(budget_for(Some("gemini")), 50);
+        assert_eq!(budget_for(None), DEFAULT_BUDGET);
+        assert_eq!(fitted("fs", "read", 48), "fs__read");
+        for budget in [30, 48, 50, 51, 64] {
+            let mut seen = std::collections::HashSet::new();
+            for tool in [
+                gh,
+                "add_pull_request_review_comment_to_pending_reviews",
+                "x.y",
+            ] {
+                let n = fitted("github", tool, budget);
+                assert!(is_valid(&n) && n.len() <= budget, "{n}");
+                assert!(seen.insert(n.clone()), "{n} twice");
+            }
+        }
+        assert!(own_fits(gh, 49) && !own_fits(gh, 48) && !own_fits("a.b", 48));
     }
 
     #[test]

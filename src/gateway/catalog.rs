@@ -31,6 +31,8 @@ pub struct Catalog {
     fingerprint: u64,
     /// The hub's change generation this catalog was built from.
     generation: u64,
+    /// Each client profile's names over this catalog, made when first asked for.
+    views: super::names::Views,
 }
 
 impl Catalog {
@@ -90,7 +92,41 @@ impl Catalog {
             ordered,
             fingerprint: h.finish(),
             generation,
+            views: Default::default(),
         }
+    }
+
+    /// The names client profile `key` (`default`: the gateway token) sees, with `profile` its
+    /// config: made once per catalog and profile setting, from the names given before.
+    pub fn view(
+        &self,
+        key: &str,
+        profile: Option<&crate::config::ClientProfile>,
+        names: &super::names::Names,
+        kept: impl Fn(&str) -> bool,
+    ) -> Arc<super::names::View> {
+        // A profile's setting can change without the catalog changing: it is part of the key.
+        let cache_key = format!("{key}\0{profile:?}");
+        self.views.get(&cache_key, || {
+            let seen: Vec<super::names::Seen<'_>> = self
+                .ordered
+                .iter()
+                .filter(|(name, server, _)| {
+                    profile.is_none_or(|p| p.sees_tool(server.as_str(), name))
+                })
+                .filter_map(|(name, server, _)| {
+                    let e = self.by_name.get(name)?;
+                    Some(super::names::Seen {
+                        canonical: name,
+                        server: server.as_str(),
+                        own: &e.tool.name,
+                        raw: e.tool.raw.get(),
+                    })
+                })
+                .collect();
+            let id = (key != super::names::DEFAULT_PROFILE).then_some(key);
+            names.view(key, crate::naming::budget_for(id), &seen, kept)
+        })
     }
 
     /// The tool exposed as `exposed`.

@@ -56,29 +56,51 @@ impl Gateway {
         let (_, items) = self
             .fan_out_list("prompts/list", "prompts", "prompts")
             .await;
+        #[derive(Deserialize)]
+        struct N {
+            name: String,
+        }
+        let parsed: Vec<(Box<RawValue>, ServerId, String)> = items
+            .into_iter()
+            .filter_map(|(item, server)| {
+                let n = serde_json::from_str::<N>(item.get()).ok()?;
+                Some((item, server, n.name))
+            })
+            .collect();
+        // A prompt keeps its own name when no other server has one of that name (people pick
+        // prompts by name; they are never a model's tool names), else `server__prompt`.
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for (_, _, own) in &parsed {
+            *count.entry(own.as_str()).or_default() += 1;
+        }
+        let canonical: Vec<String> = parsed
+            .iter()
+            .map(|(_, server, own)| exposed_name(server.as_str(), own))
+            .collect();
         let mut names = HashMap::new();
         let mut out = Vec::new();
-        for (item, server) in items {
-            #[derive(Deserialize)]
-            struct N {
-                name: String,
-            }
-            let Ok(n) = serde_json::from_str::<N>(item.get()) else {
-                continue;
+        for ((item, server, own), canonical) in parsed.iter().zip(&canonical) {
+            let unique = count.get(own.as_str()) == Some(&1)
+                && crate::naming::own_fits(own, crate::naming::MAX_NAME)
+                && !names.contains_key(own.as_str());
+            let shown = if unique {
+                own.clone()
+            } else {
+                canonical.clone()
             };
-            let exposed = exposed_name(server.as_str(), &n.name);
-            if let Some(renamed) = rename(item.get(), &exposed) {
-                if self.sees(s, &server) {
+            if let Some(renamed) = rename(item.get(), &shown) {
+                if self.sees(s, server) {
                     out.push(renamed);
                 }
-                names.insert(exposed, (server, n.name));
+                names.insert(canonical.clone(), (server.clone(), own.clone()));
+                names.insert(shown, (server.clone(), own.clone()));
             }
         }
         *lock(&self.inner.lists.prompts) = names;
         format!("{{\"prompts\":[{}]}}", out.join(","))
     }
 
-    pub(super) fn prompts_get(
+    pub(super) async fn prompts_get(
         &self,
         s: &Arc<ClientSession>,
         id: &RawValue,
@@ -95,7 +117,7 @@ impl Gateway {
                 &format!("Unknown prompt: {name}"),
             ))
         };
-        let Some((server, prompt)) = self.resolve_prompt(&name) else {
+        let Some((server, prompt)) = self.find_prompt(s, &name).await else {
             return unknown();
         };
         if !self.sees(s, &server) {
@@ -113,6 +135,16 @@ impl Gateway {
         };
         p.insert("name".into(), original);
         self.forward(s, id, server, "prompts/get", p, None)
+    }
+
+    /// The prompt `exposed` names; prompts are listed first when no listing of this run knows
+    /// it (a client may get a prompt by its own name without having listed).
+    async fn find_prompt(&self, s: &ClientSession, exposed: &str) -> Option<(ServerId, String)> {
+        if let Some(hit) = self.resolve_prompt(exposed) {
+            return Some(hit);
+        }
+        self.prompts_list(s).await;
+        self.resolve_prompt(exposed)
     }
 
     fn resolve_prompt(&self, exposed: &str) -> Option<(ServerId, String)> {
@@ -297,7 +329,8 @@ impl Gateway {
         ) {
             ("ref/prompt", Some(name), _) => {
                 let Some((server, prompt)) = self
-                    .resolve_prompt(&name)
+                    .find_prompt(s, &name)
+                    .await
                     .filter(|(server, _)| self.sees(s, server))
                 else {
                     return invalid(&format!("Unknown prompt: {name}"));

@@ -27,6 +27,7 @@ pub mod incoming;
 mod input;
 mod listen;
 mod lists;
+pub mod names;
 mod own;
 pub mod session;
 pub mod stdio;
@@ -108,6 +109,8 @@ struct Inner {
     listed: Mutex<HashMap<crate::config::ServerId, (ToolList, String)>>,
     /// Calls waiting for a 2026-07-28 client's retry with its input (`input.rs`).
     parked: input::ParkedCalls,
+    /// The names given to each client profile (`names.rs`), kept across restarts.
+    names: names::Names,
 }
 
 /// A server's tool list as its handle shares it.
@@ -169,6 +172,7 @@ impl Gateway {
     pub fn new(hub: HubHandle) -> Gateway {
         let inner = Arc::new(Inner {
             catalog: Mutex::new(Arc::new(Catalog::build(&hub))),
+            names: names::Names::load(Some(hub.client_names_path())),
             hub,
             sessions: Sessions::default(),
             lists: lists::Lists::default(),
@@ -322,6 +326,8 @@ impl Gateway {
                             .find(|(k, _)| k.as_str() == p)
                             .map(|(_, v)| v.clone())
                             .unwrap_or_default();
+                        // Names are given for good, so a profile's named list changes
+                        // exactly when the tools it sees do.
                         old.list_result_for(&profile) != new.list_result_for(&profile)
                     }),
                 });
@@ -415,6 +421,34 @@ impl Gateway {
     /// The profile a presented bearer token belongs to, if any (not the gateway token).
     pub fn profile_of_token(&self, presented: &str) -> Option<String> {
         self.inner.hub.client_tokens().resolve(presented)
+    }
+
+    /// The names client profile `profile` (`None`: the gateway token's) sees now.
+    pub(crate) fn view(&self, profile: Option<&str>) -> Arc<names::View> {
+        let config = self.inner.hub.config();
+        let setting = profile.map(|p| {
+            config
+                .clients
+                .iter()
+                .find(|(k, _)| k.as_str() == p)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| crate::config::ClientProfile {
+                    servers: Some(Vec::new()),
+                    ..Default::default()
+                })
+        });
+        let hub = &self.inner.hub;
+        // A name stays reserved for a tool whose server is configured but not running now.
+        let kept = |server: &str| {
+            hub.server(server)
+                .is_ok_and(|h| h.status().state != crate::supervisor::State::Running)
+        };
+        self.catalog().view(
+            profile.unwrap_or(names::DEFAULT_PROFILE),
+            setting.as_ref(),
+            &self.inner.names,
+            kept,
+        )
     }
 
     /// The client profile config of a session (`None`: everything).
@@ -532,14 +566,11 @@ impl Gateway {
             Method::Ping | Method::LoggingSetLevel => reply("{}"),
             Method::ToolsList => {
                 self.settle(STARTUP_GRACE).await;
-                match self.profile_config(s) {
-                    None => list(self.catalog().list_result()),
-                    Some(p) => list(&self.catalog().list_result_for(&p)),
-                }
+                list(&self.view(s.profile.as_deref()).list_result)
             }
             Method::ToolsCall => self.call_tool(s, id, params),
             Method::PromptsList => list(&self.prompts_list(s).await),
-            Method::PromptsGet => self.prompts_get(s, id, params),
+            Method::PromptsGet => self.prompts_get(s, id, params).await,
             Method::ResourcesList => list(&self.resources_list(s).await),
             Method::ResourcesTemplatesList => list(&self.resource_templates_list(s).await),
             Method::ResourcesRead => self.resource_request(s, id, "resources/read", params).await,

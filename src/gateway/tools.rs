@@ -9,6 +9,7 @@ use super::answer::tool_error;
 use super::approve::{Gate, Recheck};
 use super::audit::CallMeta;
 use super::forward::{Pass, ToolCall};
+use super::names::Resolved;
 use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;
@@ -41,6 +42,21 @@ impl Gateway {
         let (mut p, name) = match member_params(id, params, "tools/call", "name") {
             Ok(x) => x,
             Err(reply) => return reply,
+        };
+        // The name the client sees → the canonical one everything underneath knows.
+        let name = match self.view(s.profile.as_deref()).resolve(&name) {
+            Resolved::One(canonical) => canonical,
+            Resolved::Ambiguous(candidates) => {
+                return Outcome::Reply(jsonrpc::error_line(
+                    id.get(),
+                    ErrorCode::InvalidParams,
+                    &format!(
+                        "Ambiguous tool name {name}: more than one server has a tool of that name; call one of {}",
+                        candidates.join(", ")
+                    ),
+                ))
+            }
+            Resolved::Unknown => name,
         };
         let arguments = p
             .get("arguments")
@@ -140,6 +156,11 @@ impl Gateway {
     ) -> Result<(), String> {
         use crate::protocol::{decode_header_value, header_scalar, value_at};
         let catalog = self.catalog();
+        let name = match self.view(profile.as_deref()).resolve(name) {
+            Resolved::One(canonical) => canonical,
+            _ => name.to_owned(),
+        };
+        let name = name.as_str();
         let Some(entry) = catalog.lookup(name) else {
             return Ok(()); // the call itself says the tool is unknown
         };

@@ -89,7 +89,7 @@ async fn an_allowed_call_runs_only_if_its_tool_is_still_allowed_when_it_would_ru
             &[],
         ),
     );
-    until_listed(&c, |l| !l.contains("fx__touch")).await;
+    until_listed(&c, |l| !l.contains(r#""name":"touch""#)).await;
     approve(&s, &r, "once");
     let v = call.await.unwrap();
     assert_eq!(v["result"]["isError"], true, "{v}");
@@ -101,7 +101,7 @@ async fn an_allowed_call_runs_only_if_its_tool_is_still_allowed_when_it_would_ru
 
     // Removed server.
     reload(&s, dir.path(), &config(&spec, ask.clone(), &[]));
-    until_listed(&c, |l| l.contains("fx__touch")).await;
+    until_listed(&c, |l| l.contains(r#""name":"touch""#)).await;
     let marker = dir.path().join("removed-meanwhile");
     let call = tokio::spawn({
         let (c, m) = (c.clone(), marker.clone());
@@ -109,7 +109,7 @@ async fn an_allowed_call_runs_only_if_its_tool_is_still_allowed_when_it_would_ru
     });
     let r = pending(&s, "fx__touch").await;
     reload(&s, dir.path(), &json!({"servers": {}}));
-    until_listed(&c, |l| !l.contains("fx__")).await;
+    until_listed(&c, |l| !l.contains(r#""name":"touch""#)).await;
     approve(&s, &r, "once");
     let v = call.await.unwrap();
     assert_eq!(v["result"]["isError"], true, "{v}");
@@ -201,7 +201,7 @@ async fn new_tools_on_a_known_server_ask_until_allowed_once() {
     // `look` disappears; `peek` appears claiming the same: held, not run.
     std::fs::write(&spec, "Echoes\npeek\n").unwrap();
     assert!(gh(&s, &["restart", "fx"]).status.success());
-    until_listed(&c, |l| l.contains("fx__peek")).await;
+    until_listed(&c, |l| l.contains(r#""name":"peek""#)).await;
     let m = dir.path().join("peek");
     let call = tokio::spawn({
         let (c, m) = (c.clone(), m.clone());
@@ -260,7 +260,7 @@ async fn new_tools_on_a_known_server_ask_until_allowed_once() {
         dir.path(),
         &config(&spec, json!({"requires_approval": true}), &["--tools", "1"]),
     );
-    until_listed(&c, |l| l.contains("fx__tool_0")).await;
+    until_listed(&c, |l| l.contains(r#""name":"tool_0""#)).await;
     let call = tokio::spawn({
         let (c, m) = (c.clone(), dir.path().join("t3"));
         async move { c.call(6, "fx__touch", json!({"path": m})).await }

@@ -16,6 +16,7 @@ mod isolation;
 mod local;
 mod manage;
 mod modern;
+mod names;
 mod oauth;
 mod peers;
 mod profiles;

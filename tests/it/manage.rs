@@ -328,9 +328,11 @@ async fn test_reports_a_good_server_and_explains_a_bad_one() {
         "{t}"
     );
     assert!(t.contains("server: gatehouse-fixture 1.0.0"), "{t}");
+    // Where it runs: the sandbox and what enforces it.
+    assert!(t.contains("sandbox: default (landlock ABI"), "{t}");
     assert!(t.contains("envhash") && t.contains("read-only"), "{t}");
     assert!(
-        t.contains("prompts: 2") && t.contains("resources: 3"),
+        t.contains("prompts: 4") && t.contains("resources: 3"),
         "{t}"
     );
     let out = gh(d, &["test", "--json", "--", FIXTURE]);

@@ -352,7 +352,10 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn approval_modal_allows_denies_and_remembers() {
     let _serial = lock().await;
-    let d = Desktop::launch(json!({ "files": fixture() })).await;
+    // Its calls leave files in the test's directory, outside any sandbox's places.
+    let mut files = fixture();
+    files["sandbox"] = json!("off");
+    let d = Desktop::launch(json!({ "files": files })).await;
     d.wait_state("files", "running").await;
     let target = |n: u32| d.dir.path().join(format!("touched-{n}"));
     let call = |n: u32| {

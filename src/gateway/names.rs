@@ -1,0 +1,253 @@
+//! The names each client profile sees. A tool is shown under the server's own name when that is
+//! unique among the tools the profile sees and fits the budget of the client the profile serves
+//! (`naming::budget_for`); otherwise as `server__tool`, shortened with a hash past the budget.
+//! A name once given stays with its tool while the tool exists — across restarts (kept in
+//! `DATA/names.json`) and list changes, even when another server later lists a tool of the same
+//! name (that one gets `server__tool`). Underneath, everything (grants, pins, per-tool keys, the
+//! activity log) knows a tool by its canonical `server__tool`; a call by that name, or by a
+//! server's own name unique in the profile (an MCP App calling its own tool), still routes.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::naming;
+use crate::sync::lock;
+
+/// The key of the gateway token's own profile (no configured profile may be named so).
+pub const DEFAULT_PROFILE: &str = "default";
+
+/// At most this many names are kept per profile (the listing bound, `MAX_TOOLS`).
+const MAX_KEPT: usize = 10_000;
+
+/// One tool the profile sees: its canonical name, server, own name and raw definition.
+pub struct Seen<'a> {
+    /// `server__tool`.
+    pub canonical: &'a str,
+    /// The server's id.
+    pub server: &'a str,
+    /// The server's own name for it.
+    pub own: &'a str,
+    /// Its definition as the server listed it.
+    pub raw: &'a str,
+}
+
+/// One profile's names over one catalog.
+#[derive(Debug, Default)]
+pub struct View {
+    /// `{"tools":[…]}` under this profile's names, in name order.
+    pub list_result: String,
+    to_canonical: HashMap<String, String>,
+    to_shown: HashMap<String, String>,
+    by_own: HashMap<String, Vec<String>>,
+    /// Every shown name with its canonical one, in name order.
+    pub shown: Vec<(String, String)>,
+}
+
+/// How a name a client sent resolves in its profile.
+#[derive(Debug, PartialEq)]
+pub enum Resolved {
+    /// The canonical name of the one tool it means.
+    One(String),
+    /// A server's own name several tools of the profile share: the names to use instead.
+    Ambiguous(Vec<String>),
+    /// Nothing of that name.
+    Unknown,
+}
+
+impl View {
+    /// The tool `name` means for this profile: a shown name, a canonical one, or a server's own
+    /// name that only one of its tools has.
+    pub fn resolve(&self, name: &str) -> Resolved {
+        if let Some(c) = self.to_canonical.get(name) {
+            return Resolved::One(c.clone());
+        }
+        if self.to_shown.contains_key(name) {
+            return Resolved::One(name.to_owned());
+        }
+        match self.by_own.get(name).map(Vec::as_slice) {
+            Some([one]) => Resolved::One(one.clone()),
+            Some(many) if !many.is_empty() => {
+                let mut names: Vec<String> = many
+                    .iter()
+                    .filter_map(|c| self.to_shown.get(c).cloned())
+                    .collect();
+                names.sort();
+                Resolved::Ambiguous(names)
+            }
+            _ => Resolved::Unknown,
+        }
+    }
+
+    /// The name this profile sees a canonical name under.
+    pub fn shown_as(&self, canonical: &str) -> Option<&str> {
+        self.to_shown.get(canonical).map(String::as_str)
+    }
+}
+
+/// The names given so far, per profile (`default` for the gateway token), kept on disk.
+#[derive(Default)]
+pub struct Names {
+    path: Option<PathBuf>,
+    given: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Saves are numbered; the file holds the newest one written (saves run off the caller).
+    saved: Arc<Mutex<u64>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Names {
+    /// The names kept at `path` (none when it is missing or unreadable: names start afresh).
+    pub fn load(path: Option<PathBuf>) -> Names {
+        let given = path
+            .as_ref()
+            .and_then(|p| crate::client_file::read(p).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        Names {
+            path,
+            given: Mutex::new(given),
+            ..Names::default()
+        }
+    }
+
+    /// The view of `profile` over `seen` (the tools it sees), with `budget` characters per
+    /// name. `kept` says whether a name given earlier to a tool not seen now is kept for it (its
+    /// server is configured but not running).
+    pub fn view(
+        &self,
+        profile: &str,
+        budget: usize,
+        seen: &[Seen<'_>],
+        kept: impl Fn(&str) -> bool,
+    ) -> View {
+        let mut given = lock(&self.given);
+        let before = given.get(profile).cloned().unwrap_or_default();
+        let canonicals: std::collections::HashSet<&str> =
+            seen.iter().map(|s| s.canonical).collect();
+        // Names given before: kept for tools seen now, and reserved for tools of servers that
+        // are only stopped.
+        let mut taken: HashMap<String, String> = HashMap::new();
+        let mut assigned: BTreeMap<String, String> = BTreeMap::new();
+        for (canonical, name) in &before {
+            let fits = name.len() <= budget && naming::is_valid(name);
+            let server = canonical.split_once("__").map_or("", |(s, _)| s);
+            let keep = fits && (canonicals.contains(canonical.as_str()) || kept(server));
+            if keep && !taken.contains_key(name) {
+                taken.insert(name.clone(), canonical.clone());
+                assigned.insert(canonical.clone(), name.clone());
+            }
+        }
+        let mut own_count: HashMap<&str, usize> = HashMap::new();
+        for s in seen {
+            *own_count.entry(s.own).or_default() += 1;
+        }
+        let mut fresh: Vec<&Seen<'_>> = seen
+            .iter()
+            .filter(|s| !assigned.contains_key(s.canonical))
+            .collect();
+        fresh.sort_by_key(|s| s.canonical);
+        for s in fresh {
+            let own_ok = own_count.get(s.own) == Some(&1)
+                && naming::own_fits(s.own, budget)
+                // An own name equal to another tool's canonical name would shadow it.
+                && (!canonicals.contains(s.own) || s.own == s.canonical);
+            let mut candidates = Vec::new();
+            if own_ok {
+                candidates.push(s.own.to_owned());
+            }
+            candidates.push(naming::fitted(s.server, s.own, budget));
+            let Some(name) = candidates.into_iter().find(|c| !taken.contains_key(c)) else {
+                // Only a 40-bit hash collision gets here: the tool is left out, never misrouted.
+                tracing::warn!(profile, tool = %s.canonical, "no free name for a tool; hidden");
+                continue;
+            };
+            taken.insert(name.clone(), s.canonical.to_owned());
+            assigned.insert(s.canonical.to_owned(), name);
+        }
+        if assigned.len() > MAX_KEPT {
+            assigned.retain(|c, _| canonicals.contains(c.as_str()));
+        }
+        if assigned != before {
+            given.insert(profile.to_owned(), assigned.clone());
+            self.save(&given);
+        }
+        drop(given);
+        build(seen, &assigned)
+    }
+
+    fn save(&self, given: &BTreeMap<String, BTreeMap<String, String>>) {
+        let Some(path) = self.path.clone() else {
+            return;
+        };
+        let Ok(text) = serde_json::to_string_pretty(given) else {
+            return;
+        };
+        let seq = 1 + self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let saved = self.saved.clone();
+        let write = move || {
+            let mut last = lock(&saved);
+            if seq <= *last {
+                return; // a newer state is already on disk
+            }
+            match crate::config::write_atomic(&path, text.as_bytes()) {
+                Ok(()) => *last = seq,
+                Err(e) => tracing::warn!(
+                    "cannot keep the names given to clients in {}: {e}",
+                    path.display()
+                ),
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(write)),
+            Err(_) => write(),
+        }
+    }
+}
+
+fn build(seen: &[Seen<'_>], assigned: &BTreeMap<String, String>) -> View {
+    let mut rows: Vec<(&str, &Seen<'_>)> = seen
+        .iter()
+        .filter_map(|s| assigned.get(s.canonical).map(|n| (n.as_str(), s)))
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(b.0));
+    let mut defs = Vec::with_capacity(rows.len());
+    let mut view = View::default();
+    for (name, s) in &rows {
+        let Some(def) = super::catalog::rename(s.raw, name) else {
+            continue;
+        };
+        defs.push(def);
+        view.to_canonical
+            .insert((*name).to_owned(), s.canonical.to_owned());
+        view.to_shown
+            .insert(s.canonical.to_owned(), (*name).to_owned());
+        view.by_own
+            .entry(s.own.to_owned())
+            .or_default()
+            .push(s.canonical.to_owned());
+        view.shown
+            .push(((*name).to_owned(), s.canonical.to_owned()));
+    }
+    view.list_result = format!("{{\"tools\":[{}]}}", defs.join(","));
+    view
+}
+
+/// A cache of views, one per profile, for one catalog.
+#[derive(Debug, Default)]
+pub struct Views(Mutex<HashMap<String, Arc<View>>>);
+
+impl Views {
+    /// The view of `profile`, made by `make` the first time it is asked for.
+    pub fn get(&self, profile: &str, make: impl FnOnce() -> View) -> Arc<View> {
+        if let Some(v) = lock(&self.0).get(profile) {
+            return v.clone();
+        }
+        let v = Arc::new(make());
+        lock(&self.0).insert(profile.to_owned(), v.clone());
+        v
+    }
+}
+
+#[cfg(test)]
+#[path = "names_tests.rs"]
+mod tests;

@@ -1,0 +1,116 @@
+//! Names that fit: every tool a client profile sees is named within the budget of the client
+//! it serves (64 minus that client's prefix), under the server's own name where it is unique, and
+//! every one of them is callable by that name — with real long names from public servers.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::profiles::token_of;
+use crate::support::*;
+
+/// Real tool names of GitHub's official MCP server (github/github-mcp-server), among the longest
+/// any public server lists, and one name two servers share.
+const GITHUB: &[&str] = &[
+    "add_pull_request_review_comment_to_pending_review",
+    "create_pending_pull_request_review",
+    "submit_pending_pull_request_review",
+    "list_code_scanning_alerts",
+    "get_secret_scanning_alert",
+    "search_repositories",
+];
+
+fn spec(dir: &std::path::Path, name: &str, tools: &[&str]) -> String {
+    let path = dir.join(format!("{name}.spec"));
+    std::fs::write(&path, format!("Echoes\n{}\n", tools.join("\n"))).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Through the profiles `client-config --write` makes (named after their client), each name
+/// fits: Claude Code's 48, Gemini CLI's 50, Cursor's 51, the gateway token's 48. A name two
+/// servers share is `server__tool` for both; the others keep their own; each one runs.
+#[tokio::test]
+async fn every_name_fits_its_clients_budget_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let marks = d.join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let entry = |spec: String| {
+        writes_in(
+            json!({"command": FIXTURE, "args": ["--spec-file", spec], "requires_approval": false}),
+            &marks,
+        )
+    };
+    let cfg = json!({
+        "servers": {
+            "github": entry(spec(d, "github", GITHUB)),
+            "gitlab": entry(spec(d, "gitlab", &["search_repositories"])),
+        },
+        "clients": {"claude-code": {}, "gemini": {}, "cursor": {}},
+    });
+    let s = serve(d, &cfg.to_string(), &["github", "gitlab"]).await;
+    let url = s.info.url.clone();
+    let long = "add_pull_request_review_comment_to_pending_review";
+    let mut n = 0;
+    for (profile, budget, prefix) in [
+        (Some("claude-code"), 48, "mcp__gatehouse__"),
+        (Some("gemini"), 50, "mcp_gatehouse_"),
+        (Some("cursor"), 51, "gatehouse"),
+        (None, 48, "mcp__gatehouse__"),
+    ] {
+        let token = match profile {
+            Some(p) => token_of(d, p).await,
+            None => s.info.token.clone(),
+        };
+        let c = Mcp::open(&url, &token).await;
+        let names = c.tools().await;
+        let who = profile.unwrap_or("the gateway token");
+        for name in &names {
+            assert!(
+                name.len() <= budget && prefix.len() + name.len() <= 64,
+                "{who}: {name} is {} characters",
+                name.len()
+            );
+        }
+        let set: HashSet<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(set.len(), names.len(), "{who}: a name twice: {names:?}");
+        assert!(
+            set.contains("github__search_repositories")
+                && set.contains("gitlab__search_repositories"),
+            "{who}: {names:?}"
+        );
+        assert!(
+            set.contains("list_code_scanning_alerts"),
+            "{who}: {names:?}"
+        );
+        // GitHub's 49-character name is its own where it fits (Cursor), shortened elsewhere.
+        assert_eq!(set.contains(long), budget >= long.len(), "{who}: {names:?}");
+        // Every listed tool of the public servers' runs by the name it is listed under.
+        let theirs = |t: &str| GITHUB.iter().any(|g| t.ends_with(g)) || t.contains("_h");
+        let listed: Vec<&String> = names.iter().filter(|t| theirs(t)).collect();
+        assert_eq!(listed.len(), GITHUB.len() + 1, "{who}: {names:?}");
+        for name in listed {
+            n += 1;
+            let mark = marks.join(format!("m{n}"));
+            let v: Value = c.call(n, name, json!({"path": mark})).await;
+            assert!(
+                v["result"]["isError"] != true && mark.exists(),
+                "{who}: {name}: {v}"
+            );
+        }
+    }
+    // The names stay put across a restart of the hub (they are kept in DATA/names.json).
+    let before = Mcp::open(&url, &token_of(d, "claude-code").await)
+        .await
+        .tools()
+        .await;
+    drop(s);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let s = serve(d, &cfg.to_string(), &["github", "gitlab"]).await;
+    let after = Mcp::open(&s.info.url, &token_of(d, "claude-code").await)
+        .await
+        .tools()
+        .await;
+    assert_eq!(before, after);
+}
