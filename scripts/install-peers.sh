@@ -55,6 +55,9 @@ install_npm claude-code "@anthropic-ai/claude-code@2.1.332"
 # Codex itself: `codex mcp add` writes the TOML `import` reads, `codex mcp list` reads what
 # `client-config codex --write` wrote (no account needed for either).
 install_npm codex "@openai/codex@0.171.0"
+# Gemini CLI itself: `gemini mcp add` writes the settings `import` reads, `gemini mcp list`
+# connects to what `client-config gemini --write` wrote (no account needed for either).
+install_npm gemini "@google/gemini-cli@0.61.0"
 
 py_stamp="$PEERS_DIR/venv/.stamp"
 if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then

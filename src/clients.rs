@@ -1,140 +1,23 @@
-//! The AI clients people connect to Gatehouse (Claude Desktop, Claude Code, Cursor, VS Code,
-//! Codex): where
-//! each keeps its MCP config on this OS, its file format, and the entry that points it at Gatehouse.
+//! The AI clients people connect to Gatehouse (`kinds.rs`: Claude Desktop, Claude Code, Cursor,
+//! VS Code, Codex, Gemini CLI, Windsurf, Zed, opencode, Goose, Cline, Roo Code, GitHub Copilot
+//! CLI, LM Studio): whether a client's file reaches this Gatehouse, the entry that points it here
+//! and writing it into the client's own file with everything else kept.
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
 pub mod codex;
+pub mod jsonc;
+mod kinds;
+#[cfg(test)]
+mod kinds_tests;
+pub mod yaml;
+
+pub use kinds::{ClientKind, Format};
 
 /// The name Gatehouse's own entry gets in a client's config.
 pub const ENTRY_NAME: &str = "gatehouse";
-
-/// An AI client Gatehouse knows how to import from and connect.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClientKind {
-    /// Claude Desktop (stdio only: it gets the `gatehouse connect` bridge).
-    ClaudeDesktop,
-    /// Claude Code.
-    ClaudeCode,
-    /// Cursor.
-    Cursor,
-    /// VS Code.
-    Vscode,
-    /// Codex (TOML; stdio: it gets the `gatehouse connect` bridge, no token in its file).
-    Codex,
-}
-
-impl ClientKind {
-    /// Every client, in the order they are shown.
-    pub const ALL: [ClientKind; 5] = [
-        ClientKind::ClaudeDesktop,
-        ClientKind::ClaudeCode,
-        ClientKind::Cursor,
-        ClientKind::Vscode,
-        ClientKind::Codex,
-    ];
-
-    /// The client with this command-line id.
-    pub fn parse(s: &str) -> Result<ClientKind, String> {
-        ClientKind::ALL
-            .into_iter()
-            .find(|k| k.id() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown client \"{s}\": use one of {}",
-                    ClientKind::ALL.map(|k| k.id()).join(", ")
-                )
-            })
-    }
-
-    /// The id used on the command line: `claude-desktop`, `claude-code`, `cursor`, `vscode`.
-    pub fn id(self) -> &'static str {
-        match self {
-            ClientKind::ClaudeDesktop => "claude-desktop",
-            ClientKind::ClaudeCode => "claude-code",
-            ClientKind::Cursor => "cursor",
-            ClientKind::Vscode => "vscode",
-            ClientKind::Codex => "codex",
-        }
-    }
-
-    /// The client's name for people.
-    pub fn label(self) -> &'static str {
-        match self {
-            ClientKind::ClaudeDesktop => "Claude Desktop",
-            ClientKind::ClaudeCode => "Claude Code",
-            ClientKind::Cursor => "Cursor",
-            ClientKind::Vscode => "VS Code",
-            ClientKind::Codex => "Codex",
-        }
-    }
-
-    /// The key under which the client lists its servers.
-    pub fn servers_key(self) -> &'static str {
-        match self {
-            ClientKind::Vscode => "servers",
-            ClientKind::Codex => "mcp_servers",
-            _ => "mcpServers",
-        }
-    }
-
-    /// The client's user-level MCP config file on this OS.
-    pub fn config_path(self) -> Option<PathBuf> {
-        let home = dirs::home_dir();
-        let config = dirs::config_dir();
-        match self {
-            ClientKind::ClaudeDesktop => {
-                config.map(|c| c.join("Claude").join("claude_desktop_config.json"))
-            }
-            ClientKind::ClaudeCode => home.map(|h| h.join(".claude.json")),
-            ClientKind::Cursor => home.map(|h| h.join(".cursor").join("mcp.json")),
-            ClientKind::Vscode => config.map(|c| c.join("Code").join("User").join("mcp.json")),
-            ClientKind::Codex => codex::config_path(),
-        }
-    }
-
-    /// Whether the client can talk Streamable HTTP with a bearer header from its config file.
-    /// Claude Desktop's file only launches stdio servers: it gets the `gatehouse connect` bridge.
-    pub fn speaks_http(self) -> bool {
-        // Codex takes a bearer token only from its environment or a header table: the bridge
-        // (which asks the hub for the token) is what works without a token in its file.
-        !matches!(self, ClientKind::ClaudeDesktop | ClientKind::Codex)
-    }
-
-    /// Whether the client's file is TOML (Codex) rather than JSON.
-    pub fn is_toml(self) -> bool {
-        matches!(self, ClientKind::Codex)
-    }
-
-    /// A client file's text as JSON (a TOML file read the way `codex` reads it).
-    pub fn parse_file(self, text: &str) -> Result<Value, String> {
-        if self.is_toml() {
-            codex::read(text)
-        } else {
-            serde_json::from_str(text).map_err(|e| e.to_string())
-        }
-    }
-
-    /// A snippet as the text to paste into the client's file.
-    pub fn render(self, snippet: &Value) -> String {
-        if self.is_toml() {
-            let entry = snippet
-                .get(self.servers_key())
-                .and_then(|s| s.get(ENTRY_NAME))
-                .cloned()
-                .unwrap_or_default();
-            codex::write("", ENTRY_NAME, &entry, &[])
-                .map(|(t, _)| t)
-                .unwrap_or_default()
-        } else {
-            serde_json::to_string_pretty(snippet).unwrap_or_default()
-        }
-    }
-}
 
 /// Whether a client's own file connects it to this Gatehouse.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -178,10 +61,10 @@ pub fn setup(kind: ClientKind, path: &Path, url: &str, tokens: &[(String, String
                 .find(|(_, tok)| tok == t)
                 .map(|(p, _)| p.clone())
         });
-        match (
-            entry.get("url").and_then(Value::as_str) == Some(url),
-            profile,
-        ) {
+        let at = ["url", "httpUrl", "serverUrl"]
+            .iter()
+            .find_map(|k| entry.get(k).and_then(Value::as_str));
+        match (at == Some(url), profile) {
             (true, Some(profile)) => Setup::Configured { profile },
             _ => Setup::Elsewhere,
         }
@@ -205,19 +88,7 @@ pub fn setup(kind: ClientKind, path: &Path, url: &str, tokens: &[(String, String
 
 /// The entry (the value under `gatehouse`) that connects `kind` to the gateway.
 pub fn entry(kind: ClientKind, url: &str, token: &str, gatehouse_bin: &Path) -> Value {
-    let auth = json!({ "Authorization": format!("Bearer {token}") });
-    match kind {
-        ClientKind::ClaudeDesktop | ClientKind::Codex => json!({
-            "command": gatehouse_bin.to_string_lossy(),
-            "args": ["connect"],
-        }),
-        ClientKind::ClaudeCode | ClientKind::Vscode => json!({
-            "type": "http",
-            "url": url,
-            "headers": auth,
-        }),
-        ClientKind::Cursor => json!({ "url": url, "headers": auth }),
-    }
+    kind.entry(url, token, gatehouse_bin)
 }
 
 /// A stdio client's entry made to connect as client profile `client` (`gatehouse connect
@@ -266,90 +137,29 @@ pub fn write_entry(
     entry: &Value,
     managed: &[String],
 ) -> Result<(Option<PathBuf>, Vec<String>), String> {
-    if kind.is_toml() {
-        return write_toml_entry(path, entry, managed);
-    }
-    let mut root = if path.exists() {
-        let text = crate::client_file::read(path).map_err(|e| e.to_string())?;
-        if text.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str::<Value>(&text).map_err(|e| {
-                format!(
-                    "{}:{}:{}: not valid JSON; fix it first — nothing was written",
-                    path.display(),
-                    e.line(),
-                    e.column()
-                )
-            })?
-        }
-    } else {
-        json!({})
+    let text = match crate::client_file::read(path) {
+        Ok(t) => t,
+        Err(crate::client_file::ReadError::Missing(_)) => String::new(),
+        Err(e) => return Err(e.to_string()),
     };
-    let obj = root.as_object_mut().ok_or_else(|| {
-        format!(
-            "{}: expected a JSON object at the top; nothing was written",
-            path.display()
-        )
-    })?;
-    let servers = obj
-        .entry(kind.servers_key())
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or_else(|| {
-            format!(
-                "{}: \"{}\" is not an object; nothing was written",
-                path.display(),
-                kind.servers_key()
-            )
-        })?;
-    let mut removed = Vec::new();
-    servers.retain(|name, _| {
-        let drop = name != ENTRY_NAME && managed.contains(&crate::naming::normalise_id(name));
-        if drop {
-            removed.push(name.clone());
-        }
-        !drop
-    });
-    servers.insert(ENTRY_NAME.to_owned(), entry.clone());
+    let edited = match kind.format() {
+        Format::Toml => codex::write(&text, ENTRY_NAME, entry, managed),
+        Format::Yaml => yaml::write(&text, kind.servers_key(), ENTRY_NAME, entry, managed),
+        Format::Json => jsonc::write(&text, kind.servers_key(), ENTRY_NAME, entry, managed),
+    };
+    let (text, removed) = edited.map_err(|e| format!("{}: {e}", path.display()))?;
     let backup = crate::import::backup(path)
         .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
     if let Some(dir) = path.parent() {
         crate::private::create_dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
     crate::config::write_atomic(path, text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if kind.speaks_http() {
         // The entry holds the gateway's bearer token: the file is the person's only.
         make_private(path).map_err(|e| format!("cannot make {} private: {e}", path.display()))?;
     }
-    Ok((backup, removed))
-}
-
-/// [`write_entry`] for a TOML file (Codex): edited in place, every other table, key and comment
-/// kept; backed up first, written atomically.
-fn write_toml_entry(
-    path: &Path,
-    entry: &Value,
-    managed: &[String],
-) -> Result<(Option<PathBuf>, Vec<String>), String> {
-    let text = match crate::client_file::read(path) {
-        Ok(t) => t,
-        Err(crate::client_file::ReadError::Missing(_)) => String::new(),
-        Err(e) => return Err(e.to_string()),
-    };
-    let (text, removed) = codex::write(&text, ENTRY_NAME, entry, managed)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let backup = crate::import::backup(path)
-        .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        crate::private::create_dir(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    crate::config::write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok((backup, removed))
 }
 

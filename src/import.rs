@@ -10,6 +10,11 @@ use serde_json::{Map, Value};
 use crate::config::{Config, ServerId};
 
 mod claude_code;
+mod credentials;
+mod formats;
+
+pub use credentials::looks_like_credential;
+use credentials::{credential_values, hide_credential_args, hide_credential_query};
 
 /// One server found in a client file, mapped onto a Gatehouse entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,21 +99,23 @@ pub fn parse_source(text: &str, path: &Path) -> Result<Vec<Candidate>, String> {
 /// A client file's text as JSON: Codex's TOML read the way Codex reads it (into the shape of
 /// the others), anything else as JSON; errors name the file, the position and the fix.
 fn parse_text(text: &str, path: &Path) -> Result<Value, String> {
-    if path.extension().is_some_and(|e| e == "toml") {
-        return crate::clients::codex::read(text).map_err(|e| {
-            format!(
-                "{}: {e}; fix the file in its client first — nothing was imported",
-                path.display()
-            )
-        });
-    }
-    serde_json::from_str(text).map_err(|e| {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let read = match ext {
+        "toml" => crate::clients::codex::read(text),
+        "yaml" | "yml" => crate::clients::yaml::read(text),
+        _ => {
+            return crate::clients::jsonc::read_at(text).map_err(|(line, column, what)| {
+                format!(
+                    "{}:{line}:{column}: not valid JSON ({what}); fix the file in its client first — nothing was imported",
+                    path.display()
+                )
+            })
+        }
+    };
+    read.map_err(|e| {
         format!(
-            "{}:{}:{}: not valid JSON ({}); fix the file in its client first — nothing was imported",
-            path.display(),
-            e.line(),
-            e.column(),
-            e.to_string().split(" at line ").next().unwrap_or_default()
+            "{}: {e}; fix the file in its client first — nothing was imported",
+            path.display()
         )
     })
 }
@@ -123,16 +130,20 @@ fn parse_root(root: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
     if claude_code::is_claude_code(obj) {
         return claude_code::user_and_local(obj, path);
     }
-    let servers = obj
-        .get("mcpServers")
-        .or_else(|| obj.get("servers"))
-        .or_else(|| obj.get("mcp_servers"))
-        .ok_or_else(|| {
-            format!(
-                "{}: no \"mcpServers\" (Claude Desktop, Claude Code, Cursor), \"servers\" (VS Code), [mcp_servers] (Codex) or \"mcp_requirements\" (Gremia) found",
-                path.display()
-            )
-        })?;
+    let Some((key, servers)) = formats::SERVER_KEYS
+        .iter()
+        .find_map(|(k, _)| obj.get(*k).map(|v| (*k, v)))
+    else {
+        let known: Vec<String> = formats::SERVER_KEYS
+            .iter()
+            .map(|(k, who)| format!("\"{k}\" ({who})"))
+            .collect();
+        return Err(format!(
+            "{}: no server list found: looked for {} and \"mcp_requirements\" (Gremia)",
+            path.display(),
+            known.join(", ")
+        ));
+    };
     let servers = servers.as_object().ok_or_else(|| {
         format!(
             "{}: the server list must be an object of name → server",
@@ -141,7 +152,14 @@ fn parse_root(root: &Value, path: &Path) -> Result<Vec<Candidate>, String> {
     })?;
     servers
         .iter()
-        .map(|(name, v)| client_entry(name, v, path))
+        .filter_map(|(name, v)| {
+            let v = if v.is_object() {
+                formats::common(key, v)?
+            } else {
+                v.clone()
+            };
+            Some(client_entry(name, &v, path))
+        })
         .collect()
 }
 
@@ -154,6 +172,7 @@ fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String>
     let url = o
         .get("url")
         .or_else(|| o.get("serverUrl"))
+        .or_else(|| o.get("httpUrl"))
         .and_then(Value::as_str);
     if let Some(url) = url {
         entry.insert("url".into(), Value::String(url.to_owned()));
@@ -274,112 +293,6 @@ fn string_map(
 
 fn to_value(m: BTreeMap<String, String>) -> Value {
     Value::Object(m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
-}
-
-/// The keys whose values look like credentials: a credential-like name with a value that is no
-/// placeholder (`${…}`, `$VAR`, `{env:…}` become references when the entry is read; a
-/// placeholder is never moved to the keychain as if it were the secret).
-fn credential_values(m: &BTreeMap<String, String>) -> Vec<String> {
-    m.iter()
-        .filter(|(k, v)| {
-            let placeholder = v.contains("${")
-                || v.starts_with('$')
-                || (v.starts_with("{env:") && v.ends_with('}'));
-            looks_like_credential(k) && !placeholder
-        })
-        .map(|(k, _)| k.clone())
-        .collect()
-}
-
-/// `args` with the values of credential-bearing arguments replaced by `(hidden)`: a header
-/// argument naming a credential (`Authorization: Bearer …`), and the value of a flag whose name
-/// looks like one (`--api-key X`, `--token=X`).
-fn hide_credential_args(args: &[&str]) -> Vec<String> {
-    const HIDDEN: &str = "(hidden)";
-    // Header and flag names spell words with dashes: `X-API-Key`, `--api-key`.
-    let credential = |name: &str| looks_like_credential(&name.replace('-', "_"));
-    let mut out = Vec::with_capacity(args.len());
-    let mut hide_next = false;
-    for a in args {
-        if std::mem::take(&mut hide_next) {
-            out.push(HIDDEN.to_owned());
-            continue;
-        }
-        if a.contains("://") {
-            out.push(hide_credential_query(a));
-            continue;
-        }
-        if let Some((name, _)) = a
-            .split_once(':')
-            .filter(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace) && credential(n))
-        {
-            out.push(format!("{name}: {HIDDEN}"));
-            continue;
-        }
-        let flag = a.trim_start_matches('-');
-        if a.starts_with('-') && !flag.is_empty() {
-            match flag.split_once('=') {
-                Some((name, _)) if credential(name) => {
-                    out.push(format!(
-                        "{}={HIDDEN}",
-                        &a[..a.len() - flag.len() + name.len()]
-                    ));
-                    continue;
-                }
-                None if credential(flag) => hide_next = true,
-                _ => {}
-            }
-        }
-        out.push((*a).to_owned());
-    }
-    out
-}
-
-/// `url` with the values of credential-named query parameters (`?api_key=…`, `&token=…`)
-/// replaced by `(hidden)`; anything else, or text that is no URL, as it is.
-fn hide_credential_query(url: &str) -> String {
-    let Ok(mut parsed) = reqwest::Url::parse(url) else {
-        return url.to_owned();
-    };
-    let pairs: Vec<(String, String)> = parsed.query_pairs().into_owned().collect();
-    let credential = |k: &str| looks_like_credential(&k.replace('-', "_"));
-    if !pairs.iter().any(|(k, _)| credential(k)) {
-        return url.to_owned();
-    }
-    parsed
-        .query_pairs_mut()
-        .clear()
-        .extend_pairs(pairs.iter().map(|(k, v)| {
-            (
-                k.as_str(),
-                if credential(k) {
-                    "(hidden)"
-                } else {
-                    v.as_str()
-                },
-            )
-        }));
-    parsed.to_string()
-}
-
-/// Env or header names whose values are usually credentials.
-pub fn looks_like_credential(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "_KEY",
-        "APIKEY",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "_PAT",
-        "AUTHORIZATION",
-        "CREDENTIAL",
-        "PRIVATE",
-    ]
-    .iter()
-    .any(|p| n.contains(p))
-        || n == "KEY"
 }
 
 pub use crate::naming::normalise_id;

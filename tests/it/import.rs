@@ -174,7 +174,7 @@ fn import_maps_each_client_format_and_never_overwrites() {
     );
     assert_eq!(code, 1, "{out}{err}");
     assert!(
-        err.contains("broken.json:4:3: not valid JSON (trailing comma)"),
+        err.contains("broken.json:3:10: not valid JSON (expected `:`)"),
         "{err}"
     );
     assert!(err.contains("nothing was imported"), "{err}");

@@ -285,3 +285,144 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
         .unwrap_or_default();
     assert!(line.contains("\"gatehouse\""), "{line}");
 }
+
+/// The real Gemini CLI writes its user and project settings (`gemini mcp add`, `-s user`, an
+/// HTTP server with a placeholder header); `gatehouse import --from gemini` finds every server
+/// with its scope; `client-config gemini --write` adds an HTTP entry with the `gemini` profile's
+/// token, keeping Gemini's other servers, and `gemini mcp list` shows Gatehouse connected.
+#[tokio::test]
+#[ignore = "needs the real Gemini CLI: run `make test`"]
+async fn gemini_cli_is_imported_and_connected_in_its_own_settings() {
+    let gemini = peer_bin("gemini/node_modules/.bin/gemini");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let proj = dir.path().join("proj");
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::create_dir_all(&proj).unwrap();
+    // Gemini CLI runs no server of an untrusted folder: this one is the person's own.
+    std::fs::write(
+        home.join(".gemini/trustedFolders.json"),
+        json!({ proj.to_str().unwrap(): "TRUST_FOLDER" }).to_string(),
+    )
+    .unwrap();
+    let run_gemini = |args: &[&str]| {
+        let out = Command::new(&gemini)
+            .args(args)
+            .current_dir(&proj)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "gemini {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    run_gemini(&[
+        "mcp",
+        "add",
+        "-s",
+        "user",
+        "fs",
+        "npx",
+        "-y",
+        "server-fs",
+        "/srv/notes",
+        "-e",
+        "LOG=1",
+    ]);
+    run_gemini(&[
+        "mcp",
+        "add",
+        "-s",
+        "user",
+        "-t",
+        "http",
+        "docs",
+        "https://mcp.example.com/mcp",
+        "-H",
+        "X-Api-Key: ${DOCS_KEY}",
+    ]);
+    run_gemini(&["mcp", "add", "notes", "node", "notes.js"]);
+    let cfg = dir.path().join("gatehouse.json");
+    let gh = |args: &[&str], sock: &std::path::Path| {
+        let out = Command::new(GATEHOUSE)
+            .arg("--control")
+            .arg(sock)
+            .args(args)
+            .current_dir(&proj)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let no_hub = dir.path().join("no-hub.sock");
+    let (code, out, err) = gh(
+        &[
+            "import",
+            "--from",
+            "gemini",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+        &no_hub,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let proj_dir = proj.display().to_string();
+    assert!(
+        out.contains("fs ← \"fs\": npx -y server-fs /srv/notes"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "notes ← \"notes\" (project {proj_dir} scope): node notes.js"
+        )),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let s = &c["servers"];
+    assert_eq!(s["fs"]["env"]["LOG"], "1", "{c}");
+    assert_eq!(s["docs"]["url"], "https://mcp.example.com/mcp", "{c}");
+    assert_eq!(
+        s["docs"]["headers"]["X-Api-Key"],
+        json!({"env": "DOCS_KEY"}),
+        "{c}"
+    );
+
+    // Connected to a running hub as a profile of its own, through the entry Gemini reads.
+    let hub = json!({"servers": {"fx": fixture(&[])}});
+    let served = serve(dir.path(), &hub.to_string(), &["fx"]).await;
+    let (code, out, err) = gh(&["client-config", "gemini", "--write"], &served.sock);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap())
+            .unwrap();
+    let entry = &written["mcpServers"]["gatehouse"];
+    assert_eq!(entry["url"], served.info.url.as_str(), "{written}");
+    let bearer = entry["headers"]["Authorization"].as_str().unwrap_or("");
+    assert!(
+        bearer.starts_with("Bearer ") && !bearer.contains(&served.info.token),
+        "{written}"
+    );
+    assert!(
+        written["mcpServers"]["fs"].is_object() && written["mcpServers"]["docs"].is_object(),
+        "{written}"
+    );
+    let listed = run_gemini(&["mcp", "list"]);
+    assert!(
+        listed.contains(&format!(
+            "✓ gatehouse: {} (http) - Connected",
+            served.info.url
+        )),
+        "{listed}"
+    );
+}

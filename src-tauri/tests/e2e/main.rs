@@ -336,7 +336,7 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     d.view("connect").await;
     d.wait_js(
         "the client snippets",
-        "return document.querySelectorAll('#client-snippets .snippet').length === 5;",
+        "return document.querySelectorAll('#client-snippets .snippet').length === 14;",
     )
     .await;
     let page = d.js("return document.documentElement.outerHTML").await;
@@ -944,9 +944,14 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
         .finish();
     let tools = out["tools"].as_array().cloned().unwrap_or_default();
     assert_eq!(tools.len() as u64, one.as_u64().unwrap_or(0), "{out}");
-    assert!(tools
-        .iter()
-        .all(|t| t.as_str().unwrap_or("").starts_with("alpha__")));
+    // One server in the profile: its tools under their own names.
+    assert!(
+        tools.contains(&json!("echo"))
+            && tools
+                .iter()
+                .all(|t| !t.as_str().unwrap_or("").contains("__")),
+        "{out}"
+    );
     assert_eq!(text_of(&out, "alpha__echo"), "profiled");
     // Connect says Cursor's file now reaches this Gatehouse as that profile, and that a client
     // of that profile was here just now, with the protocol it speaks.

@@ -19,22 +19,46 @@ pub struct ImportArgs {
     pub renames: Vec<String>,
 }
 
-/// Where to read from: one client, one file, or every client file found on this machine.
-fn sources(from: Option<&str>) -> Result<Vec<(String, PathBuf)>, String> {
+/// A client's files: its user file and, where it has one, the project file of the current
+/// directory — (label, path, scope) for each that exists.
+fn files_of(kind: ClientKind) -> Vec<(String, PathBuf, String)> {
+    let mut out: Vec<(String, PathBuf, String)> = kind
+        .config_path()
+        .filter(|p| p.exists())
+        .map(|p| (kind.label().to_owned(), p, String::new()))
+        .into_iter()
+        .collect();
+    if let Some(p) = std::env::current_dir()
+        .ok()
+        .and_then(|d| kind.project_path(&d).filter(|p| p.exists()).map(|p| (d, p)))
+    {
+        out.push((
+            format!("{} (project)", kind.label()),
+            p.1,
+            format!("project {}", p.0.display()),
+        ));
+    }
+    out
+}
+
+/// Where to read from: one client, one file, or every client file found on this machine (and
+/// the current directory's project files).
+fn sources(from: Option<&str>) -> Result<Vec<(String, PathBuf, String)>, String> {
     match from {
         Some(f) => match ClientKind::parse(f) {
             Ok(kind) => {
-                let path = kind.config_path().ok_or_else(|| {
-                    format!("no home directory to find {}'s config", kind.label())
-                })?;
-                if !path.exists() {
+                let found = files_of(kind);
+                if found.is_empty() {
+                    let path = kind.config_path().ok_or_else(|| {
+                        format!("no home directory to find {}'s config", kind.label())
+                    })?;
                     return Err(format!(
                         "{} has no config at {} on this machine; pass the file with --from PATH",
                         kind.label(),
                         path.display()
                     ));
                 }
-                Ok(vec![(kind.label().to_owned(), path)])
+                Ok(found)
             }
             Err(_) => {
                 let path = PathBuf::from(f);
@@ -44,18 +68,11 @@ fn sources(from: Option<&str>) -> Result<Vec<(String, PathBuf)>, String> {
                         ClientKind::ALL.map(|k| k.id()).join(", ")
                     ));
                 }
-                Ok(vec![("file".to_owned(), path)])
+                Ok(vec![("file".to_owned(), path, String::new())])
             }
         },
         None => {
-            let found: Vec<_> = ClientKind::ALL
-                .into_iter()
-                .filter_map(|k| {
-                    k.config_path()
-                        .filter(|p| p.exists())
-                        .map(|p| (k.label().to_owned(), p))
-                })
-                .collect();
+            let found: Vec<_> = ClientKind::ALL.into_iter().flat_map(files_of).collect();
             if found.is_empty() {
                 return Err(format!(
                     "no client config found ({}); pass --from PATH",
@@ -82,9 +99,12 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     }
     // Read every source first: a broken file stops the import before anything is written.
     let mut candidates: Vec<Candidate> = Vec::new();
-    for (label, path) in sources(args.from.as_deref())? {
-        let found = import::read_source(&path)?;
+    for (label, path, scope) in sources(args.from.as_deref())? {
+        let mut found = import::read_source(&path)?;
         eprintln!("{label}: {} server(s) in {}", found.len(), path.display());
+        for c in found.iter_mut().filter(|c| c.scope.is_empty()) {
+            c.scope = scope.clone();
+        }
         candidates.extend(found);
     }
     let config_path = args.config.unwrap_or_else(config::default_config_path);
