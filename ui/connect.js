@@ -74,7 +74,8 @@ function setupText(setup) {
     case 'configured': return `Configured: its file reaches this Gatehouse (profile ${setup.profile}).`;
     case 'elsewhere': return 'Its file has a Gatehouse entry for another address or an old token: write it again.';
     case 'not_set_up': return 'Not set up: its file has no Gatehouse entry yet.';
-    default: return 'Not found on this machine (its config file does not exist).';
+    case 'no_file': return 'Not set up: it is on this machine but has no MCP settings file yet.';
+    default: return 'Not installed on this machine (neither its program nor its settings were found).';
   }
 }
 
@@ -151,6 +152,8 @@ export async function shown() {
       if (!await api.confirm(`Add Gatehouse to ${c.path} ${as}? Its other entries are kept and a backup is made.`, `Write to ${c.label}`, 'Write')) return;
       try {
         toast(await api.writeClientConfig(c.id, profile));
+        // The card says what the file says now.
+        shown();
       } catch (e) {
         toast(api.errorText(e), 'error');
       }

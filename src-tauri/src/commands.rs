@@ -323,7 +323,7 @@ pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandR
             }
             let setup = match k.config_path() {
                 Some(p) => clients::setup(k, &p, &url, &tokens),
-                None => clients::Setup::NoFile,
+                None => clients::Setup::NotInstalled,
             };
             ClientSnippet {
                 id: k.id(),

@@ -274,4 +274,33 @@ impl ClientKind {
             Format::Json => serde_json::to_string_pretty(snippet).unwrap_or_default(),
         }
     }
+
+    /// Whether the client is on this machine: its program on PATH, or its settings directory.
+    pub fn installed(self) -> bool {
+        let program = match self {
+            ClientKind::ClaudeCode => "claude",
+            ClientKind::Codex => "codex",
+            ClientKind::GeminiCli => "gemini",
+            ClientKind::Opencode => "opencode",
+            ClientKind::Goose => "goose",
+            ClientKind::CopilotCli => "copilot",
+            ClientKind::Cursor => "cursor",
+            ClientKind::Vscode => "code",
+            ClientKind::Windsurf => "windsurf",
+            ClientKind::Zed => "zed",
+            ClientKind::LmStudio => "lms",
+            _ => "",
+        };
+        let on_path = !program.is_empty()
+            && std::env::var_os("PATH")
+                .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
+        // Claude Code's file sits in the home directory itself: its own directory tells.
+        let dir = match self {
+            ClientKind::ClaudeCode => dirs::home_dir().map(|h| h.join(".claude")),
+            _ => self
+                .config_path()
+                .and_then(|p| p.parent().map(Path::to_path_buf)),
+        };
+        on_path || dir.is_some_and(|d| d.is_dir())
+    }
 }

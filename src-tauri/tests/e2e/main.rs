@@ -846,6 +846,21 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         "plain-e2e-key"
     );
     // No profile chosen: Cursor got one of its own, and its token — not the gateway's.
+    // The card says what the file says now: configured, as the profile it was written for; a
+    // client that is nowhere on this machine says so.
+    d.wait_js(
+        "Cursor's card configured",
+        "const p = document.querySelector('.snippet[data-client=cursor] .setup');
+         return !!p && p.textContent.startsWith('Configured') && p.textContent.includes('profile cursor');",
+    )
+    .await;
+    let zed = d
+        .js("return document.querySelector('.snippet[data-client=zed] .setup').textContent;")
+        .await;
+    assert!(
+        zed.as_str().unwrap_or("").starts_with("Not installed"),
+        "{zed}"
+    );
     let auth = written["mcpServers"]["gatehouse"]["headers"]["Authorization"]
         .as_str()
         .unwrap_or("")
