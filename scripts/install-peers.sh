@@ -7,6 +7,8 @@ PEERS_DIR="${GATEHOUSE_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/gatehouse-peer
 NPM_PKGS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-filesystem@2026.8.31"
+  # Also started through npx by the sandbox's peer test (this install fills npm's cache).
+  "@modelcontextprotocol/server-memory@2026.8.31"
 )
 # MCP clients our gateway tests use (TypeScript SDK, Inspector CLI; 0.15.0 is what Node 20 runs).
 CLIENT_PKGS=(

@@ -76,6 +76,12 @@ function fill(req) {
   $('#approval-session-scope').textContent = ends
     ? `this client (same token and name), until ${new Date(ends).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })} (8 hours from its first call)`
     : 'this client, until it disconnects';
+  // Who an "always" covers: the profile, and the other clients seen on it.
+  const profile = req.client.profile ?? 'default';
+  const others = req.client.covers ?? [];
+  $('#approval-always-scope').textContent = others.length
+    ? `for client profile ${profile} — which ${others.join(', ')} also use${others.length === 1 ? 's' : ''}`
+    : `for client profile ${profile} (no other client seen on it)`;
   $('#approval-server').textContent = req.server;
   // Why it asks, in the person's terms: the core's sentence (the UI keeps no copy of it).
   $('#approval-reason').textContent = `Asking because ${req.reason_text || 'the policy asks for this call'}.`;

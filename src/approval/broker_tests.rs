@@ -20,6 +20,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
             session: session.into(),
             profile: None,
             session_ends_ms: None,
+            covers: Vec::new(),
         },
         server: "fs".into(),
         tool: "write_file".into(),

@@ -88,6 +88,10 @@ pub struct ClientRef {
     /// Absent: until the client disconnects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_ends_ms: Option<u64>,
+    /// The clients an "always" answer covers besides this one: every other client (by
+    /// `clientInfo` name and version) seen on the same profile in the last 5 minutes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covers: Vec<String>,
 }
 
 /// A remembered answer: "always" (this exact definition, until revoked) or "session" (this

@@ -96,6 +96,18 @@ impl Gateway {
             resources: uris,
             tx,
         };
+        // Listen streams never time out and each holds a connection: one profile may hold a
+        // quarter of the connections with them, never all (another profile still connects).
+        let share = super::http::connection_limit() / 4;
+        if self.inner.sessions.listening_on(&s.profile) >= share {
+            return Outcome::Reply(jsonrpc::error_line(
+                id.get(),
+                ErrorCode::InternalError,
+                &format!(
+                    "this client profile has {share} listen streams open already (a quarter of the connections); close one first"
+                ),
+            ));
+        }
         if !s.listen(listener) {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),

@@ -181,6 +181,14 @@ impl ClientSession {
         self.notify_listeners(line);
     }
 
+    /// How many listen streams the session has open.
+    pub(super) fn listening(&self) -> usize {
+        lock(&self.listeners)
+            .iter()
+            .filter(|l| !l.tx.is_closed())
+            .count()
+    }
+
     /// Adds a listen stream; `false` when the session has [`MAX_LISTENERS`] already.
     pub(super) fn listen(&self, l: Listener) -> bool {
         let mut all = lock(&self.listeners);
@@ -436,6 +444,15 @@ impl Sessions {
             }
             None => false,
         }
+    }
+
+    /// The listen streams open across every session of client profile `profile`.
+    pub(super) fn listening_on(&self, profile: &Option<String>) -> usize {
+        lock(&self.map)
+            .values()
+            .filter(|s| &s.profile == profile)
+            .map(|s| s.listening())
+            .sum()
     }
 
     /// The clients seen within `within_ms` of `now`, open or recently ended, most recent first.

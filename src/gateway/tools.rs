@@ -335,6 +335,7 @@ impl Gateway {
                 session: s.id.clone(),
                 profile: s.profile.clone(),
                 session_ends_ms: s.expires_ms,
+                covers: self.others_on_profile(s),
             },
             server: server.id().to_string(),
             tool: tool.to_owned(),
@@ -359,6 +360,26 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// The other clients (name and version) seen on `s`'s profile in the last 5 minutes: who an
+    /// "always" answered for this call covers too.
+    fn others_on_profile(&self, s: &ClientSession) -> Vec<String> {
+        let profile = s.profile.as_deref().unwrap_or("default");
+        let me = s.info();
+        let mut others: Vec<String> = self
+            .recent_sessions(super::CONNECTED_WITHIN)
+            .into_iter()
+            .filter(|c| c.profile == profile)
+            .filter(|c| Some(&c.name) != me.name.as_ref() || c.version != me.version)
+            .map(|c| match c.version {
+                Some(v) => format!("{} {v}", c.name),
+                None => c.name,
+            })
+            .collect();
+        others.sort();
+        others.dedup();
+        others
+    }
+
     /// What a call to this tool from this session does, and why it asks: the one policy
     /// ([`crate::approval::policy::evaluate`]) with the session's client profile as a layer.
     fn verdict(

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
 
+mod answers;
 mod approvals;
 mod approvals_hold;
 mod capabilities;
@@ -10,6 +11,7 @@ mod cli;
 mod clients;
 mod contracts;
 mod contracts_gateway;
+mod fairness;
 mod gateway;
 mod import;
 mod isolation;

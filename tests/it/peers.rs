@@ -31,6 +31,11 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
                 "npx",
                 json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"]}),
             ),
+            // Writes its knowledge graph next to its own code by default: in npx's cache.
+            (
+                "memory",
+                json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"]}),
+            ),
         ]),
         gatehouse::Tuning::default(),
     );
@@ -38,7 +43,13 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
     // server-everything lists 16 tools to a client that declares roots, sampling and
     // elicitation, as Gatehouse does (it forwards those to the calling client).
     // Each runs and answers inside the default sandbox.
-    for (id, tools) in [("everything", 16), ("fs", 14), ("time", 2), ("npx", 16)] {
+    for (id, tools) in [
+        ("everything", 16),
+        ("fs", 14),
+        ("time", 2),
+        ("npx", 16),
+        ("memory", 9),
+    ] {
         let h = th.server(id);
         let s = wait_state(&h, State::Running, limit).await;
         assert_eq!(s.tools, tools, "{id}: {s:?}");
@@ -81,6 +92,18 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
     .await
     .unwrap();
     assert_eq!(std::fs::read_to_string(&made).unwrap(), "written inside");
+    // The memory server keeps what it is told (it writes its file) and reads it back.
+    call_tool(
+        &th.server("memory"),
+        "create_entities",
+        json!({"entities": [{"name": "gatehouse", "entityType": "app", "observations": ["sandboxed"]}]}),
+    )
+    .await
+    .unwrap();
+    let r = call_tool(&th.server("memory"), "read_graph", json!({}))
+        .await
+        .unwrap();
+    assert!(r.contains("sandboxed"), "{r}");
 
     let pgids: Vec<u32> = th.hub.status().iter().filter_map(|s| s.pid).collect();
     th.hub.shutdown().await;

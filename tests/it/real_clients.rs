@@ -12,9 +12,9 @@ use crate::support::*;
 /// `-s user`, `-s project`); `gatehouse import --from claude-code` finds every server, says which
 /// scope each came from, and leaves the name defined differently in two scopes to the person —
 /// who imports both with `NAME@SCOPE` renames.
-#[test]
+#[tokio::test]
 #[ignore = "needs the real Claude Code: run `make test`"]
-fn claude_codes_own_scopes_are_all_imported_and_labelled() {
+async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
     let claude = peer_bin("claude-code/node_modules/.bin/claude");
     let dir = tempfile::tempdir().unwrap();
     let proj = dir.path().join("proj");
@@ -131,6 +131,44 @@ fn claude_codes_own_scopes_are_all_imported_and_labelled() {
         c["servers"]["docs-fork"]["args"],
         json!(["-y", "server-docs-fork"]),
         "{c}"
+    );
+
+    // Connected: `client-config claude-code --write` gives it a profile of its own in its user
+    // scope, and Claude Code's own health check reaches the hub through that entry.
+    let served = serve(
+        dir.path(),
+        &json!({"servers": {"fx": fixture(&[])}}).to_string(),
+        &["fx"],
+    )
+    .await;
+    let out = Command::new(GATEHOUSE)
+        .arg("--control")
+        .arg(&served.sock)
+        .args(["client-config", "claude-code", "--write"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = Command::new(&claude)
+        .args(["mcp", "get", "gatehouse"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .output()
+        .unwrap();
+    let got = String::from_utf8_lossy(&got.stdout).into_owned();
+    assert!(
+        got.contains("Status: ✔ Connected") && got.contains(&served.info.url),
+        "{got}"
+    );
+    assert!(
+        got.contains("User config") && !got.contains(&served.info.token),
+        "{got}"
     );
 }
 

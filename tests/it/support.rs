@@ -253,12 +253,35 @@ pub async fn serve_env(
     remove: &[&str],
     set: &[(&str, &str)],
 ) -> Served {
+    let mut cmd = serve_command(dir, config_text);
+    cmd.envs_remove(remove).envs(set.iter().copied());
+    serve_spawned(dir, cmd, expect_running).await
+}
+
+/// `gatehouse serve` with at most `nofile` open files (hard and soft: it cannot raise them), so
+/// its connection limit is a quarter of that.
+pub async fn serve_limited(
+    dir: &Path,
+    config_text: &str,
+    expect_running: &[&str],
+    nofile: u32,
+) -> Served {
+    let inner = serve_command(dir, config_text);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    serve_spawned(dir, cmd, expect_running).await
+}
+
+/// Runs `cmd` (a `gatehouse serve`) with the control socket and log of `dir`, and waits until
+/// its gateway answers and `expect_running` run.
+pub async fn serve_spawned(dir: &Path, mut cmd: Command, expect_running: &[&str]) -> Served {
     let sock = dir.join("control.sock");
     let log = dir.join("serve.log");
-    let child = serve_command(dir, config_text)
+    let child = cmd
         .env("GATEHOUSE_CONTROL", &sock)
-        .envs_remove(remove)
-        .envs(set.iter().copied())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

@@ -325,6 +325,16 @@ pub fn approvals(rows: &[ApprovalRequest]) {
         let left = r.expires_at.saturating_sub(now) / 1000;
         say!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
         say!("    asking because {}", r.reason.text());
+        let profile = r.client.profile.as_deref().unwrap_or("default");
+        match r.client.covers.as_slice() {
+            [] => say!(
+                "    --scope always covers client profile {profile} (no other client seen on it)"
+            ),
+            others => say!(
+                "    --scope always covers client profile {profile}: also {}",
+                others.join(", ")
+            ),
+        }
         if let Some(ends) = r.client.session_ends_ms {
             // A 2026-07-28 client has no protocol session.
             say!(
