@@ -20,6 +20,7 @@
 //! - [`probe`]: one server started on its own and reported on (`gatehouse test`).
 //! - [`profiles`]: client profiles' tokens (one per AI client).
 //! - [`sandbox`]: every stdio server confined (Landlock + seccomp on Linux).
+//! - [`registry`]: the MCP Registry as a catalog, and its entries made into pinned server entries.
 //! - [`secrets`]: where secret references get their values.
 //! - [`control`]: the control socket the CLI verbs talk to.
 //! - [`gateway`]: the MCP endpoint clients talk to (HTTP, stdio, the `connect` bridge).
@@ -49,6 +50,7 @@ pub mod private;
 pub mod probe;
 pub mod profiles;
 pub mod protocol;
+pub mod registry;
 pub mod sandbox;
 pub mod secrets;
 pub mod service;

@@ -62,6 +62,24 @@ pub struct Config {
     /// implicit: the gateway token).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clients: BTreeMap<ServerId, ClientProfile>,
+    /// Where `gatehouse registry` and the app's "Find in the registry" look.
+    #[serde(default, skip_serializing_if = "RegistryConfig::is_default")]
+    pub registry: RegistryConfig,
+}
+
+/// The MCP Registry Gatehouse searches (`GATEHOUSE_REGISTRY_URL` wins over it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// Its base URL (default: the official registry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl RegistryConfig {
+    fn is_default(&self) -> bool {
+        self.url.is_none()
+    }
 }
 
 /// One client profile: which servers and tools an AI client sees, by its own token.

@@ -23,6 +23,7 @@ mod oauth;
 mod peers;
 mod profiles;
 mod real_clients;
+mod registry;
 mod remote;
 mod sandbox;
 mod secrets;

@@ -126,9 +126,19 @@ pub enum Cmd {
         #[arg(long)]
         all: bool,
     },
-    /// Add a server: `add ID [OPTIONS] -- COMMAND [ARGS...]`, or `add ID --url URL`
+    /// The MCP Registry: find servers and see what they need
+    Registry {
+        #[command(subcommand)]
+        cmd: RegistryCmd,
+    },
+    /// Add a server: `add ID [OPTIONS] -- COMMAND [ARGS...]`, `add ID --url URL`, or
+    /// `add [ID] --registry NAME[@VERSION]`
     Add {
-        id: String,
+        #[arg(required_unless_present = "registry")]
+        id: Option<String>,
+        /// A server from the MCP Registry, pinned to its exact version (latest unless given)
+        #[arg(long, value_name = "NAME[@VERSION]", conflicts_with_all = ["url", "command"])]
+        registry: Option<String>,
         /// A remote server's URL (instead of a command)
         #[arg(long, value_name = "URL")]
         url: Option<String>,
@@ -299,5 +309,27 @@ pub enum SecretCmd {
         /// Config to read when no hub is running (default: the platform config)
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum RegistryCmd {
+    /// Servers whose name has TEXT (latest versions)
+    Search {
+        text: String,
+        /// Every page, not only the first
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One server: its packages and remotes, what it needs, the command it would run
+    Show {
+        name: String,
+        /// A version (default: the latest)
+        #[arg(long)]
+        version: Option<String>,
+        #[arg(long)]
+        json: bool,
     },
 }

@@ -23,6 +23,7 @@ mod args;
 mod import;
 mod manage;
 mod print;
+mod registry;
 mod serve;
 mod verbs;
 

@@ -12,7 +12,8 @@ use serde_json::{json, Map, Value};
 
 /// What `add` was given.
 pub struct AddArgs {
-    pub id: String,
+    pub id: Option<String>,
+    pub registry: Option<String>,
     pub url: Option<String>,
     pub env: Vec<String>,
     pub secret_env: Vec<String>,
@@ -71,7 +72,7 @@ impl SandboxArgs {
 }
 
 /// `K=V` pairs into a JSON object; `secret` makes each value a keychain reference.
-fn pairs(flag: &str, items: &[String], secret: bool) -> Result<Map<String, Value>, String> {
+pub fn pairs(flag: &str, items: &[String], secret: bool) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
     for item in items {
         let (k, v) = item
@@ -104,7 +105,7 @@ pub fn entry(a: &AddArgs) -> Result<Value, String> {
         (None, None) => {
             return Err(format!(
                 "what should \"{}\" run? e.g. `gatehouse add {} -- npx -y @modelcontextprotocol/server-everything`, or `gatehouse add {} --url https://example.com/mcp`",
-                a.id, a.id, a.id
+                a.id.as_deref().unwrap_or("ID"), a.id.as_deref().unwrap_or("ID"), a.id.as_deref().unwrap_or("ID")
             ))
         }
         (Some(url), None) => {
@@ -277,15 +278,29 @@ fn report(s: &ServerStatus) {
 }
 
 pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
+    if let Some(spec) = a.registry.clone() {
+        return crate::registry::add(client, a, &spec).await;
+    }
     let entry = entry(&a)?;
-    let id = a.id.clone();
+    let id = a.id.clone().unwrap_or_default();
+    save(client, id, entry, a.config).await
+}
+
+/// Saves `entry` as server `id` (through the running hub, else into the config file) and says
+/// how it started.
+pub async fn save(
+    client: &ControlClient,
+    id: String,
+    entry: Value,
+    config: Option<PathBuf>,
+) -> Result<(), String> {
     match apply(
         client,
         Edit::Save {
             id: id.clone(),
             entry,
         },
-        a.config,
+        config,
     )
     .await?
     {

@@ -147,6 +147,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::Restart { id: None, .. } => manage::restart_all(&client).await,
         Cmd::Add {
             id,
+            registry,
             url,
             env,
             secret_env,
@@ -169,6 +170,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                     no_network,
                 },
                 id,
+                registry,
                 url,
                 env,
                 secret_env,
@@ -181,6 +183,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             };
             manage::add(&client, args).await
         }
+        Cmd::Registry { cmd } => crate::registry::run(cmd).await,
         Cmd::Remove { id, config } => manage::remove(&client, id, config).await,
         Cmd::Enable { id, config } => manage::set_enabled(&client, id, true, config).await,
         Cmd::Disable { id, config } => manage::set_enabled(&client, id, false, config).await,
@@ -462,7 +465,7 @@ async fn secret(client: &ControlClient, cmd: SecretCmd) -> Result<(), String> {
 }
 
 /// The value comes from stdin (piped) or a hidden prompt (terminal); never from argv.
-fn read_secret_value(name: &str) -> Result<String, String> {
+pub fn read_secret_value(name: &str) -> Result<String, String> {
     use std::io::{IsTerminal, Read};
     let value = if std::io::stdin().is_terminal() {
         rpassword::prompt_password(format!("Value for {name} (not shown): "))

@@ -1,0 +1,277 @@
+//! A registry entry made into a Gatehouse server entry: which package (or remote) runs it, the
+//! exact command with the exact version — so what runs is pinned —, its environment from what
+//! the person gave, and the secrets to ask for. Nothing here asks or stores anything.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::model::{Argument, KeyValue, Package, ServerDetail};
+
+/// What the person gave for the entry's variables.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    /// Plain values (`--env K=V`).
+    pub env: BTreeMap<String, String>,
+    /// Variables taken from a keychain secret (`--secret-env K=SECRET`).
+    pub secrets: BTreeMap<String, String>,
+}
+
+/// A secret the entry needs that was not given: ask for it (never in argv) and keep it under
+/// `secret`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    /// The variable or header.
+    pub var: String,
+    /// The keychain secret its value goes to.
+    pub secret: String,
+    /// What it is for.
+    pub description: String,
+    /// Whether the server needs it.
+    pub required: bool,
+}
+
+/// The planned entry.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The entry, in Gatehouse's file format.
+    pub entry: Value,
+    /// What it runs, for people (secret values never appear: they are references).
+    pub runs: String,
+    /// Secrets to ask for.
+    pub ask: Vec<Ask>,
+    /// `pkg@1.4.2`, `pkg==1.4.2`, `image:tag`, or the URL.
+    pub pinned: String,
+}
+
+/// The keychain secret name a registry server's variable gets: `ID-VAR`, lower case.
+pub fn secret_name(id: &str, var: &str) -> String {
+    let raw = format!("{id}-{var}").to_ascii_lowercase().replace('_', "-");
+    let clean: String = raw
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .take(64)
+        .collect();
+    clean
+}
+
+fn arg_words(args: &[Argument], what: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for a in args {
+        let value = a.value.clone().or_else(|| a.default.clone());
+        match (a.kind.as_str(), value) {
+            ("named", Some(v)) => {
+                out.push(a.name.clone().unwrap_or_default());
+                out.push(v);
+            }
+            ("named", None) if !a.is_required => {}
+            ("named", None) => out.push(a.name.clone().unwrap_or_default()),
+            ("positional", Some(v)) => out.push(v),
+            ("positional", None) if !a.is_required => {}
+            (_, _) => {
+                let label = a
+                    .value_hint
+                    .clone()
+                    .or_else(|| a.name.clone())
+                    .unwrap_or_else(|| "an argument".into());
+                return Err(format!(
+                    "its {what} need {label} ({}), which the registry gives no value for; add the server by hand with `gatehouse add ID -- COMMAND`",
+                    a.description.as_deref().unwrap_or("no description")
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Values and secret references for `vars`; secrets not given are asked for.
+fn values(
+    id: &str,
+    vars: &[KeyValue],
+    inputs: &Inputs,
+    ask: &mut Vec<Ask>,
+) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for v in vars {
+        if let Some(secret) = inputs.secrets.get(&v.name) {
+            out.insert(v.name.clone(), json!({"secret": secret}));
+        } else if let Some(plain) = inputs.env.get(&v.name) {
+            if v.is_secret {
+                return Err(format!(
+                    "{} is a secret: give it with --secret-env {}=SECRET (a keychain secret), or leave it out to be asked — never on the command line",
+                    v.name, v.name
+                ));
+            }
+            out.insert(v.name.clone(), json!(plain));
+        } else if let Some(fixed) = &v.value {
+            out.insert(v.name.clone(), json!(fixed));
+        } else if v.is_secret {
+            let secret = secret_name(id, &v.name);
+            out.insert(v.name.clone(), json!({"secret": secret}));
+            ask.push(Ask {
+                var: v.name.clone(),
+                secret,
+                description: v.description.clone().unwrap_or_default(),
+                required: v.is_required,
+            });
+        } else if let Some(d) = &v.default {
+            out.insert(v.name.clone(), json!(d));
+        } else if v.is_required {
+            return Err(format!(
+                "{} is required ({}): pass --env {}=VALUE",
+                v.name,
+                v.description.as_deref().unwrap_or("no description"),
+                v.name
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Why a package was not planned: the person's input is wrong (stop there), or this package
+/// cannot run here (try the next).
+enum Refusal {
+    Input(String),
+    CannotRun(String),
+}
+
+fn local(id: &str, p: &Package, inputs: &Inputs, engine: Option<&str>) -> Result<Planned, Refusal> {
+    let cannot = Refusal::CannotRun;
+    if let Some(t) = p.transport.as_ref().filter(|t| t.kind != "stdio") {
+        return Err(cannot(format!(
+            "its {} package serves {} on a port of its own, which Gatehouse does not start yet",
+            p.registry_type, t.kind
+        )));
+    }
+    let version = p.version.clone().filter(|v| !v.is_empty() && v != "latest");
+    let Some(version) = version else {
+        return Err(cannot(
+            "its package names no exact version, so it cannot be pinned".into(),
+        ));
+    };
+    let mut ask = Vec::new();
+    let env = values(id, &p.environment_variables, inputs, &mut ask).map_err(Refusal::Input)?;
+    let runtime = arg_words(&p.runtime_arguments, "runtime arguments").map_err(cannot)?;
+    let package = arg_words(&p.package_arguments, "arguments").map_err(cannot)?;
+    let (command, pinned, mut args) = match p.registry_type.as_str() {
+        "npm" => {
+            let pinned = format!("{}@{version}", p.identifier);
+            let mut a = Vec::new();
+            if !runtime.iter().any(|w| w == "-y" || w == "--yes") {
+                a.push("-y".to_owned());
+            }
+            a.extend(runtime);
+            a.push(pinned.clone());
+            ("npx".to_owned(), pinned, a)
+        }
+        "pypi" => {
+            let pinned = format!("{}=={version}", p.identifier);
+            let mut a = runtime;
+            a.push(pinned.clone());
+            ("uvx".to_owned(), pinned, a)
+        }
+        "oci" => {
+            let Some(engine) = engine else {
+                return Err(cannot(format!(
+                    "it runs as a container ({}): it needs a container engine — install Docker or Podman",
+                    p.identifier
+                )));
+            };
+            let pinned = format!("{}:{version}", p.identifier);
+            let mut a = vec!["run".to_owned(), "-i".to_owned(), "--rm".to_owned()];
+            a.extend(runtime);
+            // The container sees only the variables it is given by name.
+            for k in env.keys() {
+                a.push("-e".into());
+                a.push(k.clone());
+            }
+            a.push(pinned.clone());
+            (engine.to_owned(), pinned, a)
+        }
+        "mcpb" => {
+            return Err(cannot("it is an MCPB bundle, which Gatehouse does not unpack yet: install it in a client that does, or use one of its packages".into()))
+        }
+        other => {
+            return Err(cannot(format!(
+                "its package is from {other}, which Gatehouse cannot run"
+            )))
+        }
+    };
+    args.extend(package);
+    let mut entry = Map::new();
+    entry.insert("command".into(), json!(command));
+    entry.insert("args".into(), json!(args));
+    if !env.is_empty() {
+        entry.insert("env".into(), Value::Object(env));
+    }
+    let runs = crate::config::command_line(
+        std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)),
+    );
+    Ok(Planned {
+        entry: Value::Object(entry),
+        runs,
+        ask,
+        pinned,
+    })
+}
+
+/// The entry for `detail`: its first package Gatehouse can run (npm, PyPI, then OCI where a
+/// container engine is installed), else its first remote. `engine` is `docker` or `podman`
+/// when one is on this machine. An error says why none can run.
+pub fn plan(
+    detail: &ServerDetail,
+    id: &str,
+    inputs: &Inputs,
+    engine: Option<&str>,
+) -> Result<Planned, String> {
+    let mut why = Vec::new();
+    let mut order: Vec<&Package> = detail.packages.iter().collect();
+    let rank = |p: &Package| match p.registry_type.as_str() {
+        "npm" => 0,
+        "pypi" => 1,
+        "oci" => 2,
+        _ => 3,
+    };
+    order.sort_by_key(|p| rank(p));
+    for p in order {
+        match local(id, p, inputs, engine) {
+            Ok(planned) => return Ok(planned),
+            Err(Refusal::Input(e)) => return Err(e),
+            Err(Refusal::CannotRun(e)) => why.push(e),
+        }
+    }
+    if let Some(r) = detail.remotes.first() {
+        if r.url.contains('{') {
+            why.push(format!(
+                "its remote URL {} needs values Gatehouse does not ask for yet",
+                r.url
+            ));
+        } else {
+            let mut ask = Vec::new();
+            let headers = values(id, &r.headers, inputs, &mut ask)?;
+            let mut entry = Map::new();
+            entry.insert("url".into(), json!(r.url));
+            if !headers.is_empty() {
+                entry.insert("headers".into(), Value::Object(headers));
+            }
+            return Ok(Planned {
+                entry: Value::Object(entry),
+                runs: r.url.clone(),
+                ask,
+                pinned: r.url.clone(),
+            });
+        }
+    }
+    if why.is_empty() {
+        why.push("it lists no package and no remote".into());
+    }
+    Err(format!(
+        "{} cannot be added: {}",
+        detail.name,
+        why.join("; ")
+    ))
+}
+
+#[cfg(test)]
+#[path = "entry_tests.rs"]
+mod tests;
