@@ -5,6 +5,7 @@
 
 pub mod entry;
 pub mod model;
+pub mod pin;
 
 use std::time::Duration;
 

@@ -1,5 +1,7 @@
 """A local stand-in for the MCP Registry: the published v0.1 read API (search with cursors, a
 server's versions, one version or `latest`) over a few real entries' facts — never the internet.
+It also answers as an npm registry does for a package's latest version (`GET /NAME/latest`), and
+`GET /_publish?name=N&version=V` makes V the latest (a release published while a pin holds).
 
     python3 registry_server.py [ok|garbage|huge|silent]
 
@@ -46,6 +48,7 @@ FILLERS = [{"name": f"io.example/filler-{i:02}", "description": f"Filler {i}", "
 LATEST = [EVERYTHING, DB, DOCS] + FILLERS
 VERSIONS = {EVERYTHING["name"]: [EVERYTHING, OLDER]}
 META = {"io.modelcontextprotocol.registry/official": {"status": "active", "isLatest": True}}
+NPM_LATEST = {"@modelcontextprotocol/server-everything": "2026.8.31"}
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
 
@@ -84,6 +87,14 @@ class Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(url.query)
         parts = [urllib.parse.unquote(p) for p in url.path.split("/") if p]
+        if parts == ["_publish"]:
+            NPM_LATEST[q["name"][0]] = q["version"][0]
+            return self.send_json(200, {"ok": True})
+        if parts and parts[-1] == "latest" and parts[0] != "v0.1":
+            name = "/".join(parts[:-1])
+            if name in NPM_LATEST:
+                return self.send_json(200, {"name": name, "version": NPM_LATEST[name]})
+            return self.send_json(404, {"error": "Not found"})
         if parts == ["v0.1", "servers"]:
             text = q.get("search", [""])[0]
             limit = int(q.get("limit", ["30"])[0])

@@ -226,3 +226,107 @@ async fn a_broken_registry_gets_a_clear_error_never_a_hang() {
         text(&out)
     );
 }
+
+/// A pasted `npx -y PACKAGE` is recorded with the exact version the index serves; a release
+/// published later is shown ("update available"), never taken; `--update` takes it and says the
+/// change; an entry already in the config is pinned only when asked (`gatehouse pin ID`).
+#[tokio::test]
+async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
+    let reg = stand_in("ok");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = d.join("gatehouse.json");
+    std::fs::write(
+        &cfg,
+        json!({"servers": {"old": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything", "stdio"], "enabled": false}}}).to_string(),
+    )
+    .unwrap();
+    let cfg_s = cfg.to_str().unwrap();
+    let pin_cmd = |args: &[&str]| {
+        let mut c = Command::new(GATEHOUSE);
+        c.args(args)
+            .env("GATEHOUSE_CONTROL", d.join("no-hub.sock"))
+            .env("npm_config_registry", &reg.1);
+        c.output().unwrap()
+    };
+    let args_of = |id: &str| -> Value {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+        v["servers"][id]["args"].clone()
+    };
+    let out = pin_cmd(&[
+        "add",
+        "ev",
+        "--config",
+        cfg_s,
+        "--",
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-everything",
+        "stdio",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("pinned @modelcontextprotocol/server-everything to @modelcontextprotocol/server-everything@2026.8.31"), "{}", text(&out));
+    assert_eq!(
+        args_of("ev"),
+        json!([
+            "-y",
+            "@modelcontextprotocol/server-everything@2026.8.31",
+            "stdio"
+        ])
+    );
+    // The entry that was there before is left as it was until the person pins it.
+    assert_eq!(
+        args_of("old"),
+        json!(["-y", "@modelcontextprotocol/server-everything", "stdio"])
+    );
+    let out = pin_cmd(&["pin", "old", "--config", cfg_s]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        args_of("old")[1],
+        "@modelcontextprotocol/server-everything@2026.8.31"
+    );
+    // A newer release: shown, not taken.
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    let published = http
+        .get(format!(
+            "{}/_publish?name=@modelcontextprotocol/server-everything&version=2026.9.1",
+            reg.1
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(published.status().is_success());
+    let out = pin_cmd(&["pin", "ev", "--config", cfg_s]);
+    assert!(
+        text(&out).contains("update available: 2026.9.1"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        args_of("ev")[1],
+        "@modelcontextprotocol/server-everything@2026.8.31"
+    );
+    let out = pin_cmd(&["pin", "ev", "--update", "--config", cfg_s]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("ev: @modelcontextprotocol/server-everything 2026.8.31 → 2026.9.1"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        args_of("ev")[1],
+        "@modelcontextprotocol/server-everything@2026.9.1"
+    );
+    // Not a runner's package: nothing to pin, said so.
+    std::fs::write(
+        &cfg,
+        json!({"servers": {"fx": {"command": FIXTURE}}}).to_string(),
+    )
+    .unwrap();
+    let out = pin_cmd(&["pin", "fx", "--config", cfg_s]);
+    assert!(
+        text(&out).contains("runs no npx or uvx package"),
+        "{}",
+        text(&out)
+    );
+}

@@ -126,6 +126,17 @@ pub enum Cmd {
         #[arg(long)]
         all: bool,
     },
+    /// Pin a server's `npx`/`uvx` package to its exact version, or (--update) move it to the
+    /// newest one; shows when a newer version is available
+    Pin {
+        id: String,
+        /// Move to the newest version (the change is shown; its tools are reviewed at the next start)
+        #[arg(long)]
+        update: bool,
+        /// The config file when no hub is running (default: the platform config)
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
     /// The MCP Registry: find servers and see what they need
     Registry {
         #[command(subcommand)]
@@ -172,6 +183,9 @@ pub enum Cmd {
         /// Take the network away from the sandboxed server
         #[arg(long)]
         no_network: bool,
+        /// Leave an `npx`/`uvx` package unpinned (it then runs whatever version is newest)
+        #[arg(long)]
+        no_pin: bool,
         /// The config file when no hub is running (default: the platform config)
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,

@@ -24,6 +24,8 @@ pub struct AddArgs {
     pub sandbox: SandboxArgs,
     pub config: Option<PathBuf>,
     pub command: Vec<String>,
+    /// Pin an `npx`/`uvx` package to its newest version now.
+    pub pin: bool,
 }
 
 /// `add`'s sandbox flags.
@@ -164,10 +166,23 @@ pub fn entry(a: &AddArgs) -> Result<Value, String> {
 
 /// A config edit: sent to the running hub, or — when none runs — made to the file directly
 /// under the same lock (the hub's own code path: `config::edit`).
-enum Edit {
-    Save { id: String, entry: Value },
-    Remove { id: String },
-    Enabled { id: String, enabled: bool },
+pub enum Edit {
+    Save {
+        id: String,
+        entry: Value,
+    },
+    /// An existing entry replaced.
+    Replace {
+        id: String,
+        entry: Value,
+    },
+    Remove {
+        id: String,
+    },
+    Enabled {
+        id: String,
+        enabled: bool,
+    },
 }
 
 impl Edit {
@@ -175,6 +190,11 @@ impl Edit {
         match self {
             Edit::Save { id, entry } => Request::SaveServer {
                 original: None,
+                id: id.clone(),
+                entry: entry.clone(),
+            },
+            Edit::Replace { id, entry } => Request::SaveServer {
+                original: Some(id.clone()),
                 id: id.clone(),
                 entry: entry.clone(),
             },
@@ -189,6 +209,7 @@ impl Edit {
     fn apply(&self, c: &Config) -> Result<Config, String> {
         match self {
             Edit::Save { id, entry } => c.with_server(None, id, entry),
+            Edit::Replace { id, entry } => c.with_server(Some(id), id, entry),
             Edit::Remove { id } => c.without_server(id),
             Edit::Enabled { id, enabled } => c.with_enabled(id, *enabled),
         }
@@ -196,14 +217,14 @@ impl Edit {
 }
 
 /// Where an edit went.
-enum Applied {
+pub enum Applied {
     /// The running hub applied it.
     Hub,
     /// No hub runs: the file was edited.
     File(PathBuf),
 }
 
-async fn apply(
+pub async fn apply(
     client: &ControlClient,
     edit: Edit,
     config: Option<PathBuf>,
@@ -281,8 +302,11 @@ pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
     if let Some(spec) = a.registry.clone() {
         return crate::registry::add(client, a, &spec).await;
     }
-    let entry = entry(&a)?;
+    let mut entry = entry(&a)?;
     let id = a.id.clone().unwrap_or_default();
+    if a.pin {
+        crate::registry::pin_new(&id, &mut entry).await;
+    }
     save(client, id, entry, a.config).await
 }
 

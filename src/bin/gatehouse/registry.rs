@@ -8,6 +8,7 @@ use gatehouse::config::{self, Config};
 use gatehouse::control::ControlClient;
 use gatehouse::registry::entry::{self, Inputs};
 use gatehouse::registry::model::{ServerDetail, ServerResponse};
+use gatehouse::registry::pin;
 use gatehouse::registry::Registry;
 use serde_json::Value;
 
@@ -255,4 +256,113 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
         entry["requires_approval"] = Value::Bool(true);
     }
     crate::manage::save(client, id, entry, a.config).await
+}
+
+/// A new entry's `npx`/`uvx` package pinned to the newest version (said, or why not).
+pub async fn pin_new(id: &str, entry: &mut Value) {
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let args: Vec<String> = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(spec) = pin::spec(&command, &args).filter(|s| s.version.is_none()) else {
+        return;
+    };
+    match pin::latest(spec.index, &spec.name).await {
+        Ok(v) => {
+            entry["args"][spec.at] = Value::String(spec.pinned(&v));
+            say!("pinned {} to {} (a newer release is never taken without you: `gatehouse pin {id} --update`)", spec.name, spec.pinned(&v));
+        }
+        Err(e) => say!(
+            "warning: {e}; {id} runs whatever version is newest until you `gatehouse pin {id}`"
+        ),
+    }
+}
+
+/// `gatehouse pin ID [--update]`.
+pub async fn pin(
+    client: &ControlClient,
+    id: &str,
+    update: bool,
+    config: Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    // The running hub's config file, else the one given, else the platform's.
+    let path = match client
+        .request::<Option<std::path::PathBuf>>(&gatehouse::control::Request::ConfigPath)
+        .await
+    {
+        Ok(Some(p)) => p,
+        _ => config.clone().unwrap_or_else(config::default_config_path),
+    };
+    let cfg = Config::load(&path).map_err(|e| e.to_string())?;
+    let server = cfg
+        .servers
+        .iter()
+        .find(|(k, _)| k.as_str() == id)
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| format!("unknown server \"{id}\""))?;
+    let mut entry = serde_json::to_value(&server).map_err(|e| e.to_string())?;
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let args: Vec<String> = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(spec) = pin::spec(&command, &args) else {
+        return Err(format!(
+            "{id} runs no npx or uvx package: there is no version to pin"
+        ));
+    };
+    let newest = pin::latest(spec.index, &spec.name).await?;
+    let to = match (&spec.version, update) {
+        (None, _) => newest.clone(),
+        (Some(v), false) if *v == newest => {
+            say!("{id} is pinned to {}, the newest version", spec.pinned(v));
+            return Ok(());
+        }
+        (Some(v), false) => {
+            say!("{id} is pinned to {}; update available: {newest} — `gatehouse pin {id} --update` takes it", spec.pinned(v));
+            return Ok(());
+        }
+        (Some(v), true) if *v == newest => {
+            say!("{id} is already at {newest}, the newest version");
+            return Ok(());
+        }
+        (Some(_), true) => newest.clone(),
+    };
+    let from = spec.version.clone().unwrap_or_else(|| "unpinned".into());
+    entry["args"][spec.at] = Value::String(spec.pinned(&to));
+    crate::manage::apply(
+        client,
+        crate::manage::Edit::Replace {
+            id: id.to_owned(),
+            entry,
+        },
+        config,
+    )
+    .await?;
+    say!("{id}: {} {from} → {to}", spec.name);
+    if spec.version.is_some() {
+        say!("at its next start, any tool whose definition changed asks again before it runs");
+    }
+    Ok(())
 }

@@ -159,6 +159,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             allow_read,
             allow_write,
             no_network,
+            no_pin,
             config,
             command,
         } => {
@@ -180,10 +181,12 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 approval,
                 config,
                 command,
+                pin: !no_pin,
             };
             manage::add(&client, args).await
         }
         Cmd::Registry { cmd } => crate::registry::run(cmd).await,
+        Cmd::Pin { id, update, config } => crate::registry::pin(&client, &id, update, config).await,
         Cmd::Remove { id, config } => manage::remove(&client, id, config).await,
         Cmd::Enable { id, config } => manage::set_enabled(&client, id, true, config).await,
         Cmd::Disable { id, config } => manage::set_enabled(&client, id, false, config).await,
