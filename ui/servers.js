@@ -4,6 +4,7 @@
 import * as api from './api.js';
 import { $, el, duration, clock, toast, viewError } from './dom.js';
 import { initForm, openForm } from './server-form.js';
+import { initRegistry } from './registry.js';
 
 const rows = new Map(); // id -> {node, status, expanded, stopLogs}
 let painted = false;
@@ -18,6 +19,9 @@ export function init() {
   });
   setInterval(tickUptimes, 1000);
   initForm(refresh);
+  initRegistry(refresh);
+  // The empty state's first offer: the servers the person's AI clients already have.
+  $('#import-empty').addEventListener('click', () => $('.nav[data-view=import]').click());
 }
 
 export async function refresh() {

@@ -22,6 +22,7 @@ type AppStateRef<'a> = State<'a, Arc<AppState>>;
 pub mod history;
 pub mod import;
 pub mod keychain;
+pub mod registry;
 
 #[tauri::command]
 pub fn app_state(state: AppStateRef<'_>) -> PhaseView {

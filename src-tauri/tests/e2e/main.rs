@@ -1158,3 +1158,110 @@ async fn a_server_waiting_for_a_sign_in_is_signed_in_from_its_row() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A newcomer with nothing configured: the empty state offers Import first and the registry
+/// second; "Find in the registry" searches as they type (a local stand-in speaking the MCP
+/// Registry's API), shows what a server needs and the version it is pinned to, and adds it —
+/// the secret typed into a password field goes to the keychain — running.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn a_server_is_found_in_the_registry_and_added_pinned() {
+    let _serial = lock().await;
+    let mut registry = std::process::Command::new("python3")
+        .arg(repo().join("tests/clients/registry_server.py"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("registry stand-in");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(registry.stdout.take().expect("stdout")),
+        &mut port,
+    )
+    .expect("port");
+    // The app's HOME is the test's: npm's cache (where install-peers put the package) is lent.
+    let d = Desktop::launch_with(json!({}), |home| {
+        let cache =
+            std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".npm");
+        let _ = std::os::unix::fs::symlink(cache, home.join(".npm"));
+    })
+    .await;
+    // Point the running app at the stand-in, as a company points it at its own registry.
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    cfg["registry"] = json!({ "url": format!("http://127.0.0.1:{}", port.trim()) });
+    std::fs::write(&d.config_path, cfg.to_string()).expect("config");
+    let (code, out, err) = d.cli(&["reload"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let offers = d
+        .wait_js(
+            "the empty state's offers",
+            "const e = document.getElementById('servers-empty');
+             return !e.hidden && [...e.querySelectorAll('button')].map(b => b.textContent);",
+        )
+        .await;
+    assert_eq!(
+        offers,
+        json!([
+            "Import from your AI clients",
+            "Find in the registry",
+            "Add a command"
+        ])
+    );
+    d.click("#find-server-empty").await;
+    d.type_into("#registry-form input[name=q]", "everything")
+        .await;
+    let name = "io.github.modelcontextprotocol/server-everything";
+    d.wait_js(
+        "the search result",
+        &format!("return !!document.querySelector('.registry-pick[data-name=\"{name}\"]');"),
+    )
+    .await;
+    d.click(&format!(".registry-pick[data-name=\"{name}\"]"))
+        .await;
+    let runs = d
+        .wait_js(
+            "what it runs",
+            "const p = document.getElementById('registry-runs'); return !p.closest('[hidden]') && p.textContent;",
+        )
+        .await;
+    assert!(
+        runs.as_str()
+            .unwrap_or("")
+            .contains("pinned to @modelcontextprotocol/server-everything@2026.8.31"),
+        "{runs}"
+    );
+    d.type_into(
+        "#registry-secrets input[name=EVERYTHING_API_KEY]",
+        "sk-e2e-canary",
+    )
+    .await;
+    d.shot("registry-find").await;
+    d.click("#registry-add").await;
+    // npx starts it from the cache: allow it a minute.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let row = loop {
+        let row = d.row("everything").await;
+        if row["state"] == "running" || std::time::Instant::now() > deadline {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(row["state"], "running", "{row}");
+    let (code, out, _) = d.cli(&["secret", "ls", "--json"]);
+    assert_eq!(code, 0);
+    let secrets: Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        secrets.as_array().is_some_and(|a| a
+            .iter()
+            .any(|s| s["name"] == "everything-everything-api-key" && s["set"] == true)),
+        "{secrets}"
+    );
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(
+        !saved.contains("sk-e2e-canary") && saved.contains("server-everything@2026.8.31"),
+        "{saved}"
+    );
+    let _ = registry.kill();
+    let _ = registry.wait();
+}
