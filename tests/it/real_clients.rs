@@ -295,33 +295,68 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     );
     let command = listed["transport"]["command"].as_str().unwrap().to_owned();
 
-    // What Codex starts, started as Codex would (a few variables only), reaches a running hub.
+    // Codex's own app-server starts the entry it holds and lists it connected (`mcpServerStatus/
+    // list`), from Codex's trimmed environment: no XDG_RUNTIME_DIR, so the bridge finds the hub
+    // (which runs on its derived socket path) through the pointer it left.
     let hub_config = json!({"servers": {"fx": fixture(&[])}, "clients": {"codex": {}}});
-    let served = serve(dir.path(), &hub_config.to_string(), &["fx"]).await;
-    let mut bridge = tokio::process::Command::new(&command)
-        .args(["connect", "--client", "codex"])
-        .env_clear()
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let mut cmd = serve_command(dir.path(), &hub_config.to_string());
+    cmd.env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &run)
+        .env_remove("GATEHOUSE_CONTROL");
+    let _served = serve_at(dir.path(), cmd, &["fx"], run.join("gatehouse/control.sock")).await;
+    // Only Gatehouse's entry (the others would fetch packages from the internet).
+    let codex_home = dir.path().join("codex-home");
+    std::fs::create_dir(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!("[mcp_servers.gatehouse]\ncommand = {command:?}\nargs = [\"connect\", \"--client\", \"codex\"]\n"),
+    )
+    .unwrap();
+    let mut app = tokio::process::Command::new(&codex)
+        .arg("app-server")
+        .current_dir(dir.path())
         .env("HOME", &home)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("GATEHOUSE_CONTROL", &served.sock)
+        .env("CODEX_HOME", &codex_home)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("GATEHOUSE_CONTROL")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let mut stdin = bridge.stdin.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(bridge.stdout.take().unwrap()).lines();
-    stdin
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"codex-mcp-client\",\"version\":\"0.171.0\"}}}\n")
-        .await
-        .unwrap();
-    let line = tokio::time::timeout(std::time::Duration::from_secs(20), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap_or_default();
-    assert!(line.contains("\"gatehouse\""), "{line}");
+    let mut stdin = app.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(app.stdout.take().unwrap()).lines();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "gatehouse-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "mcpServerStatus/list", "params": {}}),
+    ] {
+        stdin.write_all(format!("{m}\n").as_bytes()).await.unwrap();
+    }
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap_or_default();
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == 2 {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("Codex's app-server answered mcpServerStatus/list");
+    let ours = status["result"]["data"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(ours["serverInfo"]["name"], "gatehouse", "{status}");
+    // Through the hub: the fixture's tools, under their own names.
+    assert!(ours["tools"].get("echo").is_some(), "{status}");
 }
 
 /// The real Gemini CLI writes its user and project settings (`gemini mcp add`, `-s user`, an

@@ -279,9 +279,20 @@ pub async fn serve_limited(
 /// its gateway answers and `expect_running` run.
 pub async fn serve_spawned(dir: &Path, mut cmd: Command, expect_running: &[&str]) -> Served {
     let sock = dir.join("control.sock");
+    cmd.env("GATEHOUSE_CONTROL", &sock);
+    serve_at(dir, cmd, expect_running, sock).await
+}
+
+/// [`serve_spawned`] for a hub whose control socket is at `sock` by its own choice (the derived
+/// path under `XDG_RUNTIME_DIR`, which leaves a pointer for clients without that variable).
+pub async fn serve_at(
+    dir: &Path,
+    mut cmd: Command,
+    expect_running: &[&str],
+    sock: PathBuf,
+) -> Served {
     let log = dir.join("serve.log");
     let child = cmd
-        .env("GATEHOUSE_CONTROL", &sock)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
