@@ -90,7 +90,7 @@ impl Service {
         opts: ServiceOptions,
         keychain: KeychainStore,
     ) -> Result<Service, ServiceError> {
-        gateway::http::raise_fd_limit();
+        gateway::conns::raise_fd_limit();
         // Temp files of a writer killed mid-write (kill -9 during an import) go first.
         config::remove_stale_temps(&opts.config_path);
         let mut config = Config::load(&opts.config_path)?;

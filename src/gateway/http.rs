@@ -114,7 +114,7 @@ pub async fn serve(
         .route("/mcp", axum::routing::any(mcp))
         .fallback(not_found)
         .with_state(state);
-    accept_loop(listener, app, shutdown).await;
+    super::conns::accept_loop(listener, app, shutdown).await;
 }
 
 /// How long a client may take to send a request's headers (also how long an idle connection is
@@ -122,101 +122,6 @@ pub async fn serve(
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request's body may take to arrive.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Connections served at once: a quarter of the file descriptors this process may open (after
-/// [`raise_fd_limit`]), between 64 and 1,024, so that a flood of connections can never take the
-/// descriptors the control socket, the servers' pipes and the logs need.
-pub fn connection_limit() -> usize {
-    let soft = fd_limit().unwrap_or(1024);
-    (soft / 4).clamp(64, 1024) as usize
-}
-
-fn fd_limit() -> Option<u64> {
-    #[cfg(unix)]
-    return nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .ok()
-        .map(|(soft, _)| soft);
-    #[cfg(not(unix))]
-    None
-}
-
-/// Raises this process's soft limit on open files to its hard limit (capped at 65,536): the
-/// default 1,024 is easily reached by a hub with many servers and clients.
-pub fn raise_fd_limit() {
-    #[cfg(unix)]
-    {
-        use nix::sys::resource::{getrlimit, setrlimit, Resource};
-        if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
-            let want = hard.min(65_536);
-            if want > soft {
-                if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, want, hard) {
-                    tracing::debug!(error = %e, "cannot raise the open-files limit");
-                }
-            }
-        }
-    }
-}
-
-/// Accepts connections up to [`connection_limit`] at once (beyond it a new connection is
-/// closed at once instead of queued) and serves each with a header timeout, until `shutdown`.
-async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) {
-    let limit = connection_limit();
-    let permits = Arc::new(tokio::sync::Semaphore::new(limit));
-    let mut conns = tokio::task::JoinSet::new();
-    let mut refused: u64 = 0;
-    loop {
-        let accepted = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
-            a = listener.accept() => a,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // Out of descriptors or a transient error: never spin, never stop serving.
-                tracing::warn!(error = %e, "gateway accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            refused += 1;
-            if refused.is_power_of_two() {
-                tracing::warn!(
-                    limit,
-                    refused,
-                    "too many client connections; new ones are closed until some end"
-                );
-            }
-            drop(stream);
-            continue;
-        };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let stop = shutdown.clone();
-        conns.spawn(async move {
-            let _permit = permit;
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT);
-            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = stop.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
-                }
-            }
-        });
-    }
-    // Connections end with their streams (the gateway's shutdown closes them), bounded.
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
-    conns.shutdown().await;
-}
 
 async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Gatehouse serves MCP at /mcp\n").into_response()
@@ -228,6 +133,10 @@ async fn mcp(State(st): State<AppState>, req: Request<Body>) -> Response {
         Ok(p) => p,
         Err(resp) => return resp,
     };
+    // This connection showed a valid token: it keeps its place when the gateway is full.
+    if let Some(shown) = parts.extensions.get::<super::conns::Shown>() {
+        shown.mark();
+    }
     match parts.method {
         Method::POST => post(&st, &parts.headers, body, &profile).await,
         Method::GET => get(&st, &parts.headers, &profile),

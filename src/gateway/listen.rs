@@ -98,7 +98,7 @@ impl Gateway {
         };
         // Listen streams never time out and each holds a connection: one profile may hold a
         // quarter of the connections with them, never all (another profile still connects).
-        let share = super::http::connection_limit() / 4;
+        let share = super::conns::connection_limit() / 4;
         if self.inner.sessions.listening_on(&s.profile) >= share {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),

@@ -21,6 +21,7 @@ mod approve;
 mod audit;
 mod call;
 pub mod catalog;
+pub mod conns;
 mod forward;
 pub mod http;
 pub mod incoming;

@@ -53,3 +53,28 @@ async fn one_profile_cannot_hold_every_connection_with_listen_streams() {
     assert!(first.contains("subscriptions/acknowledged"), "{first}");
     drop(open);
 }
+
+/// Sockets opened without a token hold a place only until a client with one needs it: with all
+/// 64 places (a hub limited to 256 open files) taken by idle sockets, a real client still
+/// connects, lists and calls — the oldest idle socket is ended for it.
+#[tokio::test]
+async fn idle_sockets_without_a_token_never_lock_out_a_client_with_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({"servers": {"a": fixture(&[])}});
+    let s = serve_limited(dir.path(), &cfg.to_string(), &["a"], 256).await;
+    let addr = s
+        .info
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let idle: Vec<std::net::TcpStream> = (0..80)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    assert!(idle.len() >= 64, "{} sockets", idle.len());
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let c = Mcp::open(&s.info.url, &s.info.token).await;
+    let v = c.call(1, "echo", json!({"text": "still served"})).await;
+    assert_eq!(v["result"]["content"][0]["text"], "still served", "{v}");
+    drop(idle);
+}
