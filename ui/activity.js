@@ -16,11 +16,16 @@ function detail(r) {
   let args = r.arguments;
   try { args = JSON.stringify(JSON.parse(r.arguments), null, 2); } catch { /* shown as stored */ }
   const server = Math.max(0, r.duration_ms - (r.waited_ms ?? 0));
-  const who = { ui: 'you, in the app', cli: 'you, with the CLI', policy: 'the policy', client: 'the client (it gave up or went away)' }[r.decided_by] ?? r.decided_by;
+  // What decided it, in the person's terms: a timeout is nobody's answer, not the policy's.
+  const who = r.decision === 'timed_out'
+    ? 'nobody: no one answered in time'
+    : { ui: 'you, in the app', cli: 'you, with the CLI', policy: 'the policy', client: 'the client (it gave up or went away)' }[r.decided_by] ?? r.decided_by;
+  // A call that never reached the server spent no time there: it says so, not "0 ms".
+  const atServer = r.outcome === 'not_run' ? 'not run' : `${server} ms`;
   return el('tr', { class: 'activity-detail' }, el('td', { colspan: '6' },
     el('dl', { class: 'detail' },
       el('dt', { text: 'Waiting for you' }), el('dd', { text: `${r.waited_ms ?? 0} ms` }),
-      el('dt', { text: 'Server' }), el('dd', { text: `${server} ms` }),
+      el('dt', { text: 'Server' }), el('dd', { text: atServer }),
       el('dt', { text: 'Decided by' }), el('dd', { text: r.decided_via ? `${who} (${r.decided_via})` : who }),
       el('dt', { text: 'Client' }), el('dd', { text: `${r.client ?? 'unnamed'} — profile ${r.profile ?? 'default'}, session ${r.session}` }),
       el('dt', { text: 'Outcome' }), el('dd', { text: label(r.outcome) })),

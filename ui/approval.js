@@ -9,6 +9,8 @@ let shownId = null;
 let timer = null;
 
 const dialog = () => $('#approval-dialog');
+// Requests the person answered here: their outcome is no news to them (no toast).
+const answeredHere = new Set();
 
 export function init() {
   api.on('approval-requested', (req) => {
@@ -19,7 +21,8 @@ export function init() {
     const req = queue.find((r) => r.id === id);
     queue = queue.filter((r) => r.id !== id);
     // A trace of what happened without the person (a timeout, an answer from elsewhere).
-    if (req && outcome !== 'allowed' && outcome !== 'withdrawn') {
+    const mine = answeredHere.delete(id);
+    if (req && !mine && outcome !== 'allowed' && outcome !== 'withdrawn') {
       toast(`${req.exposed}: ${outcome === 'timed_out' ? 'nobody answered in time, denied' : 'denied'}`);
     }
     update();
@@ -142,6 +145,7 @@ async function denyAll() {
   if (!all.length) return;
   if (!await api.confirm(`Deny all ${all.length} waiting calls? None of them will run.`, 'Deny all', 'Deny all')) return;
   for (const r of all) {
+    answeredHere.add(r.id);
     try {
       await api.answerApproval(r.id, 'deny');
     } catch { /* answered elsewhere, withdrawn or timed out meanwhile */ }
@@ -156,6 +160,7 @@ async function answer(decision) {
   const req = queue[0];
   if (!req) return;
   for (const b of dialog().querySelectorAll('footer button')) b.disabled = true;
+  answeredHere.add(req.id);
   try {
     await api.answerApproval(req.id, decision);
   } catch (e) {

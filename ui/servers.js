@@ -191,7 +191,9 @@ function render(row) {
   n.querySelector('.enabled-toggle').checked = !!s.enabled;
   // A crash the server recovered from stays visible for this run.
   const rec = n.querySelector('.recovered');
-  rec.hidden = !(s.state === 'running' && s.last_crash);
+  // Shown for 15 minutes after the failure, then the row is quiet again (the log keeps it).
+  const recent = s.last_crash_ms && Date.now() - s.last_crash_ms < 15 * 60 * 1000;
+  rec.hidden = !(s.state === 'running' && s.last_crash && recent);
   if (!rec.hidden) rec.textContent = `Recovered; last failure at ${clock(s.last_crash_ms)}: ${s.last_crash}`;
   // Things to know that do not stop the server (a policy key naming no tool, a slow list…).
   const warnings = n.querySelector('.warnings');

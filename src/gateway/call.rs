@@ -158,7 +158,11 @@ impl Gateway {
     {
         loop {
             tokio::select! {
-                r = &mut call => return Relayed::Done(r),
+                // Events first: the reader queues a call's notifications before it hands over
+                // the answer, so whatever the server said before answering (the last progress
+                // notification, a log line) reaches the client before the result, never after
+                // or not at all.
+                biased;
                 Some(ev) = events.recv() => {
                     let ev = match ev {
                         CallEvent::Request { id, line } if session.era() == Era::Modern => {
@@ -183,6 +187,7 @@ impl Gateway {
                         }
                     }
                 }
+                r = &mut call => return Relayed::Done(r),
                 _ = tx.closed() => return Relayed::Gone,
             }
         }

@@ -343,9 +343,17 @@ async fn official_conformance_suite_through_the_gateway() {
         String::from_utf8_lossy(&out.stderr)
     );
     println!("{text}");
+    // What a failed check saw, from the suite's own results.
+    let failed: Vec<String> = walk(&dir.path().join("results"))
+        .into_iter()
+        .filter(|p| p.ends_with("checks.json"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter(|t| t.contains("\"FAILURE\""))
+        .collect();
     assert!(
         out.status.success(),
-        "conformance: unexpected failures or stale baseline entries:\n{text}"
+        "conformance: unexpected failures or stale baseline entries:\n{text}\n{}",
+        failed.join("\n")
     );
     // Guard against a run that tested nothing.
     assert!(

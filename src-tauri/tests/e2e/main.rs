@@ -416,6 +416,15 @@ async fn approval_modal_allows_denies_and_remembers() {
     let out = c2.finish();
     assert!(is_error(&out, "files__touch"), "{out}");
     assert!(!target(2).exists());
+    // The person's own Deny is no news to them: no "denied" toast follows it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let toast = d
+        .js("const t = document.getElementById('toast'); return t.hidden ? '' : t.textContent;")
+        .await;
+    assert!(
+        !toast.as_str().unwrap_or("").contains("denied"),
+        "a toast after the person's own Deny: {toast}"
+    );
 
     // 3. Esc denies.
     let c3 = call(3);
