@@ -426,18 +426,7 @@ impl Gateway {
 
     /// The names client profile `profile` (`None`: the gateway token's) sees now.
     pub(crate) fn view(&self, profile: Option<&str>) -> Arc<names::View> {
-        let config = self.inner.hub.config();
-        let setting = profile.map(|p| {
-            config
-                .clients
-                .iter()
-                .find(|(k, _)| k.as_str() == p)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| crate::config::ClientProfile {
-                    servers: Some(Vec::new()),
-                    ..Default::default()
-                })
-        });
+        let setting = profile.map(|p| self.profile_setting(p));
         let hub = &self.inner.hub;
         // A name stays reserved for a tool whose server is configured but not running now.
         let kept = |server: &str| {
@@ -454,20 +443,23 @@ impl Gateway {
 
     /// The client profile config of a session (`None`: everything).
     pub(crate) fn profile_config(&self, s: &ClientSession) -> Option<crate::config::ClientProfile> {
-        let p = s.profile.as_deref()?;
-        let config = self.inner.hub.config();
-        Some(
-            config
-                .clients
-                .iter()
-                .find(|(k, _)| k.as_str() == p)
-                .map(|(_, v)| v.clone())
-                // A profile removed from the config sees nothing until its sessions end.
-                .unwrap_or_else(|| crate::config::ClientProfile {
-                    servers: Some(Vec::new()),
-                    ..Default::default()
-                }),
-        )
+        Some(self.profile_setting(s.profile.as_deref()?))
+    }
+
+    /// Client profile `p`'s setting in the config now.
+    fn profile_setting(&self, p: &str) -> crate::config::ClientProfile {
+        self.inner
+            .hub
+            .config()
+            .clients
+            .iter()
+            .find(|(k, _)| k.as_str() == p)
+            .map(|(_, v)| v.clone())
+            // A profile removed from the config sees nothing until its sessions end.
+            .unwrap_or_else(|| crate::config::ClientProfile {
+                servers: Some(Vec::new()),
+                ..Default::default()
+            })
     }
 
     /// Ends a session: its in-flight calls are cancelled upstream.

@@ -44,6 +44,24 @@ pub struct Planned {
     pub pinned: String,
 }
 
+/// A Gatehouse id for a registry name: its last part, without `mcp-server-`-style wrapping
+/// (`io.github.modelcontextprotocol/server-everything` → `everything`).
+pub fn id_for(name: &str) -> String {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    let mut id = crate::naming::normalise_id(last);
+    for prefix in ["mcp-server-", "server-"] {
+        if let Some(rest) = id.strip_prefix(prefix).filter(|r| !r.is_empty()) {
+            id = rest.to_owned();
+        }
+    }
+    for suffix in ["-mcp-server", "-mcp"] {
+        if let Some(rest) = id.strip_suffix(suffix).filter(|r| !r.is_empty()) {
+            id = rest.to_owned();
+        }
+    }
+    id
+}
+
 /// The keychain secret name a registry server's variable gets: `ID-VAR`, lower case.
 pub fn secret_name(id: &str, var: &str) -> String {
     let raw = format!("{id}-{var}").to_ascii_lowercase().replace('_', "-");

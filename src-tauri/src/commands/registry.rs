@@ -81,18 +81,6 @@ pub async fn registry_search(state: AppStateRef<'_>, text: String) -> CommandRes
     Ok(page.servers.iter().map(|r| found(&r.server)).collect())
 }
 
-/// An id for a registry name: its last part without `mcp-server-`-style wrapping.
-fn id_for(name: &str) -> String {
-    let last = name.rsplit('/').next().unwrap_or(name);
-    let mut id = gatehouse::import::normalise_id(last);
-    for prefix in ["mcp-server-", "server-"] {
-        if let Some(rest) = id.strip_prefix(prefix).filter(|r| !r.is_empty()) {
-            id = rest.to_owned();
-        }
-    }
-    id
-}
-
 /// What adding `name` would do.
 #[tauri::command]
 pub async fn registry_plan(state: AppStateRef<'_>, name: String) -> CommandResult<Plan> {
@@ -102,7 +90,7 @@ pub async fn registry_plan(state: AppStateRef<'_>, name: String) -> CommandResul
         .await
         .map_err(CommandError::failed)?
         .server;
-    let id = id_for(&d.name);
+    let id = entry::id_for(&d.name);
     Ok(
         match entry::plan(
             &d,

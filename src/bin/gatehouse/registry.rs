@@ -128,7 +128,7 @@ fn show(s: &ServerDetail) {
     for r in &s.remotes {
         say!("  remote: {} {}", r.kind, r.url);
     }
-    let id = id_for(&s.name);
+    let id = entry::id_for(&s.name);
     match entry::plan(
         s,
         &id,
@@ -138,23 +138,6 @@ fn show(s: &ServerDetail) {
         Ok(p) => say!("  would run: {}", p.runs),
         Err(e) => say!("  {e}"),
     }
-}
-
-/// A Gatehouse id for a registry name: its last part, without `mcp-server-`-style wrapping.
-fn id_for(name: &str) -> String {
-    let last = name.rsplit('/').next().unwrap_or(name);
-    let mut id = gatehouse::import::normalise_id(last);
-    for prefix in ["mcp-server-", "server-"] {
-        if let Some(rest) = id.strip_prefix(prefix).filter(|r| !r.is_empty()) {
-            id = rest.to_owned();
-        }
-    }
-    for suffix in ["-mcp-server", "-mcp"] {
-        if let Some(rest) = id.strip_suffix(suffix).filter(|r| !r.is_empty()) {
-            id = rest.to_owned();
-        }
-    }
-    id
 }
 
 /// The secrets asked for, in order: a hidden prompt each on a terminal, else one line each on
@@ -202,7 +185,7 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
     let reg = registry(a.config.as_deref())?;
     let found = reg.get(name, version).await?;
     let detail = found.server;
-    let id = a.id.clone().unwrap_or_else(|| id_for(&detail.name));
+    let id = a.id.clone().unwrap_or_else(|| entry::id_for(&detail.name));
     gatehouse::ServerId::parse(&id)
         .map_err(|e| format!("{e}; pass an ID: gatehouse add ID --registry {spec}"))?;
     let mut inputs = Inputs::default();
@@ -258,14 +241,14 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
     crate::manage::save(client, id, entry, a.config).await
 }
 
-/// A new entry's `npx`/`uvx` package pinned to the newest version (said, or why not).
-pub async fn pin_new(id: &str, entry: &mut Value) {
+/// An entry's command and arguments (empty for a remote one).
+fn command_and_args(entry: &Value) -> (String, Vec<String>) {
     let command = entry
         .get("command")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
-    let args: Vec<String> = entry
+    let args = entry
         .get("args")
         .and_then(Value::as_array)
         .map(|a| {
@@ -275,6 +258,12 @@ pub async fn pin_new(id: &str, entry: &mut Value) {
                 .collect()
         })
         .unwrap_or_default();
+    (command, args)
+}
+
+/// A new entry's `npx`/`uvx` package pinned to the newest version (said, or why not).
+pub async fn pin_new(id: &str, entry: &mut Value) {
+    let (command, args) = command_and_args(entry);
     let Some(spec) = pin::spec(&command, &args).filter(|s| s.version.is_none()) else {
         return;
     };
@@ -312,21 +301,7 @@ pub async fn pin(
         .map(|(_, v)| v.clone())
         .ok_or_else(|| format!("unknown server \"{id}\""))?;
     let mut entry = serde_json::to_value(&server).map_err(|e| e.to_string())?;
-    let command = entry
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let args: Vec<String> = entry
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let (command, args) = command_and_args(&entry);
     let Some(spec) = pin::spec(&command, &args) else {
         return Err(format!(
             "{id} runs no npx or uvx package: there is no version to pin"
