@@ -11,7 +11,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::http::HEADER_TIMEOUT;
+/// How long a client may take to send a request's headers (also how long an idle connection is
+/// kept between requests: waiting for the next request is waiting for its headers).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Set on a connection's requests: the handler marks it once a request showed a valid token.
 #[derive(Clone)]

@@ -117,9 +117,7 @@ pub async fn serve(
     super::conns::accept_loop(listener, app, shutdown).await;
 }
 
-/// How long a client may take to send a request's headers (also how long an idle connection is
-/// kept between requests: waiting for the next request is waiting for its headers).
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+pub use super::conns::HEADER_TIMEOUT;
 /// How long a request's body may take to arrive.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -213,7 +213,9 @@ fn build(seen: &[Seen<'_>], assigned: &BTreeMap<String, String>) -> View {
     let mut defs = Vec::with_capacity(rows.len());
     let mut view = View::default();
     for (name, s) in &rows {
-        let Some(def) = super::catalog::rename(s.raw, name) else {
+        let Some(def) =
+            crate::jsonrpc::set_member(s.raw, "name", &crate::jsonrpc::json_string(name))
+        else {
             continue;
         };
         defs.push(def);

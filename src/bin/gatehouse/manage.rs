@@ -299,13 +299,10 @@ fn report(s: &ServerStatus) {
 }
 
 pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
-    if let Some(spec) = a.registry.clone() {
-        return crate::registry::add(client, a, &spec).await;
-    }
     let mut entry = entry(&a)?;
     let id = a.id.clone().unwrap_or_default();
     if a.pin {
-        crate::registry::pin_new(&id, &mut entry).await;
+        pin_new(&id, &mut entry).await;
     }
     save(client, id, entry, a.config).await
 }
@@ -578,4 +575,43 @@ pub async fn clients(
         }
     }
     Ok(())
+}
+
+/// An entry's command and arguments (empty for a remote one).
+pub fn command_and_args(entry: &Value) -> (String, Vec<String>) {
+    let command = entry
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let args = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    (command, args)
+}
+
+/// A new entry's `npx`/`uvx` package pinned to the newest version (said, or why not).
+pub async fn pin_new(id: &str, entry: &mut Value) {
+    let (command, args) = command_and_args(entry);
+    let Some(spec) =
+        gatehouse::registry::pin::spec(&command, &args).filter(|s| s.version.is_none())
+    else {
+        return;
+    };
+    match gatehouse::registry::pin::latest(spec.index, &spec.name).await {
+        Ok(v) => {
+            entry["args"][spec.at] = Value::String(spec.pinned(&v));
+            say!("pinned {} to {} (a newer release is never taken without you: `gatehouse pin {id} --update`)", spec.name, spec.pinned(&v));
+        }
+        Err(e) => say!(
+            "warning: {e}; {id} runs whatever version is newest until you `gatehouse pin {id}`"
+        ),
+    }
 }

@@ -241,43 +241,6 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
     crate::manage::save(client, id, entry, a.config).await
 }
 
-/// An entry's command and arguments (empty for a remote one).
-fn command_and_args(entry: &Value) -> (String, Vec<String>) {
-    let command = entry
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let args = entry
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    (command, args)
-}
-
-/// A new entry's `npx`/`uvx` package pinned to the newest version (said, or why not).
-pub async fn pin_new(id: &str, entry: &mut Value) {
-    let (command, args) = command_and_args(entry);
-    let Some(spec) = pin::spec(&command, &args).filter(|s| s.version.is_none()) else {
-        return;
-    };
-    match pin::latest(spec.index, &spec.name).await {
-        Ok(v) => {
-            entry["args"][spec.at] = Value::String(spec.pinned(&v));
-            say!("pinned {} to {} (a newer release is never taken without you: `gatehouse pin {id} --update`)", spec.name, spec.pinned(&v));
-        }
-        Err(e) => say!(
-            "warning: {e}; {id} runs whatever version is newest until you `gatehouse pin {id}`"
-        ),
-    }
-}
-
 /// `gatehouse pin ID [--update]`.
 pub async fn pin(
     client: &ControlClient,
@@ -301,7 +264,7 @@ pub async fn pin(
         .map(|(_, v)| v.clone())
         .ok_or_else(|| format!("unknown server \"{id}\""))?;
     let mut entry = serde_json::to_value(&server).map_err(|e| e.to_string())?;
-    let (command, args) = command_and_args(&entry);
+    let (command, args) = crate::manage::command_and_args(&entry);
     let Some(spec) = pin::spec(&command, &args) else {
         return Err(format!(
             "{id} runs no npx or uvx package: there is no version to pin"

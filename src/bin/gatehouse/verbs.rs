@@ -183,7 +183,10 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 command,
                 pin: !no_pin,
             };
-            manage::add(&client, args).await
+            match args.registry.clone() {
+                Some(spec) => crate::registry::add(&client, args, &spec).await,
+                None => manage::add(&client, args).await,
+            }
         }
         Cmd::Registry { cmd } => crate::registry::run(cmd).await,
         Cmd::Pin { id, update, config } => crate::registry::pin(&client, &id, update, config).await,
