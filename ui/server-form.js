@@ -31,10 +31,12 @@ export function initForm(onChange) {
     }
     $('#server-save').disabled = true;
     try {
-      await api.saveServer(editing, form.elements.id.value.trim(), entry);
+      const id = form.elements.id.value.trim();
+      await api.saveServer(editing, id, entry);
       $('#server-dialog').close();
-      toast(editing ? 'Saved' : 'Server added');
       refresh();
+      // What really happened, not a bare "added": started, still starting, or why it failed.
+      toast(await outcome(id, editing ? 'saved' : 'added'));
     } catch (err) {
       showError(form, err);
     } finally {
@@ -85,14 +87,78 @@ function clearErrors(form) {
   for (const note of form.querySelectorAll('.field-error')) clearFieldError(form, note.dataset.field);
 }
 
+/** The server's state a few seconds after a save, in a sentence. */
+async function outcome(id, did) {
+  for (let i = 0; i < 24; i++) {
+    const row = (await api.servers().catch(() => [])).find((r) => r.id === id);
+    if (row?.state === 'running') return `${id} ${did} — running (${row.tools} tool${row.tools === 1 ? '' : 's'})`;
+    if (row && ['failed', 'restarting', 'needs_sign_in'].includes(row.state)) {
+      return `${id} ${did} — ${row.state === 'needs_sign_in' ? 'it needs a sign-in' : `failed to start: ${row.last_error ?? 'see its log'}`}`;
+    }
+    if (row?.state === 'stopped' && row.enabled === false) return `${id} ${did} — disabled`;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return `${id} ${did} — still starting`;
+}
+
 /**
- * A whole command line pasted into Command (`npx -y @scope/pkg arg`) becomes the program and
- * its arguments, split with the shell's quoting rules by the core, and the form shows the result.
- * Only when Arguments is empty: what the person typed there is never overwritten.
+ * A snippet pasted from a README: an `mcpServers` (or VS Code `servers`, Zed `context_servers`)
+ * block, a `"name": {…}` pair or a single entry. Returns [[name, entry], …], or null when the
+ * text is not JSON at all.
+ */
+function pastedJson(text) {
+  let v = null;
+  for (const t of [text, `{${text}}`]) {
+    try { v = JSON.parse(t); break; } catch { /* try the next reading */ }
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
+  const isEntry = (e) => e && typeof e === 'object' && (e.command || e.url || e.serverUrl || e.httpUrl);
+  const block = v.mcpServers ?? v.servers ?? v.context_servers ?? v.mcp;
+  if (block && typeof block === 'object') return Object.entries(block).filter(([, e]) => isEntry(e));
+  if (isEntry(v)) return [[null, v]];
+  return Object.entries(v).filter(([, e]) => isEntry(e));
+}
+
+/** Fills the form from one pasted entry (its other settings kept as the entry being edited). */
+function fillFrom(form, name, e) {
+  const f = form.elements;
+  if (name && !f.id.value.trim()) f.id.value = name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 32);
+  const url = e.url ?? e.serverUrl ?? e.httpUrl;
+  f.kind.value = url ? 'remote' : 'stdio';
+  f.command.value = Array.isArray(e.command) ? e.command[0] : (e.command ?? '');
+  const args = Array.isArray(e.command) ? e.command.slice(1) : (e.args ?? []);
+  f.args.value = args.map(String).join('\n');
+  const text = (o) => Object.entries(o ?? {}).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('\n');
+  f.env.value = text(e.env ?? e.environment);
+  f.url.value = url ?? '';
+  f.headers.value = Object.entries(e.headers ?? {}).map(([k, v]) => `${k}: ${v}`).join('\n');
+  syncKind();
+}
+
+/**
+ * What was pasted into Command becomes the form: a JSON snippet from a README fills every field
+ * (several servers are sent to Import); a whole command line (`npx -y @scope/pkg arg`) becomes
+ * the program and its arguments, split with the shell's quoting rules by the core — only when
+ * Arguments is empty: what the person typed there is never overwritten.
  */
 async function splitPasted(form) {
   const f = form.elements;
   const line = f.command.value.trim();
+  if (line.startsWith('{') || line.startsWith('"')) {
+    const found = pastedJson(line);
+    const hint = $('#command-split');
+    if (!found || !found.length) {
+      throw Object.assign(new Error('This looks like JSON but is not a server entry Gatehouse can read: paste one server\'s entry, an "mcpServers" block, or a command line'), { field: 'command' });
+    }
+    if (found.length > 1) {
+      throw Object.assign(new Error(`This is ${found.length} servers (${found.map(([n]) => n).join(', ')}): save it to a file and bring them in with Import, which reviews each`), { field: 'command' });
+    }
+    const [[name, entry]] = found;
+    fillFrom(form, name, entry);
+    hint.textContent = `Filled from the pasted snippet${name ? ` (${name})` : ''}: check the fields, then Save.`;
+    hint.hidden = false;
+    return;
+  }
   if (!/\s/.test(line) || f.args.value.trim()) return;
   const words = await api.splitCommand(line);
   if (words.length < 2) return;

@@ -311,6 +311,58 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         bak.contains("\"alpha\"") && !bak.contains("\"gamma\""),
         "the previous config is kept as .bak: {bak}"
     );
+    // The save says what really happened, not a bare "Server added".
+    let said = d
+        .wait_js(
+            "the outcome toast",
+            "const t = document.getElementById('toast'); return !t.hidden && t.textContent.startsWith('gamma added') && t.textContent;",
+        )
+        .await;
+    assert!(said.as_str().unwrap_or("").contains("running"), "{said}");
+
+    // What READMEs give: an `mcpServers` snippet pasted into Command fills the form; two
+    // servers are sent to Import instead of becoming a program called `{`.
+    let fixture_bin = bin("gatehouse-fixture").to_string_lossy().into_owned();
+    let paste = |snippet: Value| {
+        format!(
+            "const f = document.querySelector('#server-form').elements;
+             f.command.value = {}; f.command.dispatchEvent(new Event('change')); return true;",
+            serde_json::to_string(&snippet.to_string()).unwrap_or_default()
+        )
+    };
+    d.click("#add-server").await;
+    d.js(&paste(json!({"mcpServers": {
+        "one": {"command": fixture_bin, "args": []},
+        "two": {"command": fixture_bin, "args": []}
+    }})))
+    .await;
+    d.click("#server-save").await;
+    let message = d
+        .wait_js("the two-servers error", &field_error("command"))
+        .await;
+    assert!(
+        message.as_str().unwrap_or("").contains("Import"),
+        "{message}"
+    );
+    d.js(&paste(
+        json!({"mcpServers": {"delta": {"command": fixture_bin, "args": ["--tools", "1"]}}}),
+    ))
+    .await;
+    d.wait_js(
+        "the form filled from the snippet",
+        "const f = document.querySelector('#server-form').elements; return f.id.value === 'delta' && f.args.value === '--tools\\n1';",
+    )
+    .await;
+    d.click("#server-save").await;
+    d.wait_state("delta", "running").await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(
+        saved["servers"]["delta"]["args"],
+        json!(["--tools", "1"]),
+        "{saved}"
+    );
 
     // Remove, confirmed in the native dialog: gone from the panel and the config, process stopped.
     let gamma_pid: u32 = d.row("gamma").await["pid"]
