@@ -73,6 +73,13 @@ function fill(req) {
   const name = req.client.name || 'Unknown client';
   $('#approval-client').textContent = req.client.profile ? `${name} (profile ${req.client.profile})` : name;
   $('#approval-client').title = `session ${req.client.session}`;
+  // A client that gives up sooner than the approval timeout: the person has only that long.
+  const patience = req.client.gives_up_after_secs;
+  const longer = patience && (req.expires_at - req.requested_at) / 1000 > patience;
+  for (const e of document.querySelectorAll('.patience')) e.hidden = !longer;
+  $('#approval-patience').textContent = longer
+    ? `${name} gives up after ${patience} s — answer before then, or it will have left`
+    : '';
   // "This session": until the client disconnects, or — a 2026-07-28 client has no protocol
   // session — for this client (its token and name) until a set time.
   const ends = req.client.session_ends_ms;

@@ -51,10 +51,24 @@ export function init() {
   });
 }
 
+/** Connected clients that give up on a call sooner than `timeout` seconds, said under it. */
+async function patience(timeout) {
+  const note = $('#settings-patience');
+  const profiles = await api.clientProfiles().catch(() => []);
+  const short = profiles.flatMap((p) => (p.connected ?? [])
+    .filter((c) => c.gives_up_after_secs && c.gives_up_after_secs < timeout)
+    .map((c) => `${c.name} (profile ${p.id}) gives up after ${c.gives_up_after_secs} s`));
+  note.hidden = short.length === 0;
+  note.textContent = short.length
+    ? `${short.join('; ')}: a call it makes that waits longer is abandoned by it before you answer.`
+    : '';
+}
+
 function fill(s) {
   const f = $('#settings-form').elements;
   f.approval_default.value = s.approval_default;
   f.approval_timeout_secs.value = s.approval_timeout_secs;
+  patience(s.approval_timeout_secs);
   f.listen.value = s.listen;
   $('#settings-running').textContent = s.running_url ? `Listening now on ${s.running_url}.` : '';
 }

@@ -21,6 +21,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
             profile: None,
             session_ends_ms: None,
             covers: Vec::new(),
+            gives_up_after_secs: None,
         },
         server: "fs".into(),
         tool: "write_file".into(),

@@ -92,6 +92,10 @@ pub struct ClientRef {
     /// `clientInfo` name and version) seen on the same profile in the last 5 minutes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covers: Vec<String>,
+    /// How long this client waits for a call's answer before it gives up, when known by its
+    /// name (the TypeScript SDK's 60 s): the person has that long, not the approval timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gives_up_after_secs: Option<u64>,
 }
 
 /// A remembered answer: "always" (this exact definition, until revoked) or "session" (this

@@ -336,6 +336,11 @@ impl Gateway {
                 profile: s.profile.clone(),
                 session_ends_ms: s.expires_ms,
                 covers: self.others_on_profile(s),
+                gives_up_after_secs: s
+                    .info()
+                    .name
+                    .as_deref()
+                    .and_then(crate::profiles::known_timeout_secs),
             },
             server: server.id().to_string(),
             tool: tool.to_owned(),

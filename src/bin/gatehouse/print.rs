@@ -325,6 +325,9 @@ pub fn approvals(rows: &[ApprovalRequest]) {
         let left = r.expires_at.saturating_sub(now) / 1000;
         say!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
         say!("    asking because {}", r.reason.text());
+        if let Some(g) = r.client.gives_up_after_secs {
+            say!("    {client} gives up after {g} s: answer before then, or it will have left");
+        }
         let profile = r.client.profile.as_deref().unwrap_or("default");
         match r.client.covers.as_slice() {
             [] => say!(
