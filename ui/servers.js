@@ -167,7 +167,7 @@ function render(row) {
   const shield = n.querySelector('.shield');
   shield.hidden = !s.sandbox;
   if (s.sandbox) {
-    shield.textContent = s.sandbox.confined ? '🛡' : 'unconfined';
+    shield.textContent = s.sandbox.confined ? 'sandboxed' : 'unconfined';
     shield.className = `shield ${s.sandbox.confined ? 'confined' : 'open'}`;
     const says = s.sandbox.confined
       ? `Sandboxed: ${s.sandbox.summary} (${s.sandbox.mechanism})`

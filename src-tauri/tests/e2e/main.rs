@@ -1077,6 +1077,49 @@ async fn the_window_fits_at_800_by_600() {
         "something spills sideways at 800×600"
     );
     d.shot("servers-800x600").await;
+    // A server row never cuts text, at every width from 720 px, in either theme: nothing of a
+    // row lies outside its card, and no part of it holds more than it shows (checked from the
+    // elements' boxes, not by eye).
+    for width in [720u32, 800, 1040, 1280] {
+        d.client
+            .set_window_size(width, 700)
+            .await
+            .expect("resize the window");
+        d.wait_js(
+            "the new width",
+            &format!("return window.innerWidth <= {width} && window.innerWidth > {width} - 40;"),
+        )
+        .await;
+        for theme in ["light", "dark"] {
+            let cut = d
+                .js(&format!(
+                    "document.documentElement.dataset.theme = '{theme}';
+                     const bad = [];
+                     for (const card of document.querySelectorAll('article.server')) {{
+                       const c = card.getBoundingClientRect();
+                       for (const e of card.querySelectorAll('*')) {{
+                         if (!e.getClientRects().length || e.closest('[hidden]') || e.closest('.details')) continue;
+                         const r = e.getBoundingClientRect();
+                         if (r.right > c.right + 0.5 || r.left < c.left - 0.5) bad.push('outside its card: ' + (e.className || e.tagName) + ' ' + e.textContent.trim().slice(0, 20));
+                       }}
+                       for (const e of card.querySelectorAll('.server-head, .meta, .actions, .actions > *, .badge, .target')) {{
+                         if (e.getClientRects().length && e.scrollWidth > e.clientWidth + 1) bad.push('cut: ' + e.className + ' ' + e.textContent.trim().slice(0, 20));
+                       }}
+                     }}
+                     return bad;"
+                ))
+                .await;
+            assert_eq!(cut, json!([]), "a server row at {width} px, {theme} theme");
+        }
+    }
+    d.js("delete document.documentElement.dataset.theme; return true;")
+        .await;
+    d.client
+        .set_window_size(800, 600)
+        .await
+        .expect("resize the window");
+    d.wait_js("back to 800", "return window.innerWidth <= 800;")
+        .await;
     // The Add-server dialog: its title and its Save button are in view.
     d.click("#add-server").await;
     let dialog = d
