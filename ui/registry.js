@@ -23,6 +23,8 @@ export function initRegistry(onAdded) {
     form.elements.q.focus();
   };
   $('#find-server').addEventListener('click', open);
+  // From the Add dialog: the registry instead of a command line.
+  $('#find-server-form').addEventListener('click', () => { $('#server-dialog').close(); open(); });
   $('#find-server-empty').addEventListener('click', open);
   $('#registry-cancel').addEventListener('click', () => close());
   d.addEventListener('close', () => clearSecrets());

@@ -318,6 +318,7 @@ export async function openForm(id) {
   editing = id;
   baseEntry = {};
   $('#server-dialog-title').textContent = id ? `Edit ${id}` : 'Add server';
+  $('#server-find-line').hidden = !!id;
   $('#server-remove').hidden = !id;
   if (id) {
     try {

@@ -1312,7 +1312,14 @@ async fn a_server_is_found_in_the_registry_and_added_pinned() {
             "Add a command"
         ])
     );
-    d.click("#find-server-empty").await;
+    // Add server → "Find it in the MCP Registry".
+    d.click("#add-server").await;
+    d.click("#find-server-form").await;
+    d.wait_js(
+        "the registry dialog",
+        "return document.getElementById('registry-dialog').open && !document.getElementById('server-dialog').open;",
+    )
+    .await;
     d.type_into("#registry-form input[name=q]", "everything")
         .await;
     let name = "io.github.modelcontextprotocol/server-everything";
