@@ -25,6 +25,7 @@
 //!                        description, each later line the name of one more tool that claims
 //!                        readOnlyHint and, when called, creates the file at its path argument
 //!   --escape PIDFILE     start a descendant that calls setsid(), ignores SIGTERM and stays
+//!   --escape-clean PIDFILE  the same, the descendant with an empty environment (no launch tag)
 //!                        (its pid written to PIDFILE)
 //!   --flood              also list flood {count,bytes} (count progress notifications on the
 //!                        call's token, or log messages without one, of bytes each) and
@@ -94,6 +95,8 @@ struct Opts {
     hostile: bool,
     /// Starts a descendant that leaves the process group; its pid goes to this file.
     escape: Option<String>,
+    /// Like `escape`, the descendant started with an empty environment.
+    escape_clean: Option<String>,
     /// Be that descendant (writing the pid to this file).
     escape_daemon: Option<String>,
 }
@@ -120,6 +123,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--description" => o.description = Some(val("--description")?),
             "--spec-file" => o.spec_file = Some(val("--spec-file")?),
             "--escape" => o.escape = Some(val("--escape")?),
+            "--escape-clean" => o.escape_clean = Some(val("--escape-clean")?),
             "--escape-daemon" => o.escape_daemon = Some(val("--escape-daemon")?),
             "--conformance" => o.conformance = true,
             "--leak-env" => o.leak_env = Some(val("--leak-env")?),
@@ -152,9 +156,14 @@ fn main() {
     if let Some(path) = &opts.escape_daemon {
         run_escaped(path);
     }
-    if let Some(path) = &opts.escape {
+    if let Some(path) = opts.escape.as_ref().or(opts.escape_clean.as_ref()) {
         let exe = std::env::current_exe().unwrap_or_else(|_| "gatehouse-fixture".into());
-        let spawned = std::process::Command::new(exe)
+        let mut cmd = std::process::Command::new(exe);
+        // `--escape-clean`: the descendant runs with an empty environment (`env -i`): no tag.
+        if opts.escape_clean.is_some() {
+            cmd.env_clear();
+        }
+        let spawned = cmd
             .args(["--escape-daemon", path])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

@@ -148,6 +148,11 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     if let Some(n) = note {
         (req.log)(LogStream::Gatehouse, n);
     }
+    #[cfg(target_os = "linux")]
+    let cell = super::cgroup::Cell::new(req.id, &tag).map(Arc::new);
+    #[cfg(target_os = "linux")]
+    let mut child = process::spawn(t, &env, confinement, cell.clone())?;
+    #[cfg(not(target_os = "linux"))]
     let mut child = process::spawn(t, &env, confinement)?;
     let pid = child.id().unwrap_or(0);
     let (Some(stdin), Some(stdout), Some(stderr)) = (
@@ -215,7 +220,12 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     Ok(Launched {
         kind: SessionKind::Child {
             pid,
-            group: Arc::new(SystemGroup { pgid: pid, tag }),
+            group: Arc::new(SystemGroup {
+                pgid: pid,
+                tag,
+                #[cfg(target_os = "linux")]
+                cell,
+            }),
         },
         writer: Box::new(stdin),
         reader: Box::new(stdout),
@@ -294,6 +304,9 @@ async fn launch_remote(
 struct SystemGroup {
     pgid: u32,
     tag: String,
+    /// The launch's cgroup, where one could be made: every descendant, whatever it did.
+    #[cfg(target_os = "linux")]
+    cell: Option<Arc<super::cgroup::Cell>>,
 }
 
 impl ProcessGroup for SystemGroup {
@@ -307,6 +320,10 @@ impl ProcessGroup for SystemGroup {
             process::signal_group(self.pgid, sig);
             #[cfg(target_os = "linux")]
             process::signal_tagged(&self.tag, sig);
+            #[cfg(target_os = "linux")]
+            if let Some(c) = &self.cell {
+                c.signal(sig);
+            }
         }
         #[cfg(not(unix))]
         let _ = (sig, self.pgid, &self.tag);
@@ -315,7 +332,8 @@ impl ProcessGroup for SystemGroup {
     fn is_empty(&self) -> bool {
         #[cfg(target_os = "linux")]
         return process::group_members(self.pgid).is_empty()
-            && process::tagged(&self.tag).is_empty();
+            && process::tagged(&self.tag).is_empty()
+            && self.cell.as_ref().is_none_or(|c| c.members().is_empty());
         #[cfg(all(unix, not(target_os = "linux")))]
         return process::group_members(self.pgid).is_empty();
         #[cfg(not(unix))]

@@ -13,6 +13,8 @@ mod actor;
 #[cfg(test)]
 mod actor_tests;
 pub mod backoff;
+#[cfg(target_os = "linux")]
+pub mod cgroup;
 pub mod confine;
 mod context;
 #[cfg(test)]

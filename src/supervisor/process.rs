@@ -79,6 +79,7 @@ pub fn spawn(
     t: &StdioTransport,
     env: &[(String, String)],
     confinement: Option<super::confine::Confinement>,
+    #[cfg(target_os = "linux")] cell: Option<std::sync::Arc<super::cgroup::Cell>>,
 ) -> Result<Box<dyn ChildWrapper>, String> {
     let program = expand_tilde(&t.command);
     let cwd = t.cwd.as_deref().map(expand_tilde);
@@ -98,6 +99,15 @@ pub fn spawn(
             .stderr(Stdio::piped());
         if let Some(dir) = &cwd {
             c.current_dir(dir);
+        }
+        // Into its cgroup first: once confined it could not write the cgroup's files.
+        #[cfg(target_os = "linux")]
+        if let Some(cell) = cell {
+            // SAFETY: runs in the child between fork and exec; `enter` only opens, writes
+            // and closes a file, allocating nothing.
+            unsafe {
+                c.pre_exec(move || cell.enter());
+            }
         }
         #[cfg(target_os = "linux")]
         if let Some(mut confinement) = confinement {

@@ -500,3 +500,38 @@ async fn a_listing_over_the_bound_fails_the_server_and_keeps_nothing() {
     assert_eq!(ok.tools, FIXTURE_TOOLS);
     th.hub.shutdown().await;
 }
+
+/// A descendant that leaves the session (`setsid`) *and* sheds its environment (`env -i`, so no
+/// launch tag) still ends with its server: it stays in the launch's cgroup (Linux, where the hub
+/// can make one — as here).
+#[tokio::test]
+async fn a_descendant_with_a_clean_environment_ends_with_its_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("clean.pid");
+    let th = TestHub::start(&config(&[(
+        "one",
+        writes_in(
+            fixture(&["--escape-clean", pidfile.to_str().unwrap()]),
+            dir.path(),
+        ),
+    )]));
+    let one = th.server("one");
+    let pid = wait_state(&one, State::Running, T).await.pid.unwrap();
+    let escaped = escaped_pid(&pidfile).await;
+    assert!(alive(escaped));
+    assert!(
+        !group_members(pid).contains(&escaped),
+        "it really left the group"
+    );
+    let environ = std::fs::read(format!("/proc/{escaped}/environ")).unwrap_or_default();
+    assert!(
+        !String::from_utf8_lossy(&environ).contains("GATEHOUSE_SERVER_TAG"),
+        "it really carries no launch tag"
+    );
+    one.stop().await.unwrap();
+    assert!(
+        !alive(escaped),
+        "a descendant with a clean environment survived stop"
+    );
+    th.hub.shutdown().await;
+}
