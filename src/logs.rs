@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 
 /// Lines kept in memory per server.
 pub const RING_LINES: usize = 1000;
+/// The most of one line the ring keeps (the file keeps it whole): 1,000 lines of a server that
+/// prints 64 KiB lines hold 8 MiB, not 64.
+pub const RING_LINE_BYTES: usize = 8 * 1024;
 /// A log file is rotated when it grows past this size; `LOG_KEEP` old files are kept.
 pub const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
 /// Old log files kept beside the current one.
@@ -72,6 +75,17 @@ impl LogStore {
         publish(&line);
         if inner.ring.len() == RING_LINES {
             inner.ring.pop_front();
+        }
+        let mut line = line;
+        if line.line.len() > RING_LINE_BYTES {
+            let mut at = RING_LINE_BYTES;
+            while !line.line.is_char_boundary(at) {
+                at -= 1;
+            }
+            let more = line.line.len() - at;
+            line.line.truncate(at);
+            line.line
+                .push_str(&format!(" … [{more} bytes more in the log file]"));
         }
         inner.ring.push_back(line);
     }
@@ -297,6 +311,26 @@ mod tests {
             .unwrap()
             .starts_with(&format!("line {} ", RING_LINES + 9)));
         assert_eq!(store.last_stderr(1, 1), None);
+    }
+
+    /// A huge line is kept whole in the file and cut in the ring, at a character boundary, saying
+    /// how much more the file has.
+    #[test]
+    fn a_huge_line_is_cut_in_the_ring_and_whole_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.log");
+        let store = LogStore::new(Some(path.clone()));
+        let mut l = line(1);
+        l.line = "é".repeat(32 * 1024); // 64 KiB of two-byte characters
+        store.push(l, |_| {});
+        let kept = &store.tail(None)[0].line;
+        assert!(kept.len() < RING_LINE_BYTES + 64, "{}", kept.len());
+        assert!(kept.ends_with(&format!(
+            " … [{} bytes more in the log file]",
+            64 * 1024 - RING_LINE_BYTES
+        )));
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert!(file.contains(&"é".repeat(32 * 1024)));
     }
 
     #[test]

@@ -175,7 +175,7 @@ async fn probe(
         .and_then(|m| m.get(protocol::SERVER_INFO_KEY))
         .cloned()
         .unwrap_or_default();
-    let text = |k: &str| info.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let text = |k: &str| bounded(info.get(k).and_then(|v| v.as_str()).map(str::to_owned));
     Ok(Some(Ready {
         tools: Vec::new(),
         capabilities: d.capabilities,
@@ -237,10 +237,22 @@ async fn initialize(
     Ok(Ready {
         tools: Vec::new(),
         capabilities,
-        name: info.as_ref().and_then(|i| i.name.clone()),
-        version: info.and_then(|i| i.version),
-        protocol_version,
+        name: bounded(info.as_ref().and_then(|i| i.name.clone())),
+        version: bounded(info.and_then(|i| i.version)),
+        protocol_version: bounded(protocol_version),
         era: Era::Legacy,
+    })
+}
+
+/// The longest `serverInfo.name`, `serverInfo.version` or protocol version a server's handshake
+/// may leave in its status (shown in every status event and table); the rest is cut with `…`.
+pub const MAX_INFO_CHARS: usize = 256;
+
+/// `s` cut to [`MAX_INFO_CHARS`] characters.
+fn bounded(s: Option<String>) -> Option<String> {
+    s.map(|s| match s.char_indices().nth(MAX_INFO_CHARS) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s,
     })
 }
 
@@ -300,4 +312,20 @@ pub async fn list_tools(peer: &RpcPeer) -> Result<Vec<Arc<ToolDef>>, String> {
         }
     }
     Err("tools/list returned more than 1000 pages; giving up".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a server says of itself is kept to 256 characters, cut at a character.
+    #[test]
+    fn a_servers_name_is_bounded() {
+        let long = "é".repeat(MAX_INFO_CHARS + 50);
+        let cut = bounded(Some(long)).unwrap();
+        assert_eq!(cut.chars().count(), MAX_INFO_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        assert_eq!(bounded(Some("fs".into())).as_deref(), Some("fs"));
+        assert_eq!(bounded(None), None);
+    }
 }
