@@ -16,6 +16,7 @@
 //! - [`naming`]: exposed tool names `server__tool`.
 //! - [`tool`], [`token`], [`http_client`], [`sync`]: nouns every floor shares — a listed tool's
 //!   definition, bearer tokens, the HTTP client every request starts from, the lock helper.
+//! - [`text`]: text from clients and servers, kept bounded.
 //! - [`private`]: 0700 directories and 0600 files for everything Gatehouse keeps.
 //! - [`probe`]: one server started on its own and reported on (`gatehouse test`).
 //! - [`profiles`]: client profiles' tokens (one per AI client).
@@ -56,6 +57,7 @@ pub mod secrets;
 pub mod service;
 pub mod supervisor;
 pub mod sync;
+pub mod text;
 pub mod token;
 pub mod tool;
 

@@ -8,6 +8,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+/// The longest title kept and shown of a tool (the definition clients get is whole).
+pub const MAX_TITLE_CHARS: usize = 256;
+/// The longest description kept and shown of a tool.
+pub const MAX_DESCRIPTION_CHARS: usize = 8 * 1024;
+
 /// One tool as the server listed it: its name and its whole definition, raw. Everything else is
 /// read from the definition once, when first needed, and kept.
 #[derive(Debug)]
@@ -85,18 +90,25 @@ impl ToolDef {
             .unwrap_or_default()
     }
 
-    /// Title, description and annotations, parsed on first use, secret values masked (this is
-    /// what is stored and shown: tool lists, approval requests, pins).
+    /// Title, description and annotations, parsed on first use, secret values masked, the
+    /// title and description bounded (this is what is stored and shown: tool lists, approval
+    /// requests, pins; the definition itself passes to clients whole).
     pub fn meta(&self) -> &ToolMeta {
         self.parsed.get_or_init(|| {
             let masked = self.redactions.mask(self.raw.get());
             let definition: Value = serde_json::from_str(&masked).unwrap_or(Value::Null);
-            let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+            let text = |v: Option<&Value>, max: usize| {
+                v.and_then(Value::as_str).map(|s| crate::text::cut(s, max))
+            };
             let annotations = definition.get("annotations").cloned();
             ToolMeta {
-                title: text(definition.get("title"))
-                    .or_else(|| text(annotations.as_ref().and_then(|a| a.get("title")))),
-                description: text(definition.get("description")),
+                title: text(definition.get("title"), MAX_TITLE_CHARS).or_else(|| {
+                    text(
+                        annotations.as_ref().and_then(|a| a.get("title")),
+                        MAX_TITLE_CHARS,
+                    )
+                }),
+                description: text(definition.get("description"), MAX_DESCRIPTION_CHARS),
                 annotations,
             }
         })
@@ -159,6 +171,27 @@ pub fn definition_hash(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What is kept and shown of a tool is bounded; what clients get is the definition whole.
+    #[test]
+    fn a_huge_description_is_cut_where_it_is_shown_and_whole_for_clients() {
+        let long = "d".repeat(20_000);
+        let raw = RawValue::from_string(format!(
+            r#"{{"name":"w","title":"{}","description":"{long}"}}"#,
+            "t".repeat(1000)
+        ))
+        .unwrap();
+        let t = ToolDef::parse(raw, Arc::default()).unwrap();
+        assert_eq!(
+            t.meta().description.as_deref().map(|d| d.chars().count()),
+            Some(MAX_DESCRIPTION_CHARS + 1)
+        );
+        assert_eq!(
+            t.meta().title.as_deref().map(|d| d.chars().count()),
+            Some(MAX_TITLE_CHARS + 1)
+        );
+        assert!(t.raw.get().contains(&long));
+    }
 
     #[test]
     fn a_tool_is_read_once_and_keeps_its_bytes() {

@@ -10,6 +10,9 @@ use super::{write_line, ControlError, ErrorKind, GatewayInfo, Request, Response}
 use crate::hub::{HubError, HubHandle};
 use crate::supervisor::Followed;
 
+/// The longest deny reason kept (it goes to the client and into the activity log).
+pub const MAX_REASON_CHARS: usize = 1000;
+
 /// Control connections served at once (each CLI verb is one; `logs --follow` keeps its own).
 const MAX_CONNECTIONS: usize = 128;
 
@@ -219,6 +222,8 @@ async fn handle_conn(
             }
         }
         Request::Deny { id, reason } => {
+            // The reason goes to the client in its error and into the activity log: bounded.
+            let reason = reason.map(|r| crate::text::cut(&r, MAX_REASON_CHARS));
             match hub.approvals().answer_via(
                 &id,
                 crate::approval::Answer::Deny(reason),

@@ -250,10 +250,7 @@ pub const MAX_INFO_CHARS: usize = 256;
 
 /// `s` cut to [`MAX_INFO_CHARS`] characters.
 fn bounded(s: Option<String>) -> Option<String> {
-    s.map(|s| match s.char_indices().nth(MAX_INFO_CHARS) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s,
-    })
+    s.map(|s| crate::text::cut(&s, MAX_INFO_CHARS))
 }
 
 /// Tools one server may list, at most: a listing over it is refused whole.
