@@ -5,7 +5,7 @@
 import * as api from './api.js';
 import { $, el, toast } from './dom.js';
 
-let chosen = null;
+let chosen = null; // { name, version } of the plan shown
 let timer = null;
 let asked = 0;
 
@@ -41,7 +41,7 @@ export function initRegistry(onAdded) {
     }
     $('#registry-add').disabled = true;
     try {
-      const said = await api.registryAdd(chosen, form.elements.id.value, secrets);
+      const said = await api.registryAdd(chosen.name, chosen.version, form.elements.id.value, secrets);
       close();
       toast(said);
       onAdded();
@@ -108,7 +108,7 @@ async function choose(name) {
       `${s.var}${s.required ? '' : ' (optional)'} — kept in your keychain `,
       el('input', { type: 'password', name: s.var, autocomplete: 'off', required: s.required }),
       el('small', { text: s.description }))));
-    chosen = name;
+    chosen = { name, version: plan.version };
     $('#registry-add').disabled = false;
   } catch (x) {
     $('#registry-error').textContent = api.errorText(x);

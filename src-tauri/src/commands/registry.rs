@@ -25,6 +25,8 @@ pub struct Found {
 #[derive(Serialize)]
 pub struct Plan {
     id: String,
+    /// The version shown: what "Add" installs, whatever the registry has published since.
+    version: String,
     runs: String,
     pinned: String,
     secrets: Vec<SecretField>,
@@ -91,6 +93,7 @@ pub async fn registry_plan(state: AppStateRef<'_>, name: String) -> CommandResul
         .map_err(CommandError::failed)?
         .server;
     let id = entry::id_for(&d.name);
+    let version = d.version.clone();
     Ok(
         match entry::plan(
             &d,
@@ -100,6 +103,7 @@ pub async fn registry_plan(state: AppStateRef<'_>, name: String) -> CommandResul
         ) {
             Ok(p) => Plan {
                 id,
+                version,
                 runs: p.runs,
                 pinned: p.pinned,
                 secrets: p
@@ -115,6 +119,7 @@ pub async fn registry_plan(state: AppStateRef<'_>, name: String) -> CommandResul
             },
             Err(e) => Plan {
                 id,
+                version,
                 runs: String::new(),
                 pinned: String::new(),
                 secrets: Vec::new(),
@@ -124,18 +129,20 @@ pub async fn registry_plan(state: AppStateRef<'_>, name: String) -> CommandResul
     )
 }
 
-/// Adds `name` (latest) as `id`: its secrets (variable → value) into the keychain first, then
-/// the entry, pinned; returns the server's state after it settled.
+/// Adds version `version` of `name` — the one its plan showed, whatever the registry has
+/// published since — as `id`: its secrets (variable → value) into the keychain first, then the
+/// entry, pinned.
 #[tauri::command]
 pub async fn registry_add(
     state: AppStateRef<'_>,
     name: String,
+    version: String,
     id: String,
     secrets: BTreeMap<String, String>,
 ) -> CommandResult<String> {
     let reg = registry(&state)?;
     let d = reg
-        .get(&name, None)
+        .get(&name, Some(&version))
         .await
         .map_err(CommandError::failed)?
         .server;

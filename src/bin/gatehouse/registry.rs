@@ -15,11 +15,28 @@ use serde_json::Value;
 use crate::args::RegistryCmd;
 use crate::manage::AddArgs;
 
-/// The registry the config names (or `GATEHOUSE_REGISTRY_URL`, or the official one).
-fn registry(config: Option<&std::path::Path>) -> Result<Registry, String> {
-    let path = config
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(config::default_config_path);
+/// The config file that counts: the running hub's, else the one given, else the platform's.
+async fn config_path(
+    client: &ControlClient,
+    given: Option<&std::path::Path>,
+) -> std::path::PathBuf {
+    match client
+        .request::<Option<std::path::PathBuf>>(&gatehouse::control::Request::ConfigPath)
+        .await
+    {
+        Ok(Some(p)) => p,
+        _ => given
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(config::default_config_path),
+    }
+}
+
+/// The registry that config names (or `GATEHOUSE_REGISTRY_URL`, or the official one).
+async fn registry(
+    client: &ControlClient,
+    given: Option<&std::path::Path>,
+) -> Result<Registry, String> {
+    let path = config_path(client, given).await;
     let configured = Config::load(&path).ok().and_then(|c| c.registry.url);
     Registry::new(configured.as_deref())
 }
@@ -33,8 +50,8 @@ fn transports(d: &ServerDetail) -> String {
     t.join(", ")
 }
 
-pub async fn run(cmd: RegistryCmd) -> Result<(), String> {
-    let reg = registry(None)?;
+pub async fn run(client: &ControlClient, cmd: RegistryCmd) -> Result<(), String> {
+    let reg = registry(client, None).await?;
     match cmd {
         RegistryCmd::Search { text, all, json } => {
             let mut found: Vec<ServerResponse> = Vec::new();
@@ -162,8 +179,10 @@ fn read_asked(asks: &[entry::Ask]) -> Result<BTreeMap<String, String>, String> {
             }
         }
     } else {
+        // One line per secret: 64 KiB is far more than any of them.
         let mut s = String::new();
         std::io::stdin()
+            .take(64 * 1024)
             .read_to_string(&mut s)
             .map_err(|e| e.to_string())?;
         for (a, line) in asks.iter().zip(s.lines()) {
@@ -182,7 +201,7 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
         Some((n, v)) if !n.is_empty() && !v.is_empty() => (n, Some(v)),
         _ => (spec, None),
     };
-    let reg = registry(a.config.as_deref())?;
+    let reg = registry(client, a.config.as_deref()).await?;
     let found = reg.get(name, version).await?;
     let detail = found.server;
     let id = a.id.clone().unwrap_or_else(|| entry::id_for(&detail.name));
@@ -248,14 +267,7 @@ pub async fn pin(
     update: bool,
     config: Option<std::path::PathBuf>,
 ) -> Result<(), String> {
-    // The running hub's config file, else the one given, else the platform's.
-    let path = match client
-        .request::<Option<std::path::PathBuf>>(&gatehouse::control::Request::ConfigPath)
-        .await
-    {
-        Ok(Some(p)) => p,
-        _ => config.clone().unwrap_or_else(config::default_config_path),
-    };
+    let path = config_path(client, config.as_deref()).await;
     let cfg = Config::load(&path).map_err(|e| e.to_string())?;
     let server = cfg
         .servers

@@ -188,7 +188,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 None => manage::add(&client, args).await,
             }
         }
-        Cmd::Registry { cmd } => crate::registry::run(cmd).await,
+        Cmd::Registry { cmd } => crate::registry::run(&client, cmd).await,
         Cmd::Pin { id, update, config } => crate::registry::pin(&client, &id, update, config).await,
         Cmd::Remove { id, config } => manage::remove(&client, id, config).await,
         Cmd::Enable { id, config } => manage::set_enabled(&client, id, true, config).await,
