@@ -96,6 +96,8 @@ pub enum Decision {
     Disabled,
     /// The server was not running.
     NotRunning,
+    /// Over a `rate_limit` the person set.
+    RateLimited,
     /// Written by a newer Gatehouse; kept as it was.
     #[serde(other)]
     Unknown,
@@ -144,7 +146,7 @@ impl DecisionGroup {
 }
 
 impl Decision {
-    const ALL: [Decision; 11] = [
+    const ALL: [Decision; 12] = [
         Decision::Allowed,
         Decision::ApprovedOnce,
         Decision::ApprovedSession,
@@ -156,6 +158,7 @@ impl Decision {
         Decision::Withdrawn,
         Decision::Disabled,
         Decision::NotRunning,
+        Decision::RateLimited,
     ];
 
     /// The decision's name, as stored and shown.
@@ -172,6 +175,7 @@ impl Decision {
             Decision::Withdrawn => "withdrawn",
             Decision::Disabled => "disabled",
             Decision::NotRunning => "not_running",
+            Decision::RateLimited => "rate_limited",
             Decision::Unknown => "unknown",
         }
     }
@@ -203,9 +207,11 @@ impl Decision {
             Decision::RememberedSession | Decision::RememberedAlways => DecisionGroup::Remembered,
             Decision::Denied => DecisionGroup::Denied,
             Decision::TimedOut => DecisionGroup::TimedOut,
-            Decision::Withdrawn | Decision::Disabled | Decision::NotRunning | Decision::Unknown => {
-                DecisionGroup::Refused
-            }
+            Decision::Withdrawn
+            | Decision::Disabled
+            | Decision::NotRunning
+            | Decision::RateLimited
+            | Decision::Unknown => DecisionGroup::Refused,
         }
     }
 }

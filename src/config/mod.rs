@@ -10,6 +10,7 @@ mod itself;
 mod lock;
 mod parse;
 mod paths;
+mod rate;
 mod refusal;
 mod values;
 mod write;
@@ -27,6 +28,7 @@ pub use parse::{parse_entry, validate_secret_name};
 pub use paths::{
     command_line, default_config_path, default_data_dir, expand_tilde, split_command_line,
 };
+pub use rate::{RateLimit, MAX_RATE};
 pub use refusal::{closest, readable, ConfigError, EntryError};
 pub use write::{backup_path, keep_last_good, write_atomic};
 
@@ -96,6 +98,9 @@ pub struct ClientProfile {
     /// Approval overrides for this client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ProfileApproval>,
+    /// This client's calls a minute, all tools together (else `gateway.rate_limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// A profile's approval overrides.
@@ -401,6 +406,9 @@ pub struct ToolPolicy {
     /// follows the server's `validate_arguments`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validate_arguments: Option<bool>,
+    /// Calls a minute of this tool, counted for each client profile apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// Which unflagged tools ask the person.
@@ -461,6 +469,10 @@ pub struct GatewayConfig {
     /// with any other `Origin` header, `null` included, are refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_origins: Vec<String>,
+    /// Each client profile's calls a minute, for profiles without a `rate_limit` of their own
+    /// (the default profile's). Counted per profile: one client's burst never spends another's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
 }
 
 impl Default for GatewayConfig {
@@ -468,6 +480,7 @@ impl Default for GatewayConfig {
         GatewayConfig {
             listen: default_listen(),
             allowed_origins: Vec::new(),
+            rate_limit: None,
         }
     }
 }

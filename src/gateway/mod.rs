@@ -26,6 +26,7 @@ mod forward;
 pub mod http;
 pub mod incoming;
 mod input;
+mod limits;
 mod listen;
 mod lists;
 pub mod names;
@@ -112,6 +113,8 @@ struct Inner {
     parked: input::ParkedCalls,
     /// The names given to each client profile (`names.rs`), kept across restarts.
     names: names::Names,
+    /// Each profile's rate-limit buckets (`limits.rs`).
+    limits: limits::RateLimits,
 }
 
 /// A server's tool list as its handle shares it.
@@ -183,6 +186,7 @@ impl Gateway {
             watcher: Mutex::new(None),
             listed: Mutex::new(HashMap::new()),
             parked: Mutex::new(HashMap::new()),
+            limits: limits::RateLimits::default(),
         });
         let gw = Gateway { inner };
         // `gatehouse clients` and the Connect view ask the hub who is connected; the hub asks

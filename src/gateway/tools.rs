@@ -113,6 +113,17 @@ impl Gateway {
                 ));
             }
         }
+        // Over a rate limit the person set: refused at once, never held for them.
+        let limits = super::limits::applying(
+            &config,
+            s.profile.as_deref().zip(profile.as_ref()),
+            server.id(),
+            &entry.tool.name,
+            &name,
+        );
+        if let Err(why) = self.inner.limits.take(&limits, std::time::Instant::now()) {
+            return self.refuse(s, id, &meta, Decision::RateLimited, tool_error(&why));
+        }
         let pass = match self.admit(
             s,
             &server,

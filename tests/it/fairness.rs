@@ -78,3 +78,56 @@ async fn idle_sockets_without_a_token_never_lock_out_a_client_with_one() {
     assert_eq!(v["result"]["content"][0]["text"], "still served", "{v}");
     drop(idle);
 }
+
+/// A `rate_limit` is counted per client profile: cursor's burst on a limited tool is refused at
+/// once with the limit and when to retry (recorded `rate_limited`, never held for the person),
+/// while the gateway token's profile calls the same tool with its whole budget.
+#[tokio::test]
+async fn one_profiles_burst_never_spends_another_profiles_rate_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({
+        "servers": {"a": {"command": FIXTURE, "tools": {
+            "echo": {"requires_approval": false, "rate_limit": {"per_minute": 2}}}}},
+        "clients": {"cursor": {}}
+    });
+    let s = serve(d, &cfg.to_string(), &["a"]).await;
+    let call = |i: u64| {
+        json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+               "params": {"name": "a__echo", "arguments": {"text": format!("n{i}")}}})
+    };
+    let cursor_token = token_of(d, "cursor").await;
+    let cursor = Mcp::open(&s.info.url, &cursor_token).await;
+    for i in 1..=2 {
+        let (_, body) = cursor.post_as(&cursor_token, call(i)).await;
+        assert!(
+            body.contains(&format!("n{i}")) && !body.contains("isError"),
+            "{body}"
+        );
+    }
+    let (_, refused) = cursor.post_as(&cursor_token, call(3)).await;
+    assert!(
+        refused.contains("isError")
+            && refused.contains("Rate limit reached: a__echo is limited to 2 calls a minute for client profile cursor; try again in 30 s."),
+        "{refused}"
+    );
+    // The gateway token's profile has its own two calls.
+    let other = Mcp::open(&s.info.url, &s.info.token).await;
+    for i in 4..=5 {
+        let (_, body) = other.post_as(&s.info.token, call(i)).await;
+        assert!(
+            body.contains(&format!("n{i}")) && !body.contains("isError"),
+            "{body}"
+        );
+    }
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(
+        &crate::approvals::gh(&s, &["activity", "--json", "--client", "cursor"]).stdout,
+    )
+    .unwrap();
+    let limited: Vec<_> = rows
+        .iter()
+        .filter(|r| r["decision"] == "rate_limited")
+        .collect();
+    assert_eq!(limited.len(), 1, "{rows:?}");
+    assert_eq!(limited[0]["outcome"], "not_run");
+}
