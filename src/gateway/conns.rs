@@ -1,28 +1,81 @@
 //! The gateway's connections: how many are served at once, and who gets a place when they are
 //! all taken. A connection that has not yet shown a valid token holds its place only until a new
 //! one needs it — the oldest such idle socket is ended first — so sockets opened without a token,
-//! however many and however often reopened, never lock out a client that has one.
+//! however many and however often reopened, never lock out a client that has one. A connection
+//! that shows a token is its client profile's, and no profile holds more than three quarters of
+//! the places (`PROFILE_SHARE`): whatever one client does, another always finds a place.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::sync::lock;
+
 /// How long a client may take to send a request's headers (also how long an idle connection is
 /// kept between requests: waiting for the next request is waiting for its headers).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The share of the connections one client profile may hold: three quarters (HTTP/1.1 carries
+/// one request at a time, so this bounds each profile's requests in flight too).
+pub const PROFILE_SHARE: (usize, usize) = (3, 4);
+
+/// One connection as its requests see it: whether it showed a token, and whose.
+struct Mark {
+    shown: AtomicBool,
+    profile: Mutex<Option<String>>,
+}
+
+/// How many connections each client profile holds.
+struct Holders {
+    share: usize,
+    held: Mutex<HashMap<String, usize>>,
+}
+
 /// Set on a connection's requests: the handler marks it once a request showed a valid token.
 #[derive(Clone)]
-pub struct Shown(pub Arc<AtomicBool>);
+pub struct Shown {
+    mark: Arc<Mark>,
+    holders: Arc<Holders>,
+}
 
 impl Shown {
-    /// This connection has shown a valid token.
-    pub fn mark(&self) {
-        self.0.store(true, Ordering::Relaxed);
+    /// This connection has shown client profile `profile`'s token (`default` for the gateway
+    /// token's) and is that profile's from now on — unless the profile holds its share of the
+    /// connections already: then `Err` with the share, and the connection should be closed.
+    pub fn mark(&self, profile: &str) -> Result<(), usize> {
+        let mut mine = lock(&self.mark.profile);
+        if mine.is_none() {
+            let mut held = lock(&self.holders.held);
+            let n = held.entry(profile.to_owned()).or_insert(0);
+            if *n >= self.holders.share {
+                return Err(self.holders.share);
+            }
+            *n += 1;
+            *mine = Some(profile.to_owned());
+        }
+        self.mark.shown.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Gives a connection's place back to its profile's count when the connection ends.
+struct Release(Shown);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if let Some(p) = lock(&self.0.mark.profile).take() {
+            let mut held = lock(&self.0.holders.held);
+            if let Some(n) = held.get_mut(&p) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    held.remove(&p);
+                }
+            }
+        }
     }
 }
 
@@ -62,7 +115,7 @@ pub fn raise_fd_limit() {
 
 /// A connection as the accept loop remembers it, in arrival order.
 struct Place {
-    shown: Arc<AtomicBool>,
+    shown: Arc<Mark>,
     end: CancellationToken,
     alive: Weak<()>,
 }
@@ -76,6 +129,10 @@ const HANDOVER: Duration = Duration::from_millis(500);
 pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) {
     let limit = connection_limit();
     let permits = Arc::new(tokio::sync::Semaphore::new(limit));
+    let holders = Arc::new(Holders {
+        share: (limit * PROFILE_SHARE.0 / PROFILE_SHARE.1).max(1),
+        held: Mutex::new(HashMap::new()),
+    });
     let mut conns = tokio::task::JoinSet::new();
     let mut places: VecDeque<Place> = VecDeque::new();
     let mut refused: u64 = 0;
@@ -97,7 +154,10 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
         places.retain(|p| p.alive.strong_count() > 0);
         let permit = match permits.clone().try_acquire_owned() {
             Ok(p) => Some(p),
-            Err(_) => match places.iter().position(|p| !p.shown.load(Ordering::Relaxed)) {
+            Err(_) => match places
+                .iter()
+                .position(|p| !p.shown.shown.load(Ordering::Relaxed))
+            {
                 Some(i) => {
                     if let Some(p) = places.remove(i) {
                         p.end.cancel();
@@ -122,20 +182,29 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
             drop(stream);
             continue;
         };
-        let shown = Arc::new(AtomicBool::new(false));
+        let mark = Arc::new(Mark {
+            shown: AtomicBool::new(false),
+            profile: Mutex::new(None),
+        });
+        let shown = Shown {
+            mark: mark.clone(),
+            holders: holders.clone(),
+        };
         let end = CancellationToken::new();
         let alive = Arc::new(());
         places.push_back(Place {
-            shown: shown.clone(),
+            shown: mark,
             end: end.clone(),
             alive: Arc::downgrade(&alive),
         });
-        let app = app.clone().layer(axum::Extension(Shown(shown)));
+        let release = Release(shown.clone());
+        let app = app.clone().layer(axum::Extension(shown));
         let service = hyper_util::service::TowerToHyperService::new(app);
         let stop = shutdown.clone();
         conns.spawn(async move {
             let _alive = alive;
             let _permit = permit;
+            let _release = release;
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder
                 .timer(hyper_util::rt::TokioTimer::new())

@@ -131,9 +131,19 @@ async fn mcp(State(st): State<AppState>, req: Request<Body>) -> Response {
         Ok(p) => p,
         Err(resp) => return resp,
     };
-    // This connection showed a valid token: it keeps its place when the gateway is full.
+    // This connection showed a valid token: it keeps its place when the gateway is full, and it
+    // is its profile's — which may hold only its share of the places.
     if let Some(shown) = parts.extensions.get::<super::conns::Shown>() {
-        shown.mark();
+        let whose = profile
+            .as_deref()
+            .unwrap_or(crate::profiles::DEFAULT_PROFILE);
+        if let Err(share) = shown.mark(whose) {
+            let text = format!("client profile {whose} holds {share} connections to Gatehouse already, its share of them; send this request on one of those, or close some first\n");
+            let mut r = (StatusCode::TOO_MANY_REQUESTS, text).into_response();
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
     }
     match parts.method {
         Method::POST => post(&st, &parts.headers, body, &profile).await,

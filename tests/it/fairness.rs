@@ -79,6 +79,61 @@ async fn idle_sockets_without_a_token_never_lock_out_a_client_with_one() {
     drop(idle);
 }
 
+/// A connection that shows a token is its profile's, and one profile holds at most three
+/// quarters of the places (here 48 of 64): its 49th connection is answered 429 and closed, and
+/// another profile still connects, lists and calls while the 48 stay open.
+#[tokio::test]
+async fn one_profile_cannot_hold_every_connection_with_its_token() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({"servers": {"a": fixture(&[])}, "clients": {"cursor": {}}});
+    let s = serve_limited(d, &cfg.to_string(), &["a"], 256).await;
+    let addr = s
+        .info
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "hog", "version": "1"}}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: ping\r\nContent-Length: {}\r\n\r\n{body}",
+        s.info.token,
+        body.len()
+    );
+    let mut held = Vec::new();
+    let (mut served, mut refused) = (0, 0);
+    for _ in 0..64 {
+        let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        c.write_all(request.as_bytes()).await.unwrap();
+        let mut head = [0u8; 64];
+        let n = c.read(&mut head).await.unwrap();
+        let status = String::from_utf8_lossy(&head[..n]).into_owned();
+        if status.starts_with("HTTP/1.1 429") {
+            refused += 1;
+        } else {
+            assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+            served += 1;
+            held.push(c); // kept open: the place stays the profile's
+        }
+    }
+    assert_eq!((served, refused), (48, 16));
+    let cursor = token_of(d, "cursor").await;
+    let c = Mcp::open(&s.info.url, &cursor).await;
+    let v = c
+        .call(1, "echo", json!({"text": "a place of its own"}))
+        .await;
+    assert_eq!(
+        v["result"]["content"][0]["text"], "a place of its own",
+        "{v}"
+    );
+    drop(held);
+}
+
 /// A `rate_limit` is counted per client profile: cursor's burst on a limited tool is refused at
 /// once with the limit and when to retry (recorded `rate_limited`, never held for the person),
 /// while the gateway token's profile calls the same tool with its whole budget.
