@@ -61,12 +61,13 @@ impl Gateway {
         uris.sort();
         uris.dedup();
         uris.truncate(session::MAX_SUBSCRIPTIONS);
+        let mut held = Vec::new();
         if !uris.is_empty() {
             honored.insert(
                 "resourceSubscriptions".into(),
                 serde_json::Value::from(uris.clone()),
             );
-            self.subscribe_upstream(s, &uris).await;
+            held = self.subscribe_upstream(s, &uris).await;
         }
         let (tx, rx) = mpsc::channel(session::LISTEN_QUEUE);
         let meta = format!(
@@ -94,6 +95,7 @@ impl Gateway {
             id: id.get().to_owned(),
             kinds,
             resources: uris,
+            _shares: super::subs::keep_while_open(held, &tx),
             tx,
         };
         // Listen streams never time out and each holds a connection: one profile may hold a

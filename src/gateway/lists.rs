@@ -205,9 +205,19 @@ impl Gateway {
                 &format!("Resource not found: {uri}"),
             ));
         };
-        // What a legacy client subscribes to, it hears of when the server says it changed.
-        match method {
-            "resources/subscribe" if !s.subscribe(&uri, true) => {
+        // What a legacy client subscribes to, it hears of when the server says it changed. The
+        // server is asked once however many clients subscribe, and told when the last goes.
+        let done = || Outcome::Reply(super::answer::ours(id.get(), "{}", s.era()));
+        if method == "resources/unsubscribe" {
+            s.unsubscribe(&uri);
+            return done();
+        }
+        if method == "resources/subscribe" {
+            let (already, room) = s.subscribed(&uri);
+            if already {
+                return done();
+            }
+            if !room {
                 return Outcome::Reply(jsonrpc::error_line(
                     id.get(),
                     ErrorCode::InvalidParams,
@@ -215,12 +225,17 @@ impl Gateway {
                         "this client is subscribed to {} resources already (the limit)",
                         super::session::MAX_SUBSCRIPTIONS
                     ),
-                ))
+                ));
             }
-            "resources/unsubscribe" => {
-                s.subscribe(&uri, false);
+            if let Ok(peer) = server.peer() {
+                let (held, ask) = self.inner.subs.hold(server.id().as_str(), &uri, &peer);
+                s.subscribe(&uri, Some(held));
+                if !ask {
+                    return done();
+                }
+            } else {
+                s.subscribe(&uri, None);
             }
-            _ => {}
         }
         self.forward(s, id, server, method, p, None)
     }
@@ -229,11 +244,23 @@ impl Gateway {
     /// (`resources/subscribe`), all within [`LIST_DEADLINE`] (finding the owners included): a
     /// modern client's listen stream subscribed to them. A modern server is not asked (its
     /// revision has no such request); what is not done in time is left out.
-    pub(super) async fn subscribe_upstream(&self, s: &ClientSession, uris: &[String]) {
-        let _ = tokio::time::timeout(LIST_DEADLINE, self.subscribe_owners(s, uris)).await;
+    pub(super) async fn subscribe_upstream(
+        &self,
+        s: &ClientSession,
+        uris: &[String],
+    ) -> Vec<super::subs::Held> {
+        let mut held = Vec::new();
+        let _ =
+            tokio::time::timeout(LIST_DEADLINE, self.subscribe_owners(s, uris, &mut held)).await;
+        held
     }
 
-    async fn subscribe_owners(&self, s: &ClientSession, uris: &[String]) {
+    async fn subscribe_owners(
+        &self,
+        s: &ClientSession,
+        uris: &[String],
+        held: &mut Vec<super::subs::Held>,
+    ) {
         let mut asks = Vec::new();
         for uri in uris {
             let Some(server) = self
@@ -245,6 +272,12 @@ impl Gateway {
             };
             let Ok(peer) = server.peer() else { continue };
             if peer.era() == crate::protocol::Era::Modern {
+                continue;
+            }
+            // Asked once for all the clients that subscribe (`subs.rs`).
+            let (share, ask) = self.inner.subs.hold(server.id().as_str(), uri, &peer);
+            held.push(share);
+            if !ask {
                 continue;
             }
             let Ok(params) =

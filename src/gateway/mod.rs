@@ -33,6 +33,7 @@ pub mod names;
 mod own;
 pub mod session;
 pub mod stdio;
+mod subs;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap};
@@ -115,6 +116,8 @@ struct Inner {
     names: names::Names,
     /// Each profile's rate-limit buckets (`limits.rs`).
     limits: limits::RateLimits,
+    /// Upstream resource subscriptions, counted (`subs.rs`).
+    subs: Arc<subs::Upstreams>,
 }
 
 /// A server's tool list as its handle shares it.
@@ -187,6 +190,7 @@ impl Gateway {
             listed: Mutex::new(HashMap::new()),
             parked: Mutex::new(HashMap::new()),
             limits: limits::RateLimits::default(),
+            subs: Arc::default(),
         });
         let gw = Gateway { inner };
         // `gatehouse clients` and the Connect view ask the hub who is connected; the hub asks

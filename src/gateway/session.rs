@@ -40,7 +40,8 @@ pub struct ClientSession {
     listeners: Mutex<Vec<Listener>>,
     /// The resources a legacy client subscribed to (`resources/subscribe`), at most
     /// [`MAX_SUBSCRIPTIONS`].
-    resource_subs: Mutex<std::collections::HashSet<String>>,
+    /// Each with its share of the upstream subscription (dropped with it).
+    resource_subs: Mutex<HashMap<String, Option<super::subs::Held>>>,
     /// Requests being forwarded, by the client's raw id: aborting one drops the upstream call,
     /// which sends `notifications/cancelled` to the server.
     pub(super) inflight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
@@ -67,6 +68,9 @@ pub(super) struct Listener {
     pub kinds: Vec<&'static str>,
     /// The resource URIs it subscribed to.
     pub resources: Vec<String>,
+    /// Ends the task holding its shares of the upstream subscriptions when the stream is
+    /// dropped here (`subs::keep_while_open`).
+    pub _shares: Option<tokio_util::sync::DropGuard>,
     pub tx: mpsc::Sender<super::Out>,
 }
 
@@ -200,25 +204,27 @@ impl ClientSession {
         true
     }
 
-    /// A legacy client subscribed to (`true`) or unsubscribed from a resource. `false` when it
-    /// holds [`MAX_SUBSCRIPTIONS`] already.
-    pub(super) fn subscribe(&self, uri: &str, on: bool) -> bool {
-        let mut subs = lock(&self.resource_subs);
-        if !on {
-            subs.remove(uri);
-            return true;
-        }
-        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(uri) {
-            return false;
-        }
-        subs.insert(uri.to_owned());
-        true
+    /// Whether a legacy client is subscribed to `uri`, and whether it has room for another.
+    pub(super) fn subscribed(&self, uri: &str) -> (bool, bool) {
+        let subs = lock(&self.resource_subs);
+        (subs.contains_key(uri), subs.len() < MAX_SUBSCRIPTIONS)
+    }
+
+    /// A legacy client subscribed to a resource, with its share of the upstream subscription.
+    pub(super) fn subscribe(&self, uri: &str, held: Option<super::subs::Held>) {
+        lock(&self.resource_subs).insert(uri.to_owned(), held);
+    }
+
+    /// A legacy client unsubscribed: its share goes (the server is told when it was the last).
+    pub(super) fn unsubscribe(&self, uri: &str) {
+        let gone = lock(&self.resource_subs).remove(uri);
+        drop(gone);
     }
 
     /// A resource changed: a legacy client subscribed to it hears of it on its own stream, a
     /// modern one on each listen stream that subscribed to it (tagged with its id).
     pub(super) fn resource_updated(&self, uri: &str) {
-        if lock(&self.resource_subs).contains(uri) {
+        if lock(&self.resource_subs).contains_key(uri) {
             if let Ok(p) =
                 RawValue::from_string(format!("{{\"uri\":{}}}", crate::jsonrpc::json_string(uri)))
             {
@@ -293,7 +299,10 @@ impl ClientSession {
 
     /// Cancels everything in flight and drops the streams.
     fn close(&self) {
-        lock(&self.listeners).clear();
+        let listeners = std::mem::take(&mut *lock(&self.listeners));
+        drop(listeners);
+        let subs = std::mem::take(&mut *lock(&self.resource_subs));
+        drop(subs);
         for (_, h) in lock(&self.inflight).drain() {
             h.abort();
         }

@@ -186,3 +186,78 @@ async fn one_profiles_burst_never_spends_another_profiles_rate_limit() {
     assert_eq!(limited.len(), 1, "{rows:?}");
     assert_eq!(limited[0]["outcome"], "not_run");
 }
+
+/// Resource subscriptions are shared upstream: two 2025 sessions and a 2026 listen stream
+/// subscribing to one resource ask its server once; one leaving tells the server nothing, and
+/// the last leaving — whichever way it goes (unsubscribe, an ended session, a dropped stream) —
+/// sends one `resources/unsubscribe`.
+#[tokio::test]
+async fn resource_subscriptions_are_asked_once_upstream_and_ended_with_the_last_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({"servers": {"fx": fixture(&["--conformance"])}});
+    let s = serve(dir.path(), &cfg.to_string(), &["fx"]).await;
+    let log = s.log.parent().unwrap().join("data/logs/fx.log");
+    let count = |what: &str| {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.matches(&format!("fixture: {what} test://watched-resource"))
+            .count()
+    };
+    let uri = json!({"uri": "test://watched-resource"});
+    let a = Mcp::open(&s.info.url, &s.info.token).await;
+    let b = Mcp::open(&s.info.url, &s.info.token).await;
+    for c in [&a, &b] {
+        let v = c.request(2, "resources/subscribe", uri.clone()).await;
+        assert_eq!(v["result"], json!({}), "{v}");
+    }
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
+    "notifications": {"resourceSubscriptions": ["test://watched-resource"]},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"}
+    }}});
+    let mut stream = http
+        .post(&s.info.url)
+        .bearer_auth(&s.info.token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let first = stream.chunk().await.unwrap().unwrap_or_default();
+    assert!(String::from_utf8_lossy(&first).contains("acknowledged"));
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        count("resources/subscribe"),
+        1,
+        "asked once for three holders"
+    );
+    // Two of three leave: a's unsubscribe, b's session ended.
+    let v = a.request(3, "resources/unsubscribe", uri.clone()).await;
+    assert_eq!(v["result"], json!({}), "{v}");
+    let r = http
+        .delete(&s.info.url)
+        .bearer_auth(&s.info.token)
+        .header("mcp-session-id", &b.sid)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        count("resources/unsubscribe"),
+        0,
+        "the listen stream still holds it"
+    );
+    // The last holder's stream is dropped by its client.
+    drop(stream);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count("resources/unsubscribe") == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(count("resources/unsubscribe"), 1);
+    assert_eq!(count("resources/subscribe"), 1);
+}
