@@ -67,14 +67,6 @@ impl Upstreams {
             ask,
         )
     }
-
-    /// How many hold `uri` of `server` (tests, status).
-    #[cfg(test)]
-    pub(super) fn holders(&self, server: &str, uri: &str) -> usize {
-        lock(&self.table)
-            .get(&(server.to_owned(), uri.to_owned()))
-            .map_or(0, |e| e.count)
-    }
 }
 
 /// Keeps a listen stream's shares while the stream is open: until its client drops it (the
