@@ -6,6 +6,7 @@ mod persist;
 mod pins;
 pub mod policy;
 pub mod request;
+mod snapshot;
 
 pub use crate::supervisor::status::definition_hash;
 pub use broker::ApprovalBroker;

@@ -3,7 +3,9 @@
 //! definition. A server's pins belong to what it runs (its command line or URL: another one
 //! starts afresh); tools that appear after its first listing are quarantined (their annotations
 //! are not believed) until the person has allowed a call once; pins of tools no longer listed are
-//! pruned and a server keeps at most [`MAX_PINS_PER_SERVER`].
+//! pruned and a server keeps at most [`MAX_PINS_PER_SERVER`]. A pin is the definition's hash and
+//! a bounded snapshot of it for the diff (`snapshot.rs`); the whole file stays within
+//! [`MAX_STORE_BYTES`] (past it, new tools are not pinned — and so asked for).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,7 +35,19 @@ pub(super) struct Store {
     /// "Always" key → when it was given (ms since the epoch).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     always_since: BTreeMap<String, u64>,
+    /// What the file takes, about (pins and answers; recounted after each listing).
+    #[serde(skip)]
+    bytes: usize,
+    /// [`MAX_STORE_BYTES`] unless a test sets a smaller one (0: the constant).
+    #[serde(skip)]
+    limit: usize,
 }
+
+/// The most `approvals.json` takes (about): past it new tools are not pinned.
+pub const MAX_STORE_BYTES: usize = 32 << 20;
+
+/// What one entry of the file takes besides its key and text (names, hash, punctuation).
+const ENTRY_OVERHEAD: usize = 160;
 
 /// Pins one server may keep at most; tools past it are never pinned (and so always asked for).
 pub const MAX_PINS_PER_SERVER: usize = 2048;
@@ -71,8 +85,11 @@ impl Store {
     /// Reads the store; an unreadable file is moved aside (never lost) and the store starts empty.
     pub fn load(path: &Path) -> Store {
         match std::fs::read_to_string(path) {
-            Ok(text) => match serde_json::from_str(&text) {
-                Ok(s) => s,
+            Ok(text) => match serde_json::from_str::<Store>(&text) {
+                Ok(mut s) => {
+                    s.recount();
+                    s
+                }
                 Err(e) => {
                     let aside = path.with_extension(format!("corrupt-{}", now_ms()));
                     let _ = std::fs::rename(path, &aside);
@@ -98,7 +115,8 @@ impl Store {
         match self.pins.get(&key(server, &def.name)) {
             Some(pin) if pin.sha256 == hash => (None, false),
             Some(pin) => {
-                let new = def.shown_value();
+                // Compared in the pin's bounded form (a long member by its digest).
+                let new = super::snapshot::of_value(&def.shown_value());
                 let old: Value = serde_json::from_str(pin.definition.get()).unwrap_or(Value::Null);
                 let change = DefinitionChange {
                     fields: changed_fields(&old, &new),
@@ -152,6 +170,7 @@ impl Store {
             self.always.remove(&k);
         }
         changed |= self.pins.len() + self.always.len() != before;
+        self.recount();
         let mut count = self.pin_count(server);
         for def in tools {
             if !self.pins.contains_key(&key(server, &def.name)) {
@@ -193,20 +212,55 @@ impl Store {
         self.origins.remove(server);
     }
 
-    /// Pins one definition unless the server is at its bound; returns whether it did.
+    /// Pins one definition unless the server, or the file, is at its bound; returns whether it
+    /// did.
     fn pin(&mut self, server: &str, def: &ToolDef, quarantined: bool) -> bool {
         if self.pin_count(server) >= MAX_PINS_PER_SERVER {
             return false;
         }
+        let k = key(server, &def.name);
+        let definition = super::snapshot::of_text(def.shown_definition().get());
+        let cost = k.len() + definition.get().len() + ENTRY_OVERHEAD;
+        if self.bytes + cost > self.byte_limit() {
+            return false;
+        }
+        self.bytes += cost;
         self.pins.insert(
-            key(server, &def.name),
+            k,
             Pin {
                 sha256: def.hash().to_owned(),
-                definition: def.shown_definition(),
+                definition,
                 quarantined,
             },
         );
         true
+    }
+
+    fn byte_limit(&self) -> usize {
+        match self.limit {
+            0 => MAX_STORE_BYTES,
+            n => n,
+        }
+    }
+
+    /// Counts again what the file takes.
+    fn recount(&mut self) {
+        let pins: usize = self
+            .pins
+            .iter()
+            .map(|(k, p)| k.len() + p.definition.get().len() + ENTRY_OVERHEAD)
+            .sum();
+        let answers: usize = self.always.keys().map(|k| k.len() + ENTRY_OVERHEAD).sum();
+        self.bytes = pins + answers;
+    }
+
+    /// A store whose file may take `limit` bytes (tests).
+    #[cfg(test)]
+    fn with_limit(limit: usize) -> Store {
+        Store {
+            limit,
+            ..Store::default()
+        }
     }
 
     /// Whether a tool's own annotations may not be believed yet: it appeared after its server's
@@ -255,12 +309,16 @@ impl Store {
     ) {
         let k = key(server, tool);
         let k2 = always_key(server, tool, profile);
+        let answer_bytes = k2.len() + ENTRY_OVERHEAD;
         self.always.insert(k2.clone(), hash.to_owned());
         self.always_since.insert(k2, now_ms());
         let definition = definition
-            .and_then(|v| serde_json::value::to_raw_value(&v).ok())
+            .and_then(|v| serde_json::value::to_raw_value(&super::snapshot::of_value(&v)).ok())
             .or_else(|| self.pins.get(&k).map(|p| p.definition.clone()))
             .unwrap_or_default(); // `null`
+                                  // An answer the person gave is kept whatever the bound (it is counted, and new pins
+                                  // make room for it).
+        self.bytes += answer_bytes + k.len() + definition.get().len() + ENTRY_OVERHEAD;
         self.pins.insert(
             k,
             Pin {
@@ -477,5 +535,53 @@ mod tests {
         );
         assert_eq!(st.forget(|s, tool| s == "s" && tool == "t"), 1);
         assert!(!st.always_allows(Some("cursor"), "s", "t", t.hash()));
+    }
+
+    fn long_tool(name: &str, description: &str) -> std::sync::Arc<ToolDef> {
+        let raw = serde_json::json!({"name": name, "description": description,
+            "inputSchema": {"type": "object"}})
+        .to_string();
+        std::sync::Arc::new(
+            ToolDef::parse(
+                serde_json::value::RawValue::from_string(raw).unwrap(),
+                std::sync::Arc::default(),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// A pin is a hash and a bounded snapshot: 120 tools of 256 KiB each make a file of a few
+    /// MiB, not 30; a changed long description is still named; and past the file's bound new
+    /// tools go unpinned (asked for) rather than growing it.
+    #[test]
+    fn pins_keep_hashes_and_bounded_snapshots_and_the_file_stays_within_its_bound() {
+        let mut st = Store::default();
+        let big = "d".repeat(256 << 10);
+        let tools: Vec<_> = (0..120)
+            .map(|i| long_tool(&format!("t{i}"), &big))
+            .collect();
+        st.take_listing("s", "o", &tools);
+        assert_eq!(st.pin_count("s"), 120);
+        let text = st.file_text();
+        assert!(text.len() < 120 * 2048, "{} bytes", text.len());
+        // A change of the long description is named by member, its digest shown.
+        let changed = long_tool("t0", &"e".repeat(256 << 10));
+        let (change, _) = st.check("s", &changed);
+        let change = change.expect("a changed definition is a change");
+        assert_eq!(change.fields, vec!["description".to_owned()]);
+        assert!(change.new.to_string().len() <= super::super::snapshot::MAX_SNAPSHOT_BYTES);
+        // The bound: a store of 64 KiB pins what fits and no more.
+        let mut small = Store::with_limit(64 << 10);
+        let many: Vec<_> = (0..400)
+            .map(|i| long_tool(&format!("m{i}"), &"x".repeat(2000)))
+            .collect();
+        small.take_listing("s", "o", &many);
+        let pinned = small.pin_count("s");
+        assert!(pinned > 10 && pinned < 400, "{pinned}");
+        assert!(small.file_text().len() <= 64 << 10);
+        assert!(
+            small.quarantined("s", "m399"),
+            "an unpinned tool of a known server is not believed"
+        );
     }
 }
