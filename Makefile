@@ -51,9 +51,12 @@ lint: peers
 
 # The whole suite in a private D-Bus session with a fresh gnome-keyring (keychain tests); the
 # desktop e2e tests also get a private Xvfb display. The app is built once, by the first cargo test.
+# The load run (60 s, a hostile client profile against 24 clients of another) runs alone after the
+# rest, so neither disturbs the other, and prints its figures.
 test: peers lint
 	cargo build --bins
-	scripts/with-keyring.sh cargo test -- --include-ignored
+	scripts/with-keyring.sh cargo test -- --include-ignored --skip load::a_hostile_profile
+	scripts/with-keyring.sh cargo test --test it -- --include-ignored --nocapture load::a_hostile_profile
 	scripts/with-keyring.sh $(XVFB) cargo test -p gatehouse-app -- --include-ignored --test-threads=1
 
 # Each fuzz target for FUZZ_SECS seconds (cargo-fuzz, which needs a nightly toolchain); new

@@ -26,6 +26,11 @@ pub const PROFILE_SHARE: (usize, usize) = (3, 4);
 /// One connection as its requests see it: whether it showed a token, and whose.
 struct Mark {
     shown: AtomicBool,
+    /// Whether any byte of a request has arrived on it.
+    heard: Arc<AtomicBool>,
+    /// When it was accepted: one that is sending a request and younger than [`GRACE`] is never
+    /// ended for a newcomer.
+    since: std::time::Instant,
     profile: Mutex<Option<String>>,
 }
 
@@ -123,6 +128,107 @@ struct Place {
 /// How long a new connection waits for the place an evicted one gives up.
 const HANDOVER: Duration = Duration::from_millis(500);
 
+/// How long a connection that is sending its first request has to show a token before its place
+/// may go to a newer one: a client's connection is never ended between its first bytes and its
+/// token being read, however fast sockets without a token arrive after it. A socket that has
+/// sent nothing holds its place only until a newcomer needs it — after [`QUIET`].
+pub const GRACE: Duration = Duration::from_secs(1);
+
+/// How long a new connection keeps its place whatever it sends: its first bytes may still be
+/// unread (its task not yet run on a busy machine).
+pub const QUIET: Duration = Duration::from_millis(250);
+
+/// How long a newcomer waits for a place when none can be given up yet (connections behind it
+/// wait in the listen backlog meanwhile).
+pub const PLACE_WAIT: Duration = Duration::from_secs(2);
+
+impl Mark {
+    /// Whether its place may go to a newcomer: it has shown no token, and it has been quiet
+    /// for [`QUIET`] or at its first request for [`GRACE`].
+    fn yields(&self) -> bool {
+        let age = self.since.elapsed();
+        !self.shown.load(Ordering::Relaxed)
+            && (age >= GRACE || (age >= QUIET && !self.heard.load(Ordering::Relaxed)))
+    }
+}
+
+/// A place for a newcomer: a free one, else the oldest that [`Mark::yields`] (ended for it),
+/// waiting at most [`PLACE_WAIT`] for one; `None` when none came.
+async fn place_for(
+    places: &mut VecDeque<Place>,
+    permits: &Arc<tokio::sync::Semaphore>,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    let until = tokio::time::Instant::now() + PLACE_WAIT;
+    loop {
+        if let Ok(p) = permits.clone().try_acquire_owned() {
+            return Some(p);
+        }
+        places.retain(|p| p.alive.strong_count() > 0);
+        if let Some(i) = places.iter().position(|p| p.shown.yields()) {
+            if let Some(p) = places.remove(i) {
+                p.end.cancel();
+            }
+            return tokio::time::timeout(HANDOVER, permits.clone().acquire_owned())
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return None;
+        }
+        let tick = (until - now).min(Duration::from_millis(50));
+        if let Ok(Ok(p)) = tokio::time::timeout(tick, permits.clone().acquire_owned()).await {
+            return Some(p);
+        }
+    }
+}
+
+/// A connection's stream, noting when the first bytes of a request arrive.
+struct Heard {
+    inner: tokio::net::TcpStream,
+    heard: Arc<AtomicBool>,
+}
+
+impl tokio::io::AsyncRead for Heard {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.heard.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+impl tokio::io::AsyncWrite for Heard {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 /// Accepts connections up to [`connection_limit`] at once and serves each with a header timeout,
 /// until `shutdown`. When every place is taken, the oldest connection that has not shown a
 /// token is ended for the new one; when every connection has shown one, the new one is closed.
@@ -152,24 +258,7 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
             }
         };
         places.retain(|p| p.alive.strong_count() > 0);
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(p) => Some(p),
-            Err(_) => match places
-                .iter()
-                .position(|p| !p.shown.shown.load(Ordering::Relaxed))
-            {
-                Some(i) => {
-                    if let Some(p) = places.remove(i) {
-                        p.end.cancel();
-                    }
-                    tokio::time::timeout(HANDOVER, permits.clone().acquire_owned())
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                }
-                None => None,
-            },
-        };
+        let permit = place_for(&mut places, &permits).await;
         let Some(permit) = permit else {
             refused += 1;
             if refused.is_power_of_two() {
@@ -182,8 +271,11 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
             drop(stream);
             continue;
         };
+        let heard = Arc::new(AtomicBool::new(false));
         let mark = Arc::new(Mark {
             shown: AtomicBool::new(false),
+            heard: heard.clone(),
+            since: std::time::Instant::now(),
             profile: Mutex::new(None),
         });
         let shown = Shown {
@@ -209,7 +301,13 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
             builder
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT);
-            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let conn = builder.serve_connection(
+                hyper_util::rt::TokioIo::new(Heard {
+                    inner: stream,
+                    heard,
+                }),
+                service,
+            );
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}

@@ -15,6 +15,7 @@ mod fairness;
 mod gateway;
 mod import;
 mod isolation;
+mod load;
 mod local;
 mod manage;
 mod modern;
