@@ -535,3 +535,54 @@ async fn a_descendant_with_a_clean_environment_ends_with_its_server() {
     );
     th.hub.shutdown().await;
 }
+
+/// Whatever a descendant does to its session and environment, it ends with its server — by
+/// `stop` and by the hub's exit: a Node server's grandchild spawned `detached` with `env: {}`
+/// (its own session, no launch tag) is gone after `gatehouse stop`, and the fixture's
+/// `setsid env -i` descendant is gone after the hub exits.
+#[tokio::test]
+async fn detached_descendants_with_no_environment_end_with_stop_and_with_the_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let node_pid = d.join("node.pid");
+    let clean_pid = d.join("clean.pid");
+    let script = format!(
+        "const {{spawn}} = require('child_process');\
+         const g = spawn(process.execPath, ['-e', 'setInterval(() => {{}}, 1e9)'], {{detached: true, env: {{}}, stdio: 'ignore'}});\
+         g.unref(); require('fs').writeFileSync({pidfile:?}, String(g.pid));\
+         const s = spawn({FIXTURE:?}, [], {{stdio: 'inherit'}});\
+         s.on('exit', (c) => process.exit(c ?? 1));",
+        pidfile = node_pid.to_str().unwrap(),
+    );
+    let cfg = json!({"servers": {
+        "node": writes_in(json!({"command": "node", "args": ["-e", script]}), d),
+        "clean": writes_in(fixture(&["--escape-clean", clean_pid.to_str().unwrap()]), d),
+    }});
+    let s = serve(d, &cfg.to_string(), &["node", "clean"]).await;
+    let grandchild = escaped_pid(&node_pid).await;
+    let clean = escaped_pid(&clean_pid).await;
+    assert!(alive(grandchild) && alive(clean));
+    let out = crate::approvals::gh(&s, &["stop", "node"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gone = |pid: u32| async move {
+        let deadline = Instant::now() + T;
+        while alive(pid) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        !alive(pid)
+    };
+    assert!(
+        gone(grandchild).await,
+        "a detached Node grandchild survived stop"
+    );
+    assert!(alive(clean), "the other server's descendant is untouched");
+    drop(s); // SIGTERM to the hub, which exits
+    assert!(
+        gone(clean).await,
+        "a setsid env -i descendant survived the hub's exit"
+    );
+}
