@@ -11,6 +11,24 @@ use std::sync::OnceLock;
 fn base() -> Option<&'static Path> {
     static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
     BASE.get_or_init(|| {
+        let made = make_base();
+        match &made {
+            Some(dir) => tracing::info!(
+                cgroup = %dir.display(),
+                "each server launch gets a cgroup of its own: no descendant outlives its server"
+            ),
+            None => tracing::info!(
+                "no writable cgroup v2 tree here: a server's descendants are found by process group and launch tag only"
+            ),
+        }
+        made
+    })
+    .as_deref()
+}
+
+/// Makes the hub's directory of server cgroups under its own cgroup, when it may.
+fn make_base() -> Option<PathBuf> {
+    {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
         // `… MOUNTPOINT … - cgroup2 …`
         let mount = mountinfo.lines().find_map(|l| {
@@ -28,8 +46,7 @@ fn base() -> Option<&'static Path> {
         sweep(&parent);
         let dir = parent.join(format!("gatehouse-{}", std::process::id()));
         std::fs::create_dir(&dir).ok().map(|()| dir)
-    })
-    .as_deref()
+    }
 }
 
 /// Removes the empty cgroups of hubs that are gone.
