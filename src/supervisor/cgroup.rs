@@ -28,25 +28,23 @@ fn base() -> Option<&'static Path> {
 
 /// Makes the hub's directory of server cgroups under its own cgroup, when it may.
 fn make_base() -> Option<PathBuf> {
-    {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        // `… MOUNTPOINT … - cgroup2 …`
-        let mount = mountinfo.lines().find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            right
-                .starts_with("cgroup2 ")
-                .then(|| left.split(' ').nth(4).map(PathBuf::from))?
-        })?;
-        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        let rel = own
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))?
-            .trim_start_matches('/');
-        let parent = mount.join(rel);
-        sweep(&parent);
-        let dir = parent.join(format!("gatehouse-{}", std::process::id()));
-        std::fs::create_dir(&dir).ok().map(|()| dir)
-    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    // `… MOUNTPOINT … - cgroup2 …`
+    let mount = mountinfo.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        right
+            .starts_with("cgroup2 ")
+            .then(|| left.split(' ').nth(4).map(PathBuf::from))?
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))?
+        .trim_start_matches('/');
+    let parent = mount.join(rel);
+    sweep(&parent);
+    let dir = parent.join(format!("gatehouse-{}", std::process::id()));
+    std::fs::create_dir(&dir).ok().map(|()| dir)
 }
 
 /// Removes the empty cgroups of hubs that are gone.
