@@ -261,3 +261,64 @@ async fn resource_subscriptions_are_asked_once_upstream_and_ended_with_the_last_
     assert_eq!(count("resources/unsubscribe"), 1);
     assert_eq!(count("resources/subscribe"), 1);
 }
+
+/// Calls parked for a 2026 client's input are shared per profile: with the gateway token's
+/// profile holding all 256 of its places (its clients never answering), its next call's input
+/// request is refused to the server — while cursor's call still parks, and its retry with the
+/// answer finishes the call.
+#[tokio::test]
+async fn one_profiles_unanswered_input_requests_never_refuse_anothers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({"servers": {"fx": fixture(&[])}, "clients": {"cursor": {}},
+                     "approval": {"default": "flagged-only"}});
+    let s = serve(d, &cfg.to_string(), &["fx"]).await;
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let ask = |token: &str, extra: serde_json::Value| {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut params = json!({"name": "fx__ask", "arguments": {"question": "colour?", "relate": true},
+            "_meta": {
+                "progressToken": n,
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+                "io.modelcontextprotocol/clientInfo": {"name": "asker", "version": "1"}}});
+        for (k, v) in extra.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let req = http
+            .post(&s.info.url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "fx__ask")
+            .body(body.to_string());
+        async move { last_message(&req.send().await.unwrap().text().await.unwrap()) }
+    };
+    for i in 0..256 {
+        let v = ask(&s.info.token, json!({})).await;
+        assert_eq!(v["result"]["resultType"], "input_required", "{i}: {v}");
+    }
+    let v = ask(&s.info.token, json!({})).await;
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert!(v.to_string().contains("sampling failed"), "{v}");
+    // Cursor's share is its own: its call parks, and its retry finishes it.
+    let cursor = token_of(d, "cursor").await;
+    let v = ask(&cursor, json!({})).await;
+    assert_eq!(v["result"]["resultType"], "input_required", "{v}");
+    let state = v["result"]["requestState"].clone();
+    let answer =
+        json!({"role": "assistant", "content": {"type": "text", "text": "blue"}, "model": "m"});
+    let v = ask(
+        &cursor,
+        json!({"requestState": state, "inputResponses": {"gatehouse": answer}}),
+    )
+    .await;
+    assert_eq!(
+        v["result"]["content"][0]["text"], "the client said: blue",
+        "{v}"
+    );
+}

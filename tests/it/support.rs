@@ -575,6 +575,6 @@ pub fn messages(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn last_message(text: &str) -> serde_json::Value {
+pub fn last_message(text: &str) -> serde_json::Value {
     messages(text).pop().unwrap_or(serde_json::Value::Null)
 }
