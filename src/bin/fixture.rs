@@ -15,6 +15,7 @@
 //!   --grandchild         act like an npx wrapper: run a copy of this server (with --ignore-term
 //!                        --ignore-eof) as a child on the same stdio and wait for it
 //!   --tools N            add N generated tools `tool_0` … `tool_{N-1}`
+//!   --fat-tools N        add N tools `fat_0` … of a 1 MiB description each, listed 8 a page
 //!   --list-changed       send notifications/tools/list_changed after `initialized`
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
@@ -81,6 +82,7 @@ struct Opts {
     ignore_eof: bool,
     grandchild: bool,
     tools: usize,
+    fat_tools: usize,
     list_changed: bool,
     description: Option<String>,
     /// Read at every tools/list: the echo tool's description (first line) and names of extra
@@ -119,6 +121,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--ignore-eof" => o.ignore_eof = true,
             "--grandchild" => o.grandchild = true,
             "--tools" => o.tools = num(&val("--tools")?)?,
+            "--fat-tools" => o.fat_tools = num(&val("--fat-tools")?)?,
             "--list-changed" => o.list_changed = true,
             "--description" => o.description = Some(val("--description")?),
             "--spec-file" => o.spec_file = Some(val("--spec-file")?),
@@ -341,7 +344,10 @@ fn serve(opts: &Opts) {
             "ping" => Ok(json!({})),
             "tools/list" => {
                 shared.lists.fetch_add(1, Ordering::Relaxed);
-                Ok(json!({"tools": tools(opts)}))
+                match opts.fat_tools {
+                    0 => Ok(json!({"tools": tools(opts)})),
+                    n => Ok(catalog::fat_page(tools(opts), n, &params)),
+                }
             }
             "tools/call" => {
                 let read_ns = now_ns();

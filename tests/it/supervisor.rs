@@ -586,3 +586,48 @@ async fn detached_descendants_with_no_environment_end_with_stop_and_with_the_hub
         "a setsid env -i descendant survived the hub's exit"
     );
 }
+
+/// A listing over the byte bound is refused whole, with memory bounded: a server listing 200
+/// tools of 1 MiB each (200 MiB, 8 MiB a page) fails at start naming the bound, keeps nothing,
+/// and the hub's peak resident memory stays far below the listing's size.
+#[tokio::test]
+async fn a_200_mib_listing_is_refused_within_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = json!({"servers": {"fat": fixture(&["--fat-tools", "200"]), "ok": fixture(&[])}});
+    let s = serve(d, &cfg.to_string(), &["ok"]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let out = crate::approvals::gh(&s, &["status", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let fat = v
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["id"] == "fat").cloned())
+            .unwrap_or_default();
+        if fat["state"] == "failed" || Instant::now() > deadline {
+            break fat;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(
+        status["last_error"].as_str().unwrap_or("").contains("MiB"),
+        "{status}"
+    );
+    assert_eq!(status["tools"], 0, "{status}");
+    let proc_status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+    let peak_kib: u64 = proc_status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    println!(
+        "a 200 MiB listing refused: hub peak RSS {} MiB",
+        peak_kib / 1024
+    );
+    assert!(
+        peak_kib < 150 * 1024,
+        "peak RSS {} MiB for a 200 MiB listing",
+        peak_kib / 1024
+    );
+}
