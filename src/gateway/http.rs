@@ -450,10 +450,13 @@ fn get(st: &AppState, h: &HeaderMap, profile: &Option<String>) -> Response {
     }
     let (tx, rx) = mpsc::channel::<Vec<u8>>(64);
     session.set_standalone(tx);
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|line| (Ok::<Bytes, Infallible>(sse::frame(&line)), rx))
+    // Open at most `STREAM_LIFETIME`: the client opens another.
+    let end = tokio::time::Instant::now() + super::session::STREAM_LIFETIME;
+    let stream = futures_util::stream::unfold(rx, move |mut rx| async move {
+        match tokio::time::timeout_at(end, rx.recv()).await {
+            Ok(Some(line)) => Some((Ok::<Bytes, Infallible>(sse::frame(&line)), rx)),
+            _ => None,
+        }
     });
     // An opening comment flushes the headers so the client knows the stream is up.
     let opening = futures_util::stream::once(async {

@@ -91,14 +91,20 @@ impl Gateway {
         if tx.try_send(Out::Event(line)).is_err() {
             return Outcome::Accepted;
         }
+        let life = s
+            .expires_ms
+            .map_or(session::STREAM_LIFETIME, |t| {
+                std::time::Duration::from_millis(t.saturating_sub(crate::logs::now_ms()))
+            })
+            .min(session::STREAM_LIFETIME);
         let listener = session::Listener {
             id: id.get().to_owned(),
             kinds,
             resources: uris,
-            _shares: super::subs::keep_while_open(held, &tx),
+            _watch: watch(s, id.get().to_owned(), &tx, held, life),
             tx,
         };
-        // Listen streams never time out and each holds a connection: one profile may hold a
+        // Listen streams are long (hours) and each holds a connection: one profile may hold a
         // quarter of the connections with them, never all (another profile still connects).
         let share = super::conns::connection_limit() / 4;
         if self.inner.sessions.listening_on(&s.profile) >= share {
@@ -122,6 +128,43 @@ impl Gateway {
         }
         Outcome::Stream(rx)
     }
+}
+
+/// The task that lives as long as a listen stream: it holds the stream's shares of the upstream
+/// subscriptions (`subs.rs`) and ends the stream when its lifetime is over. It ends — giving the
+/// shares back at once — when the client drops the stream (the receiving end closes), when the
+/// gateway does (the returned guard is dropped with the `Listener`), or at `life`.
+fn watch(
+    s: &Arc<ClientSession>,
+    id: String,
+    tx: &mpsc::Sender<Out>,
+    held: Vec<super::subs::Held>,
+    life: std::time::Duration,
+) -> Option<tokio_util::sync::DropGuard> {
+    let rt = tokio::runtime::Handle::try_current().ok()?;
+    let ended = tokio_util::sync::CancellationToken::new();
+    let cancelled = ended.clone();
+    // The task's sender keeps the stream open only while the `Listener` does too: dropping the
+    // `Listener` cancels `cancelled`, and the task lets go of both.
+    let tx = tx.clone();
+    let session = Arc::downgrade(s);
+    // Counted from the listen request, not from the task's first turn.
+    let until = tokio::time::Instant::now() + life;
+    rt.spawn(async move {
+        let expired = tokio::select! {
+            _ = tx.closed() => false,
+            _ = cancelled.cancelled() => false,
+            _ = tokio::time::sleep_until(until) => true,
+        };
+        drop(held);
+        drop(tx);
+        if expired {
+            if let Some(s) = session.upgrade() {
+                s.unlisten(&id);
+            }
+        }
+    });
+    Some(ended.drop_guard())
 }
 
 /// `_meta` key: the subscription a change notification belongs to (its listen request's id).

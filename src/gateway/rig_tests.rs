@@ -184,3 +184,34 @@ async fn an_unattended_refusal_says_no_one_answered() {
     assert!(!text(&v).contains("Denied by the user"), "{v}");
     assert_eq!(rig.calls_reached(), 0);
 }
+
+/// A listen stream has a lifetime: open for `STREAM_LIFETIME` (8 h, or less with its session),
+/// then ended — its client re-listens — so no stream holds a connection for ever.
+#[tokio::test]
+async fn a_listen_stream_ends_when_its_lifetime_is_over() {
+    let rig = Rig::new(json!({}), json!({"default": "flagged-only"})).await;
+    let s = rig.gw.open_session();
+    rig.gw.mark_modern(&s);
+    let listen = json!({"jsonrpc":"2.0","id":5,"method":"subscriptions/listen",
+        "params":{"notifications":{"toolsListChanged":true}}});
+    let Outcome::Stream(mut rx) = rig.gw.handle_bytes(&s, listen.to_string().as_bytes()).await
+    else {
+        panic!("a listen request is answered with a stream");
+    };
+    assert!(
+        matches!(rx.recv().await, Some(Out::Event(_))),
+        "acknowledged"
+    );
+    tokio::time::pause();
+    tokio::time::advance(super::session::STREAM_LIFETIME - Duration::from_secs(1)).await;
+    assert!(
+        matches!(
+            rx.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty)
+        ),
+        "still open a second before"
+    );
+    tokio::time::advance(Duration::from_secs(2)).await;
+    let end = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+    assert!(matches!(end, Ok(None)), "ended at its lifetime: {end:?}");
+}

@@ -24,6 +24,11 @@ pub const MAX_SESSIONS: usize = 1024;
 /// its first request.
 pub const MODERN_SESSION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(8 * 3600);
 
+/// The longest a stream of change notifications stays open (a listen stream, a 2025 client's GET
+/// stream; a listen stream ends sooner with its session): its client opens another, as both
+/// revisions expect of a closed stream.
+pub const STREAM_LIFETIME: std::time::Duration = MODERN_SESSION_LIFETIME;
+
 /// One connected client (an HTTP session, or the stdio peer).
 pub struct ClientSession {
     /// The session id (`Mcp-Session-Id`).
@@ -68,9 +73,9 @@ pub(super) struct Listener {
     pub kinds: Vec<&'static str>,
     /// The resource URIs it subscribed to.
     pub resources: Vec<String>,
-    /// Ends the task holding its shares of the upstream subscriptions when the stream is
-    /// dropped here (`subs::keep_while_open`).
-    pub _shares: Option<tokio_util::sync::DropGuard>,
+    /// Ends the stream's watcher (`listen::watch`: its lifetime, its shares of the upstream
+    /// subscriptions) when the stream is dropped here.
+    pub _watch: Option<tokio_util::sync::DropGuard>,
     pub tx: mpsc::Sender<super::Out>,
 }
 

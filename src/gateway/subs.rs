@@ -69,33 +69,6 @@ impl Upstreams {
     }
 }
 
-/// Keeps a listen stream's shares while the stream is open: until its client drops it (the
-/// receiving end closes) or the gateway does (the returned guard is dropped with the stream's
-/// `Listener`) — whichever comes first gives the shares back at once.
-pub(super) fn keep_while_open(
-    held: Vec<Held>,
-    tx: &tokio::sync::mpsc::Sender<super::Out>,
-) -> Option<tokio_util::sync::DropGuard> {
-    if held.is_empty() {
-        return None;
-    }
-    let rt = tokio::runtime::Handle::try_current().ok()?;
-    let ended = tokio_util::sync::CancellationToken::new();
-    let watch = ended.clone();
-    // The task's sender keeps the stream open only while the `Listener` does too: dropping the
-    // `Listener` cancels `watch`, and the task lets go of both.
-    let tx = tx.clone();
-    rt.spawn(async move {
-        tokio::select! {
-            _ = tx.closed() => {}
-            _ = watch.cancelled() => {}
-        }
-        drop(tx);
-        drop(held);
-    });
-    Some(ended.drop_guard())
-}
-
 impl Drop for Held {
     fn drop(&mut self) {
         let Some(table) = self.table.upgrade() else {
