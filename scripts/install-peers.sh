@@ -10,10 +10,15 @@ NPM_PKGS=(
   # Also started through npx by the sandbox's peer test (this install fills npm's cache).
   "@modelcontextprotocol/server-memory@2026.8.31"
 )
-# MCP clients our gateway tests use (TypeScript SDK, Inspector CLI; 0.15.0 is what Node 20 runs).
+# MCP clients our gateway tests use (TypeScript SDK, Inspector CLI; 0.15.0 is what Node 20 runs),
+# the MCP Apps extension SDK (1.7.5: the last on the TypeScript SDK 1.x, for the apps server of
+# tests/clients/apps_server.mjs) and mcp-remote (the stdio→HTTP bridge people put in front of
+# remote servers).
 CLIENT_PKGS=(
   "@modelcontextprotocol/sdk@1.32.2"
   "@modelcontextprotocol/inspector@0.15.0"
+  "@modelcontextprotocol/ext-apps@1.7.5"
+  "mcp-remote@0.15.1"
 )
 # The official conformance suite needs Node >= 22: a private Node from npm, on PATH for it only.
 CONFORMANCE_PKGS=(

@@ -2,7 +2,7 @@
 //! serialised `tools/list` result clients get (built once per change, not per request), and the
 //! lookup from exposed name back to server and tool.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -33,6 +33,8 @@ pub struct Catalog {
     generation: u64,
     /// Each client profile's names over this catalog, made when first asked for.
     views: super::names::Views,
+    /// The tools that point at an app (`_meta.ui.resourceUri`): canonical name → (server, URI).
+    ui_refs: HashMap<String, (ServerId, String)>,
 }
 
 impl Catalog {
@@ -46,6 +48,7 @@ impl Catalog {
         let generation = hub.bus().generation();
         let mut by_name = HashMap::new();
         let mut ordered = Vec::new();
+        let mut ui_refs = HashMap::new();
         for server in hub.servers() {
             if server.status().state != State::Running {
                 continue;
@@ -68,6 +71,9 @@ impl Catalog {
                 let Some(def) = rename(tool.raw.get(), &name) else {
                     continue;
                 };
+                if let Some(uri) = super::apps::resource_uri(tool.raw.get()) {
+                    ui_refs.insert(name.clone(), (server.id().clone(), uri));
+                }
                 let def: Arc<str> = Arc::from(def);
                 ordered.push((name.clone(), server.id().clone(), def));
                 by_name.insert(
@@ -93,7 +99,21 @@ impl Catalog {
             fingerprint: h.finish(),
             generation,
             views: Default::default(),
+            ui_refs,
         }
+    }
+
+    /// The `ui://` URIs that tools of more than one server point at, among the tools client
+    /// profile `profile` sees (`None`: every tool): each server's copy is shown under its alias.
+    pub fn ui_shared(&self, profile: Option<&crate::config::ClientProfile>) -> HashSet<String> {
+        super::apps::shared(
+            self.ui_refs
+                .iter()
+                .filter(|(name, (server, _))| {
+                    profile.is_none_or(|p| p.sees_tool(server.as_str(), name))
+                })
+                .map(|(_, (server, uri))| (server.as_str(), uri.clone())),
+        )
     }
 
     /// The names client profile `key` (`default`: the gateway token) sees, with `profile` its
@@ -108,6 +128,21 @@ impl Catalog {
         // A profile's setting can change without the catalog changing: it is part of the key.
         let cache_key = format!("{key}\0{profile:?}");
         self.views.get(&cache_key, || {
+            // A tool whose app URI another server's tool (that this profile sees) points at
+            // too: shown with its server's alias (`apps.rs`).
+            let shared = self.ui_shared(profile);
+            let aliased: HashMap<&str, String> = self
+                .ui_refs
+                .iter()
+                .filter(|(_, (_, uri))| shared.contains(uri))
+                .filter_map(|(name, (server, uri))| {
+                    let raw = self.by_name.get(name)?.tool.raw.get();
+                    Some((
+                        name.as_str(),
+                        super::apps::with_alias(raw, server.as_str(), uri)?,
+                    ))
+                })
+                .collect();
             let seen: Vec<super::names::Seen<'_>> = self
                 .ordered
                 .iter()
@@ -120,7 +155,9 @@ impl Catalog {
                         canonical: name,
                         server: server.as_str(),
                         own: &e.tool.name,
-                        raw: e.tool.raw.get(),
+                        raw: aliased
+                            .get(name.as_str())
+                            .map_or(e.tool.raw.get(), String::as_str),
                     })
                 })
                 .collect();

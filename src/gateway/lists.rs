@@ -161,17 +161,34 @@ impl Gateway {
         let (_, items) = self
             .fan_out_list("resources/list", "resources", "resources")
             .await;
-        let result = self.visible_list(s, "resources", &items);
+        // An app's `ui://` URI that tools of several servers point at: each copy under its
+        // server's alias (`apps.rs`).
+        let shared = self.catalog().ui_shared(self.profile_config(s).as_ref());
         let mut owners = HashMap::new();
+        let mut shown = Vec::with_capacity(items.len());
         for (item, server) in items {
             #[derive(Deserialize)]
             struct U {
                 uri: String,
             }
-            if let Ok(u) = serde_json::from_str::<U>(item.get()) {
-                owners.entry(u.uri).or_insert(server);
+            let Ok(u) = serde_json::from_str::<U>(item.get()) else {
+                shown.push((item, server));
+                continue;
+            };
+            if shared.contains(&u.uri) {
+                let alias = super::apps::alias(server.as_str(), &u.uri);
+                let renamed = jsonrpc::set_member(item.get(), "uri", &jsonrpc::json_string(&alias))
+                    .and_then(|t| RawValue::from_string(t).ok());
+                if let Some(renamed) = renamed {
+                    owners.insert(alias, server.clone());
+                    shown.push((renamed, server));
+                }
+                continue;
             }
+            owners.entry(u.uri).or_insert(server.clone());
+            shown.push((item, server));
         }
+        let result = self.visible_list(s, "resources", &shown);
         *lock(&self.inner.lists.resources) = owners;
         result
     }
@@ -190,15 +207,30 @@ impl Gateway {
         method: &'static str,
         params: Option<&RawValue>,
     ) -> Outcome {
-        let (p, uri) = match member_params(id, params, method, "uri") {
+        let (mut p, mut uri) = match member_params(id, params, method, "uri") {
             Ok(x) => x,
             Err(reply) => return reply,
         };
-        let Some(server) = self
-            .resource_owner(s, &uri)
-            .await
-            .filter(|o| self.sees(s, o.id()))
-        else {
+        // One server's copy of a shared app URI: that server, under the original URI.
+        let shared = self.catalog().ui_shared(self.profile_config(s).as_ref());
+        let aliased = super::apps::resolve(&uri, &shared)
+            .and_then(|(server, original)| Some((self.inner.hub.server(server).ok()?, original)));
+        let owner = match aliased {
+            Some((server, original)) => {
+                let Ok(raw) = RawValue::from_string(jsonrpc::json_string(&original)) else {
+                    return Outcome::Reply(jsonrpc::error_line(
+                        id.get(),
+                        ErrorCode::InvalidParams,
+                        "Invalid resource URI",
+                    ));
+                };
+                p.insert("uri".into(), raw);
+                uri = original;
+                Some(server)
+            }
+            None => self.resource_owner(s, &uri).await,
+        };
+        let Some(server) = owner.filter(|o| self.sees(s, o.id())) else {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),
                 ErrorCode::ResourceNotFound,

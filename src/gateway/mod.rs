@@ -18,6 +18,7 @@
 
 mod answer;
 mod approve;
+pub mod apps;
 mod audit;
 mod call;
 pub mod catalog;

@@ -28,9 +28,11 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 
 /// What we declare to servers as their client. The gateway forwards roots, sampling and
 /// elicitation requests raised during a call to that call's client; outside a call Gatehouse
-/// answers `roots/list` itself (with no roots).
-const CLIENT_CAPABILITIES: &str =
-    r#"{"roots":{"listChanged":false},"sampling":{},"elicitation":{}}"#;
+/// answers `roots/list` itself (with no roots). And that apps can be shown (MCP Apps,
+/// `io.modelcontextprotocol/ui`): a tool's `_meta.ui` and its `ui://` resource reach every client
+/// unchanged, so a server that offers its app only to hosts that can show one offers it through
+/// Gatehouse as it would directly to such a host (clients that show none ignore `_meta.ui`).
+const CLIENT_CAPABILITIES: &str = r#"{"roots":{"listChanged":false},"sampling":{},"elicitation":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}"#;
 
 /// A finished handshake.
 #[derive(Debug)]

@@ -6,6 +6,7 @@
 mod answers;
 mod approvals;
 mod approvals_hold;
+mod apps;
 mod capabilities;
 mod cli;
 mod clients;
