@@ -7,6 +7,7 @@ mod answers;
 mod approvals;
 mod approvals_hold;
 mod apps;
+mod bridges;
 mod capabilities;
 mod cli;
 mod clients;
