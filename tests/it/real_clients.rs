@@ -298,7 +298,11 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     // Codex's own app-server starts the entry it holds and lists it connected (`mcpServerStatus/
     // list`), from Codex's trimmed environment: no XDG_RUNTIME_DIR, so the bridge finds the hub
     // (which runs on its derived socket path) through the pointer it left.
-    let hub_config = json!({"servers": {"fx": fixture(&[])}, "clients": {"codex": {}}});
+    let hub_config = json!({
+        "servers": {"fx": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}}}},
+        "clients": {"codex": {}},
+        "approval": {"default": "flagged-only", "timeout_secs": 50}
+    });
     let run = dir.path().join("run");
     std::fs::create_dir(&run).unwrap();
     std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
@@ -357,6 +361,70 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     assert_eq!(ours["serverInfo"]["name"], "gatehouse", "{status}");
     // Through the hub: the fixture's tools, under their own names.
     assert!(ours["tools"].get("echo").is_some(), "{status}");
+
+    // And Codex calls them (`mcpServer/tool/call`, in a thread of its own; no model involved):
+    // an unflagged call, then one held for approval and answered while Codex waits.
+    let mut next = 3;
+    let mut ask = |method: &str, params: Value| -> (i64, String) {
+        next += 1;
+        let m = json!({"jsonrpc": "2.0", "id": next, "method": method, "params": params});
+        (next, format!("{m}\n"))
+    };
+    let (id, m) = ask("thread/start", json!({"ephemeral": true}));
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let thread = answer_of(&mut lines, id).await;
+    let thread_id = thread["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!thread_id.is_empty(), "{thread}");
+    let (id, m) = ask(
+        "mcpServer/tool/call",
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": "add", "arguments": {"a": 2, "b": 40}}),
+    );
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let v = answer_of(&mut lines, id).await;
+    assert_eq!(v["result"]["content"][0]["text"], "42", "{v}");
+    let (id, m) = ask(
+        "mcpServer/tool/call",
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": "echo", "arguments": {"text": "asked first"}}),
+    );
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let sock = run.join("gatehouse/control.sock");
+    let approvals = |args: &[&str]| {
+        Command::new(GATEHOUSE)
+            .arg("--control")
+            .arg(&sock)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let held = loop {
+        let list: Value =
+            serde_json::from_slice(&approvals(&["approvals", "--json"]).stdout).unwrap_or_default();
+        if let Some(r) = list.as_array().and_then(|a| a.first()).cloned() {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Codex's call was never held"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        (held["tool"].clone(), held["client"]["profile"].clone()),
+        (json!("echo"), json!("codex")),
+        "{held}"
+    );
+    let out = approvals(&["approve", held["id"].as_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = answer_of(&mut lines, id).await;
+    assert_eq!(v["result"]["content"][0]["text"], "asked first", "{v}");
 }
 
 /// The real Gemini CLI writes its user and project settings (`gemini mcp add`, `-s user`, an
@@ -498,4 +566,22 @@ async fn gemini_cli_is_imported_and_connected_in_its_own_settings() {
         )),
         "{listed}"
     );
+}
+
+/// The answer to request `id` among the lines a JSON-RPC peer writes (60 s at most).
+async fn answer_of<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    id: i64,
+) -> Value {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap_or_default();
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == id {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("the peer answered")
 }
