@@ -1,5 +1,7 @@
 // The Permissions view: every remembered answer ("always" per definition and client profile,
-// "session" per client session) with Revoke. Refreshed when shown and after any approval.
+// "session" per client session) with Revoke, and whom each covers: an "always" covers every client
+// holding its profile's token — those seen lately are named. Refreshed when shown and after any
+// approval.
 
 import * as api from './api.js';
 import { $, el, clock, toast, viewError } from './dom.js';
@@ -21,8 +23,9 @@ export function hidden() {
 
 async function load() {
   let rows;
+  let profiles = [];
   try {
-    rows = await api.grants();
+    [rows, profiles] = await Promise.all([api.grants(), api.clientProfiles().catch(() => [])]);
     viewError('permissions', null);
   } catch (e) {
     viewError('permissions', e);
@@ -43,7 +46,8 @@ async function load() {
     return el('tr', { dataset: { tool: `${g.server}__${g.tool}`, scope: g.scope } },
       el('td', {}, el('code', { text: `${g.server}__${g.tool}` })),
       el('td', { text: g.scope === 'always' ? 'always' : 'this session' }),
-      el('td', { text: g.profile ?? 'default' }),
+      el('td', {}, el('span', { text: g.profile ?? 'default' }),
+        el('span', { class: 'hint covers', text: covers(g, profiles) })),
       el('td', { text: g.since_ms ? clock(g.since_ms) : '—' }),
       el('td', { text: g.definition ? `definition ${g.definition}…` : `session of ${g.client ?? 'an unnamed client'}` }),
       el('td', {}, revoke));
@@ -51,4 +55,16 @@ async function load() {
   const empty = rows.length === 0;
   $('#grants-empty').hidden = !empty;
   $('#grants-table').hidden = empty;
+}
+
+/** Whom an answer covers, in words: a session's client, or every client of the profile. */
+function covers(g, profiles) {
+  if (g.scope !== 'always') return `only ${g.client ?? 'that client'}, this session`;
+  const id = g.profile ?? 'default';
+  const seen = (profiles.find((p) => p.id === id)?.connected ?? [])
+    .map((c) => (c.version ? `${c.name} ${c.version}` : c.name));
+  const names = [...new Set(seen)];
+  return names.length
+    ? `every client with this profile's token — lately ${names.join(', ')}`
+    : 'every client with this profile\'s token';
 }

@@ -1,0 +1,369 @@
+//! The approval modal (allow, deny, remember; the Permissions view) and calls that keep flowing
+//! with the window closed to the tray.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+use crate::{is_error, lock, text_of};
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn approval_modal_allows_denies_and_remembers() {
+    let _serial = lock().await;
+    // Its calls leave files in the test's directory, outside any sandbox's places.
+    let mut files = fixture();
+    files["sandbox"] = json!("off");
+    let d = Desktop::launch(json!({ "files": files })).await;
+    d.wait_state("files", "running").await;
+    let target = |n: u32| d.dir.path().join(format!("touched-{n}"));
+    let call = |n: u32| {
+        d.client_call(json!([[
+            "files__touch",
+            { "path": target(n).to_string_lossy() }
+        ]]))
+    };
+    let modal_for = |n: u32| {
+        let path = target(n).to_string_lossy().into_owned();
+        format!(
+            "const d = document.getElementById('approval-dialog');
+             return d.open && document.getElementById('approval-arguments').textContent.includes({path:?});"
+        )
+    };
+
+    // 1. Allow once: the modal shows server, tool and the exact arguments; the call runs.
+    let c1 = call(1);
+    d.wait_js("the modal for call 1", &modal_for(1)).await;
+    let shown = d
+        .js(
+            "return { server: document.getElementById('approval-server').textContent,
+                      tool: document.getElementById('approval-tool').textContent,
+                      args: document.getElementById('approval-arguments').textContent,
+                      reason: document.getElementById('approval-reason').textContent,
+                      focused: document.activeElement.id };",
+        )
+        .await;
+    assert!(
+        shown["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("does not declare itself read-only"),
+        "the modal says why it asks: {shown}"
+    );
+    assert_eq!(shown["server"], "files");
+    assert!(
+        shown["tool"]
+            .as_str()
+            .unwrap_or("")
+            .contains("files__touch"),
+        "{shown}"
+    );
+    let args: Value =
+        serde_json::from_str(shown["args"].as_str().unwrap_or("")).expect("args json");
+    assert_eq!(args, json!({ "path": target(1).to_string_lossy() }));
+    assert_eq!(shown["focused"], "approval-deny", "Deny has the focus");
+    d.shot("approval").await;
+    d.click("#approval-once").await;
+    let out = c1.finish();
+    assert!(!is_error(&out, "files__touch"), "{out}");
+    assert!(target(1).exists(), "the approved call ran");
+
+    // 2. Deny: the client gets isError, nothing runs.
+    let c2 = call(2);
+    d.wait_js("the modal for call 2", &modal_for(2)).await;
+    d.click("#approval-deny").await;
+    let out = c2.finish();
+    assert!(is_error(&out, "files__touch"), "{out}");
+    assert!(!target(2).exists());
+    // The person's own Deny is no news to them: no "denied" toast follows it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let toast = d
+        .js("const t = document.getElementById('toast'); return t.hidden ? '' : t.textContent;")
+        .await;
+    assert!(
+        !toast.as_str().unwrap_or("").contains("denied"),
+        "a toast after the person's own Deny: {toast}"
+    );
+
+    // 3. Esc denies.
+    let c3 = call(3);
+    d.wait_js("the modal for call 3", &modal_for(3)).await;
+    d.press_on_focused("\u{E00C}").await;
+    let out = c3.finish();
+    assert!(is_error(&out, "files__touch"), "{out}");
+    assert!(text_of(&out, "files__touch").contains("denied"), "{out}");
+    assert!(!target(3).exists());
+
+    // 3b. Two waiting: the modal lists the other one; Deny all (confirmed) denies both.
+    let c7 = call(7);
+    d.wait_js("the modal for call 7", &modal_for(7)).await;
+    let c8 = call(8);
+    d.wait_js(
+        "the second call listed as also waiting",
+        "const o = document.getElementById('approval-others');
+         return !o.hidden && document.querySelectorAll('#approval-waiting li').length === 1
+                && document.getElementById('approval-waiting').textContent.includes('files__touch')
+                && document.getElementById('approval-waiting').textContent.includes('s left');",
+    )
+    .await;
+    d.shot("approval-queue").await;
+    d.click("#approval-deny-all").await;
+    d.answer_native_dialog("Deny all", "Return").await;
+    assert!(is_error(&c7.finish(), "files__touch"));
+    assert!(is_error(&c8.finish(), "files__touch"));
+    assert!(!target(7).exists() && !target(8).exists());
+    d.wait_js(
+        "the modal closed",
+        "return !document.getElementById('approval-dialog').open;",
+    )
+    .await;
+
+    // 4. Always: runs, and the next call runs without asking.
+    let c4 = call(4);
+    d.wait_js("the modal for call 4", &modal_for(4)).await;
+    d.click("#approval-always").await;
+    assert!(!is_error(&c4.finish(), "files__touch"));
+    d.wait_js(
+        "the modal closed",
+        "return !document.getElementById('approval-dialog').open;",
+    )
+    .await;
+    let out = call(5).finish();
+    assert!(!is_error(&out, "files__touch"), "{out}");
+    assert!(target(5).exists());
+    let opened = d
+        .js("return document.getElementById('approval-dialog').open")
+        .await;
+    assert_eq!(opened, json!(false), "the remembered call did not ask");
+    let (_, activity, _) = d.cli(&["activity", "--json"]);
+    assert!(activity.contains("remembered_always"), "{activity}");
+    assert!(activity.contains("approved_always"), "{activity}");
+    d.view("activity").await;
+    d.wait_js(
+        "the calls in the Activity view",
+        "return document.querySelectorAll('#activity-table tbody tr').length >= 5;",
+    )
+    .await;
+    // A row opens its detail: where the time went (waiting for you, the server's own).
+    // (Clicked from the page: the list re-renders every few seconds under the pointer.)
+    d.js("document.querySelector('#activity-table tbody tr[data-key]').click(); return true;")
+        .await;
+    let detail = d
+        .wait_js(
+            "the detail pane",
+            "const t = document.querySelector('#activity-table .activity-detail');
+             return t && t.textContent;",
+        )
+        .await;
+    let detail = detail.as_str().unwrap_or("");
+    assert!(
+        detail.contains("Waiting for you") && detail.contains("Server") && detail.contains(" ms"),
+        "{detail}"
+    );
+    d.shot("activity").await;
+    // Export: every call matching the filters, in a new file in the Downloads folder (here
+    // HOME/Downloads), the toast saying where. Filtered to the calls approved now: 3 (calls 2,
+    // 4 and the session one) of the 5+ rows.
+    let downloads = d.dir.path().join("Downloads");
+    std::fs::create_dir_all(&downloads).expect("Downloads");
+    let approved = activity.matches("\"approved_").count();
+    d.select("#activity-decision", "approved").await;
+    d.click("#activity-export-csv").await;
+    let toast = d
+        .wait_js(
+            "the export toast",
+            "const t = document.getElementById('toast'); return !t.hidden && t.textContent.startsWith('Exported') && t.textContent;",
+        )
+        .await;
+    let exported: Vec<_> = std::fs::read_dir(&downloads)
+        .expect("read Downloads")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(exported.len(), 1, "{exported:?}");
+    let path = &exported[0];
+    assert!(
+        toast
+            .as_str()
+            .unwrap_or("")
+            .contains(&path.display().to_string()),
+        "{toast}"
+    );
+    let csv = std::fs::read_to_string(path).expect("the export");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("time,time_ms,client"), "{csv}");
+    assert_eq!(lines.len() - 1, approved, "{csv}");
+    assert!(lines[1..].iter().all(|l| l.contains(",approved_")), "{csv}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).expect("meta").permissions().mode();
+        assert_eq!(
+            mode & 0o777,
+            0o600,
+            "the export is readable by its owner only"
+        );
+    }
+    d.select("#activity-decision", "").await;
+
+    // The tool's row in Servers says it is always allowed, and since when.
+    d.view("servers").await;
+    d.click("article.server[data-id=files] .expand").await;
+    d.wait_js(
+        "the always flag on the tool row",
+        "const r = document.querySelector('article.server[data-id=files] .tools tr[data-tool=touch]');
+         return !!r && r.textContent.includes('always allowed (default) since');",
+    )
+    .await;
+
+    // 5. The Permissions view shows the "always" answer; revoking it makes the next call ask.
+    d.view("permissions").await;
+    d.wait_js(
+        "the always answer listed",
+        "return !!document.querySelector('#grants-table tr[data-tool=files__touch][data-scope=always]');",
+    )
+    .await;
+    // It says whom it covers: every client of its profile, naming the one seen calling.
+    d.wait_js(
+        "the answer's covers line",
+        "const c = document.querySelector('#grants-table tr[data-tool=files__touch][data-scope=always] .covers');
+         return !!c && c.textContent.startsWith(\"every client with this profile's token — lately \");",
+    )
+    .await;
+    d.shot("permissions").await;
+    d.click("#grants-table tr[data-tool=files__touch][data-scope=always] [data-act=revoke]")
+        .await;
+    d.wait_js(
+        "the answer gone",
+        "return !document.querySelector('#grants-table tr[data-tool=files__touch]');",
+    )
+    .await;
+    let c6 = call(6);
+    d.wait_js("the modal for call 6 (asked again)", &modal_for(6))
+        .await;
+    d.click("#approval-deny").await;
+    assert!(is_error(&c6.finish(), "files__touch"));
+    assert!(!target(6).exists());
+    d.quit().await;
+}
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn closing_hides_the_window_and_calls_keep_flowing() {
+    let _serial = lock().await;
+    let mut gh = fixture();
+    gh["env"] = json!({ "GH_TOKEN": { "secret": "e2e-gh-token" } });
+    let d = Desktop::launch(json!({ "files": fixture(), "gh": gh })).await;
+    d.wait_state("files", "running").await;
+    assert!(!d.visible_windows().is_empty(), "the window starts visible");
+    let app = d.app_pid().expect("the app's pid");
+    assert!(
+        !descendants_named(app, "WebKitWebProces").is_empty(),
+        "the shown window has its web process"
+    );
+
+    d.close_window();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !d.visible_windows().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(d.visible_windows().is_empty(), "closing hides the window");
+    assert!(alive(app), "closing the window does not quit the app");
+    // Closed to the tray, the webview is destroyed: WebKit's web process (the page, ~200 MiB)
+    // exits with it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !descendants_named(app, "WebKitWebProces").is_empty()
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        descendants_named(app, "WebKitWebProces"),
+        Vec::<u32>::new(),
+        "a WebKit web process outlived the closed window"
+    );
+
+    // Calls still flow while hidden.
+    let out = d
+        .client_call(json!([["files__echo", { "text": "still here" }]]))
+        .finish();
+    assert_eq!(text_of(&out, "files__echo"), "still here", "{out}");
+
+    // Watch the session bus for the OS notification the app posts (there is no notification
+    // daemon under Xvfb; the call itself is what we check).
+    let mut monitor = std::process::Command::new("dbus-monitor")
+        .args([
+            "--session",
+            "interface='org.freedesktop.Notifications',member='Notify'",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("dbus-monitor (dbus-bin)");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // A call that needs approval brings the window back with the modal.
+    let held = d.client_call(
+        json!([["files__touch", { "path": d.dir.path().join("x").to_string_lossy() }]]),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while d.visible_windows().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !d.visible_windows().is_empty(),
+        "an approval request shows the window"
+    );
+    d.follow_new_window().await;
+    d.wait_js(
+        "the modal",
+        "return document.getElementById('approval-dialog').open;",
+    )
+    .await;
+    let _ = monitor.kill();
+    let seen = monitor.wait_with_output().expect("dbus-monitor output");
+    let seen = String::from_utf8_lossy(&seen.stdout);
+    assert!(
+        seen.contains("Approval needed") && seen.contains("touch"),
+        "no notification was posted:\n{seen}"
+    );
+    d.click("#approval-deny").await;
+    assert!(is_error(&held.finish(), "files__touch"));
+
+    // Secrets: the server waits for its secret; setting it in the view restarts the server with it.
+    d.wait_state("gh", "failed").await;
+    d.view("secrets").await;
+    d.wait_js(
+        "the secret row",
+        "return document.querySelector('tr[data-secret=\"e2e-gh-token\"] .badge')?.textContent === 'not set';",
+    )
+    .await;
+    d.shot("secrets").await;
+    let value = "e2e-secret-value-7f3a9c";
+    d.click("tr[data-secret=\"e2e-gh-token\"] [data-act=set]")
+        .await;
+    d.type_into("#secret-form [name=value]", value).await;
+    d.click("#secret-save").await;
+    d.wait_js(
+        "the secret set",
+        "return document.querySelector('tr[data-secret=\"e2e-gh-token\"] .badge')?.textContent === 'set';",
+    )
+    .await;
+    d.view("servers").await;
+    let gh = d.wait_state("gh", "running").await;
+    assert_ne!(gh["pid"], json!(""), "{gh}");
+    let out = d
+        .client_call(json!([["gh__envhash", { "name": "GH_TOKEN" }]]))
+        .finish();
+    let hash: Value = serde_json::from_str(&text_of(&out, "gh__envhash")).expect("envhash json");
+    assert_eq!(hash["present"], json!(true), "{out}");
+    let in_dom = d
+        .js(&format!(
+            "return document.documentElement.outerHTML.includes('{value}') ||
+                    [...document.querySelectorAll('input, textarea')].some(i => i.value.includes('{value}'));"
+        ))
+        .await;
+    assert_eq!(in_dom, json!(false), "the secret value is in the DOM");
+    d.quit().await;
+}

@@ -1,0 +1,379 @@
+//! The Servers panel: live status, its buttons, a row's tools and logs.
+
+use serde_json::{json, Value};
+
+use crate::lock;
+use crate::support::*;
+
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn servers_panel_shows_live_status_and_its_buttons_work() {
+    let _serial = lock().await;
+    let d = Desktop::launch(json!({ "alpha": fixture(), "beta": fixture() })).await;
+
+    let alpha = d.wait_state("alpha", "running").await;
+    let beta = d.wait_state("beta", "running").await;
+    assert_eq!(alpha["tools"], json!(13), "{alpha}");
+    assert_eq!(beta["tools"], json!(13), "{beta}");
+    d.shot("servers").await;
+    // Every local server's row carries its sandbox: a shield naming what enforces it.
+    let shield = d
+        .wait_js(
+            "alpha's shield",
+            "const s = document.querySelector('article.server[data-id=alpha] .shield');
+             return s && !s.hidden && s.getAttribute('aria-label');",
+        )
+        .await;
+    assert!(
+        shield
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Sandboxed: default (landlock ABI"),
+        "{shield}"
+    );
+
+    // The CLI works against the app exactly as against a headless hub.
+    let (code, out, err) = d.cli(&["status", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let status: Value = serde_json::from_str(&out).expect("status json");
+    let cli_pid = status
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["id"] == "alpha"))
+        .map(|s| s["pid"].to_string())
+        .unwrap_or_default();
+    assert_eq!(cli_pid, alpha["pid"].as_str().unwrap_or("-"));
+
+    // Restart: a new pid and one more restart.
+    d.click("article.server[data-id=alpha] [data-act=restart]")
+        .await;
+    let old_pid = alpha["pid"].as_str().unwrap_or_default().to_owned();
+    d.wait_js(
+        "a new pid for alpha",
+        &format!(
+            "const r = document.querySelector('article.server[data-id=alpha]');
+             return r.dataset.state === 'running' && r.querySelector('.pid').dataset.pid !== '{old_pid}'
+                    && r.querySelector('.pid').dataset.pid !== '';"
+        ),
+    )
+    .await;
+    let after = d.row("alpha").await;
+    assert_eq!(
+        after["restarts"].as_u64(),
+        alpha["restarts"].as_u64().map(|r| r + 1),
+        "{after}"
+    );
+
+    // Stop, then Start.
+    d.click("article.server[data-id=beta] [data-act=stop]")
+        .await;
+    let stopped = d.wait_state("beta", "stopped").await;
+    assert_eq!(stopped["pid"], json!(""), "{stopped}");
+    let old: u32 = beta["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        !alive(old),
+        "the stopped server's process {old} is still alive"
+    );
+    d.click("article.server[data-id=beta] [data-act=start]")
+        .await;
+    d.wait_state("beta", "running").await;
+
+    // A crash shows `restarting`, then `running` again (recorded by an observer on the row).
+    d.js("window.__states = [];
+          const row = document.querySelector('article.server[data-id=alpha]');
+          new MutationObserver(() => window.__states.push(row.dataset.state))
+            .observe(row, { attributes: true, attributeFilter: ['data-state'] });
+          return true;")
+        .await;
+    let pid: u32 = d.row("alpha").await["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("alpha pid");
+    assert!(nix_kill(pid, 9), "kill -9 {pid}");
+    d.wait_js(
+        "alpha restarting then running",
+        "const s = window.__states; const i = s.indexOf('restarting');
+         return i >= 0 && s.slice(i).includes('running');",
+    )
+    .await;
+    let crashed = d.row("alpha").await;
+    assert_ne!(crashed["pid"], json!(pid.to_string()));
+    // The crash it recovered from stays visible, and the summary counts what runs.
+    let recovered = d
+        .wait_js(
+            "the recovered line",
+            "const p = document.querySelector('article.server[data-id=alpha] .recovered');
+             return p && !p.hidden && p.textContent;",
+        )
+        .await;
+    assert!(
+        recovered
+            .as_str()
+            .unwrap_or("")
+            .contains("killed by signal 9"),
+        "{recovered}"
+    );
+    let summary = d
+        .wait_js(
+            "the summary line",
+            "const t = document.getElementById('servers-summary').textContent;
+             return t.startsWith('2 running') && t;",
+        )
+        .await;
+    assert!(
+        summary.as_str().unwrap_or("").contains("26 tools exposed"),
+        "{summary}"
+    );
+    // The enable toggle: off stops the server and keeps `enabled: false` in the config.
+    d.click("article.server[data-id=beta] .enabled-toggle")
+        .await;
+    d.wait_state("beta", "stopped").await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(saved["servers"]["beta"]["enabled"], json!(false), "{saved}");
+    d.click("article.server[data-id=beta] .enabled-toggle")
+        .await;
+    d.wait_state("beta", "running").await;
+
+    // Expanded: the tools with their approval flags and the live log.
+    d.click("article.server[data-id=alpha] .expand").await;
+    let flags = d
+        .wait_js(
+            "alpha's tools",
+            "const rows = document.querySelectorAll('article.server[data-id=alpha] .tools tbody tr');
+             if (rows.length < 13) return null;
+             const f = {}; rows.forEach(r => f[r.dataset.tool] = r.querySelector('.flag').className);
+             return f;",
+        )
+        .await;
+    assert!(
+        flags["touch"].as_str().unwrap_or("").contains("flag-ask"),
+        "{flags}"
+    );
+    assert!(
+        flags["echo"].as_str().unwrap_or("").contains("flag-allow"),
+        "{flags}"
+    );
+    d.wait_js(
+        "alpha's log tail",
+        "return document.querySelector('article.server[data-id=alpha] .log').textContent.includes('killed by signal 9');",
+    )
+    .await;
+    d.shot("servers-expanded").await;
+
+    // A tool's flag set from the panel lands in the config and changes what the tool does.
+    d.select(
+        "article.server[data-id=alpha] tr[data-tool=echo] select.tool-policy",
+        "ask",
+    )
+    .await;
+    d.wait_js(
+        "echo now asks",
+        "return document.querySelector('article.server[data-id=alpha] tr[data-tool=echo] .flag')
+                 ?.classList.contains('flag-ask');",
+    )
+    .await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(
+        saved["servers"]["alpha"]["tools"]["echo"],
+        json!({ "requires_approval": true }),
+        "{saved}"
+    );
+
+    // Add a server through the form: the core's validation message first, then success.
+    d.click("#add-server").await;
+    d.type_into("#server-form [name=id]", "Bad Id").await;
+    // A whole command line pasted into Command: split into program and arguments.
+    d.type_into(
+        "#server-form [name=command]",
+        &format!("{} --tools 2", bin("gatehouse-fixture").to_string_lossy()),
+    )
+    .await;
+    d.click("#server-save").await;
+    // Each refusal is shown next to its field (the input marked invalid), not in the box below.
+    let field_error = |field: &str| {
+        format!(
+            "const e = document.getElementById('field-error-{field}');
+             const i = document.querySelector('#server-form [name={field}]');
+             return e && !e.hidden && i.getAttribute('aria-invalid') === 'true'
+               && document.getElementById('server-form-error').hidden
+               && e.previousElementSibling === i && e.textContent;"
+        )
+    };
+    let message = d.wait_js("the id error", &field_error("id")).await;
+    assert!(
+        message.as_str().unwrap_or("").contains("invalid server id"),
+        "{message}"
+    );
+    d.shot("server-form").await;
+    d.js("document.querySelector('#server-form [name=id]').value = ''; return true;")
+        .await;
+    d.type_into("#server-form [name=id]", "gamma").await;
+    // Typing in the field clears its error.
+    d.wait_js(
+        "the id error cleared",
+        "return document.getElementById('field-error-id').hidden;",
+    )
+    .await;
+    // A malformed environment line: refused by the form next to Environment.
+    d.type_into("#server-form [name=env]", "NO_EQUALS_SIGN")
+        .await;
+    d.click("#server-save").await;
+    let message = d.wait_js("the env error", &field_error("env")).await;
+    assert!(
+        message
+            .as_str()
+            .unwrap_or("")
+            .contains("Environment line 1"),
+        "{message}"
+    );
+    d.js("document.querySelector('#server-form [name=env]').value = ''; return true;")
+        .await;
+    // Refused by the core, which names the field: Gatehouse as its own server.
+    let command = d
+        .js("const f = document.querySelector('#server-form').elements; const v = [f.command.value, f.args.value];
+              f.command.value = 'gatehouse'; f.args.value = 'connect'; return v;")
+        .await;
+    d.click("#server-save").await;
+    let message = d
+        .wait_js("the command error", &field_error("command"))
+        .await;
+    assert!(
+        message
+            .as_str()
+            .unwrap_or("")
+            .contains("is Gatehouse itself"),
+        "{message}"
+    );
+    d.js(&format!(
+        "const f = document.querySelector('#server-form');
+         f.elements.command.value = {}; f.elements.args.value = {}; return true;",
+        command[0], command[1]
+    ))
+    .await;
+    // Test before saving: the entry is started on its own and reported on; nothing is saved.
+    d.click("#server-test").await;
+    let report = d
+        .wait_js(
+            "the test report",
+            "const e = document.getElementById('server-test-report'); return !e.hidden && e.textContent.startsWith('Ready in') && e.textContent;",
+        )
+        .await;
+    let report = report.as_str().unwrap_or("");
+    assert!(
+        report.contains("Server: gatehouse-fixture") && report.contains("envhash (read-only)"),
+        "{report}"
+    );
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(
+        !saved.contains("\"gamma\""),
+        "a test saved the server: {saved}"
+    );
+    d.click("#server-save").await;
+    d.wait_state("gamma", "running").await;
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(saved.contains("\"gamma\""), "{saved}");
+    let gamma: Value = serde_json::from_str(&saved).expect("json");
+    assert_eq!(
+        gamma["servers"]["gamma"]["command"],
+        bin("gatehouse-fixture").to_string_lossy().as_ref()
+    );
+    assert_eq!(gamma["servers"]["gamma"]["args"], json!(["--tools", "2"]));
+    let bak = std::fs::read_to_string(d.config_path.with_extension("json.bak")).expect(".bak");
+    assert!(
+        bak.contains("\"alpha\"") && !bak.contains("\"gamma\""),
+        "the previous config is kept as .bak: {bak}"
+    );
+    // The save says what really happened, not a bare "Server added".
+    let said = d
+        .wait_js(
+            "the outcome toast",
+            "const t = document.getElementById('toast'); return !t.hidden && t.textContent.startsWith('gamma added') && t.textContent;",
+        )
+        .await;
+    assert!(said.as_str().unwrap_or("").contains("running"), "{said}");
+
+    // What READMEs give: an `mcpServers` snippet pasted into Command fills the form; two
+    // servers are sent to Import instead of becoming a program called `{`.
+    let fixture_bin = bin("gatehouse-fixture").to_string_lossy().into_owned();
+    let paste = |snippet: Value| {
+        format!(
+            "const f = document.querySelector('#server-form').elements;
+             f.command.value = {}; f.command.dispatchEvent(new Event('change')); return true;",
+            serde_json::to_string(&snippet.to_string()).unwrap_or_default()
+        )
+    };
+    d.click("#add-server").await;
+    d.js(&paste(json!({"mcpServers": {
+        "one": {"command": fixture_bin, "args": []},
+        "two": {"command": fixture_bin, "args": []}
+    }})))
+    .await;
+    d.click("#server-save").await;
+    let message = d
+        .wait_js("the two-servers error", &field_error("command"))
+        .await;
+    assert!(
+        message.as_str().unwrap_or("").contains("Import"),
+        "{message}"
+    );
+    d.js(&paste(
+        json!({"mcpServers": {"delta": {"command": fixture_bin, "args": ["--tools", "1"]}}}),
+    ))
+    .await;
+    d.wait_js(
+        "the form filled from the snippet",
+        "const f = document.querySelector('#server-form').elements; return f.id.value === 'delta' && f.args.value === '--tools\\n1';",
+    )
+    .await;
+    d.click("#server-save").await;
+    d.wait_state("delta", "running").await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(
+        saved["servers"]["delta"]["args"],
+        json!(["--tools", "1"]),
+        "{saved}"
+    );
+
+    // Remove, confirmed in the native dialog: gone from the panel and the config, process stopped.
+    let gamma_pid: u32 = d.row("gamma").await["pid"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .expect("gamma pid");
+    d.click("article.server[data-id=gamma] [data-act=edit]")
+        .await;
+    d.click("#server-remove").await;
+    d.answer_native_dialog("Remove server", "Return").await;
+    d.wait_js(
+        "gamma gone",
+        "return !document.querySelector('article.server[data-id=gamma]');",
+    )
+    .await;
+    let saved = std::fs::read_to_string(&d.config_path).expect("config");
+    assert!(!saved.contains("\"gamma\""), "{saved}");
+    assert!(
+        !alive(gamma_pid),
+        "the removed server's process is still alive"
+    );
+
+    d.view("connect").await;
+    d.wait_js(
+        "the client snippets",
+        "return document.querySelectorAll('#client-snippets .snippet').length === 14;",
+    )
+    .await;
+    let page = d.js("return document.documentElement.outerHTML").await;
+    assert!(
+        !page.as_str().unwrap_or("").contains(TOKEN),
+        "the gateway token is on the page"
+    );
+    d.shot("connect").await;
+    d.quit().await;
+}
