@@ -108,6 +108,14 @@ pub struct ToolInfo {
     pub annotations: Option<serde_json::Value>,
     /// What a call to it does under the current policy: `ask`, `allow` or `disabled`.
     pub approval: Decision,
+    /// The name the client profile's clients see (as last listed to them; `None` before the
+    /// profile's first listing): the server's own name where it is unique, else `name` fitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<String>,
+    /// The most characters a name may have for the client the profile serves (64 less the
+    /// prefix that client adds).
+    #[serde(default)]
+    pub budget: usize,
 }
 
 /// The name prefix under which Gatehouse's own tokens are known to the redactions.

@@ -32,6 +32,10 @@ pub struct ClientInfo {
     /// How long a call of this profile's clients waits for the person (`approval.timeout_secs`).
     #[serde(default)]
     pub approval_timeout_secs: u64,
+    /// Names shown to this profile that are longer than its client's budget (none, unless kept
+    /// from before a budget changed: the next listing replaces them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub too_long: Vec<String>,
 }
 
 /// A client seen on the gateway: who it said it is and what it speaks.

@@ -101,8 +101,11 @@ async function renderProfiles() {
     const over = current.limit !== null && current.limit !== undefined && current.tools > current.limit;
     meter.textContent = `${current.tools} tool${current.tools === 1 ? '' : 's'}`
       + (current.limit ? ` — this client handles ${current.limit} well` : '')
-      + (over ? '. Too many: pick fewer servers.' : '');
-    meter.classList.toggle('over', over);
+      + (over ? '. Too many: pick fewer servers.' : '')
+      + (current.too_long?.length
+        ? `. ${current.too_long.length} tool name${current.too_long.length === 1 ? ' is' : 's are'} too long for this client (${current.too_long.join(', ')}): the model APIs refuse them; they are renamed at its next listing.`
+        : '');
+    meter.classList.toggle('over', over || !!current.too_long?.length);
     meter.dataset.tools = current.tools;
   }
   if (!profile) return;

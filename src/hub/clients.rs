@@ -47,6 +47,26 @@ impl HubHandle {
                 .cloned()
                 .collect()
         };
+        // The names each profile was shown (`gateway::names` keeps them), for the ones over its
+        // client's budget.
+        let given: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> =
+            crate::client_file::read(&self.client_names_path())
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+        let too_long = |id: &str| -> Vec<String> {
+            let budget = crate::naming::budget_for((id != DEFAULT_PROFILE).then_some(id));
+            given
+                .get(id)
+                .map(|names| {
+                    names
+                        .values()
+                        .filter(|n| n.chars().count() > budget)
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         let mut out = vec![ClientInfo {
             id: DEFAULT_PROFILE.into(),
             servers: None,
@@ -54,6 +74,7 @@ impl HubHandle {
             limit: None,
             connected: of(DEFAULT_PROFILE),
             approval_timeout_secs: config.approval.timeout_secs,
+            too_long: too_long(DEFAULT_PROFILE),
         }];
         for (id, profile) in &config.clients {
             out.push(ClientInfo {
@@ -66,6 +87,7 @@ impl HubHandle {
                 limit: known_limit(id.as_str()),
                 connected: of(id.as_str()),
                 approval_timeout_secs: config.approval.timeout_secs,
+                too_long: too_long(id.as_str()),
             });
         }
         out

@@ -80,6 +80,7 @@ impl HubHandle {
             None => self.servers(),
         };
         let config = self.config();
+        let profile_id = profile;
         let profile = match profile {
             None => None,
             Some(p) if p == crate::profiles::DEFAULT_PROFILE => None,
@@ -96,6 +97,25 @@ impl HubHandle {
                     })?,
             ),
         };
+        // The names each profile was shown (`gateway::names` keeps them in this file).
+        let key = profile_id.unwrap_or(crate::profiles::DEFAULT_PROFILE);
+        let shown: std::collections::BTreeMap<String, String> =
+            crate::client_file::read(&self.client_names_path())
+                .ok()
+                .and_then(|t| {
+                    serde_json::from_str::<
+                        std::collections::BTreeMap<
+                            String,
+                            std::collections::BTreeMap<String, String>,
+                        >,
+                    >(&t)
+                    .ok()
+                })
+                .and_then(|mut all| all.remove(key))
+                .unwrap_or_default();
+        let budget = crate::naming::budget_for(
+            profile_id.filter(|p| *p != crate::profiles::DEFAULT_PROFILE),
+        );
         let mut out = Vec::new();
         for h in servers {
             for t in h.tools().iter() {
@@ -106,9 +126,12 @@ impl HubHandle {
                     continue; // outside the profile a tool does not exist for that client
                 }
                 let meta = t.meta();
+                let name = exposed_name(h.id().as_str(), &t.name);
                 out.push(ToolInfo {
                     server: h.id().to_string(),
-                    name: exposed_name(h.id().as_str(), &t.name),
+                    shown: shown.get(&name).cloned(),
+                    budget,
+                    name,
                     tool: t.name.clone(),
                     title: meta.title.clone(),
                     description: meta.description.clone(),

@@ -113,4 +113,53 @@ async fn every_name_fits_its_clients_budget_and_runs() {
         .tools()
         .await;
     assert_eq!(before, after);
+
+    // `gatehouse tools --client` shows the names as that profile's clients see them, within
+    // its budget, and warns of one over it (here a name kept from before in DATA/names.json,
+    // which the profile's next listing replaces).
+    let table = crate::approvals::gh(&s, &["tools", "--client", "claude-code"]);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(
+        table.contains(
+            "As client profile claude-code's clients see them (each name at most 48 characters):"
+        ),
+        "{table}"
+    );
+    for name in &after {
+        assert!(table.contains(name.as_str()), "{name} missing:\n{table}");
+    }
+    assert!(!table.contains("warning:"), "{table}");
+    let rows: Value = serde_json::from_slice(
+        &crate::approvals::gh(&s, &["tools", "--client", "gemini", "--json"]).stdout,
+    )
+    .unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(
+        rows.iter()
+            .all(|r| r["budget"] == 50 && r["shown"].as_str().is_some_and(|n| n.len() <= 50)),
+        "{rows:?}"
+    );
+    let names_file = s.log.parent().unwrap().join("data/names.json");
+    let mut kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(&names_file).unwrap()).unwrap();
+    kept["claude-code"][format!("github__{long}")] = json!(long);
+    std::fs::write(&names_file, kept.to_string()).unwrap();
+    let table = crate::approvals::gh(&s, &["tools", "--client", "claude-code"]);
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(
+        table.contains("warning: 49 characters, over this client's 48"),
+        "{table}"
+    );
+    // The same for the Connect view, which shows each profile's `too_long`.
+    let profiles: Value =
+        serde_json::from_slice(&crate::approvals::gh(&s, &["clients", "--json"]).stdout).unwrap();
+    let of = |id: &str| {
+        profiles
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["id"] == id))
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(of("claude-code")["too_long"], json!([long]), "{profiles}");
+    assert!(of("gemini").get("too_long").is_none(), "{profiles}");
 }

@@ -374,12 +374,23 @@ pub fn protocol_line(s: &ServerStatus) {
     }
 }
 
-pub fn tools_table(rows: &[ToolInfo]) {
+pub fn tools_table(rows: &[ToolInfo], profile: Option<&str>) {
     if rows.is_empty() {
         say!("No tools: no server is running yet (see `gatehouse status`).");
         return;
     }
+    if let Some(p) = profile {
+        let budget = rows.first().map_or(0, |r| r.budget);
+        say!("As client profile {p}'s clients see them (each name at most {budget} characters):");
+    }
     for r in rows {
+        let name = match (profile, &r.shown) {
+            (Some(_), Some(shown)) => shown.as_str(),
+            _ => r.name.as_str(),
+        };
+        // A name the model APIs would refuse once the client adds its prefix: said, never
+        // silently cut.
+        let over = profile.is_some() && r.budget > 0 && name.chars().count() > r.budget;
         let hints: Vec<&str> = r
             .annotations
             .as_ref()
@@ -399,10 +410,17 @@ pub fn tools_table(rows: &[ToolInfo]) {
             .unwrap_or_default();
         say!(
             "{:<48} {:<30} {}",
-            r.name,
+            name,
             r.title.as_deref().unwrap_or(""),
             hints.join(",")
         );
+        if over {
+            say!(
+                "    warning: {} characters, over this client's {}: with its prefix the name passes 64, which the model APIs refuse",
+                name.chars().count(),
+                r.budget
+            );
+        }
     }
 }
 

@@ -238,6 +238,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             client: profile,
         } => {
             let one = id.clone();
+            let shown_for = profile.clone();
             let req = match (refresh, id, profile) {
                 (true, Some(id), None) => Request::RefreshTools { id },
                 (refresh, id, profile) => {
@@ -268,7 +269,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                             }
                         }
                     }
-                    print::tools_table(&rows);
+                    print::tools_table(&rows, shown_for.as_deref());
                     Ok(())
                 }
                 Err(e) => Err(e),
