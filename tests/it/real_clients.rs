@@ -170,6 +170,38 @@ async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
         got.contains("User config") && !got.contains(&served.info.token),
         "{got}"
     );
+    // Over stdio too: Claude Code's own `mcp add` of the bridge, as the claude-code profile.
+    let claude_run = |args: &[&str]| {
+        let out = Command::new(&claude)
+            .args(args)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let sock = served.sock.to_string_lossy().into_owned();
+    claude_run(&[
+        "mcp",
+        "add",
+        "-s",
+        "user",
+        "gatehouse-stdio",
+        "--",
+        GATEHOUSE,
+        "--control",
+        &sock,
+        "connect",
+        "--client",
+        "claude-code",
+    ]);
+    let got = claude_run(&["mcp", "get", "gatehouse-stdio"]);
+    assert!(
+        got.contains("Status: ✔ Connected") && got.contains("Type: stdio"),
+        "{got}"
+    );
 }
 
 /// The real Codex writes its TOML (`codex mcp add`: stdio with env, HTTP with a bearer token
@@ -310,13 +342,22 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     cmd.env("HOME", &home)
         .env("XDG_RUNTIME_DIR", &run)
         .env_remove("GATEHOUSE_CONTROL");
-    let _served = serve_at(dir.path(), cmd, &["fx"], run.join("gatehouse/control.sock")).await;
-    // Only Gatehouse's entry (the others would fetch packages from the internet).
+    let served = serve_at(dir.path(), cmd, &["fx"], run.join("gatehouse/control.sock")).await;
+    let codex_token = gatehouse::control::ControlClient::new(run.join("gatehouse/control.sock"))
+        .request::<gatehouse::control::GatewayInfo>(&gatehouse::control::Request::Gateway {
+            client: Some("codex".into()),
+        })
+        .await
+        .unwrap()
+        .token;
+    // Only Gatehouse's entries (the others would fetch packages from the internet): the stdio
+    // bridge client-config wrote, and Gatehouse over HTTP with the codex profile's token from a
+    // variable, as Codex takes a bearer token.
     let codex_home = dir.path().join("codex-home");
     std::fs::create_dir(&codex_home).unwrap();
     std::fs::write(
         codex_home.join("config.toml"),
-        format!("[mcp_servers.gatehouse]\ncommand = {command:?}\nargs = [\"connect\", \"--client\", \"codex\"]\n"),
+        format!("[mcp_servers.gatehouse]\ncommand = {command:?}\nargs = [\"connect\", \"--client\", \"codex\"]\n\n[mcp_servers.gatehouse-http]\nurl = {:?}\nbearer_token_env_var = \"GATEHOUSE_CODEX_TOKEN\"\n", served.info.url),
     )
     .unwrap();
     let mut app = tokio::process::Command::new(&codex)
@@ -324,6 +365,7 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
         .current_dir(dir.path())
         .env("HOME", &home)
         .env("CODEX_HOME", &codex_home)
+        .env("GATEHOUSE_CODEX_TOKEN", &codex_token)
         .env_remove("XDG_RUNTIME_DIR")
         .env_remove("GATEHOUSE_CONTROL")
         .stdin(std::process::Stdio::piped())
@@ -361,6 +403,13 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     assert_eq!(ours["serverInfo"]["name"], "gatehouse", "{status}");
     // Through the hub: the fixture's tools, under their own names.
     assert!(ours["tools"].get("echo").is_some(), "{status}");
+    let http = status["result"]["data"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse-http"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(http["serverInfo"]["name"], "gatehouse", "{status}");
+    assert!(http["tools"].get("echo").is_some(), "{status}");
 
     // And Codex calls them (`mcpServer/tool/call`, in a thread of its own; no model involved):
     // an unflagged call, then one held for approval and answered while Codex waits.
@@ -558,12 +607,33 @@ async fn gemini_cli_is_imported_and_connected_in_its_own_settings() {
         written["mcpServers"]["fs"].is_object() && written["mcpServers"]["docs"].is_object(),
         "{written}"
     );
+    // Over stdio too: Gemini's own `mcp add` of the bridge, as the gemini profile.
+    let sock = served.sock.to_string_lossy().into_owned();
+    run_gemini(&[
+        "mcp",
+        "add",
+        "-s",
+        "user",
+        "gatehouse-stdio",
+        GATEHOUSE,
+        "--control",
+        &sock,
+        "connect",
+        "--client",
+        "gemini",
+    ]);
     let listed = run_gemini(&["mcp", "list"]);
     assert!(
         listed.contains(&format!(
             "✓ gatehouse: {} (http) - Connected",
             served.info.url
         )),
+        "{listed}"
+    );
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains("✓ gatehouse-stdio:") && l.contains("(stdio) - Connected")),
         "{listed}"
     );
 }
