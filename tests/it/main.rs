@@ -12,6 +12,7 @@ mod calls;
 mod capabilities;
 mod cli;
 mod clients;
+mod codex;
 mod contracts;
 mod contracts_gateway;
 mod fairness;

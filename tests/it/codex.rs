@@ -1,0 +1,299 @@
+//! The real Codex (0.171): its own TOML written by `codex mcp add` and read by `import`, Gatehouse
+//! written into it by `client-config codex --write` with the rest kept, and Codex's app-server
+//! connected over stdio and HTTP, listing and calling — one call held for approval.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// The real Codex writes its TOML (`codex mcp add`: stdio with env, HTTP with a bearer token
+/// from a variable); `gatehouse import --from codex` brings each server over — the token as a
+/// secret to set, never a value — and `client-config codex --write` gives Codex a client profile
+/// of its own and adds its `gatehouse connect --client codex` entry with every other table and
+/// comment kept, which Codex then lists and which reaches the hub from Codex's trimmed
+/// environment.
+#[tokio::test]
+#[ignore = "needs the real Codex: run `make test`"]
+async fn codex_is_imported_and_connected_in_its_own_toml() {
+    let codex = peer_bin("codex/node_modules/.bin/codex");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let run_codex = |args: &[&str]| {
+        let out = Command::new(&codex)
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "codex {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run_codex(&["mcp", "add", "docs", "--", "npx", "-y", "server-docs"]);
+    run_codex(&[
+        "mcp",
+        "add",
+        "envd",
+        "--env",
+        "REGION=eu",
+        "--",
+        "uvx",
+        "server-y",
+        "--flag",
+    ]);
+    run_codex(&[
+        "mcp",
+        "add",
+        "remote",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--bearer-token-env-var",
+        "EX_TOKEN",
+    ]);
+    let file = home.join(".codex/config.toml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text = format!(
+        "# my Codex settings\nmodel = \"o3\"\n\n{text}\n[profiles.fast]\nmodel = \"o4-mini\"\n"
+    );
+    std::fs::write(&file, &text).unwrap();
+
+    let cfg = dir.path().join("gatehouse.json");
+    let gh = |args: &[&str]| {
+        let out = Command::new(GATEHOUSE)
+            .arg("--control")
+            .arg(dir.path().join("no-hub.sock"))
+            .args(args)
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = gh(&[
+        "import",
+        "--from",
+        "codex",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let s = &c["servers"];
+    assert_eq!(s["docs"]["command"], "npx", "{c}");
+    assert_eq!(s["docs"]["args"], json!(["-y", "server-docs"]), "{c}");
+    assert_eq!(s["envd"]["env"]["REGION"], "eu", "{c}");
+    assert_eq!(s["remote"]["url"], "https://mcp.example.com/mcp", "{c}");
+    let auth = s["remote"]["headers"]["Authorization"].to_string();
+    assert!(
+        auth.contains("EX_TOKEN") && !auth.contains("${"),
+        "a reference, never the placeholder text: {c}"
+    );
+
+    let (code, out, err) = gh(&["client-config", "codex", "--write"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    for kept in [
+        "# my Codex settings",
+        "model = \"o3\"",
+        "[profiles.fast]",
+        "[mcp_servers.docs]",
+        "bearer_token_env_var = \"EX_TOKEN\"",
+    ] {
+        assert!(written.contains(kept), "{kept} lost:\n{written}");
+    }
+    // Codex gets a profile of its own: made in the config (no hub runs), named in its entry.
+    assert!(
+        err.contains("Codex gets a client profile of its own, \"codex\""),
+        "{err}"
+    );
+    let own: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.join(".config/gatehouse/gatehouse.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(own["clients"]["codex"].is_object(), "{own}");
+    let listed: Value =
+        serde_json::from_str(&run_codex(&["mcp", "get", "gatehouse", "--json"])).unwrap();
+    assert_eq!(listed["transport"]["type"], "stdio", "{listed}");
+    assert_eq!(
+        listed["transport"]["args"],
+        json!(["connect", "--client", "codex"]),
+        "{listed}"
+    );
+    let command = listed["transport"]["command"].as_str().unwrap().to_owned();
+
+    // Codex's own app-server starts the entry it holds and lists it connected (`mcpServerStatus/
+    // list`), from Codex's trimmed environment: no XDG_RUNTIME_DIR, so the bridge finds the hub
+    // (which runs on its derived socket path) through the pointer it left.
+    let hub_config = json!({
+        "servers": {"fx": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}}}},
+        "clients": {"codex": {}},
+        "approval": {"default": "flagged-only", "timeout_secs": 50}
+    });
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let mut cmd = serve_command(dir.path(), &hub_config.to_string());
+    cmd.env("HOME", &home)
+        .env("XDG_RUNTIME_DIR", &run)
+        .env_remove("GATEHOUSE_CONTROL");
+    let served = serve_at(dir.path(), cmd, &["fx"], run.join("gatehouse/control.sock")).await;
+    let codex_token = gatehouse::control::ControlClient::new(run.join("gatehouse/control.sock"))
+        .request::<gatehouse::control::GatewayInfo>(&gatehouse::control::Request::Gateway {
+            client: Some("codex".into()),
+        })
+        .await
+        .unwrap()
+        .token;
+    // Only Gatehouse's entries (the others would fetch packages from the internet): the stdio
+    // bridge client-config wrote, and Gatehouse over HTTP with the codex profile's token from a
+    // variable, as Codex takes a bearer token.
+    let codex_home = dir.path().join("codex-home");
+    std::fs::create_dir(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!("[mcp_servers.gatehouse]\ncommand = {command:?}\nargs = [\"connect\", \"--client\", \"codex\"]\n\n[mcp_servers.gatehouse-http]\nurl = {:?}\nbearer_token_env_var = \"GATEHOUSE_CODEX_TOKEN\"\n", served.info.url),
+    )
+    .unwrap();
+    let mut app = tokio::process::Command::new(&codex)
+        .arg("app-server")
+        .current_dir(dir.path())
+        .env("HOME", &home)
+        .env("CODEX_HOME", &codex_home)
+        .env("GATEHOUSE_CODEX_TOKEN", &codex_token)
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("GATEHOUSE_CONTROL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut stdin = app.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(app.stdout.take().unwrap()).lines();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": "gatehouse-test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "mcpServerStatus/list", "params": {}}),
+    ] {
+        stdin.write_all(format!("{m}\n").as_bytes()).await.unwrap();
+    }
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap_or_default();
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == 2 {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("Codex's app-server answered mcpServerStatus/list");
+    let ours = status["result"]["data"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(ours["serverInfo"]["name"], "gatehouse", "{status}");
+    // Through the hub: the fixture's tools, under their own names.
+    assert!(ours["tools"].get("echo").is_some(), "{status}");
+    let http = status["result"]["data"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse-http"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert_eq!(http["serverInfo"]["name"], "gatehouse", "{status}");
+    assert!(http["tools"].get("echo").is_some(), "{status}");
+
+    // And Codex calls them (`mcpServer/tool/call`, in a thread of its own; no model involved):
+    // an unflagged call, then one held for approval and answered while Codex waits.
+    let mut next = 3;
+    let mut ask = |method: &str, params: Value| -> (i64, String) {
+        next += 1;
+        let m = json!({"jsonrpc": "2.0", "id": next, "method": method, "params": params});
+        (next, format!("{m}\n"))
+    };
+    let (id, m) = ask("thread/start", json!({"ephemeral": true}));
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let thread = answer_of(&mut lines, id).await;
+    let thread_id = thread["result"]["thread"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!thread_id.is_empty(), "{thread}");
+    let (id, m) = ask(
+        "mcpServer/tool/call",
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": "add", "arguments": {"a": 2, "b": 40}}),
+    );
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let v = answer_of(&mut lines, id).await;
+    assert_eq!(v["result"]["content"][0]["text"], "42", "{v}");
+    let (id, m) = ask(
+        "mcpServer/tool/call",
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": "echo", "arguments": {"text": "asked first"}}),
+    );
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let sock = run.join("gatehouse/control.sock");
+    let approvals = |args: &[&str]| {
+        Command::new(GATEHOUSE)
+            .arg("--control")
+            .arg(&sock)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let held = loop {
+        let list: Value =
+            serde_json::from_slice(&approvals(&["approvals", "--json"]).stdout).unwrap_or_default();
+        if let Some(r) = list.as_array().and_then(|a| a.first()).cloned() {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Codex's call was never held"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        (held["tool"].clone(), held["client"]["profile"].clone()),
+        (json!("echo"), json!("codex")),
+        "{held}"
+    );
+    let out = approvals(&["approve", held["id"].as_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = answer_of(&mut lines, id).await;
+    assert_eq!(v["result"]["content"][0]["text"], "asked first", "{v}");
+}
+
+/// The answer to request `id` among the lines a JSON-RPC peer writes (60 s at most).
+async fn answer_of<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    id: i64,
+) -> Value {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap_or_default();
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == id {
+                return v;
+            }
+        }
+    })
+    .await
+    .expect("the peer answered")
+}
