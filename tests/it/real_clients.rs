@@ -1,6 +1,6 @@
 //! The real AI clients writing their own config files — Claude Code's three scopes, Gemini
-//! TOML — and Gatehouse reading them (`import`) and writing itself into them (`client-config
-//! --write`) in each client's own format.
+//! CLI's user and project settings — and Gatehouse reading them (`import`), writing itself into
+//! them (`client-config --write`) in each client's own format, and connected over HTTP and stdio.
 
 use std::process::Command;
 
