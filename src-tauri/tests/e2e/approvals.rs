@@ -367,3 +367,80 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     assert_eq!(in_dom, json!(false), "the secret value is in the DOM");
     d.quit().await;
 }
+
+/// A client that gives up sooner than the approval timeout is named where the person decides:
+/// with the timeout raised to 90 s in Settings, a call from the real MCP Inspector CLI (a
+/// TypeScript-SDK client that gives up after 60 s) opens the modal saying so, and Settings then
+/// warns under the timeout, naming it and its profile.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver, WebKitWebDriver and the Inspector CLI; run by make test"]
+async fn the_modal_and_settings_name_a_client_that_gives_up_sooner() {
+    let _serial = lock().await;
+    let mut files = fixture();
+    files["sandbox"] = json!("off");
+    let d = Desktop::launch(json!({ "files": files })).await;
+    d.wait_state("files", "running").await;
+    d.view("settings").await;
+    d.wait_js(
+        "the settings filled in",
+        "return document.querySelector('#settings-form').elements.approval_timeout_secs.value === '60';",
+    )
+    .await;
+    d.js("const f = document.querySelector('#settings-form').elements; f.approval_timeout_secs.value = '90'; return true;")
+        .await;
+    d.click("#settings-save").await;
+    d.wait_js(
+        "the timeout saved",
+        "return document.querySelector('#settings-form').elements.approval_timeout_secs.value === '90'
+                && document.querySelector('#settings-form-error').hidden;",
+    )
+    .await;
+    let target = d.dir.path().join("inspected");
+    let inspector = peers_dir().join("clients/node_modules/.bin/mcp-inspector");
+    let mut call = std::process::Command::new(inspector)
+        .args(["--cli", &bin("gatehouse").to_string_lossy(), "--control"])
+        .arg(d.dir.path().join("control.sock"))
+        .args([
+            "connect",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "files__touch",
+            "--tool-arg",
+        ])
+        .arg(format!("path={}", target.to_string_lossy()))
+        .env("HOME", d.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the Inspector CLI (make peers installs it)");
+    let said = d
+        .wait_js(
+            "the modal naming the client's patience",
+            "const d = document.getElementById('approval-dialog');
+             const p = document.getElementById('approval-patience');
+             return d.open && !p.hidden && p.textContent.length > 0 ? p.textContent : null;",
+        )
+        .await;
+    assert_eq!(
+        said,
+        json!("inspector-cli gives up after 60 s — answer before then, or it will have left")
+    );
+    d.click("#approval-once").await;
+    let status = call.wait().expect("the Inspector CLI ends");
+    assert!(status.success() && target.exists(), "the allowed call ran");
+    d.view("settings").await;
+    let note = d
+        .wait_js(
+            "Settings warning under the timeout",
+            "const n = document.getElementById('settings-patience');
+             return !n.hidden && n.textContent.length > 0 ? n.textContent : null;",
+        )
+        .await;
+    assert!(
+        note.as_str()
+            .unwrap_or("")
+            .starts_with("inspector-cli (profile default) gives up after 60 s"),
+        "{note}"
+    );
+}
