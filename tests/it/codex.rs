@@ -134,8 +134,17 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     // Codex's own app-server starts the entry it holds and lists it connected (`mcpServerStatus/
     // list`), from Codex's trimmed environment: no XDG_RUNTIME_DIR, so the bridge finds the hub
     // (which runs on its derived socket path) through the pointer it left.
+    // Beside the fixture, a server with GitHub's real long tool names.
+    let marks = dir.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let github = writes_in(
+        json!({"command": FIXTURE, "requires_approval": false,
+               "args": ["--spec-file", crate::names::spec(dir.path(), "github", crate::names::GITHUB)]}),
+        &marks,
+    );
     let hub_config = json!({
-        "servers": {"fx": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}}}},
+        "servers": {"fx": {"command": FIXTURE, "tools": {"echo": {"requires_approval": true}}},
+                    "github": github},
         "clients": {"codex": {}},
         "approval": {"default": "flagged-only", "timeout_secs": 50}
     });
@@ -146,7 +155,13 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     cmd.env("HOME", &home)
         .env("XDG_RUNTIME_DIR", &run)
         .env_remove("GATEHOUSE_CONTROL");
-    let served = serve_at(dir.path(), cmd, &["fx"], run.join("gatehouse/control.sock")).await;
+    let served = serve_at(
+        dir.path(),
+        cmd,
+        &["fx", "github"],
+        run.join("gatehouse/control.sock"),
+    )
+    .await;
     let codex_token = gatehouse::control::ControlClient::new(run.join("gatehouse/control.sock"))
         .request::<gatehouse::control::GatewayInfo>(&gatehouse::control::Request::Gateway {
             client: Some("codex".into()),
@@ -205,15 +220,32 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
         .cloned()
         .unwrap_or(Value::Null);
     assert_eq!(ours["serverInfo"]["name"], "gatehouse", "{status}");
-    // Through the hub: the fixture's tools, under their own names.
-    assert!(ours["tools"].get("echo").is_some(), "{status}");
+    // Through the hub: the fixture's tools (`fx__…`: the other fixture has the same names).
+    assert!(ours["tools"].get("fx__echo").is_some(), "{status}");
+    // Every name fits Codex's budget once it adds `mcp__gatehouse__` (64 − 16 = 48): GitHub's
+    // 49-character name is shortened, the others are their own.
+    let names: Vec<&String> = ours["tools"]
+        .as_object()
+        .map(|t| t.keys().collect())
+        .unwrap_or_default();
+    assert!(names.iter().all(|n| 16 + n.len() <= 64), "{names:?}");
+    let long = "add_pull_request_review_comment_to_pending_review";
+    let shortened = names
+        .iter()
+        .find(|n| n.starts_with("github__add_pull_request") || n.starts_with("add_pull_request"))
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    assert!(!shortened.is_empty() && shortened != long, "{names:?}");
+    for own in &crate::names::GITHUB[1..] {
+        assert!(names.iter().any(|n| n.as_str() == *own), "{own}: {names:?}");
+    }
     let http = status["result"]["data"]
         .as_array()
         .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse-http"))
         .cloned()
         .unwrap_or(Value::Null);
     assert_eq!(http["serverInfo"]["name"], "gatehouse", "{status}");
-    assert!(http["tools"].get("echo").is_some(), "{status}");
+    assert!(http["tools"].get("fx__echo").is_some(), "{status}");
 
     // And Codex calls them (`mcpServer/tool/call`, in a thread of its own; no model involved):
     // an unflagged call, then one held for approval and answered while Codex waits.
@@ -233,14 +265,23 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     assert!(!thread_id.is_empty(), "{thread}");
     let (id, m) = ask(
         "mcpServer/tool/call",
-        json!({"server": "gatehouse", "threadId": thread_id, "tool": "add", "arguments": {"a": 2, "b": 40}}),
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": "fx__add", "arguments": {"a": 2, "b": 40}}),
     );
     stdin.write_all(m.as_bytes()).await.unwrap();
     let v = answer_of(&mut lines, id).await;
     assert_eq!(v["result"]["content"][0]["text"], "42", "{v}");
+    // The shortened name runs the tool it stands for.
+    let mark = marks.join("by-codex");
     let (id, m) = ask(
         "mcpServer/tool/call",
-        json!({"server": "gatehouse", "threadId": thread_id, "tool": "echo", "arguments": {"text": "asked first"}}),
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": shortened, "arguments": {"path": mark}}),
+    );
+    stdin.write_all(m.as_bytes()).await.unwrap();
+    let v = answer_of(&mut lines, id).await;
+    assert!(v["result"]["isError"] != true && mark.exists(), "{v}");
+    let (id, m) = ask(
+        "mcpServer/tool/call",
+        json!({"server": "gatehouse", "threadId": thread_id, "tool": "fx__echo", "arguments": {"text": "asked first"}}),
     );
     stdin.write_all(m.as_bytes()).await.unwrap();
     let sock = run.join("gatehouse/control.sock");

@@ -12,7 +12,7 @@ use crate::support::*;
 
 /// Real tool names of GitHub's official MCP server (github/github-mcp-server), among the longest
 /// any public server lists, and one name two servers share.
-const GITHUB: &[&str] = &[
+pub(crate) const GITHUB: &[&str] = &[
     "add_pull_request_review_comment_to_pending_review",
     "create_pending_pull_request_review",
     "submit_pending_pull_request_review",
@@ -21,7 +21,7 @@ const GITHUB: &[&str] = &[
     "search_repositories",
 ];
 
-fn spec(dir: &std::path::Path, name: &str, tools: &[&str]) -> String {
+pub(crate) fn spec(dir: &std::path::Path, name: &str, tools: &[&str]) -> String {
     let path = dir.join(format!("{name}.spec"));
     std::fs::write(&path, format!("Echoes\n{}\n", tools.join("\n"))).unwrap();
     path.to_string_lossy().into_owned()
