@@ -124,7 +124,9 @@ function buildRow(id) {
     el('p', { class: 'last-error', hidden: true }),
     el('ul', { class: 'warnings', hidden: true }),
     el('div', { class: 'details', hidden: true },
-      el('h3', {}, 'Tools ', el('button', { type: 'button', class: 'refresh-tools', 'aria-label': `List the tools of ${id} again` }, 'Refresh')),
+      el('h3', {}, el('span', { class: 'tools-title', text: 'Tools' }), ' ',
+        el('button', { type: 'button', class: 'refresh-tools', 'aria-label': `List the tools of ${id} again` }, 'Refresh')),
+      el('input', { type: 'search', class: 'tools-filter', placeholder: 'Filter tools by name or description', 'aria-label': `Filter the tools of ${id}`, hidden: true }),
       el('table', { class: 'table tools' },
         el('thead', {}, el('tr', {}, el('th', {}, 'Exposed as'), el('th', {}, 'Description'), el('th', {}, 'Calls'))),
         el('tbody')),
@@ -146,6 +148,7 @@ function buildRow(id) {
     }
   });
   node.querySelector('.refresh-tools').addEventListener('click', (e) => refreshTools(id, e.target));
+  node.querySelector('.tools-filter').addEventListener('input', (e) => filterTools(node, e.target.value));
   node.querySelector('.actions').addEventListener('click', (e) => {
     const act = e.target.closest('button')?.dataset.act;
     if (act) action(id, act, e.target);
@@ -287,6 +290,42 @@ function appendLog(pre, line) {
 
 const FLAG_LABELS = { ask: 'asks you', allow: 'runs', disabled: 'disabled' };
 
+/** A filter box from this many tools on. */
+const FILTER_FROM = 11;
+
+/** Shows the tool rows whose name or description holds `text` (case-insensitive). */
+function filterTools(node, text) {
+  const want = text.trim().toLowerCase();
+  for (const tr of node.querySelectorAll('.tools tbody tr')) {
+    tr.hidden = want !== '' && !tr.textContent.toLowerCase().includes(want);
+  }
+}
+
+/** A description kept to two lines, with "more" to read the rest when it is longer. */
+function description(text) {
+  const body = el('div', { class: 'tool-desc', text });
+  if (text.length <= 140) return body;
+  const more = el('button', { type: 'button', class: 'link more', 'aria-expanded': 'false' }, 'more');
+  more.addEventListener('click', () => {
+    const open = body.classList.toggle('open');
+    more.textContent = open ? 'less' : 'more';
+    more.setAttribute('aria-expanded', String(open));
+  });
+  return el('div', {}, body, more);
+}
+
+/** Revokes an "always" answer from the tools table; the table is listed again. */
+async function revokeFromTable(row, grant, button) {
+  button.disabled = true;
+  try {
+    await api.revokeGrant(grant);
+    toast(`${grant.server}__${grant.tool}: asks again`);
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+  }
+  loadTools(row);
+}
+
 async function loadTools(row) {
   const id = row.status.id;
   const body = row.node.querySelector('.tools tbody');
@@ -314,18 +353,27 @@ async function loadTools(row) {
       el('option', { value: 'disabled', text: 'Disabled' }));
     select.value = explicit;
     select.addEventListener('change', () => setToolPolicy(row, t.tool, select.value));
+    // A tool that asks but was allowed always (for a profile) says that, with Revoke — never
+    // "asks you" beside "always allowed".
+    const answers = t.approval === 'ask' ? always(t.tool) : [];
+    const flags = answers.length
+      ? answers.map((g) => {
+        const revoke = el('button', { type: 'button', class: 'link danger', dataset: { act: 'revoke' } }, 'Revoke');
+        revoke.addEventListener('click', () => revokeFromTable(row, g, revoke));
+        return el('span', { class: 'flag flag-always', dataset: { profile: g.profile ?? 'default' } },
+          `always allowed (${g.profile ?? 'default'}) since ${g.since_ms ? clock(g.since_ms) : 'earlier'} — `, revoke);
+      })
+      : [el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] })];
+    // The name the gateway token's clients see (the server's own where it is unique).
     return el('tr', { dataset: { tool: t.tool } },
-      el('td', {}, el('code', { text: t.name })),
-      el('td', { text: t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? '') }),
-      el('td', {},
-        el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] }),
-        ...always(t.tool).map((g) => el('span', {
-          class: 'flag flag-always',
-          title: 'Revoke in Permissions',
-          text: `always allowed (${g.profile ?? 'default'}) since ${g.since_ms ? clock(g.since_ms) : 'earlier'}`,
-        })),
-        select));
+      el('td', {}, el('code', { text: t.shown ?? t.name, title: t.shown && t.shown !== t.name ? `also ${t.name}` : '' })),
+      el('td', {}, description(t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? ''))),
+      el('td', { class: 'calls' }, ...flags, select));
   }));
+  row.node.querySelector('.tools-title').textContent = tools.length ? `Tools (${tools.length})` : 'Tools';
+  const filter = row.node.querySelector('.tools-filter');
+  filter.hidden = tools.length < FILTER_FROM;
+  filterTools(row.node, filter.hidden ? '' : filter.value);
   empty.hidden = tools.length > 0;
   if (!tools.length) empty.textContent = row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.';
 }

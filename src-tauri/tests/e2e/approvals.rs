@@ -232,8 +232,26 @@ async fn approval_modal_allows_denies_and_remembers() {
     )
     .await;
     d.shot("permissions").await;
-    d.click("#grants-table tr[data-tool=files__touch][data-scope=always] [data-act=revoke]")
-        .await;
+    // Revoked from the tools table, where the answer shows (never "asks you" beside it): the tool
+    // asks again, and the Permissions view no longer lists it.
+    d.view("servers").await;
+    d.wait_js(
+        "the always answer with its Revoke, and no 'asks you' beside it",
+        "const r = document.querySelector('article.server[data-id=files] .tools tr[data-tool=touch]');
+         return !!r && !!r.querySelector('.flag-always [data-act=revoke]') && !r.querySelector('.flag-ask');",
+    )
+    .await;
+    d.click(
+        "article.server[data-id=files] .tools tr[data-tool=touch] .flag-always [data-act=revoke]",
+    )
+    .await;
+    d.wait_js(
+        "the tool asks again",
+        "const r = document.querySelector('article.server[data-id=files] .tools tr[data-tool=touch]');
+         return !!r && !!r.querySelector('.flag-ask') && !r.querySelector('.flag-always');",
+    )
+    .await;
+    d.view("permissions").await;
     d.wait_js(
         "the answer gone",
         "return !document.querySelector('#grants-table tr[data-tool=files__touch]');",

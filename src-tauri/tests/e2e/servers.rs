@@ -163,6 +163,33 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     )
     .await;
     d.shot("servers-expanded").await;
+    // Thirteen tools: counted, with a filter that narrows them; the table and every policy
+    // select stay inside the card.
+    let title = d
+        .js("return document.querySelector('article.server[data-id=alpha] .tools-title').textContent;")
+        .await;
+    assert_eq!(title, json!("Tools (13)"));
+    let inside = d
+        .js("const card = document.querySelector('article.server[data-id=alpha]').getBoundingClientRect();
+             const out = [...document.querySelectorAll('article.server[data-id=alpha] .tools, article.server[data-id=alpha] .tool-policy')]
+               .filter((e) => { const r = e.getBoundingClientRect(); return r.left < card.left - 0.5 || r.right > card.right + 0.5; });
+             return out.length;")
+        .await;
+    assert_eq!(
+        inside,
+        json!(0),
+        "elements of the tools table outside the card"
+    );
+    d.type_into("article.server[data-id=alpha] .tools-filter", "touch")
+        .await;
+    d.wait_js(
+        "the filter leaves one tool",
+        "const rows = [...document.querySelectorAll('article.server[data-id=alpha] .tools tbody tr')].filter((r) => !r.hidden);
+         return rows.length === 1 && rows[0].dataset.tool === 'touch';",
+    )
+    .await;
+    d.js("const f = document.querySelector('article.server[data-id=alpha] .tools-filter'); f.value = ''; f.dispatchEvent(new Event('input')); return true;")
+        .await;
 
     // A tool's flag set from the panel lands in the config and changes what the tool does.
     d.select(
