@@ -1,5 +1,8 @@
 // The approval modal: one held call at a time, oldest first, with everything needed to decide.
-// Deny has the focus; Esc denies; the countdown shows when the call is denied on its own.
+// Deny has the focus; Esc denies; the countdown shows when the call is denied on its own. The
+// calls waiting behind it are listed with their arguments, and can be answered together: all of
+// the same tool allowed once each, all from one client denied, or all denied. Calls nobody
+// answered in time are counted in a lasting note (with the way to Activity), not a toast.
 
 import * as api from './api.js';
 import { $, el, toast } from './dom.js';
@@ -9,6 +12,8 @@ let shownId = null;
 let timer = null;
 
 const dialog = () => $('#approval-dialog');
+// Calls denied because nobody answered in time, since the person last looked.
+let away = 0;
 // Requests the person answered here: their outcome is no news to them (no toast).
 const answeredHere = new Set();
 
@@ -22,12 +27,26 @@ export function init() {
     queue = queue.filter((r) => r.id !== id);
     // A trace of what happened without the person (a timeout, an answer from elsewhere).
     const mine = answeredHere.delete(id);
-    if (req && !mine && outcome !== 'allowed' && outcome !== 'withdrawn') {
-      toast(`${req.exposed}: ${outcome === 'timed_out' ? 'nobody answered in time, denied' : 'denied'}`);
+    if (req && !mine && outcome === 'timed_out') {
+      away += 1;
+      showAway();
+    } else if (req && !mine && outcome !== 'allowed' && outcome !== 'withdrawn') {
+      toast(`${req.exposed}: denied`);
     }
     update();
   });
-  $('#approval-deny-all').addEventListener('click', denyAll);
+  $('#approval-deny-all').addEventListener('click', () => answerAll(queue, 'deny'));
+  $('#approval-allow-like').addEventListener('click', () => answerAll(likeFront(), 'once'));
+  $('#approval-deny-from').addEventListener('click', () => answerAll(fromFront(), 'deny'));
+  $('#away-note').addEventListener('click', () => {
+    away = 0;
+    showAway();
+    // Activity, showing what nobody answered.
+    document.querySelector('.nav[data-view=activity]')?.click();
+    const filter = $('#activity-decision');
+    filter.value = 'timed_out';
+    filter.dispatchEvent(new Event('change'));
+  });
   const d = dialog();
   // Esc (the dialog's cancel) means deny, never "dismiss and leave the call hanging".
   d.addEventListener('cancel', (e) => { e.preventDefault(); answer('deny'); });
@@ -134,33 +153,73 @@ function fill(req) {
   timer = setInterval(tick, 500);
 }
 
-/** The other waiting calls (client, tool, time left each), below the one being decided. */
+/** A client as the person knows it: its name and the profile of its token. */
+const clientOf = (r) => `${r.client.name || 'an unnamed client'}${r.client.profile ? ` (${r.client.profile})` : ''}`;
+
+/** The waiting calls to the same tool of the same server as the one shown (it included). */
+const likeFront = () => queue.filter((r) => queue[0] && r.server === queue[0].server && r.tool === queue[0].tool);
+
+/** The waiting calls from the same client as the one shown (it included). */
+const fromFront = () => queue.filter((r) => queue[0] && clientOf(r) === clientOf(queue[0]));
+
+/** Arguments in one short line, for a waiting call's entry. */
+function argsLine(r) {
+  const text = JSON.stringify(r.arguments ?? {});
+  return text.length > 120 ? `${text.slice(0, 119)}…` : text;
+}
+
+/** The other waiting calls (client, tool, arguments, time left each), below the one being
+ * decided, and the ways to answer several at once. */
 function renderOthers() {
   const others = queue.slice(1);
   $('#approval-others').hidden = others.length === 0;
   $('#approval-deny-all').textContent = `Deny all ${queue.length}`;
+  const like = likeFront();
+  const allow = $('#approval-allow-like');
+  allow.hidden = like.length < 2;
+  allow.textContent = `Allow all ${like.length} like this, once each`;
+  const from = fromFront();
+  const deny = $('#approval-deny-from');
+  deny.hidden = from.length < 2 || from.length === queue.length;
+  deny.textContent = `Deny all ${from.length} from ${queue[0] ? clientOf(queue[0]) : ''}`;
   $('#approval-waiting').replaceChildren(...others.map((r) => {
     const left = Math.max(0, Math.round((r.expires_at - Date.now()) / 1000));
     return el('li', { dataset: { id: r.id } },
-      el('code', { text: r.exposed }), ` from ${r.client.name || 'an unnamed client'} — ${left} s left`);
+      el('code', { text: r.exposed }), ` from ${clientOf(r)} — ${left} s left`,
+      el('code', { class: 'waiting-args', text: argsLine(r) }));
   }));
 }
 
-/** Denies every waiting call, after asking. */
-async function denyAll() {
-  const all = [...queue];
+/** Answers several waiting calls the same way, after asking. */
+async function answerAll(calls, decision) {
+  const all = [...calls];
   if (!all.length) return;
-  if (!await api.confirm(`Deny all ${all.length} waiting calls? None of them will run.`, 'Deny all', 'Deny all')) return;
+  const allow = decision !== 'deny';
+  const question = allow
+    ? `Allow all ${all.length} calls to ${all[0].exposed}, once each? Each runs with its own arguments.`
+    : `Deny all ${all.length} ${all.length === queue.length ? 'waiting calls' : `calls from ${clientOf(all[0])}`}? None of them will run.`;
+  const verb = allow ? 'Allow all' : 'Deny all';
+  if (!await api.confirm(question, verb, verb)) return;
   for (const r of all) {
     answeredHere.add(r.id);
     try {
-      await api.answerApproval(r.id, 'deny');
+      await api.answerApproval(r.id, decision);
     } catch { /* answered elsewhere, withdrawn or timed out meanwhile */ }
   }
   queue = queue.filter((r) => !all.some((a) => a.id === r.id));
   shownId = null;
-  toast(`Denied ${all.length} call${all.length === 1 ? '' : 's'}`);
+  toast(`${allow ? 'Allowed' : 'Denied'} ${all.length} call${all.length === 1 ? '' : 's'}`);
   update();
+}
+
+/** The lasting note of calls nobody answered in time (until the person looks at them). */
+function showAway() {
+  const note = $('#away-note');
+  note.hidden = away === 0;
+  note.textContent = away === 1
+    ? '1 call was denied while you were away'
+    : `${away} calls were denied while you were away`;
+  note.title = 'Nobody answered in time. Show them in Activity';
 }
 
 async function answer(decision) {

@@ -95,24 +95,80 @@ async fn approval_modal_allows_denies_and_remembers() {
     assert!(text_of(&out, "files__touch").contains("denied"), "{out}");
     assert!(!target(3).exists());
 
-    // 3b. Two waiting: the modal lists the other one; Deny all (confirmed) denies both.
+    // 3b. Two waiting for the same tool: the modal lists the other one with its arguments, and
+    // "Allow all like this" (confirmed) runs both, once each.
     let c7 = call(7);
     d.wait_js("the modal for call 7", &modal_for(7)).await;
     let c8 = call(8);
+    let eight = target(8).to_string_lossy().into_owned();
     d.wait_js(
-        "the second call listed as also waiting",
-        "const o = document.getElementById('approval-others');
-         return !o.hidden && document.querySelectorAll('#approval-waiting li').length === 1
-                && document.getElementById('approval-waiting').textContent.includes('files__touch')
-                && document.getElementById('approval-waiting').textContent.includes('s left');",
+        "the second call listed as also waiting, with its arguments",
+        &format!(
+            "const o = document.getElementById('approval-others');
+             const w = document.getElementById('approval-waiting');
+             return !o.hidden && w.querySelectorAll('li').length === 1 && w.textContent.includes('files__touch')
+                    && w.textContent.includes('s left') && w.querySelector('.waiting-args').textContent.includes({eight:?})
+                    && !document.getElementById('approval-allow-like').hidden;"
+        ),
     )
     .await;
     d.shot("approval-queue").await;
+    d.click("#approval-allow-like").await;
+    d.answer_native_dialog("Allow all", "Return").await;
+    assert!(!is_error(&c7.finish(), "files__touch"));
+    assert!(!is_error(&c8.finish(), "files__touch"));
+    assert!(target(7).exists() && target(8).exists());
+
+    // 3c. Two from this client and one from another (the real Inspector CLI): "Deny all from"
+    // this client denies its two only; the other is then decided on its own.
+    let c11 = call(11);
+    d.wait_js("the modal for call 11", &modal_for(11)).await;
+    let c12 = call(12);
+    let mut other = inspector_call(&d, &target(13));
+    d.wait_js(
+        "three waiting, two of them from this client",
+        "const b = document.getElementById('approval-deny-from');
+         return document.querySelectorAll('#approval-waiting li').length === 2 && !b.hidden
+                && b.textContent.startsWith('Deny all 2 from ');",
+    )
+    .await;
+    d.click("#approval-deny-from").await;
+    d.answer_native_dialog("Deny all", "Return").await;
+    assert!(is_error(&c11.finish(), "files__touch"));
+    assert!(is_error(&c12.finish(), "files__touch"));
+    let inspected = target(13).to_string_lossy().into_owned();
+    d.wait_js(
+        "the Inspector's call shown on its own",
+        &format!(
+            "const d = document.getElementById('approval-dialog');
+             return d.open && document.getElementById('approval-client').textContent.startsWith('inspector-cli')
+                    && document.getElementById('approval-arguments').textContent.includes({inspected:?});"
+        ),
+    )
+    .await;
+    d.click("#approval-deny").await;
+    let _ = other.wait();
+    assert!(!target(11).exists() && !target(12).exists() && !target(13).exists());
+    d.wait_js(
+        "the modal closed",
+        "return !document.getElementById('approval-dialog').open;",
+    )
+    .await;
+
+    // 3d. Deny all (confirmed) denies every waiting call.
+    let c9 = call(9);
+    d.wait_js("the modal for call 9", &modal_for(9)).await;
+    let c10 = call(10);
+    d.wait_js(
+        "the second call listed",
+        "return document.querySelectorAll('#approval-waiting li').length === 1;",
+    )
+    .await;
     d.click("#approval-deny-all").await;
     d.answer_native_dialog("Deny all", "Return").await;
-    assert!(is_error(&c7.finish(), "files__touch"));
-    assert!(is_error(&c8.finish(), "files__touch"));
-    assert!(!target(7).exists() && !target(8).exists());
+    assert!(is_error(&c9.finish(), "files__touch"));
+    assert!(is_error(&c10.finish(), "files__touch"));
+    assert!(!target(9).exists() && !target(10).exists());
     d.wait_js(
         "the modal closed",
         "return !document.getElementById('approval-dialog').open;",
@@ -414,24 +470,7 @@ async fn the_modal_and_settings_name_a_client_that_gives_up_sooner() {
     )
     .await;
     let target = d.dir.path().join("inspected");
-    let inspector = peers_dir().join("clients/node_modules/.bin/mcp-inspector");
-    let mut call = std::process::Command::new(inspector)
-        .args(["--cli", &bin("gatehouse").to_string_lossy(), "--control"])
-        .arg(d.dir.path().join("control.sock"))
-        .args([
-            "connect",
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "files__touch",
-            "--tool-arg",
-        ])
-        .arg(format!("path={}", target.to_string_lossy()))
-        .env("HOME", d.dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("the Inspector CLI (make peers installs it)");
+    let mut call = inspector_call(&d, &target);
     let said = d
         .wait_js(
             "the modal naming the client's patience",
@@ -461,4 +500,64 @@ async fn the_modal_and_settings_name_a_client_that_gives_up_sooner() {
             .starts_with("inspector-cli (profile default) gives up after 60 s"),
         "{note}"
     );
+
+    // A call nobody answers in time is counted in a note that stays, not a passing toast; the
+    // note leads to Activity showing what timed out.
+    d.js("const f = document.querySelector('#settings-form').elements; f.approval_timeout_secs.value = '2'; return true;")
+        .await;
+    d.click("#settings-save").await;
+    d.wait_js(
+        "the 2 s timeout saved",
+        "return document.querySelector('#settings-form').elements.approval_timeout_secs.value === '2';",
+    )
+    .await;
+    let late = d.client_call(
+        json!([["files__touch", { "path": d.dir.path().join("late").to_string_lossy() }]]),
+    );
+    assert!(
+        is_error(&late.finish(), "files__touch"),
+        "denied when nobody answered"
+    );
+    d.wait_js(
+        "the lasting note",
+        "const n = document.getElementById('away-note');
+         return !n.hidden && n.textContent === '1 call was denied while you were away';",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let still = d
+        .js("return !document.getElementById('away-note').hidden;")
+        .await;
+    assert_eq!(still, json!(true), "the note outlasts a toast");
+    d.click("#away-note").await;
+    d.wait_js(
+        "Activity showing the timed-out call",
+        "return document.getElementById('activity-decision').value === 'timed_out'
+                && !!document.querySelector('#view-activity tr.decision-timed_out')
+                && document.getElementById('away-note').hidden;",
+    )
+    .await;
+}
+
+/// The real MCP Inspector CLI calling `files__touch` on `path` through `gatehouse connect` to
+/// the app's hub (its client name is `inspector-cli`).
+fn inspector_call(d: &Desktop, path: &std::path::Path) -> std::process::Child {
+    let inspector = peers_dir().join("clients/node_modules/.bin/mcp-inspector");
+    std::process::Command::new(inspector)
+        .args(["--cli", &bin("gatehouse").to_string_lossy(), "--control"])
+        .arg(d.dir.path().join("control.sock"))
+        .args([
+            "connect",
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "files__touch",
+            "--tool-arg",
+        ])
+        .arg(format!("path={}", path.to_string_lossy()))
+        .env("HOME", d.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the Inspector CLI (make peers installs it)")
 }
