@@ -70,7 +70,15 @@ function fill(s) {
   f.approval_timeout_secs.value = s.approval_timeout_secs;
   patience(s.approval_timeout_secs);
   f.listen.value = s.listen;
-  $('#settings-running').textContent = s.running_url ? `Listening now on ${s.running_url}.` : '';
+  // Where it listens now, and why that may not be the address above: a --listen given at start
+  // wins for this run; an address saved here is used from the next start.
+  let running = s.running_url ? `Listening now on ${s.running_url}` : '';
+  if (s.running_url && s.listen_override) {
+    running += ` — given with --listen when Gatehouse started, which overrides the address above for this run.`;
+  } else if (s.running_url && !s.running_url.includes(`//${s.listen}/`)) {
+    running += ` — the address above is used from the next start.`;
+  } else if (running) running += '.';
+  $('#settings-running').textContent = running;
 }
 
 export async function shown() {

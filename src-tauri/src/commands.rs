@@ -371,6 +371,9 @@ pub struct Settings {
     listen: String,
     /// The address the running gateway listens on.
     running_url: Option<String>,
+    /// The address given with `--listen` when the app started, which overrides the config's
+    /// for this run.
+    listen_override: Option<String>,
 }
 
 #[tauri::command]
@@ -381,6 +384,10 @@ pub fn settings(state: AppStateRef<'_>) -> CommandResult<Settings> {
         approval_timeout_secs: config.approval.timeout_secs,
         listen: config.gateway.listen.to_string(),
         running_url: state.gateway_info().map(|i| i.url),
+        listen_override: match &state.opts.endpoint {
+            gatehouse::service::Endpoint::Http { listen: Some(a) } => Some(a.to_string()),
+            _ => None,
+        },
     })
 }
 

@@ -338,3 +338,33 @@ async fn a_server_is_found_in_the_registry_and_added_pinned() {
     let _ = registry.kill();
     let _ = registry.wait();
 }
+
+/// Settings says where the gateway listens now and why that is not the address in the config
+/// when the app was started with `--listen`.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn settings_says_when_listen_is_overridden() {
+    let _serial = lock().await;
+    let port = free_port();
+    let d = Desktop::launch_full(
+        json!({}),
+        |_| {},
+        &["--listen".into(), format!("127.0.0.1:{port}")],
+    )
+    .await;
+    d.view("settings").await;
+    let said = d
+        .wait_js(
+            "where it listens, and why",
+            "const t = document.getElementById('settings-running').textContent;
+             return t.length ? t : null;",
+        )
+        .await;
+    assert_eq!(
+        said,
+        json!(format!(
+            "Listening now on http://127.0.0.1:{port}/mcp — given with --listen when Gatehouse started, which overrides the address above for this run."
+        ))
+    );
+    d.quit().await;
+}

@@ -81,6 +81,15 @@ impl Desktop {
     /// Like `launch`; `prepare` may put files in the test dir (e.g. a client's config under a
     /// private HOME) before the app starts. The app's HOME is the test dir.
     pub async fn launch_with(servers: Value, prepare: impl FnOnce(&Path)) -> Desktop {
+        Self::launch_full(servers, prepare, &[]).await
+    }
+
+    /// Like `launch_with`, the app started with `args` on its command line.
+    pub async fn launch_full(
+        servers: Value,
+        prepare: impl FnOnce(&Path),
+        args: &[String],
+    ) -> Desktop {
         let dir = tempfile::tempdir().expect("tempdir");
         prepare(dir.path());
         let config_path = dir.path().join("gatehouse.json");
@@ -125,7 +134,7 @@ impl Desktop {
         caps.insert("browserName".into(), json!("wry"));
         caps.insert(
             "tauri:options".into(),
-            json!({ "application": bin("gatehouse-app").to_string_lossy() }),
+            json!({ "application": bin("gatehouse-app").to_string_lossy(), "args": args }),
         );
         let webdriver = format!("http://127.0.0.1:{driver_port}");
         let deadline = Instant::now() + Duration::from_secs(30);
