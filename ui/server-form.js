@@ -342,8 +342,11 @@ export async function openForm(id) {
     f.enabled.checked = baseEntry.enabled !== false;
   }
   syncKind();
-  $('#server-dialog').showModal();
-  form.elements.id.focus();
+  const dialog = $('#server-dialog');
+  dialog.showModal();
+  // Opened at its top, the title in view (focusing the first field never scrolls it away).
+  form.elements.id.focus({ preventScroll: true });
+  dialog.scrollTop = 0;
 }
 
 async function removeCurrent() {

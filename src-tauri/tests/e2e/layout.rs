@@ -97,6 +97,19 @@ async fn the_window_fits_at_800_by_600() {
         .await;
     assert_eq!(dialog, json!({ "save": true, "title": true }), "{dialog}");
     d.shot("add-server-800x600").await;
+    // Scrolled to its end, the dialog still shows its title (a fixed header) and its actions.
+    let sticky = d
+        .js("const d = document.getElementById('server-dialog');
+             const scrolls = d.scrollHeight > d.clientHeight + 20;
+             d.scrollTop = d.scrollHeight;
+             const box = d.getBoundingClientRect();
+             const t = document.getElementById('server-dialog-title').getBoundingClientRect();
+             const s = document.getElementById('server-save').getBoundingClientRect();
+             const seen = t.top >= box.top - 0.5 && t.bottom <= box.bottom && s.bottom <= box.bottom + 0.5;
+             d.scrollTop = 0;
+             return { scrolls, seen };")
+        .await;
+    assert_eq!(sticky, json!({ "scrolls": true, "seen": true }), "{sticky}");
     d.click("#server-cancel").await;
     // Every view: nothing clipped at the right edge (main hides what overflows sideways, so
     // a control past its edge would be cut off, as Activity's export buttons once were).
