@@ -48,6 +48,13 @@ struct Args {
     hidden: bool,
 }
 
+/// What is remembered of the window: size, place, maximised (not whether it is shown: the app
+/// decides that, from `--hidden` and the tray).
+const WINDOW_STATE: tauri_plugin_window_state::StateFlags =
+    tauri_plugin_window_state::StateFlags::SIZE
+        .union(tauri_plugin_window_state::StateFlags::POSITION)
+        .union(tauri_plugin_window_state::StateFlags::MAXIMIZED);
+
 /// Runs the app until it quits.
 pub fn run() -> std::process::ExitCode {
     let args = Args::parse();
@@ -84,6 +91,21 @@ pub fn run() -> std::process::ExitCode {
         }))
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
+        // The window's size and place (and whether maximised) come back where the person left
+        // them — kept at exit and whenever the window closes to the tray.
+        .plugin(
+            tauri_plugin_window_state::Builder::default()
+                .with_state_flags(WINDOW_STATE)
+                .build(),
+        )
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::Destroyed = event {
+                use tauri_plugin_window_state::AppHandleExt;
+                if let Err(e) = window.app_handle().save_window_state(WINDOW_STATE) {
+                    tracing::debug!(error = %e, "cannot keep the window's size and place");
+                }
+            }
+        })
         .plugin(tauri_plugin_autostart::init(
             tauri_plugin_autostart::MacosLauncher::LaunchAgent,
             Some(vec!["--hidden"]),

@@ -336,6 +336,13 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         !descendants_named(app, "WebKitWebProces").is_empty(),
         "the shown window has its web process"
     );
+    // The person sizes the window; closed to the tray, its size is kept (on disk, for the
+    // next start too), and the window that opens again has it.
+    d.client
+        .set_window_size(900, 640)
+        .await
+        .expect("resize the window");
+    tokio::time::sleep(Duration::from_millis(500)).await;
 
     d.close_window();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -395,6 +402,21 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         "return document.getElementById('approval-dialog').open;",
     )
     .await;
+    let (w, h) = d.client.get_window_size().await.expect("the window's size");
+    assert!(
+        w.abs_diff(900) <= 40 && h.abs_diff(640) <= 60,
+        "the window came back at {w}×{h}, not the 900×640 it was given"
+    );
+    let kept: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            d.dir
+                .path()
+                .join(".config/dev.gatehouse.app/.window-state.json"),
+        )
+        .expect("the window's state kept on disk when it closed"),
+    )
+    .expect("json");
+    assert_eq!(kept["main"]["width"], json!(w), "{kept}");
     let _ = monitor.kill();
     let seen = monitor.wait_with_output().expect("dbus-monitor output");
     let seen = String::from_utf8_lossy(&seen.stdout);
