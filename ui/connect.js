@@ -130,14 +130,17 @@ export async function shown() {
     return;
   }
   $('#gateway-url').textContent = info.url;
-  const list = $('#connected-list');
-  list.replaceChildren(...(info.connected.length
-    ? info.connected.map((c) => el('li', {
-      text: `${c.name}${c.version ? ` ${c.version}` : ''} — profile ${c.profile}`
-        + `${c.protocol ? `, protocol ${c.protocol}` : ''}`
-        + ` — ${c.open ? 'connected' : 'left'}, last seen ${Math.max(0, Math.round((Date.now() - c.last_seen_ms) / 1000))} s ago`,
-    }))
-    : [el('li', { class: 'hint', text: 'No client has used Gatehouse in the last 5 minutes.' })]));
+  renderConnected(info.connected);
+  // While shown: "last seen" ticks every second, and who is connected is asked again every 5 s.
+  clearInterval(ticker);
+  let ticks = 0;
+  ticker = setInterval(async () => {
+    ticks += 1;
+    if (ticks % 5 === 0 && !document.hidden) {
+      try { renderConnected((await api.connectInfo(profile)).connected); } catch { /* said on the next full load */ }
+    }
+    tickSeen();
+  }, 1000);
   $('#client-snippets').replaceChildren(...info.clients.map((c) => {
     const card = el('div', { class: 'card snippet', dataset: { client: c.id } },
       el('h2', { text: c.label }),
@@ -165,4 +168,34 @@ export async function shown() {
   }));
 }
 
-export function hidden() {}
+export function hidden() {
+  clearInterval(ticker);
+  ticker = null;
+}
+
+let ticker = null;
+
+/** How long ago, in words that stay honest as time passes. */
+function ago(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 2) return 'just now';
+  if (s < 120) return `${s} s ago`;
+  return `${Math.round(s / 60)} min ago`;
+}
+
+/** The clients seen in the last 5 minutes, each with when it was last seen (kept ticking). */
+function renderConnected(connected) {
+  $('#connected-list').replaceChildren(...(connected.length
+    ? connected.map((c) => el('li', { dataset: { seen: c.last_seen_ms } },
+      `${c.name}${c.version ? ` ${c.version}` : ''} — profile ${c.profile}`
+        + `${c.protocol ? `, protocol ${c.protocol}` : ''}`
+        + ` — ${c.open ? 'connected' : 'left'}, last seen `,
+      el('span', { class: 'seen', text: ago(c.last_seen_ms) })))
+    : [el('li', { class: 'hint', text: 'No client has used Gatehouse in the last 5 minutes.' })]));
+}
+
+function tickSeen() {
+  for (const li of document.querySelectorAll('#connected-list li[data-seen]')) {
+    li.querySelector('.seen').textContent = ago(Number(li.dataset.seen));
+  }
+}

@@ -296,5 +296,17 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
         )
         .await;
     assert_eq!(seen, json!(true));
+    // "Last seen" keeps ticking while the view is open.
+    let first = d
+        .js("return document.querySelector('#connected-list li[data-seen] .seen').textContent;")
+        .await;
+    d.wait_js(
+        "last seen ticking",
+        &format!(
+            "const t = document.querySelector('#connected-list li[data-seen] .seen')?.textContent;
+             return !!t && t !== {first} && t.endsWith(' s ago');"
+        ),
+    )
+    .await;
     d.quit().await;
 }
