@@ -2,6 +2,7 @@
 // (with their approval flags) and a live log tail. The add/edit/remove form is server-form.js.
 
 import * as api from './api.js';
+import { menuButton } from './menu.js';
 import { $, el, duration, clock, toast, viewError } from './dom.js';
 import { initForm, openForm } from './server-form.js';
 import { initRegistry } from './registry.js';
@@ -103,22 +104,29 @@ function upsert(s) {
 function buildRow(id) {
   const node = el('article', { class: 'server', dataset: { id } },
     el('header', { class: 'server-head' },
-      el('button', { type: 'button', class: 'expand', 'aria-expanded': 'false', 'aria-label': `Show tools and log of ${id}` }, '▸'),
-      el('span', { class: 'name', text: id }),
-      el('span', { class: 'display-name' }),
-      el('span', { class: 'badge' }),
-      el('span', { class: 'shield', hidden: true }),
+      // Reached from the keyboard through the menu ("Show tools and log"): a row is two Tab stops.
+      el('button', { type: 'button', class: 'expand', tabindex: '-1', 'aria-expanded': 'false', 'aria-label': `Show tools and log of ${id}` }, '▸'),
+      el('span', { class: 'title' },
+        el('span', { class: 'name', text: id }),
+        el('span', { class: 'display-name' }),
+        el('span', { class: 'badge' }),
+        el('span', { class: 'shield', hidden: true })),
       el('span', { class: 'meta' },
         el('span', { class: 'pid' }), el('span', { class: 'uptime' }),
         el('span', { class: 'restarts' }), el('span', { class: 'tools-count' })),
+      // One action that fits the state (Start, Restart or Sign in), and a menu for the rest.
       el('span', { class: 'actions' },
-        el('button', { type: 'button', class: 'primary', dataset: { act: 'sign-in' }, hidden: true }, 'Sign in'),
-        el('button', { type: 'button', dataset: { act: 'start' } }, 'Start'),
-        el('button', { type: 'button', dataset: { act: 'stop' } }, 'Stop'),
-        el('button', { type: 'button', dataset: { act: 'restart' } }, 'Restart'),
-        el('button', { type: 'button', dataset: { act: 'edit' } }, 'Edit'),
-        el('label', { class: 'toggle', title: 'Enabled: starts with Gatehouse (kept in the config)' },
-          el('input', { type: 'checkbox', class: 'enabled-toggle', 'aria-label': `${id} enabled` }), ' On'))),
+        el('button', { type: 'button', class: 'primary-act' }, 'Start'),
+        menuButton(`More actions for ${id}`, [
+          el('button', { type: 'button', dataset: { act: 'start' } }, 'Start'),
+          el('button', { type: 'button', dataset: { act: 'stop' } }, 'Stop'),
+          el('button', { type: 'button', dataset: { act: 'restart' } }, 'Restart'),
+          el('button', { type: 'button', dataset: { act: 'sign-in' } }, 'Sign in'),
+          el('button', { type: 'button', dataset: { act: 'edit' } }, 'Edit…'),
+          el('button', { type: 'button', dataset: { act: 'disable' } }, 'Turn off (stays stopped)'),
+          el('button', { type: 'button', dataset: { act: 'enable' } }, 'Turn on (starts with Gatehouse)'),
+          el('button', { type: 'button', dataset: { act: 'expand' } }, 'Show tools and log'),
+        ], (item) => action(id, item.dataset.act, item.closest('.actions').querySelector('.primary-act'))))),
     el('p', { class: 'recovered hint', hidden: true }),
     el('code', { class: 'target' }),
     el('p', { class: 'last-error', hidden: true }),
@@ -134,25 +142,9 @@ function buildRow(id) {
       el('h3', {}, 'Log'),
       el('pre', { class: 'log', tabindex: '0', 'aria-label': `Log of ${id}` })));
   node.querySelector('.expand').addEventListener('click', () => toggle(id));
-  node.querySelector('.enabled-toggle').addEventListener('change', async (e) => {
-    const on = e.target.checked;
-    e.target.disabled = true;
-    try {
-      await api.setServerEnabled(id, on);
-      toast(on ? `${id} is enabled and starting` : `${id} is disabled and stopped (kept in the config)`);
-    } catch (x) {
-      e.target.checked = !on;
-      toast(api.errorText(x), 'error');
-    } finally {
-      e.target.disabled = false;
-    }
-  });
+  node.querySelector('.primary-act').addEventListener('click', (e) => action(id, e.target.dataset.act, e.target));
   node.querySelector('.refresh-tools').addEventListener('click', (e) => refreshTools(id, e.target));
   node.querySelector('.tools-filter').addEventListener('input', (e) => filterTools(node, e.target.value));
-  node.querySelector('.actions').addEventListener('click', (e) => {
-    const act = e.target.closest('button')?.dataset.act;
-    if (act) action(id, act, e.target);
-  });
   return node;
 }
 
@@ -189,9 +181,9 @@ function render(row) {
   const err = n.querySelector('.last-error');
   const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
   err.hidden = !showErr && !(s.state === 'failed');
-  n.querySelector('[data-act=sign-in]').hidden = s.state !== 'needs_sign_in';
+
   err.textContent = s.last_error || '';
-  n.querySelector('.enabled-toggle').checked = !!s.enabled;
+
   // A crash the server recovered from stays visible for this run.
   const rec = n.querySelector('.recovered');
   // Shown for 15 minutes after the failure, then the row is quiet again (the log keeps it).
@@ -204,10 +196,28 @@ function render(row) {
   warnings.hidden = list.length === 0;
   warnings.replaceChildren(...list.map((w) => el('li', { text: w })));
   n.querySelector('.display-name').textContent = s.name ? s.name : '';
+  // The one action that fits: Sign in when it waits for one, Restart while it runs (or tries
+  // to), Start otherwise. The menu holds the rest, each shown only where it applies.
   const running = s.state === 'running' || s.state === 'starting' || s.state === 'restarting';
-  n.querySelector('[data-act=start]').disabled = running;
-  n.querySelector('[data-act=stop]').disabled = s.state === 'stopped';
-  n.querySelector('[data-act=restart]').disabled = !s.enabled && s.state === 'stopped';
+  const primary = s.state === 'needs_sign_in' ? 'sign-in' : running ? 'restart' : 'start';
+  const main = n.querySelector('.primary-act');
+  // Left alone while a sign-in waits for the browser (it says so on the button).
+  if (!main.dataset.busy) {
+    main.dataset.act = primary;
+    main.textContent = { 'sign-in': 'Sign in', restart: 'Restart', start: 'Start' }[primary];
+    main.classList.toggle('primary', primary === 'sign-in');
+    main.setAttribute('aria-label', `${main.textContent} ${s.id}`);
+    main.disabled = false;
+  }
+  const item = (act) => n.querySelector(`.menu [data-act=${act}]`);
+  item('start').hidden = primary === 'start' || running;
+  item('stop').hidden = s.state === 'stopped';
+  item('restart').hidden = primary === 'restart' || (!s.enabled && s.state === 'stopped');
+  item('sign-in').hidden = primary === 'sign-in' || s.state !== 'needs_sign_in';
+  item('disable').hidden = !s.enabled;
+  item('enable').hidden = !!s.enabled;
+  item('expand').textContent = row.expanded ? 'Hide tools and log' : 'Show tools and log';
+  n.dataset.enabled = s.enabled ? 'true' : 'false';
   tickUptime(row);
 }
 
@@ -223,7 +233,9 @@ function tickUptimes() {
 
 async function action(id, act, button) {
   if (act === 'edit') { openForm(id); return; }
+  if (act === 'expand') { toggle(id); return; }
   if (act === 'sign-in') { signIn(id, button); return; }
+  if (act === 'enable' || act === 'disable') { setEnabled(id, act === 'enable'); return; }
   button.disabled = true;
   if (act === 'start' && rows.get(id)?.status.state === 'failed') toast(`Starting ${id} again…`);
   try {
@@ -238,8 +250,19 @@ async function action(id, act, button) {
   }
 }
 
+/** Turns a server on (it starts, and starts with Gatehouse) or off (stopped, kept in the config). */
+async function setEnabled(id, on) {
+  try {
+    await api.setServerEnabled(id, on);
+    toast(on ? `${id} is enabled and starting` : `${id} is disabled and stopped (kept in the config)`);
+  } catch (x) {
+    toast(api.errorText(x), 'error');
+  }
+}
+
 /** Signs in to a remote server: the browser opens on its authorization page; Gatehouse waits. */
 async function signIn(id, button) {
+  button.dataset.busy = 'sign-in';
   button.disabled = true;
   button.textContent = 'Waiting for the browser…';
   toast(`Opening your browser to sign in to ${id}…`);
@@ -249,8 +272,7 @@ async function signIn(id, button) {
   } catch (e) {
     toast(api.errorText(e), 'error');
   } finally {
-    button.disabled = false;
-    button.textContent = 'Sign in';
+    delete button.dataset.busy;
     const row = rows.get(id);
     if (row) render(row);
   }
@@ -261,6 +283,7 @@ async function toggle(id) {
   if (!row) return;
   row.expanded = !row.expanded;
   row.node.querySelector('.expand').setAttribute('aria-expanded', String(row.expanded));
+  row.node.querySelector('.menu [data-act=expand]').textContent = row.expanded ? 'Hide tools and log' : 'Show tools and log';
   row.node.querySelector('.expand').textContent = row.expanded ? '▾' : '▸';
   row.node.querySelector('.details').hidden = !row.expanded;
   if (row.expanded) {

@@ -215,7 +215,7 @@ async fn a_server_waiting_for_a_sign_in_is_signed_in_from_its_row() {
             .contains("gatehouse auth login web"),
         "{row}"
     );
-    let button = "article.server[data-id=\"web\"] [data-act=sign-in]";
+    let button = "article.server[data-id=\"web\"] .primary-act[data-act=sign-in]";
     let visible = d
         .js(&format!(
             "return !document.querySelector('{button}').hidden;"
@@ -225,12 +225,10 @@ async fn a_server_waiting_for_a_sign_in_is_signed_in_from_its_row() {
     d.click(button).await;
     let row = d.wait_state("web", "running").await;
     assert_eq!(row["tools"], 2, "{row}");
-    let hidden = d
-        .js(&format!(
-            "return document.querySelector('{button}').hidden;"
-        ))
+    let gone = d
+        .js(&format!("return !document.querySelector('{button}');"))
         .await;
-    assert_eq!(hidden, json!(true), "no Sign in button on a running server");
+    assert_eq!(gone, json!(true), "no Sign in action on a running server");
     let (code, out, err) = d.cli(&["auth", "logout", "web"]);
     assert_eq!(code, 0, "{out}{err}");
     d.wait_state("web", "needs_sign_in").await;

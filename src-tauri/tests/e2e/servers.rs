@@ -44,8 +44,7 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     assert_eq!(cli_pid, alpha["pid"].as_str().unwrap_or("-"));
 
     // Restart: a new pid and one more restart.
-    d.click("article.server[data-id=alpha] [data-act=restart]")
-        .await;
+    d.row_action("alpha", "restart").await;
     let old_pid = alpha["pid"].as_str().unwrap_or_default().to_owned();
     d.wait_js(
         "a new pid for alpha",
@@ -63,9 +62,49 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         "{after}"
     );
 
-    // Stop, then Start.
-    d.click("article.server[data-id=beta] [data-act=stop]")
+    // A row is two Tab stops: its one action and its menu; the menu opens from the keyboard on
+    // its first item, the arrows move, and Escape closes it back on its button.
+    d.js("document.querySelector('article.server[data-id=alpha] .primary-act').focus(); return true;")
         .await;
+    d.press_on_focused("\u{E004}").await; // Tab
+    let at = d
+        .js("return document.activeElement.getAttribute('aria-label');")
+        .await;
+    assert_eq!(at, json!("More actions for alpha"));
+    d.press_on_focused("\u{E004}").await;
+    let at = d
+        .js("const a = document.activeElement; return a.classList.contains('primary-act') && a.closest('article').dataset.id;")
+        .await;
+    assert_eq!(
+        at,
+        json!("beta"),
+        "the next Tab stop is the next row's action"
+    );
+    d.js("document.querySelector('article.server[data-id=alpha] .menu-button').focus(); return true;")
+        .await;
+    d.press_on_focused("\u{E007}").await; // Enter
+    let first = d
+        .js("const a = document.activeElement; return a.getAttribute('role') === 'menuitem' && a.textContent;")
+        .await;
+    assert_eq!(
+        first,
+        json!("Stop"),
+        "a running server's menu opens on Stop"
+    );
+    d.press_on_focused("\u{E015}").await; // ArrowDown
+    let next = d.js("return document.activeElement.textContent;").await;
+    assert_eq!(next, json!("Edit…"));
+    d.press_on_focused("\u{E00C}").await; // Escape
+    let back = d
+        .js(
+            "return document.querySelector('article.server[data-id=alpha] .menu').hidden
+                    && document.activeElement.classList.contains('menu-button');",
+        )
+        .await;
+    assert_eq!(back, json!(true));
+
+    // Stop, then Start.
+    d.row_action("beta", "stop").await;
     let stopped = d.wait_state("beta", "stopped").await;
     assert_eq!(stopped["pid"], json!(""), "{stopped}");
     let old: u32 = beta["pid"]
@@ -76,8 +115,7 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         !alive(old),
         "the stopped server's process {old} is still alive"
     );
-    d.click("article.server[data-id=beta] [data-act=start]")
-        .await;
+    d.row_action("beta", "start").await;
     d.wait_state("beta", "running").await;
 
     // A crash shows `restarting`, then `running` again (recorded by an observer on the row).
@@ -126,16 +164,19 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         summary.as_str().unwrap_or("").contains("26 tools exposed"),
         "{summary}"
     );
-    // The enable toggle: off stops the server and keeps `enabled: false` in the config.
-    d.click("article.server[data-id=beta] .enabled-toggle")
-        .await;
+    // Turning it off stops the server and keeps `enabled: false` in the config.
+    d.row_action("beta", "disable").await;
     d.wait_state("beta", "stopped").await;
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
             .expect("json");
     assert_eq!(saved["servers"]["beta"]["enabled"], json!(false), "{saved}");
-    d.click("article.server[data-id=beta] .enabled-toggle")
-        .await;
+    d.wait_js(
+        "beta shown as off",
+        "return document.querySelector('article.server[data-id=beta]').dataset.enabled === 'false';",
+    )
+    .await;
+    d.row_action("beta", "enable").await;
     d.wait_state("beta", "running").await;
 
     // Expanded: the tools with their approval flags and the live log.
@@ -374,8 +415,7 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         .as_str()
         .and_then(|p| p.parse().ok())
         .expect("gamma pid");
-    d.click("article.server[data-id=gamma] [data-act=edit]")
-        .await;
+    d.row_action("gamma", "edit").await;
     d.click("#server-remove").await;
     d.answer_native_dialog("Remove server", "Return").await;
     d.wait_js(

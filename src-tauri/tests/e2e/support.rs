@@ -261,6 +261,25 @@ impl Desktop {
             .unwrap_or_else(|e| panic!("cannot type into {css}: {e}"));
     }
 
+    /// Runs a server row's action as a person would: its one shown action when that is `act`,
+    /// else from the row's menu (opened with its button).
+    pub async fn row_action(&self, id: &str, act: &str) {
+        let primary = format!("article.server[data-id={id}] .primary-act[data-act={act}]");
+        let shown = self
+            .js(&format!("return !!document.querySelector('{primary}');"))
+            .await;
+        if shown == Value::Bool(true) {
+            self.click(&primary).await;
+            return;
+        }
+        self.click(&format!("article.server[data-id={id}] .menu-button"))
+            .await;
+        self.click(&format!(
+            "article.server[data-id={id}] .menu [data-act={act}]"
+        ))
+        .await;
+    }
+
     /// Picks an option of a `<select>` by value, as a person would.
     pub async fn select(&self, css: &str, value: &str) {
         self.client
