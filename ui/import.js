@@ -5,6 +5,8 @@ import * as api from './api.js';
 import { $, el, toast, viewError } from './dom.js';
 
 let otherPath = '';
+// Servers imported from this view in this run, by file and name: shown "Imported ✓".
+const imported = new Set();
 
 export function init() {
   $('#import-rescan').addEventListener('click', () => shown());
@@ -35,26 +37,25 @@ function card(src) {
     box.append(el('p', { class: 'form-error', text: src.error }));
     return box;
   }
-  const rows = src.servers.map((s) => el('tr', { dataset: { name: s.source_name } },
-    el('td', {}, el('input', { type: 'checkbox', checked: !s.skip, disabled: !!s.skip, 'aria-label': `Import ${s.source_name}` })),
-    el('td', {}, el('strong', { text: s.id }), s.id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
-      s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null),
-    el('td', {}, el('code', { text: s.command_line }),
-      s.credentials.length ? el('div', { class: 'warn', text: `Plain-text credential: ${s.credentials.join(', ')}` }) : null,
-      s.skip ? el('div', { class: 'hint', text: s.skip }) : null)));
+  const rows = src.servers.map((s) => row(src, s));
   const table = el('table', { class: 'table' },
     el('thead', {}, el('tr', {}, el('th', {}, ''), el('th', {}, 'Id'), el('th', {}, 'Runs'))),
     el('tbody', {}, ...rows));
   const move = el('input', { type: 'checkbox', checked: true });
   const button = el('button', { type: 'button', class: 'primary' }, 'Import selected');
   button.addEventListener('click', async () => {
-    const names = [...table.querySelectorAll('tbody tr')]
-      .filter((tr) => tr.querySelector('input').checked)
-      .map((tr) => tr.dataset.name);
+    const chosen = [...table.querySelectorAll('tbody tr')]
+      .filter((tr) => tr.querySelector('input[type=checkbox]').checked);
+    const names = chosen.map((tr) => tr.dataset.name);
     if (!names.length) { toast('Nothing selected'); return; }
+    // A server whose id is taken goes in under the id typed beside it.
+    const renames = Object.fromEntries(chosen
+      .filter((tr) => tr.querySelector('.rename'))
+      .map((tr) => [tr.dataset.name, tr.querySelector('.rename').value.trim()]));
     button.disabled = true;
     try {
-      const added = await api.importServers(src.path, names, move.checked);
+      const added = await api.importServers(src.path, names, move.checked, renames);
+      for (const tr of chosen) imported.add(`${src.path}\0${tr.dataset.name}`);
       toast(added.length ? `Imported ${added.join(', ')}` : 'Nothing imported');
       shown();
     } catch (e) {
@@ -72,3 +73,28 @@ function card(src) {
 }
 
 export function hidden() {}
+
+/** One server of a file: what importing it does, said plainly — imported, already here, Gatehouse
+ * itself, an id to choose (typed in place), or why not. */
+function row(src, s) {
+  const done = imported.has(`${src.path}\0${s.source_name}`);
+  const taken = s.state === 'taken' && !done;
+  const blocked = !taken && (!!s.skip || done || s.state === 'here');
+  const box = el('input', { type: 'checkbox', checked: !blocked && !taken, disabled: blocked, 'aria-label': `Import ${s.source_name}` });
+  let status = null;
+  if (done) status = el('div', { class: 'ok-line', text: 'Imported ✓' });
+  else if (s.state === 'here') status = el('div', { class: 'ok-line', text: 'Already here ✓' });
+  else if (s.state === 'itself') status = el('div', { class: 'hint', text: 'Gatehouse itself: not imported (its token is its own)' });
+  else if (taken) {
+    const input = el('input', { class: 'rename', value: `${s.id}-2`, 'aria-label': `New id for ${s.source_name}`, pattern: '[a-z0-9-]{1,32}' });
+    input.addEventListener('input', () => { box.checked = input.value.trim() !== ''; });
+    status = el('label', { class: 'rename-line' }, `The id ${s.id} is taken: import as `, input);
+  } else if (s.skip) status = el('div', { class: 'hint', text: s.skip });
+  return el('tr', { dataset: { name: s.source_name, state: done ? 'imported' : s.state } },
+    el('td', {}, box),
+    el('td', {}, el('strong', { text: s.id }), s.id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
+      s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null),
+    el('td', {}, el('code', { text: s.command_line }),
+      s.credentials.length ? el('div', { class: 'warn', text: `Plain-text credential: ${s.credentials.join(', ')}` }) : null,
+      status));
+}

@@ -20,6 +20,10 @@ pub struct ImportRow {
     scope: String,
     /// Why it cannot be imported as is (the id is taken…), or null.
     skip: Option<String>,
+    /// `here`: the same server is in the config already (imported before); `itself`: the entry
+    /// is Gatehouse (its token is Gatehouse's own, never a leak); `taken`: another server has its
+    /// id (a new one imports it); else "".
+    state: &'static str,
 }
 
 /// Client files found on this machine (or `path`), with what importing each server would do.
@@ -29,6 +33,8 @@ pub fn import_preview(
     path: Option<String>,
 ) -> CommandResult<Vec<ImportSource>> {
     let config = state.hub()?.config();
+    let mut ports = own_port(&state);
+    ports.push(config.gateway.listen.port());
     let sources: Vec<(String, std::path::PathBuf)> = match path.filter(|p| !p.trim().is_empty()) {
         Some(p) => vec![(p.clone(), std::path::PathBuf::from(p))],
         None => ClientKind::ALL
@@ -47,16 +53,37 @@ pub fn import_preview(
                 Ok(c) => (
                     gatehouse::import::plan(&config, c, &Default::default(), &own_port(&state))
                         .into_iter()
-                        .map(|(c, o)| ImportRow {
-                            command_line: c.command_line(),
-                            skip: match o {
-                                gatehouse::import::Outcome::Add => None,
-                                gatehouse::import::Outcome::Skip(why) => Some(why),
-                            },
-                            scope: c.scope,
-                            source_name: c.source_name,
-                            id: c.id,
-                            credentials: c.credentials,
+                        .map(|(c, o)| {
+                            let parsed = gatehouse::config::parse_entry(&c.entry).ok();
+                            let itself = parsed.as_ref().is_some_and(|s| {
+                                gatehouse::config::reaches_gatehouse(&s.transport, &ports).is_some()
+                            });
+                            let existing = config.servers.iter().find(|(k, _)| k.as_str() == c.id);
+                            let here = existing.is_some_and(|(_, e)| {
+                                parsed.as_ref().is_some_and(|p| p.transport == e.transport)
+                            });
+                            let row_state = if itself {
+                                "itself"
+                            } else if here {
+                                "here"
+                            } else if existing.is_some() {
+                                "taken"
+                            } else {
+                                ""
+                            };
+                            ImportRow {
+                                command_line: c.command_line(),
+                                skip: match o {
+                                    gatehouse::import::Outcome::Add => None,
+                                    gatehouse::import::Outcome::Skip(why) => Some(why),
+                                },
+                                scope: c.scope,
+                                source_name: c.source_name,
+                                id: c.id,
+                                // Gatehouse's own entry holds Gatehouse's own token: not a leak.
+                                credentials: if itself { Vec::new() } else { c.credentials },
+                                state: row_state,
+                            }
                         })
                         .collect(),
                     None,
@@ -80,14 +107,16 @@ pub async fn import_servers(
     path: String,
     names: Vec<String>,
     move_secrets: bool,
+    renames: Option<std::collections::BTreeMap<String, String>>,
 ) -> CommandResult<Vec<String>> {
     let hub = state.hub()?;
     let candidates = gatehouse::import::read_source(std::path::Path::new(&path))
         .map_err(CommandError::invalid)?;
+    // A server whose id is taken is imported under the new id the person typed beside it.
     let plan = gatehouse::import::plan(
         &hub.config(),
         candidates,
-        &Default::default(),
+        &renames.unwrap_or_default(),
         &own_port(&state),
     );
     if let Some(config_path) = hub.config_path() {

@@ -109,18 +109,40 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
             .contains("HELPER_API_KEY"),
         "{helper}"
     );
-    let taken = rows.iter().find(|r| r["name"] == "base").expect("base row");
+    // An id that is taken is never imported over: the row offers another id, typed in place.
+    let offered = d
+        .js("const r = document.querySelector('.import-source tr[data-name=base]');
+             const i = r.querySelector('.rename');
+             return { state: r.dataset.state, checked: r.querySelector('input[type=checkbox]').checked, id: i && i.value };")
+        .await;
     assert_eq!(
-        taken["disabled"],
-        json!(true),
-        "an existing id cannot be imported over"
+        offered,
+        json!({ "state": "taken", "checked": false, "id": "base-2" })
     );
+    d.js(
+        "const i = document.querySelector('.import-source tr[data-name=base] .rename');
+          i.value = 'base-copy'; i.dispatchEvent(new Event('input')); return true;",
+    )
+    .await;
     d.shot("import").await;
     d.click(".import-source .import-actions button").await;
+    d.wait_js(
+        "both rows imported",
+        "const s = [...document.querySelectorAll('.import-source tbody tr')].map(r => r.dataset.state);
+         return s.length === 2 && s.every(x => x === 'imported')
+                && document.querySelector('.import-source tr[data-name=Helper]').textContent.includes('Imported ✓');",
+    )
+    .await;
     d.view("servers").await;
     d.wait_state("helper", "running").await;
     let saved = std::fs::read_to_string(&d.config_path).expect("config");
     assert!(saved.contains("\"helper\""), "{saved}");
+    let config: Value = serde_json::from_str(&saved).expect("config json");
+    assert_eq!(
+        config["servers"]["base-copy"]["command"], "taken-id",
+        "imported under the id typed: {saved}"
+    );
+    assert_ne!(config["servers"]["base"]["command"], "taken-id", "{saved}");
     assert!(
         !saved.contains("plain-e2e-key"),
         "the key stayed in plain text: {saved}"
@@ -183,6 +205,22 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
     assert!(
         auth.starts_with("Bearer ") && !auth.contains(TOKEN),
         "{written}"
+    );
+    // Import again: Gatehouse's own entry is Gatehouse itself — its token never flagged as a
+    // plain-text credential — and the servers brought over before say so.
+    d.view("import").await;
+    let again = d
+        .wait_js(
+            "the file as it is now",
+            "const g = document.querySelector('.import-source tr[data-name=gatehouse]');
+             if (!g) return null;
+             return { state: g.dataset.state, warned: !!g.querySelector('.warn'), box: g.querySelector('input[type=checkbox]').disabled,
+                      helper: document.querySelector('.import-source tr[data-name=Helper]').dataset.state };",
+        )
+        .await;
+    assert_eq!(
+        again,
+        json!({ "state": "itself", "warned": false, "box": true, "helper": "imported" })
     );
     d.quit().await;
 }
