@@ -159,14 +159,51 @@ async function splitPasted(form) {
     hint.hidden = false;
     return;
   }
+  // A server's address: a remote server.
+  if (/^https?:\/\/\S+$/i.test(line)) {
+    fillFrom(form, suggestedId([], line), { url: line });
+    const hint = $('#command-split');
+    hint.textContent = 'Filled as a remote server at this address: check the fields, then Save.';
+    hint.hidden = false;
+    return;
+  }
   if (!/\s/.test(line) || f.args.value.trim()) return;
   const words = await api.splitCommand(line);
   if (words.length < 2) return;
   f.command.value = words[0];
   f.args.value = words.slice(1).join('\n');
+  if (!f.id.value.trim()) f.id.value = suggestedId(words, '');
   const hint = $('#command-split');
   hint.textContent = `Split into the program ${words[0]} and ${words.length - 1} argument${words.length === 2 ? '' : 's'}.`;
   hint.hidden = false;
+}
+
+/** An id for a server from what runs it: the package a runner starts (`npx -y
+ * @modelcontextprotocol/server-filesystem` → `filesystem`, `uvx mcp-server-time` → `time`), the
+ * program's own name, or a remote address's host (`https://mcp.example.com/mcp` → `example`). */
+function suggestedId(words, url) {
+  const clean = (t) => t.toLowerCase()
+    .replace(/^@[^/]+\//, '') // @scope/
+    .replace(/@[^@]*$/, '') // @1.2.3
+    .replace(/==.*$/, '') // ==1.2.3
+    .replace(/^(mcp-server-|server-|mcp-)/, '')
+    .replace(/(-mcp-server|-mcp|-server)$/, '')
+    .replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '')
+    .slice(0, 32);
+  if (url) {
+    let host = '';
+    try { host = new URL(url).hostname; } catch { /* not a URL */ }
+    const labels = host.split('.').filter((l) => !['mcp', 'api', 'www'].includes(l));
+    return clean(labels.length > 1 ? labels[labels.length - 2] : (labels[0] ?? ''));
+  }
+  const [program, ...rest] = words;
+  const base = (program ?? '').split('/').pop();
+  if (['npx', 'pnpx', 'bunx', 'uvx', 'pipx'].includes(base) || (base === 'docker' && rest[0] === 'run')) {
+    const pkg = rest.find((w, i) => !w.startsWith('-') && !(base === 'docker' && i === 0));
+    // The package's own name: without its scope or registry path, version or image tag.
+    if (pkg) return clean(pkg.split('/').pop().split(':')[0]);
+  }
+  return clean(base);
 }
 
 /** Starts the form's server on its own (never the running hub's copy) and shows the report. */

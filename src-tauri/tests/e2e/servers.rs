@@ -409,6 +409,37 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         json!(["--tools", "1"]),
         "{saved}"
     );
+    // An address pasted into Command is a remote server; a runner's command line names its id
+    // after the package it starts.
+    d.click("#add-server").await;
+    let filled = |what: &str, text: &str| {
+        format!(
+            "const f = document.querySelector('#server-form').elements;
+             f.id.value = ''; f.args.value = ''; f.command.value = {text:?}; f.command.dispatchEvent(new Event('change'));
+             return true; // {what}"
+        )
+    };
+    d.js(&filled("a URL", "https://mcp.example.com/mcp")).await;
+    d.wait_js(
+        "a remote server at that address",
+        "const f = document.querySelector('#server-form').elements;
+         return f.kind.value === 'remote' && f.url.value === 'https://mcp.example.com/mcp' && f.id.value === 'example';",
+    )
+    .await;
+    d.js("document.querySelector('#server-form').elements.kind.value = 'stdio'; return true;")
+        .await;
+    d.js(&filled(
+        "npx",
+        "npx -y @modelcontextprotocol/server-filesystem /tmp",
+    ))
+    .await;
+    d.wait_js(
+        "the id from the package",
+        "const f = document.querySelector('#server-form').elements;
+         return f.command.value === 'npx' && f.id.value === 'filesystem';",
+    )
+    .await;
+    d.click("#server-cancel").await;
 
     // Remove, confirmed in the native dialog: gone from the panel and the config, process stopped.
     let gamma_pid: u32 = d.row("gamma").await["pid"]
