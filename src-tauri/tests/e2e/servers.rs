@@ -337,6 +337,16 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         report.contains("Server: gatehouse-fixture") && report.contains("envhash (read-only)"),
         "{report}"
     );
+    // Where the eye is: the report sits by the Test button, in view whatever the form's scroll.
+    let by_button = d
+        .js("const dlg = document.getElementById('server-dialog');
+             dlg.scrollTop = 0;
+             const box = dlg.getBoundingClientRect();
+             const r = document.getElementById('server-test-report').getBoundingClientRect();
+             const b = document.getElementById('server-test').getBoundingClientRect();
+             return r.top >= box.top && r.bottom <= box.bottom && r.bottom <= b.top + 1 && b.top - r.bottom < 16;")
+        .await;
+    assert_eq!(by_button, json!(true), "the report by the Test button");
     let saved = std::fs::read_to_string(&d.config_path).expect("config");
     assert!(
         !saved.contains("\"gamma\""),
