@@ -434,6 +434,11 @@ mod tests {
         let raw = format!(
             r#"{{"name":"{name}","inputSchema":{{"type":"object"}},"annotations":{{"readOnlyHint":true}}}}"#
         );
+        definition(raw)
+    }
+
+    /// A tool as a server would list it, from its definition's text.
+    fn definition(raw: String) -> std::sync::Arc<ToolDef> {
         std::sync::Arc::new(
             ToolDef::parse(
                 serde_json::value::RawValue::from_string(raw).unwrap(),
@@ -538,15 +543,10 @@ mod tests {
     }
 
     fn long_tool(name: &str, description: &str) -> std::sync::Arc<ToolDef> {
-        let raw = serde_json::json!({"name": name, "description": description,
-            "inputSchema": {"type": "object"}})
-        .to_string();
-        std::sync::Arc::new(
-            ToolDef::parse(
-                serde_json::value::RawValue::from_string(raw).unwrap(),
-                std::sync::Arc::default(),
-            )
-            .unwrap(),
+        definition(
+            serde_json::json!({"name": name, "description": description,
+                "inputSchema": {"type": "object"}})
+            .to_string(),
         )
     }
 

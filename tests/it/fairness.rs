@@ -62,12 +62,7 @@ async fn idle_sockets_without_a_token_never_lock_out_a_client_with_one() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = json!({"servers": {"a": fixture(&[])}});
     let s = serve_limited(dir.path(), &cfg.to_string(), &["a"], 256).await;
-    let addr = s
-        .info
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let addr = s.addr();
     let idle: Vec<std::net::TcpStream> = (0..80)
         .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
         .collect();
@@ -89,12 +84,7 @@ async fn one_profile_cannot_hold_every_connection_with_its_token() {
     let d = dir.path();
     let cfg = json!({"servers": {"a": fixture(&[])}, "clients": {"cursor": {}}});
     let s = serve_limited(d, &cfg.to_string(), &["a"], 256).await;
-    let addr = s
-        .info
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let addr = s.addr();
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},

@@ -57,10 +57,7 @@ async fn a_hostile_profile_fails_no_call_of_another_and_the_hub_stays_bounded() 
     let s = serve_limited(d, &cfg.to_string(), &["fx"], 1024).await;
     let pid = s.child.id();
     let url = s.info.url.clone();
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let addr = s.addr();
     let good = token_of(d, "good").await;
     let bad = token_of(d, "bad").await;
     let until = Instant::now() + Duration::from_secs(secs);

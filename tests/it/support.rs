@@ -201,6 +201,17 @@ pub struct Served {
     pub info: GatewayInfo,
 }
 
+impl Served {
+    /// The gateway's `HOST:PORT` (for raw sockets).
+    pub fn addr(&self) -> String {
+        self.info
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
