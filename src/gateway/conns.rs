@@ -132,15 +132,16 @@ const HANDOVER: Duration = Duration::from_millis(500);
 /// may go to a newer one: a client's connection is never ended between its first bytes and its
 /// token being read, however fast sockets without a token arrive after it. A socket that has
 /// sent nothing holds its place only until a newcomer needs it — after [`QUIET`].
-pub const GRACE: Duration = Duration::from_secs(1);
+pub const GRACE: Duration = Duration::from_secs(3);
 
 /// How long a new connection keeps its place whatever it sends: its first bytes may still be
-/// unread (its task not yet run on a busy machine).
-pub const QUIET: Duration = Duration::from_millis(250);
+/// unread (its task not yet run on a busy machine — under the load run's attack on two cores,
+/// 250 ms was not always enough, and a client's first request was reset).
+pub const QUIET: Duration = Duration::from_secs(1);
 
 /// How long a newcomer waits for a place when none can be given up yet (connections behind it
 /// wait in the listen backlog meanwhile).
-pub const PLACE_WAIT: Duration = Duration::from_secs(2);
+pub const PLACE_WAIT: Duration = Duration::from_secs(5);
 
 impl Mark {
     /// Whether its place may go to a newcomer: it has shown no token, and it has been quiet
