@@ -266,6 +266,13 @@ async fn a_hostile_profile_fails_no_call_of_another_and_the_hub_stays_bounded() 
         hostile.load(Ordering::Relaxed),
         peak_rss / 1024
     );
+    if failed > 0 {
+        // What the hub said of its connections, to tell a refused newcomer from an ended one.
+        let log = std::fs::read_to_string(&s.log).unwrap_or_default();
+        for line in log.lines().filter(|l| l.contains("connection")).take(20) {
+            eprintln!("hub: {line}");
+        }
+    }
     assert_eq!(failed, 0, "no legitimate call failed");
     assert!(
         calls >= 24 * secs,
