@@ -74,4 +74,5 @@ export const approvalShown = (id) => call('approval_shown', { id });
 
 export const writeClientConfig = (target, profile) => call('write_client_config', { target, profile: profile || null });
 export const importPreview = (path) => call('import_preview', { path: path || null });
+export const importPaste = (text) => call('import_paste', { text });
 export const importServers = (path, names, moveSecrets, renames) => call('import_servers', { path, names, moveSecrets, renames: renames ?? null });

@@ -74,6 +74,14 @@ function card(src) {
 
 export function hidden() {}
 
+/** Shows Import on `path` (a file just made from a pasted snippet): its servers to review. */
+export function reviewFile(path) {
+  otherPath = path;
+  const field = document.querySelector('#import-other [name=path]');
+  if (field) field.value = path;
+  document.querySelector('.nav[data-view=import]')?.click();
+}
+
 /** One server of a file: what importing it does, said plainly — imported, already here, Gatehouse
  * itself, an id to choose (typed in place), or why not. */
 function row(src, s) {

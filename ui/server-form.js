@@ -4,6 +4,7 @@
 
 import * as api from './api.js';
 import { $, el, toast } from './dom.js';
+import { reviewFile } from './import.js';
 
 let editing = null; // original id, or null when adding
 let baseEntry = {};
@@ -23,7 +24,8 @@ export function initForm(onChange) {
     clearErrors(form);
     let entry;
     try {
-      await splitPasted(form);
+      // Several pasted servers went to Import: nothing to save here.
+      if (await splitPasted(form) === 'import') return;
       entry = entryFromForm(form);
     } catch (err) {
       showError(form, err);
@@ -151,7 +153,12 @@ async function splitPasted(form) {
       throw Object.assign(new Error('This looks like JSON but is not a server entry Gatehouse can read: paste one server\'s entry, an "mcpServers" block, or a command line'), { field: 'command' });
     }
     if (found.length > 1) {
-      throw Object.assign(new Error(`This is ${found.length} servers (${found.map(([n]) => n).join(', ')}): save it to a file and bring them in with Import, which reviews each`), { field: 'command' });
+      // Several servers: Import reviews each (the snippet kept as a file of Gatehouse's own).
+      const path = await api.importPaste(line);
+      $('#server-dialog').close();
+      toast(`${found.length} servers pasted (${found.map(([n]) => n).join(', ')}): review them in Import`);
+      reviewFile(path);
+      return 'import';
     }
     const [[name, entry]] = found;
     fillFrom(form, name, entry);

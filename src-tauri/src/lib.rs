@@ -195,6 +195,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::rotate_client_token,
             commands::import::import_preview,
             commands::import::import_servers,
+            commands::import::import_paste,
             ui_timing::ui_painted,
             ui_timing::approval_shown,
         ])

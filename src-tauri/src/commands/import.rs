@@ -138,3 +138,26 @@ pub async fn import_servers(
     let added: Vec<String> = prepared.into_iter().map(|p| p.id).collect();
     Ok(added)
 }
+
+/// The most a pasted snippet may be.
+const MAX_PASTE: usize = 1 << 20;
+
+/// A snippet pasted into the Add form that holds several servers, kept for the Import view to
+/// review like any client's file: `DATA/pasted/pasted.json` (0600 in a 0700 directory; the
+/// previous one replaced). Its path.
+#[tauri::command]
+pub fn import_paste(state: AppStateRef<'_>, text: String) -> CommandResult<String> {
+    if text.len() > MAX_PASTE {
+        return Err(CommandError::invalid(format!(
+            "the pasted text is over {} KiB; save it to a file and name that file in Import",
+            MAX_PASTE >> 10
+        )));
+    }
+    serde_json::from_str::<serde_json::Value>(&text)
+        .map_err(|e| CommandError::invalid(format!("the pasted text is not JSON: {e}")))?;
+    let dir = state.opts.data_dir.join("pasted");
+    gatehouse::private::create_dir(&dir).map_err(CommandError::failed)?;
+    let path = dir.join("pasted.json");
+    gatehouse::config::write_atomic(&path, text.as_bytes()).map_err(CommandError::failed)?;
+    Ok(path.display().to_string())
+}

@@ -377,7 +377,7 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     assert!(said.as_str().unwrap_or("").contains("running"), "{said}");
 
     // What READMEs give: an `mcpServers` snippet pasted into Command fills the form; two
-    // servers are sent to Import instead of becoming a program called `{`.
+    // servers go to Import's review instead of becoming a program called `{`.
     let fixture_bin = bin("gatehouse-fixture").to_string_lossy().into_owned();
     let paste = |snippet: Value| {
         format!(
@@ -392,14 +392,23 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         "two": {"command": fixture_bin, "args": []}
     }})))
     .await;
-    d.click("#server-save").await;
-    let message = d
-        .wait_js("the two-servers error", &field_error("command"))
+    // Two servers: Import reviews them, from a copy of the snippet only the person can read.
+    let listed = d
+        .wait_js(
+            "the pasted servers in Import",
+            "const v = document.getElementById('view-import');
+             const names = [...document.querySelectorAll('.import-source tbody tr')].map(r => r.dataset.name);
+             return !v.hidden && !document.getElementById('server-dialog').open && names.length === 2 && names.join(',');",
+        )
         .await;
-    assert!(
-        message.as_str().unwrap_or("").contains("Import"),
-        "{message}"
-    );
+    assert_eq!(listed, json!("one,two"));
+    let pasted = d.dir.path().join("data/pasted/pasted.json");
+    let mode = std::fs::metadata(&pasted)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+        .expect("the pasted copy");
+    assert_eq!(mode, 0o600);
+    d.view("servers").await;
+    d.click("#add-server").await;
     d.js(&paste(
         json!({"mcpServers": {"delta": {"command": fixture_bin, "args": ["--tools", "1"]}}}),
     ))
