@@ -118,6 +118,10 @@ pub struct ToolInfo {
     pub budget: usize,
 }
 
+/// Per client profile, each canonical tool name and the name that profile was shown.
+pub type ClientNames =
+    std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>;
+
 /// The name prefix under which Gatehouse's own tokens are known to the redactions.
 pub const OWN_TOKEN: &str = "gatehouse-token:";
 const OWN_TOKEN_GATEWAY: &str = "gatehouse-token:gateway";
@@ -262,6 +266,15 @@ impl HubHandle {
     /// Where the gateway keeps the names it gave each client profile (`DATA/names.json`).
     pub fn client_names_path(&self) -> PathBuf {
         self.inner.secret_index.with_file_name("names.json")
+    }
+
+    /// The names the gateway gave each client profile (profile → canonical → shown), as last
+    /// kept in [`HubHandle::client_names_path`]; none when it is missing or unreadable.
+    pub fn client_names(&self) -> ClientNames {
+        crate::client_file::read(&self.client_names_path())
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {

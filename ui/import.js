@@ -74,11 +74,9 @@ function card(src) {
 
 export function hidden() {}
 
-/** Shows Import on `path` (a file just made from a pasted snippet): its servers to review. */
+/** Shows Import on `path` (what the core named a pasted snippet by): its servers to review. */
 export function reviewFile(path) {
   otherPath = path;
-  const field = document.querySelector('#import-other [name=path]');
-  if (field) field.value = path;
   document.querySelector('.nav[data-view=import]')?.click();
 }
 

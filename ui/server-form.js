@@ -153,7 +153,7 @@ async function splitPasted(form) {
       throw Object.assign(new Error('This looks like JSON but is not a server entry Gatehouse can read: paste one server\'s entry, an "mcpServers" block, or a command line'), { field: 'command' });
     }
     if (found.length > 1) {
-      // Several servers: Import reviews each (the snippet kept as a file of Gatehouse's own).
+      // Several servers: Import reviews each (the core keeps the snippet in memory only).
       const path = await api.importPaste(line);
       $('#server-dialog').close();
       toast(`${found.length} servers pasted (${found.map(([n]) => n).join(', ')}): review them in Import`);

@@ -32,6 +32,9 @@ pub struct AppState {
     followers: Mutex<HashMap<u64, CancellationToken>>,
     next_follower: AtomicU64,
     pub quitting: AtomicBool,
+    /// A snippet of several servers pasted into the Add form, kept in memory only (it may hold
+    /// credentials) for the Import view to review. Guards one swap or read.
+    pub pasted: Mutex<Option<String>>,
 }
 
 /// The name of a phase, as the UI branches on it.
@@ -64,6 +67,7 @@ impl AppState {
             followers: Mutex::new(HashMap::new()),
             next_follower: AtomicU64::new(1),
             quitting: AtomicBool::new(false),
+            pasted: Mutex::new(None),
         }
     }
 

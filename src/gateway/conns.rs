@@ -154,10 +154,12 @@ impl Mark {
 }
 
 /// A place for a newcomer: a free one, else the oldest that [`Mark::yields`] (ended for it),
-/// waiting at most [`PLACE_WAIT`] for one; `None` when none came.
+/// waiting at most [`PLACE_WAIT`] for one — less when the gateway shuts down; `None` when none
+/// came.
 async fn place_for(
     places: &mut VecDeque<Place>,
     permits: &Arc<tokio::sync::Semaphore>,
+    shutdown: &CancellationToken,
 ) -> Option<tokio::sync::OwnedSemaphorePermit> {
     let until = tokio::time::Instant::now() + PLACE_WAIT;
     loop {
@@ -175,7 +177,7 @@ async fn place_for(
                 .and_then(Result::ok);
         }
         let now = tokio::time::Instant::now();
-        if now >= until {
+        if now >= until || shutdown.is_cancelled() {
             return None;
         }
         let tick = (until - now).min(Duration::from_millis(50));
@@ -259,7 +261,7 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
             }
         };
         places.retain(|p| p.alive.strong_count() > 0);
-        let permit = place_for(&mut places, &permits).await;
+        let permit = place_for(&mut places, &permits, &shutdown).await;
         let Some(permit) = permit else {
             refused += 1;
             if refused.is_power_of_two() {

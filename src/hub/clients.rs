@@ -49,11 +49,7 @@ impl HubHandle {
         };
         // The names each profile was shown (`gateway::names` keeps them), for the ones over its
         // client's budget.
-        let given: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> =
-            crate::client_file::read(&self.client_names_path())
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or_default();
+        let given = self.client_names();
         let too_long = |id: &str| -> Vec<String> {
             let budget = crate::naming::budget_for((id != DEFAULT_PROFILE).then_some(id));
             given

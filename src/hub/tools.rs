@@ -99,20 +99,7 @@ impl HubHandle {
         };
         // The names each profile was shown (`gateway::names` keeps them in this file).
         let key = profile_id.unwrap_or(crate::profiles::DEFAULT_PROFILE);
-        let shown: std::collections::BTreeMap<String, String> =
-            crate::client_file::read(&self.client_names_path())
-                .ok()
-                .and_then(|t| {
-                    serde_json::from_str::<
-                        std::collections::BTreeMap<
-                            String,
-                            std::collections::BTreeMap<String, String>,
-                        >,
-                    >(&t)
-                    .ok()
-                })
-                .and_then(|mut all| all.remove(key))
-                .unwrap_or_default();
+        let shown = self.client_names().remove(key).unwrap_or_default();
         let budget = crate::naming::budget_for(
             profile_id.filter(|p| *p != crate::profiles::DEFAULT_PROFILE),
         );

@@ -153,24 +153,7 @@ async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let got = Command::new(&claude)
-        .args(["mcp", "get", "gatehouse"])
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .output()
-        .unwrap();
-    let got = String::from_utf8_lossy(&got.stdout).into_owned();
-    assert!(
-        got.contains("Status: ✔ Connected") && got.contains(&served.info.url),
-        "{got}"
-    );
-    assert!(
-        got.contains("User config") && !got.contains(&served.info.token),
-        "{got}"
-    );
-    // Over stdio too: Claude Code's own `mcp add` of the bridge, as the claude-code profile.
+    // Claude Code run from the test directory (its project), with its output and errors.
     let claude_run = |args: &[&str]| {
         let out = Command::new(&claude)
             .args(args)
@@ -182,6 +165,16 @@ async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
     };
+    let got = claude_run(&["mcp", "get", "gatehouse"]);
+    assert!(
+        got.contains("Status: ✔ Connected") && got.contains(&served.info.url),
+        "{got}"
+    );
+    assert!(
+        got.contains("User config") && !got.contains(&served.info.token),
+        "{got}"
+    );
+    // Over stdio too: Claude Code's own `mcp add` of the bridge, as the claude-code profile.
     let sock = served.sock.to_string_lossy().into_owned();
     claude_run(&[
         "mcp",

@@ -49,7 +49,7 @@ pub fn import_preview(
     Ok(sources
         .into_iter()
         .map(|(label, p)| {
-            let (servers, error) = match gatehouse::import::read_source(&p) {
+            let (servers, error) = match candidates_of(&state, &p) {
                 Ok(c) => (
                     gatehouse::import::plan(&config, c, &Default::default(), &own_port(&state))
                         .into_iter()
@@ -110,8 +110,8 @@ pub async fn import_servers(
     renames: Option<std::collections::BTreeMap<String, String>>,
 ) -> CommandResult<Vec<String>> {
     let hub = state.hub()?;
-    let candidates = gatehouse::import::read_source(std::path::Path::new(&path))
-        .map_err(CommandError::invalid)?;
+    let candidates =
+        candidates_of(&state, std::path::Path::new(&path)).map_err(CommandError::invalid)?;
     // A server whose id is taken is imported under the new id the person typed beside it.
     let plan = gatehouse::import::plan(
         &hub.config(),
@@ -142,9 +142,12 @@ pub async fn import_servers(
 /// The most a pasted snippet may be.
 const MAX_PASTE: usize = 1 << 20;
 
+/// What the Import view names the pasted snippet by (in place of a file's path).
+pub const PASTED: &str = "(pasted snippet)";
+
 /// A snippet pasted into the Add form that holds several servers, kept for the Import view to
-/// review like any client's file: `DATA/pasted/pasted.json` (0600 in a 0700 directory; the
-/// previous one replaced). Its path.
+/// review like a client's file — in memory only, never written (it may hold credentials); the
+/// previous one replaced. Returns the name the Import view gives back ([`PASTED`]).
 #[tauri::command]
 pub fn import_paste(state: AppStateRef<'_>, text: String) -> CommandResult<String> {
     if text.len() > MAX_PASTE {
@@ -155,9 +158,23 @@ pub fn import_paste(state: AppStateRef<'_>, text: String) -> CommandResult<Strin
     }
     serde_json::from_str::<serde_json::Value>(&text)
         .map_err(|e| CommandError::invalid(format!("the pasted text is not JSON: {e}")))?;
-    let dir = state.opts.data_dir.join("pasted");
-    gatehouse::private::create_dir(&dir).map_err(CommandError::failed)?;
-    let path = dir.join("pasted.json");
-    gatehouse::config::write_atomic(&path, text.as_bytes()).map_err(CommandError::failed)?;
-    Ok(path.display().to_string())
+    *state.pasted.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+    Ok(PASTED.to_owned())
+}
+
+/// The servers of `path`: a client's file, or the pasted snippet when it is [`PASTED`].
+fn candidates_of(
+    state: &AppState,
+    path: &std::path::Path,
+) -> Result<Vec<gatehouse::import::Candidate>, String> {
+    if path.as_os_str() == PASTED {
+        let text = state
+            .pasted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let text = text.ok_or("nothing was pasted in this run; paste the snippet again")?;
+        return gatehouse::import::parse_source(&text, std::path::Path::new("pasted.json"));
+    }
+    gatehouse::import::read_source(path)
 }
