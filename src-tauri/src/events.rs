@@ -1,6 +1,6 @@
 //! The bridge from the core's event bus to the webview, the tray, and the OS: every event the UI
-//! hears is one [`UiEvent`]; a new approval while the window is hidden brings it back and posts
-//! a notification.
+//! hears is one [`UiEvent`]; a new approval while the window is closed shows the native prompt
+//! and posts a notification.
 
 use std::sync::Arc;
 
@@ -112,6 +112,7 @@ pub fn spawn_bridge<R: Runtime>(
                 }
                 Ok(Event::ApprovalResolved { id, outcome, by }) => {
                     UiEvent::ApprovalResolved { id, outcome, by }.emit(&app);
+                    crate::prompt::resolved(&app);
                     crate::tray::refresh(&app);
                 }
                 // Log lines reach the UI through the per-view channels (`follow_logs`).
@@ -150,11 +151,13 @@ fn sign_in_needed<R: Runtime>(app: &AppHandle<R>, server: &str) {
     }
 }
 
-/// A call waits for the person: make sure they see it.
+/// A call waits for the person: make sure they see it — the window's modal when the window is
+/// on screen, else the native prompt (no webview is made for it) and a notification.
 fn bring_forward<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest) {
-    let hidden = !crate::window::main_visible(app);
-    crate::window::show_main(app);
-    if hidden {
+    if crate::window::main_visible(app) {
+        crate::window::show_main(app);
+    } else {
+        crate::prompt::request(app);
         use tauri_plugin_notification::NotificationExt;
         let who = req.client.name.as_deref().unwrap_or("An AI client");
         let shown = app

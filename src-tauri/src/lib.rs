@@ -12,6 +12,7 @@ mod commands;
 mod error;
 mod events;
 mod lifecycle;
+mod prompt;
 mod state;
 mod tray;
 mod ui_timing;
@@ -87,7 +88,7 @@ pub fn run() -> std::process::ExitCode {
     let app = builder(tauri::Builder::default(), state.clone())
         // A second launch only focuses the first one.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
-            window::show_main(app)
+            open_window(app)
         }))
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_dialog::init())
@@ -100,6 +101,7 @@ pub fn run() -> std::process::ExitCode {
         )
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::Destroyed = event {
+                window::end_idle_webkit(window.app_handle());
                 use tauri_plugin_window_state::AppHandleExt;
                 if let Err(e) = window.app_handle().save_window_state(WINDOW_STATE) {
                     tracing::debug!(error = %e, "cannot keep the window's size and place");
@@ -202,9 +204,15 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
 }
 
 /// What a tray click asks for.
+/// Opens the window at the person's asking; its modal takes over from the native prompt.
+fn open_window<R: Runtime>(app: &tauri::AppHandle<R>) {
+    window::show_main(app);
+    prompt::close(app);
+}
+
 fn dispatch<R: Runtime>(app: &tauri::AppHandle<R>, action: tray::TrayAction) {
     match action {
-        tray::TrayAction::Open => window::show_main(app),
+        tray::TrayAction::Open => open_window(app),
         tray::TrayAction::Quit => lifecycle::confirm_quit(app),
         tray::TrayAction::SignIn(id) => {
             let state = app.state::<Arc<AppState>>().inner().clone();

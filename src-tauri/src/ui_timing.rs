@@ -1,5 +1,6 @@
 //! Moments the UI reports so the desktop benchmark can measure what a person waits for: the first
-//! paint of the Servers panel, and an approval request becoming a visible modal. Logged at info
+//! paint of the Servers panel, and an approval request becoming visible (the window's modal, or the
+//! native prompt while the window is closed). Logged at info
 //! level with fixed messages the bench reads from stderr.
 
 use std::collections::HashMap;
@@ -12,7 +13,6 @@ use tauri::State;
 pub struct UiTiming {
     /// Guards one insert or removal: when each approval request reached the app.
     arrived: Mutex<HashMap<String, Instant>>,
-    painted: std::sync::atomic::AtomicBool,
 }
 
 impl UiTiming {
@@ -23,32 +23,33 @@ impl UiTiming {
         }
         map.insert(id.to_owned(), Instant::now());
     }
+
+    /// The approval `id` is on screen, in `surface` (the window's modal, the native prompt).
+    pub fn shown(&self, id: &str, surface: &str) {
+        let arrived = self
+            .arrived
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        if let Some(t) = arrived {
+            tracing::info!(
+                id,
+                surface,
+                latency_us = t.elapsed().as_micros() as u64,
+                "approval modal visible"
+            );
+        }
+    }
 }
 
-/// The Servers panel painted its first rows (once per process).
+/// The Servers panel painted its first rows (once per page: each window made afresh paints).
 #[tauri::command]
-pub fn ui_painted(timing: State<'_, UiTiming>, servers: usize) {
-    if !timing
-        .painted
-        .swap(true, std::sync::atomic::Ordering::SeqCst)
-    {
-        tracing::info!(servers, "servers panel painted");
-    }
+pub fn ui_painted(servers: usize) {
+    tracing::info!(servers, "servers panel painted");
 }
 
 /// The approval modal for `id` is on screen.
 #[tauri::command]
 pub fn approval_shown(timing: State<'_, UiTiming>, id: String) {
-    let arrived = timing
-        .arrived
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&id);
-    if let Some(t) = arrived {
-        tracing::info!(
-            id,
-            latency_us = t.elapsed().as_micros() as u64,
-            "approval modal visible"
-        );
-    }
+    timing.shown(&id, "window");
 }

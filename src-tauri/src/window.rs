@@ -1,7 +1,9 @@
 //! The main window: created when it is first shown (from the tray, a second launch, an
 //! approval) and destroyed when closed, so that while Gatehouse sits in the tray no webview — and
 //! no WebKit process — is alive. The hub keeps serving; a new window reads the state afresh
-//! (waiting approvals included) when it loads.
+//! (waiting approvals included) when it loads. WebKit keeps its network process after the last
+//! webview on Linux (tauri#14626), so it is ended here once the window is gone; a new window
+//! starts another.
 
 use tauri::{Manager, Runtime, WebviewWindow};
 
@@ -40,4 +42,59 @@ fn create_main<R: Runtime>(app: &tauri::AppHandle<R>) -> tauri::Result<WebviewWi
         .cloned()
         .unwrap_or_default();
     tauri::WebviewWindowBuilder::from_config(app, &config)?.build()
+}
+
+/// After the window is destroyed: ends WebKit's network process (a child of ours, ~35 MiB) when
+/// no webview is left. Runs on the main thread, where webviews are made, so none can appear
+/// between the check and the signal. WebKit starts a new one with the next webview.
+pub fn end_idle_webkit<R: Runtime>(app: &tauri::AppHandle<R>) {
+    // Under WebDriver (tauri-driver sets this), WebKit ends the automation session with its
+    // network process: the driver's session outlives windows, so the process is kept.
+    if std::env::var("TAURI_WEBVIEW_AUTOMATION").as_deref() == Ok("true") {
+        return;
+    }
+    let handle = app.clone();
+    std::thread::spawn(move || {
+        // The web process leaves first; the network process serves it until then.
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let again = handle.clone();
+        let _ = handle.run_on_main_thread(move || {
+            if again.webview_windows().is_empty() {
+                #[cfg(target_os = "linux")]
+                end_children_named("WebKitNetworkPr");
+            }
+        });
+    });
+}
+
+/// Sends SIGTERM to this process's children whose name (`/proc/PID/comm`, 15 bytes) is `name`.
+#[cfg(target_os = "linux")]
+fn end_children_named(name: &str) {
+    let me = std::process::id();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid …`: comm may hold spaces and parentheses; the last ") " ends it.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let comm = head.split_once(" (").map(|(_, c)| c).unwrap_or_default();
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(me) && comm == name {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            tracing::debug!(pid, "ended WebKit's network process: no webview left");
+        }
+    }
 }

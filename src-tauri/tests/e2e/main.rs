@@ -10,6 +10,8 @@ mod clients;
 mod layout;
 mod servers;
 mod support;
+mod tray;
+mod xproc;
 
 use serde_json::{json, Value};
 use support::*;

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub use crate::xproc::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -398,15 +399,7 @@ impl Desktop {
 
     /// Like `client_call`, with another bearer token (a client profile's).
     pub fn client_call_as(&self, token: &str, calls: Value) -> McpClient {
-        let python = peers_dir().join("venv/bin/python");
-        let child = Command::new(python)
-            .arg(repo().join("tests/clients/py_client.py"))
-            .args(["http", &self.url, token, &calls.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("python client (make peers installs it)");
-        McpClient { child: Some(child) }
+        mcp_client(&self.url, token, calls)
     }
 
     /// The app's own process (the one WebKitWebDriver started for this test).
@@ -428,23 +421,7 @@ impl Desktop {
 
     /// Answers a native (GTK) dialog titled `title` with a key press: focus it, then type.
     pub async fn answer_native_dialog(&self, title: &str, key: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let id = loop {
-            let out = Command::new("xdotool")
-                .args(["search", "--onlyvisible", "--name", title])
-                .output()
-                .expect("xdotool");
-            if let Some(id) = String::from_utf8_lossy(&out.stdout).lines().next() {
-                break id.to_owned();
-            }
-            assert!(Instant::now() < deadline, "no dialog \"{title}\" appeared");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        let ok = Command::new("xdotool")
-            .args(["windowfocus", "--sync", &id, "key", "--clearmodifiers", key])
-            .status()
-            .expect("xdotool");
-        assert!(ok.success(), "xdotool could not answer the dialog");
+        answer_native(title, key).await
     }
 
     /// X window ids of the app's main window that are currently mapped (visible).
@@ -527,24 +504,18 @@ fn tauri_driver() -> PathBuf {
     }
 }
 
-pub fn nix_kill(pid: u32, sig: i32) -> bool {
-    Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-/// Whether `pid` is a live process (zombies count as gone: PID 1 here does not reap).
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
+/// Starts a real MCP client (Python SDK, Streamable HTTP + bearer token) making `calls` to the
+/// gateway at `url`.
+pub fn mcp_client(url: &str, token: &str, calls: Value) -> McpClient {
+    let python = peers_dir().join("venv/bin/python");
+    let child = Command::new(python)
+        .arg(repo().join("tests/clients/py_client.py"))
+        .args(["http", url, token, &calls.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python client (make peers installs it)");
+    McpClient { child: Some(child) }
 }
 
 pub struct McpClient {
@@ -577,44 +548,4 @@ impl Drop for McpClient {
             let _ = c.wait();
         }
     }
-}
-
-/// Live processes descended from `pid` whose name starts with `prefix` (e.g. WebKit's web
-/// process, `WebKitWebProces` as the kernel shortens it).
-pub fn descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
-    let parent_of = |p: u32| -> Option<(u32, String)> {
-        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
-        let (head, rest) = stat.rsplit_once(") ")?;
-        let name = head.split_once(" (")?.1.to_owned();
-        let mut fields = rest.split_whitespace();
-        let state = fields.next()?;
-        if state == "Z" || state == "X" {
-            return None;
-        }
-        Some((fields.next()?.parse().ok()?, name))
-    };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return vec![];
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&p| {
-            let Some((_, name)) = parent_of(p) else {
-                return false;
-            };
-            if !name.starts_with(prefix) {
-                return false;
-            }
-            // Walk up to `pid` (or the root).
-            let mut at = p;
-            for _ in 0..64 {
-                match parent_of(at) {
-                    Some((pp, _)) if pp == pid => return true,
-                    Some((pp, _)) if pp > 1 => at = pp,
-                    _ => return false,
-                }
-            }
-            false
-        })
-        .collect()
 }

@@ -1,0 +1,66 @@
+//! An hour of use, compressed: with the window shown, each "minute" makes the traffic of a busy
+//! minute — 300 routed calls (each an Activity row), 3 calls held and answered in the modal, a
+//! server restarted (status events and log lines) — and then the app's and WebKit's PSS is read.
+//! The page keeps no growing list if the last figure is near the first.
+//! `GATEHOUSE_BENCH_MINUTES` sets how many minutes (default 60).
+
+use super::*;
+
+const CALLS: usize = 300;
+const HELD: usize = 3;
+
+pub fn hour(run: &mut App, port: u16, dir: &Path) {
+    let minutes: usize = std::env::var("GATEHOUSE_BENCH_MINUTES")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(60);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let control = ControlClient::new(dir.join("control.sock"));
+    let session = initialize(port);
+    let total = |pid| {
+        let (a, w, _) = pss(pid);
+        (a + w) as f64 / 1024.0
+    };
+    let first = total(run.child.id());
+    let mut figures = vec![first];
+    let mut id = 100_000;
+    for minute in 0..minutes {
+        for i in 0..CALLS {
+            id += 1;
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"s1__echo","arguments":{{"text":"minute {minute} call {i}"}}}}}}"#
+            );
+            let (_, reply) = post(port, Some(&session), &body);
+            assert!(
+                reply.contains(&format!("minute {minute} call {i}")),
+                "unexpected reply: {reply}"
+            );
+        }
+        for i in 0..HELD {
+            id += 1;
+            approve_one(
+                run,
+                port,
+                &session,
+                &control,
+                &runtime,
+                id,
+                &format!("held {minute}.{i}"),
+            );
+        }
+        let restarted = runtime.block_on(control.call(&Request::Restart { id: "s2".into() }));
+        assert!(restarted.is_ok(), "restart s2: {restarted:?}");
+        std::thread::sleep(Duration::from_secs(1));
+        figures.push(total(run.child.id()));
+    }
+    let max = figures.iter().copied().fold(0.0, f64::max);
+    let at = |m: usize| figures.get(m).copied().unwrap_or(0.0);
+    println!(
+        "PSS shown through {minutes} minutes of use ({} calls, {} held, {minutes} restarts): start {first:.1} MiB, after 10 min {:.1}, after 30 {:.1}, end {:.1}, max {max:.1}",
+        minutes * CALLS,
+        minutes * HELD,
+        at(10.min(minutes)),
+        at(30.min(minutes)),
+        at(minutes)
+    );
+}

@@ -1,0 +1,277 @@
+//! The prompt in GTK: one window, refilled for the call at the front of the queue. Everything
+//! here runs on the main thread (where the app's event loop runs GTK).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse::approval::{Answer, ApprovalRequest, Decider};
+use gtk::glib;
+use gtk::prelude::*;
+use tauri::{AppHandle, Manager, Runtime};
+
+use super::{countdown, Facts};
+use crate::state::AppState;
+
+/// The prompt's window, made once and kept hidden between calls (a GTK window costs little, and
+/// reusing it paints sooner).
+struct Prompt {
+    window: gtk::Window,
+    /// The request shown (`None`: hidden).
+    id: Option<String>,
+    /// Ticks the countdown; removed with the content it updates.
+    tick: Option<glib::SourceId>,
+    /// Reports the first draw of the content shown.
+    drawn: Option<glib::SignalHandlerId>,
+}
+
+thread_local! {
+    static PROMPT: RefCell<Option<Prompt>> = const { RefCell::new(None) };
+}
+
+/// Shows the front of the queue (creating the prompt when `create`), or closes the prompt when
+/// nothing waits. A prompt already showing the front is left as it is.
+pub fn refresh<R: Runtime>(app: &AppHandle<R>, create: bool) {
+    if !gtk::is_initialized_main_thread() {
+        return;
+    }
+    let front = app
+        .state::<Arc<AppState>>()
+        .hub()
+        .ok()
+        .and_then(|h| h.approvals().pending().into_iter().next());
+    let waiting = app
+        .state::<Arc<AppState>>()
+        .hub()
+        .map(|h| h.approvals().pending().len())
+        .unwrap_or(0);
+    let Some(front) = front else {
+        close();
+        return;
+    };
+    let shown = PROMPT.with(|p| p.borrow().as_ref().and_then(|p| p.id.clone()));
+    if shown.as_deref() == Some(front.id.as_str()) {
+        return;
+    }
+    if shown.is_none() && (!create || crate::window::main_visible(app)) {
+        return;
+    }
+    show(app, &front, waiting);
+}
+
+/// Hides the prompt (the call stays in the queue).
+pub fn close() {
+    if let Some(window) = PROMPT.with(|p| p.borrow_mut().as_mut().map(clear)) {
+        window.hide();
+    }
+}
+
+/// Forgets what the prompt shows (its countdown, its draw report); returns its window.
+fn clear(p: &mut Prompt) -> gtk::Window {
+    p.id = None;
+    if let Some(t) = p.tick.take() {
+        t.remove();
+    }
+    if let Some(h) = p.drawn.take() {
+        p.window.disconnect(h);
+    }
+    p.window.clone()
+}
+
+fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize) {
+    let existing = PROMPT.with(|p| p.borrow_mut().as_mut().map(clear));
+    let window = existing.unwrap_or_else(|| new_window(app));
+    if let Some(child) = window.child() {
+        window.remove(&child);
+    }
+    let (content, countdown_label, deny) = content(app, req, waiting);
+    window.add(&content);
+    let expires = req.expires_at;
+    let label = countdown_label.clone();
+    let tick = glib::timeout_add_local(Duration::from_millis(500), move || {
+        label.set_text(&countdown(expires, now_ms()));
+        glib::ControlFlow::Continue
+    });
+    // The moment it is drawn is what the person waits for (the desktop bench reads this).
+    let id = req.id.clone();
+    let timing = app.clone();
+    let drawn = std::cell::Cell::new(false);
+    let drawn = window.connect_draw(move |_, _| {
+        if !drawn.replace(true) {
+            timing
+                .state::<crate::ui_timing::UiTiming>()
+                .shown(&id, "native prompt");
+        }
+        glib::Propagation::Proceed
+    });
+    window.show_all();
+    window.present();
+    // Deny has the focus (Enter denies), as in the window's modal.
+    window.set_focus(Some(&deny));
+    PROMPT.with(|p| {
+        *p.borrow_mut() = Some(Prompt {
+            window,
+            id: Some(req.id.clone()),
+            tick: Some(tick),
+            drawn: Some(drawn),
+        })
+    });
+}
+
+fn new_window<R: Runtime>(app: &AppHandle<R>) -> gtk::Window {
+    let window = gtk::Window::new(gtk::WindowType::Toplevel);
+    window.set_title("Allow this call? — Gatehouse");
+    window.set_keep_above(true);
+    window.set_position(gtk::WindowPosition::Center);
+    window.set_default_size(520, -1);
+    window.set_type_hint(gtk::gdk::WindowTypeHint::Dialog);
+    // Closing it, or Esc, denies: never "dismiss and leave the call hanging".
+    let on_close = app.clone();
+    window.connect_delete_event(move |_, _| {
+        answer_front(&on_close, "deny");
+        glib::Propagation::Stop
+    });
+    let on_key = app.clone();
+    window.connect_key_press_event(move |_, ev| {
+        if ev.keyval() == gtk::gdk::keys::constants::Escape {
+            answer_front(&on_key, "deny");
+            return glib::Propagation::Stop;
+        }
+        glib::Propagation::Proceed
+    });
+    window
+}
+
+/// The prompt's content for `req`; returns it with the countdown label and the Deny button.
+fn content<R: Runtime>(
+    app: &AppHandle<R>,
+    req: &ApprovalRequest,
+    waiting: usize,
+) -> (gtk::Box, gtk::Label, gtk::Button) {
+    let f = Facts::of(req);
+    let root = gtk::Box::new(gtk::Orientation::Vertical, 8);
+    root.set_border_width(16);
+    let head = label(&format!(
+        "<b><big>Allow this call?</big></b>{}",
+        if waiting > 1 {
+            format!("   1 of {waiting} waiting")
+        } else {
+            String::new()
+        }
+    ));
+    head.set_use_markup(true);
+    root.add(&head);
+    let grid = gtk::Grid::new();
+    grid.set_column_spacing(12);
+    grid.set_row_spacing(4);
+    let mut rows = vec![("Client", f.client.clone())];
+    if let Some(p) = &f.patience {
+        rows.push(("Waits", p.clone()));
+    }
+    rows.push(("Server", f.server.clone()));
+    rows.push(("Tool", f.tool.clone()));
+    for (i, (k, v)) in rows.iter().enumerate() {
+        let key = label(k);
+        key.style_context().add_class("dim-label");
+        grid.attach(&key, 0, i as i32, 1, 1);
+        grid.attach(&label(v), 1, i as i32, 1, 1);
+    }
+    root.add(&grid);
+    root.add(&label(&f.reason));
+    if let Some(d) = &f.description {
+        let l = label(d);
+        l.set_lines(3);
+        l.set_ellipsize(gtk::pango::EllipsizeMode::End);
+        root.add(&l);
+    }
+    if let Some(c) = &f.changed {
+        let l = label(&format!("<b>{}</b>", glib::markup_escape_text(c)));
+        l.set_use_markup(true);
+        root.add(&l);
+    }
+    let args = label(&f.arguments);
+    args.set_selectable(true);
+    args.set_line_wrap_mode(gtk::pango::WrapMode::WordChar);
+    args.style_context().add_class("monospace");
+    let scroll = gtk::ScrolledWindow::new(gtk::Adjustment::NONE, gtk::Adjustment::NONE);
+    scroll.set_policy(gtk::PolicyType::Never, gtk::PolicyType::Automatic);
+    scroll.set_max_content_height(200);
+    scroll.set_propagate_natural_height(true);
+    scroll.add(&args);
+    root.add(&scroll);
+    let count = label(&countdown(req.expires_at, now_ms()));
+    root.add(&count);
+    let scope = label(&f.always_scope);
+    scope.style_context().add_class("dim-label");
+    root.add(&scope);
+    let buttons = gtk::Box::new(gtk::Orientation::Horizontal, 6);
+    let open = gtk::Button::with_mnemonic("Open _Gatehouse…");
+    let to_open = app.clone();
+    open.connect_clicked(move |_| {
+        crate::window::show_main(&to_open);
+        close();
+    });
+    buttons.pack_start(&open, false, false, 0);
+    let mut deny = None;
+    // Packed from the right: Always, Session, Once, Deny (Deny leftmost of the answers).
+    for (text, decision) in [
+        ("_Always allow", "always"),
+        ("Allow for this _session", "session"),
+        ("Allow _once", "once"),
+        ("_Deny", "deny"),
+    ] {
+        let b = gtk::Button::with_mnemonic(text);
+        let handle = app.clone();
+        let id = req.id.clone();
+        b.connect_clicked(move |_| answer(&handle, &id, decision));
+        if decision == "deny" {
+            b.style_context().add_class("destructive-action");
+            deny = Some(b.clone());
+        } else if decision == "once" {
+            b.style_context().add_class("suggested-action");
+        }
+        buttons.pack_end(&b, false, false, 0);
+    }
+    root.add(&buttons);
+    let deny = deny.unwrap_or_else(|| gtk::Button::with_label("Deny"));
+    (root, count, deny)
+}
+
+fn label(text: &str) -> gtk::Label {
+    let l = gtk::Label::new(Some(text));
+    l.set_xalign(0.0);
+    l.set_line_wrap(true);
+    l.set_max_width_chars(72);
+    l
+}
+
+fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: &str) {
+    if let Some(id) = PROMPT.with(|p| p.borrow().as_ref().and_then(|p| p.id.clone())) {
+        answer(app, &id, decision);
+    }
+}
+
+/// Answers `id` as the person chose, then shows what is next (the hub's resolution event would
+/// too; this is at once).
+fn answer<R: Runtime>(app: &AppHandle<R>, id: &str, decision: &str) {
+    let Ok(hub) = app.state::<Arc<AppState>>().hub() else {
+        return;
+    };
+    match Answer::parse(decision, None, "denied in the Gatehouse app") {
+        Ok(a) => {
+            if let Err(e) = hub.approvals().answer(id, a, Decider::Ui) {
+                // Answered elsewhere or timed out meanwhile: the next refresh shows what is left.
+                tracing::debug!(error = %e, "the prompt's answer came too late");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "the prompt gave an unknown answer"),
+    }
+    refresh(app, false);
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

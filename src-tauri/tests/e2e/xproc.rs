@@ -1,0 +1,113 @@
+//! The X server and the process table, as the tests see them: native windows by title, the
+//! app's descendants by name, signals.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Whether the native window `id` is on screen.
+pub fn native_shown(id: &str) -> bool {
+    native_windows(".").iter().any(|w| w == id)
+}
+
+/// X ids of the mapped windows whose title matches `title` (a regex).
+fn native_windows(title: &str) -> Vec<String> {
+    let out = Command::new("xdotool")
+        .args(["search", "--onlyvisible", "--name", title])
+        .output()
+        .expect("xdotool (make deps installs it)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+pub fn nix_kill(pid: u32, sig: i32) -> bool {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Whether `pid` is a live process (zombies count as gone: PID 1 here does not reap).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Live processes descended from `pid` whose name starts with `prefix` (e.g. WebKit's web
+/// process, `WebKitWebProces` as the kernel shortens it).
+pub fn descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
+    let parent_of = |p: u32| -> Option<(u32, String)> {
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+        let (head, rest) = stat.rsplit_once(") ")?;
+        let name = head.split_once(" (")?.1.to_owned();
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?;
+        if state == "Z" || state == "X" {
+            return None;
+        }
+        Some((fields.next()?.parse().ok()?, name))
+    };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&p| {
+            let Some((_, name)) = parent_of(p) else {
+                return false;
+            };
+            if !name.starts_with(prefix) {
+                return false;
+            }
+            // Walk up to `pid` (or the root).
+            let mut at = p;
+            for _ in 0..64 {
+                match parent_of(at) {
+                    Some((pp, _)) if pp == pid => return true,
+                    Some((pp, _)) if pp > 1 => at = pp,
+                    _ => return false,
+                }
+            }
+            false
+        })
+        .collect()
+}
+
+/// Answers a native window titled `title` (a regex) with a key press: focus it, then type.
+pub async fn answer_native(title: &str, key: &str) {
+    let id = wait_native(title).await;
+    let ok = Command::new("xdotool")
+        .args(["windowfocus", "--sync", &id, "key", "--clearmodifiers", key])
+        .status()
+        .expect("xdotool");
+    assert!(ok.success(), "xdotool could not answer the dialog");
+}
+
+/// Waits for a visible native window whose title matches `title` (a regex); its X id.
+pub async fn wait_native(title: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(id) = native_windows(title).into_iter().next() {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "no window \"{title}\" appeared");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the native window `id` is no longer on screen.
+pub async fn wait_native_gone(id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while native_shown(id) {
+        assert!(Instant::now() < deadline, "window {id} is still on screen");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
