@@ -28,6 +28,8 @@ pub enum Event {
     },
     /// A call is held until the person answers.
     ApprovalRequested(ApprovalRequest),
+    /// A held call reached the front of the queue: its countdown runs from now (`expires_at`).
+    ApprovalUpdated(ApprovalRequest),
     /// A server said one of its resources changed (`notifications/resources/updated`): the
     /// clients that subscribed to it are told.
     ResourceUpdated {

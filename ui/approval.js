@@ -1,5 +1,6 @@
 // The approval modal: one held call at a time, oldest first, with everything needed to decide.
-// Deny has the focus; Esc denies; the countdown shows when the call is denied on its own. The
+// Deny has the focus; Esc denies; the countdown shows when the call is denied on its own — it
+// runs only for the call at the front (the others wait their turn, with the whole timeout). The
 // calls waiting behind it are listed with their arguments, and can be answered together: all of
 // the same tool allowed once each, all from one client denied, or all denied. Calls nobody
 // answered in time are counted in a lasting note (with the way to Activity), not a toast.
@@ -20,6 +21,14 @@ const answeredHere = new Set();
 export function init() {
   api.on('approval-requested', (req) => {
     if (!queue.some((r) => r.id === req.id)) queue.push(req);
+    update();
+  });
+  // A waiting call reached the front: its countdown runs from now.
+  api.on('approval-updated', (req) => {
+    const at = queue.findIndex((r) => r.id === req.id);
+    if (at < 0) return;
+    queue[at] = req;
+    if (req.id === shownId) shownId = null; // refill: the countdown starts afresh
     update();
   });
   api.on('approval-resolved', ({ id, outcome }) => {
@@ -183,9 +192,11 @@ function renderOthers() {
   deny.hidden = from.length < 2 || from.length === queue.length;
   deny.textContent = `Deny all ${from.length} from ${queue[0] ? clientOf(queue[0]) : ''}`;
   $('#approval-waiting').replaceChildren(...others.map((r) => {
+    // Behind another, a call's countdown has not started: it waits its turn.
     const left = Math.max(0, Math.round((r.expires_at - Date.now()) / 1000));
+    const when = r.queued ? 'waits its turn' : `${left} s left`;
     return el('li', { dataset: { id: r.id } },
-      el('code', { text: r.exposed }), ` from ${clientOf(r)} — ${left} s left`,
+      el('code', { text: r.exposed }), ` from ${clientOf(r)} — ${when}`,
       el('code', { class: 'waiting-args', text: argsLine(r) }));
   }));
 }

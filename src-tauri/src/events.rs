@@ -24,6 +24,8 @@ pub enum UiEvent {
     ToolsChanged { server: String, tools: usize },
     /// A call waits for the person.
     ApprovalRequested(ApprovalRequest),
+    /// A waiting call reached the front of the queue: its countdown runs from now.
+    ApprovalUpdated(ApprovalRequest),
     /// A held call left the queue.
     ApprovalResolved {
         id: String,
@@ -55,6 +57,7 @@ impl UiEvent {
             UiEvent::ServerStatus(_) => "server-status",
             UiEvent::ToolsChanged { .. } => "tools-changed",
             UiEvent::ApprovalRequested(_) => "approval-requested",
+            UiEvent::ApprovalUpdated(_) => "approval-updated",
             UiEvent::ApprovalResolved { .. } => "approval-resolved",
             UiEvent::Resync => "resync",
         }
@@ -73,7 +76,7 @@ impl UiEvent {
                     tools: *tools,
                 },
             ),
-            UiEvent::ApprovalRequested(r) => app.emit(name, r),
+            UiEvent::ApprovalRequested(r) | UiEvent::ApprovalUpdated(r) => app.emit(name, r),
             UiEvent::ApprovalResolved { id, outcome, by } => app.emit(
                 name,
                 Resolved {
@@ -109,6 +112,10 @@ pub fn spawn_bridge<R: Runtime>(
                     bring_forward(&app, &req);
                     UiEvent::ApprovalRequested(req).emit(&app);
                     crate::tray::refresh(&app);
+                }
+                Ok(Event::ApprovalUpdated(req)) => {
+                    UiEvent::ApprovalUpdated(req).emit(&app);
+                    crate::prompt::resolved(&app);
                 }
                 Ok(Event::ApprovalResolved { id, outcome, by }) => {
                     UiEvent::ApprovalResolved { id, outcome, by }.emit(&app);

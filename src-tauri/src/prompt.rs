@@ -156,6 +156,7 @@ mod tests {
             arguments: serde_json::value::RawValue::from_string(args.to_owned()).unwrap(),
             requested_at: 1_000,
             expires_at: 121_000,
+            queued: false,
             changed: None,
             reason: Default::default(),
             reason_text: "fs__write may change things".into(),

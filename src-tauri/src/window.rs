@@ -61,10 +61,65 @@ pub fn end_idle_webkit<R: Runtime>(app: &tauri::AppHandle<R>) {
         let _ = handle.run_on_main_thread(move || {
             if again.webview_windows().is_empty() {
                 #[cfg(target_os = "linux")]
-                end_children_named("WebKitNetworkPr");
+                {
+                    end_children_named("WebKitNetworkPr");
+                    release_webview_pages();
+                }
             }
         });
     });
+}
+
+/// Libraries only a webview runs (WebKit, its JavaScript engine, the GL stack it loaded): their
+/// pages stay resident in the tray unless handed back.
+#[cfg(target_os = "linux")]
+const WEBVIEW_LIBRARIES: &[&str] = &["libwebkit2gtk", "libjavascriptcoregtk", "libLLVM", "_dri.so"];
+
+/// Hands the pages of the webview's libraries back to the kernel (`MADV_PAGEOUT`): with no
+/// webview left, nothing runs them, and they are read back from the page cache if a window comes
+/// again. Their contents never change: these are mappings of files.
+#[cfg(target_os = "linux")]
+fn release_webview_pages() {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut released = 0usize;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(path)) = (fields.next(), fields.nth(4)) else {
+            continue;
+        };
+        if !WEBVIEW_LIBRARIES.iter().any(|l| path.contains(l)) {
+            continue;
+        }
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end)) = (
+            usize::from_str_radix(start, 16),
+            usize::from_str_radix(end, 16),
+        ) else {
+            continue;
+        };
+        let Some(addr) = std::ptr::NonNull::new(start as *mut std::ffi::c_void) else {
+            continue;
+        };
+        // SAFETY: `addr..end` is a whole mapping of this process, as the kernel listed it; PAGEOUT
+        // only reclaims its pages (file pages are re-read, private copies kept or swapped) and
+        // never changes what the memory holds.
+        let done = unsafe {
+            nix::sys::mman::madvise(
+                addr,
+                end.saturating_sub(start),
+                nix::sys::mman::MmapAdvise::MADV_PAGEOUT,
+            )
+        };
+        if done.is_ok() {
+            released += end.saturating_sub(start);
+        }
+    }
+    tracing::debug!(
+        mapped_kib = released / 1024,
+        "handed the webview's library pages back"
+    );
 }
 
 /// Sends SIGTERM to this process's children whose name (`/proc/PID/comm`, 15 bytes) is `name`.

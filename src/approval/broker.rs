@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::pins::Store;
 use super::request::{
@@ -24,6 +24,12 @@ use crate::supervisor::status::ToolDef;
 struct Waiting {
     request: ApprovalRequest,
     tx: oneshot::Sender<(Answer, Decider, Option<String>)>,
+    /// Its place in the queue (order of arrival).
+    seq: u64,
+    /// How long it waits once at the front.
+    timeout: Duration,
+    /// When it is denied unless answered: set when it reaches the front (`None` until then).
+    deadline: watch::Sender<Option<tokio::time::Instant>>,
 }
 
 /// Requests waiting for the person at most, per client profile (the default profile is one);
@@ -58,6 +64,8 @@ struct SessionGrant {
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Waiting>,
+    /// Requests held so far: the next one's place in the queue.
+    arrivals: u64,
     /// (client session, server, tool) allowed for the rest of that session, with who and when.
     session_grants: HashMap<(String, String, String), SessionGrant>,
     store: Store,
@@ -154,9 +162,10 @@ impl ApprovalBroker {
                 via: None,
             };
         }
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
+        let (deadline, mut deadline_rx) = watch::channel(None);
         let id = request.id.clone();
-        {
+        let request = {
             let mut st = self.lock();
             // Each client profile has its own share of the queue: one profile's flood of held
             // calls never refuses another's.
@@ -177,14 +186,27 @@ impl ApprovalBroker {
                     via: None,
                 };
             }
+            st.arrivals += 1;
+            let seq = st.arrivals;
+            let mut request = request;
+            request.queued = true;
             st.pending.insert(
                 id.clone(),
                 Waiting {
                     request: request.clone(),
                     tx,
+                    seq,
+                    timeout,
+                    deadline,
                 },
             );
-        }
+            // Alone in the queue, it is the front: its countdown starts now.
+            promote(&mut st);
+            if let Some(w) = st.pending.get(&id) {
+                request = w.request.clone();
+            }
+            request
+        };
         self.inner
             .bus
             .publish(Event::ApprovalRequested(request.clone()));
@@ -193,10 +215,35 @@ impl ApprovalBroker {
             id: id.clone(),
             armed: true,
         };
-        let result = tokio::time::timeout(timeout, rx).await;
+        // Waits for the answer; the countdown runs only once the call is at the front.
+        let answered = loop {
+            let at = *deadline_rx.borrow_and_update();
+            let expired = async {
+                match at {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = &mut rx => break r.ok(),
+                () = expired => {
+                    // Answered at the same moment: the answer wins.
+                    if self.take(&id).is_some() {
+                        break None;
+                    }
+                    break (&mut rx).await.ok();
+                }
+                changed = deadline_rx.changed() => {
+                    if changed.is_err() {
+                        // Out of the queue: answered (the answer is on its way) or gone.
+                        break (&mut rx).await.ok();
+                    }
+                }
+            }
+        };
         guard.armed = false;
-        match result {
-            Ok(Ok((Answer::Allow(scope), by, via))) => {
+        match answered {
+            Some((Answer::Allow(scope), by, via)) => {
                 if self.lock().store.release(&request.server, &request.tool) {
                     self.persist();
                 }
@@ -204,18 +251,32 @@ impl ApprovalBroker {
                 self.publish_resolved(&id, Resolution::Allowed, Some(by));
                 Verdict::Allowed { scope, by, via }
             }
-            Ok(Ok((Answer::Deny(reason), by, via))) => {
+            Some((Answer::Deny(reason), by, via)) => {
                 self.publish_resolved(&id, Resolution::Denied, Some(by));
                 Verdict::Denied { reason, by, via }
             }
-            Ok(Err(_)) | Err(_) => {
-                self.lock().pending.remove(&id);
+            None => {
+                self.take(&id);
                 self.publish_resolved(&id, Resolution::TimedOut, None);
                 Verdict::TimedOut {
                     secs: timeout.as_secs(),
                 }
             }
         }
+    }
+
+    /// Takes a request out of the queue; the next one, if it reaches the front, starts its
+    /// countdown (and the front ends hear of it).
+    fn take(&self, id: &str) -> Option<Waiting> {
+        let (taken, front) = {
+            let mut st = self.lock();
+            let taken = st.pending.remove(id);
+            (taken, promote(&mut st))
+        };
+        if let Some(front) = front {
+            self.inner.bus.publish(Event::ApprovalUpdated(front));
+        }
+        taken
     }
 
     /// Answers a pending request. The first answer wins; later ones get `Unknown`.
@@ -237,8 +298,7 @@ impl ApprovalBroker {
         by: Decider,
         via: Option<String>,
     ) -> Result<ApprovalRequest, ApprovalError> {
-        let waiting = self.lock().pending.remove(id);
-        let Some(w) = waiting else {
+        let Some(w) = self.take(id) else {
             return Err(ApprovalError::Unknown(id.to_owned()));
         };
         let request = w.request.clone();
@@ -249,11 +309,10 @@ impl ApprovalBroker {
 
     /// The requests waiting for an answer.
     pub fn pending(&self) -> Vec<ApprovalRequest> {
-        self.lock()
-            .pending
-            .values()
-            .map(|w| w.request.clone())
-            .collect()
+        let st = self.lock();
+        let mut waiting: Vec<&Waiting> = st.pending.values().collect();
+        waiting.sort_by_key(|w| w.seq);
+        waiting.into_iter().map(|w| w.request.clone()).collect()
     }
 
     /// Revokes remembered answers for a server (`tool: None`) or one tool. Returns how many.
@@ -404,6 +463,23 @@ impl ApprovalBroker {
     }
 }
 
+/// Starts the countdown of the call at the front of the queue if it has none yet: it is denied
+/// `timeout` from now unless answered (`expires_at` says when). Returns it when it changed.
+fn promote(st: &mut State) -> Option<ApprovalRequest> {
+    let front = st.pending.values_mut().min_by_key(|w| w.seq)?;
+    if front.deadline.borrow().is_some() {
+        return None;
+    }
+    front
+        .deadline
+        .send_replace(Some(tokio::time::Instant::now() + front.timeout));
+    let now = crate::logs::now_ms();
+    front.request.requested_at = front.request.requested_at.min(now);
+    front.request.expires_at = now + front.timeout.as_millis() as u64;
+    front.request.queued = false;
+    Some(front.request.clone())
+}
+
 /// Withdraws a pending request when its caller goes away (client cancelled or disconnected).
 struct Withdraw<'a> {
     broker: &'a ApprovalBroker,
@@ -413,15 +489,9 @@ struct Withdraw<'a> {
 
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
-        if self.armed {
-            let removed = self.broker.lock().pending.remove(&self.id).is_some();
-            if removed {
-                self.broker.publish_resolved(
-                    &self.id,
-                    Resolution::Withdrawn,
-                    Some(Decider::Client),
-                );
-            }
+        if self.armed && self.broker.take(&self.id).is_some() {
+            self.broker
+                .publish_resolved(&self.id, Resolution::Withdrawn, Some(Decider::Client));
         }
     }
 }

@@ -32,6 +32,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
         arguments: RawValue::from_string("{\"path\":\"/x\"}".into()).unwrap(),
         requested_at: 0,
         expires_at: 0,
+        queued: false,
         changed: None,
         reason: Default::default(),
         reason_text: String::new(),
@@ -127,6 +128,66 @@ async fn answers_scopes_timeout_and_withdrawal() {
     assert!(b
         .answer(&id, Answer::Allow(Scope::Once), Decider::Cli)
         .is_err());
+}
+
+/// A fair queue: calls are listed oldest first (the tenth after the ninth), and a call's
+/// countdown starts only when it reaches the front — the ones behind wait their turn however
+/// long the person takes over the one in front, then get the whole timeout.
+#[tokio::test(start_paused = true)]
+async fn each_countdown_starts_at_the_front_of_the_queue() {
+    let b = ApprovalBroker::new(EventBus::new(256), None, false);
+    let mut events = b.inner.bus.subscribe();
+    let timeout = Duration::from_secs(10);
+    let mut waits = Vec::new();
+    let mut ids = Vec::new();
+    for _ in 0..11 {
+        let r = request(&b, "s");
+        ids.push(r.id.clone());
+        let b2 = b.clone();
+        waits.push(tokio::spawn(
+            async move { b2.ask(r, "h".into(), timeout).await },
+        ));
+        while b.pending().len() < ids.len() {
+            tokio::task::yield_now().await;
+        }
+    }
+    let listed: Vec<String> = b.pending().into_iter().map(|r| r.id).collect();
+    assert_eq!(listed, ids, "oldest first");
+    let queued: Vec<bool> = b.pending().iter().map(|r| r.queued).collect();
+    assert!(!queued[0]);
+    assert!(queued[1..].iter().all(|q| *q), "{queued:?}");
+    // The person looks at the first for longer than the timeout: only it times out.
+    tokio::time::sleep(timeout + Duration::from_secs(1)).await;
+    let left: Vec<String> = b.pending().into_iter().map(|r| r.id).collect();
+    assert_eq!(left, ids[1..].to_vec(), "only the front timed out");
+    assert!(matches!(
+        waits.remove(0).await.unwrap(),
+        Verdict::TimedOut { .. }
+    ));
+    // The second is at the front now, with the whole timeout from now, and the front ends
+    // heard of it.
+    let front = &b.pending()[0];
+    assert!(!front.queued);
+    let mut updated = None;
+    while let Ok(e) = events.try_recv() {
+        if let Event::ApprovalUpdated(r) = e {
+            updated = Some(r);
+        }
+    }
+    let updated = updated.expect("an ApprovalUpdated event for the new front");
+    assert_eq!(updated.id, ids[1]);
+    assert_eq!(updated.expires_at, front.expires_at);
+    tokio::time::sleep(timeout - Duration::from_secs(1)).await;
+    assert_eq!(b.pending().len(), 10, "the second still has a second left");
+    // Answering it moves the third to the front.
+    b.answer(&ids[1], Answer::Allow(Scope::Once), Decider::Cli)
+        .unwrap();
+    assert!(matches!(
+        waits.remove(0).await.unwrap(),
+        Verdict::Allowed { .. }
+    ));
+    assert_eq!(b.pending()[0].id, ids[2]);
+    assert!(!b.pending()[0].queued);
 }
 
 #[tokio::test]

@@ -28,8 +28,12 @@ pub struct ApprovalRequest {
     pub arguments: Box<RawValue>,
     /// When the call was held (ms since the Unix epoch).
     pub requested_at: u64,
-    /// When it is denied unless answered (ms since the Unix epoch).
+    /// When it is denied unless answered (ms since the Unix epoch). Its countdown starts when it
+    /// reaches the front of the queue: while `queued`, this is the earliest it could be.
     pub expires_at: u64,
+    /// Another call is ahead of it: its countdown has not started (it waits its turn).
+    #[serde(default)]
+    pub queued: bool,
     /// Set when the tool's definition differs from the one pinned earlier.
     pub changed: Option<DefinitionChange>,
     /// Why this call asks (for the modal and `approvals`).

@@ -363,6 +363,7 @@ impl Gateway {
             arguments: masked_arguments(self.inner.hub.redactions(), arguments),
             requested_at: now,
             expires_at: now + timeout.as_millis() as u64,
+            queued: false,
             reason,
             reason_text: reason.text().to_owned(),
             changed,

@@ -95,7 +95,8 @@ async fn approval_modal_allows_denies_and_remembers() {
     assert!(text_of(&out, "files__touch").contains("denied"), "{out}");
     assert!(!target(3).exists());
 
-    // 3b. Two waiting for the same tool: the modal lists the other one with its arguments, and
+    // 3b. Two waiting for the same tool: the modal lists the other one with its arguments (its
+    // countdown not started: it waits its turn), and
     // "Allow all like this" (confirmed) runs both, once each.
     let c7 = call(7);
     d.wait_js("the modal for call 7", &modal_for(7)).await;
@@ -107,7 +108,7 @@ async fn approval_modal_allows_denies_and_remembers() {
             "const o = document.getElementById('approval-others');
              const w = document.getElementById('approval-waiting');
              return !o.hidden && w.querySelectorAll('li').length === 1 && w.textContent.includes('files__touch')
-                    && w.textContent.includes('s left') && w.querySelector('.waiting-args').textContent.includes({eight:?})
+                    && w.textContent.includes('waits its turn') && w.querySelector('.waiting-args').textContent.includes({eight:?})
                     && !document.getElementById('approval-allow-like').hidden;"
         ),
     )

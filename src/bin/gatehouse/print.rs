@@ -323,7 +323,13 @@ pub fn approvals(rows: &[ApprovalRequest]) {
     for r in rows {
         let client = r.client.name.as_deref().unwrap_or("unknown client");
         let left = r.expires_at.saturating_sub(now) / 1000;
-        say!("{}  {}  from {client}  ({left} s left)", r.id, r.exposed);
+        // Behind another, its countdown has not started.
+        let when = if r.queued {
+            "waits its turn".to_owned()
+        } else {
+            format!("{left} s left")
+        };
+        say!("{}  {}  from {client}  ({when})", r.id, r.exposed);
         say!("    asking because {}", r.reason.text());
         if let Some(g) = r.client.gives_up_after_secs {
             say!("    {client} gives up after {g} s: answer before then, or it will have left");
