@@ -73,7 +73,12 @@ pub fn end_idle_webkit<R: Runtime>(app: &tauri::AppHandle<R>) {
 /// Libraries only a webview runs (WebKit, its JavaScript engine, the GL stack it loaded): their
 /// pages stay resident in the tray unless handed back.
 #[cfg(target_os = "linux")]
-const WEBVIEW_LIBRARIES: &[&str] = &["libwebkit2gtk", "libjavascriptcoregtk", "libLLVM", "_dri.so"];
+const WEBVIEW_LIBRARIES: &[&str] = &[
+    "libwebkit2gtk",
+    "libjavascriptcoregtk",
+    "libLLVM",
+    "_dri.so",
+];
 
 /// Hands the pages of the webview's libraries back to the kernel (`MADV_PAGEOUT`): with no
 /// webview left, nothing runs them, and they are read back from the page cache if a window comes
