@@ -426,27 +426,14 @@ impl Desktop {
 
     /// X window ids of the app's main window that are currently mapped (visible).
     pub fn visible_windows(&self) -> Vec<String> {
-        let out = Command::new("xdotool")
-            .args(["search", "--onlyvisible", "--name", "^Gatehouse$"])
-            .output()
-            .expect("xdotool (make deps installs it)");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        native_windows(MAIN_WINDOW)
     }
 
     /// Clicks the window's close button, as far as X is concerned: WM_DELETE_WINDOW.
     pub fn close_window(&self) {
         let windows = self.visible_windows();
         assert!(!windows.is_empty(), "no visible Gatehouse window to close");
-        let status = Command::new("python3")
-            .arg(repo().join("tests/desktop/xwin.py"))
-            .arg("close")
-            .args(&windows)
-            .status()
-            .expect("xwin.py");
-        assert!(status.success(), "xwin.py close failed");
+        close_windows(&windows);
     }
 
     /// Ends the WebDriver session; dropping then stops the driver and makes sure the app is gone.

@@ -290,22 +290,9 @@ async fn the_tray_holds_no_webkit_process() {
         (1, 1),
         "the shown window's web and network processes"
     );
-    let windows = Command::new("xdotool")
-        .args(["search", "--onlyvisible", "--name", "^Gatehouse$"])
-        .output()
-        .expect("xdotool");
-    let ids: Vec<String> = String::from_utf8_lossy(&windows.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let ids = native_windows(MAIN_WINDOW);
     assert!(!ids.is_empty(), "the window is on screen");
-    let closed = Command::new("python3")
-        .arg(repo().join("tests/desktop/xwin.py"))
-        .arg("close")
-        .args(&ids)
-        .status()
-        .expect("xwin.py");
-    assert!(closed.success());
+    close_windows(&ids);
     let deadline = Instant::now() + Duration::from_secs(10);
     while webkit() != (0, 0) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;

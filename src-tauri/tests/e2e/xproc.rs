@@ -9,8 +9,23 @@ pub fn native_shown(id: &str) -> bool {
     native_windows(".").iter().any(|w| w == id)
 }
 
+/// The main window's title, as xdotool matches it (a regex).
+pub const MAIN_WINDOW: &str = "^Gatehouse$";
+
+/// Sends WM_DELETE_WINDOW to `windows`, as a window manager does when the close button is clicked
+/// (Xvfb has no window manager to do it).
+pub fn close_windows(windows: &[String]) {
+    let status = Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/desktop/xwin.py"))
+        .arg("close")
+        .args(windows)
+        .status()
+        .expect("xwin.py");
+    assert!(status.success(), "xwin.py close failed");
+}
+
 /// X ids of the mapped windows whose title matches `title` (a regex).
-fn native_windows(title: &str) -> Vec<String> {
+pub fn native_windows(title: &str) -> Vec<String> {
     let out = Command::new("xdotool")
         .args(["search", "--onlyvisible", "--name", title])
         .output()
