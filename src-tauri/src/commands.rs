@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use gatehouse::approval::{Answer, ApprovalRequest, Decider};
+use gatehouse::approval::ApprovalRequest;
 use gatehouse::clients::{self, ClientKind};
 use gatehouse::config::{EnvValue, Transport};
 use gatehouse::hub::ToolInfo;
@@ -265,14 +265,7 @@ pub fn answer_approval(
     decision: String,
     reason: Option<String>,
 ) -> CommandResult<()> {
-    let answer = Answer::parse(&decision, reason, "denied in the Gatehouse app")
-        .map_err(CommandError::invalid)?;
-    state
-        .hub()?
-        .approvals()
-        .answer(&id, answer, Decider::Ui)
-        .map(|_| ())
-        .map_err(CommandError::failed)
+    state.answer(&id, &decision, reason)
 }
 
 #[derive(Serialize)]

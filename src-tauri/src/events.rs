@@ -118,6 +118,7 @@ pub fn spawn_bridge<R: Runtime>(
                     crate::prompt::resolved(&app);
                 }
                 Ok(Event::ApprovalResolved { id, outcome, by }) => {
+                    crate::notify::resolved(&id);
                     UiEvent::ApprovalResolved { id, outcome, by }.emit(&app);
                     crate::prompt::resolved(&app);
                     crate::tray::refresh(&app);
@@ -144,37 +145,23 @@ pub fn spawn_bridge<R: Runtime>(
 /// A remote server wants a sign-in: an OS notification says so (never a token: the reason is
 /// not shown, the Servers view has it).
 fn sign_in_needed<R: Runtime>(app: &AppHandle<R>, server: &str) {
-    use tauri_plugin_notification::NotificationExt;
-    let shown = app
-        .notification()
-        .builder()
-        .title(format!("Sign in to {server} again"))
-        .body(format!(
+    crate::notify::plain(
+        app,
+        &format!("Sign in to {server} again"),
+        &format!(
             "{server} needs you to sign in before its tools can be used. Open Gatehouse and click Sign in."
-        ))
-        .show();
-    if let Err(e) = shown {
-        tracing::debug!(error = %e, "no OS notification (is a notification service running?)");
-    }
+        ),
+    );
 }
 
 /// A call waits for the person: make sure they see it — the window's modal when the window is
-/// on screen, else the native prompt (no webview is made for it) and a notification.
+/// on screen, else the native prompt (no webview is made for it) and a notification (with Allow
+/// once and Deny where the desktop offers them).
 fn bring_forward<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest) {
     if crate::window::main_visible(app) {
         crate::window::show_main(app);
     } else {
         crate::prompt::request(app);
-        use tauri_plugin_notification::NotificationExt;
-        let who = req.client.name.as_deref().unwrap_or("An AI client");
-        let shown = app
-            .notification()
-            .builder()
-            .title("Approval needed")
-            .body(format!("{who} wants to run {} on {}", req.tool, req.server))
-            .show();
-        if let Err(e) = shown {
-            tracing::debug!(error = %e, "no OS notification (is a notification service running?)");
-        }
+        crate::notify::approval(app, req);
     }
 }

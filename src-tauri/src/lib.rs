@@ -12,6 +12,7 @@ mod commands;
 mod error;
 mod events;
 mod lifecycle;
+mod notify;
 mod prompt;
 mod state;
 mod tray;

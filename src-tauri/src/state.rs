@@ -100,6 +100,24 @@ impl AppState {
         }
     }
 
+    /// The person's answer to a held call, from any of the app's surfaces (the window's modal,
+    /// the native prompt, a notification's action): `once`, `session`, `always` or `deny`.
+    pub fn answer(
+        &self,
+        id: &str,
+        decision: &str,
+        reason: Option<String>,
+    ) -> Result<(), CommandError> {
+        let answer =
+            gatehouse::approval::Answer::parse(decision, reason, "denied in the Gatehouse app")
+                .map_err(CommandError::invalid)?;
+        self.hub()?
+            .approvals()
+            .answer(id, answer, gatehouse::approval::Decider::Ui)
+            .map(|_| ())
+            .map_err(CommandError::failed)
+    }
+
     /// The running gateway (for what clients are connected now).
     pub fn gateway(&self) -> Option<gatehouse::gateway::Gateway> {
         match &*self.lock() {

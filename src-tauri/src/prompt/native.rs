@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse::approval::{Answer, ApprovalRequest, Decider};
+use gatehouse::approval::ApprovalRequest;
 use gtk::glib;
 use gtk::prelude::*;
 use tauri::{AppHandle, Manager, Runtime};
@@ -254,17 +254,9 @@ fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: &str) {
 /// Answers `id` as the person chose, then shows what is next (the hub's resolution event would
 /// too; this is at once).
 fn answer<R: Runtime>(app: &AppHandle<R>, id: &str, decision: &str) {
-    let Ok(hub) = app.state::<Arc<AppState>>().hub() else {
-        return;
-    };
-    match Answer::parse(decision, None, "denied in the Gatehouse app") {
-        Ok(a) => {
-            if let Err(e) = hub.approvals().answer(id, a, Decider::Ui) {
-                // Answered elsewhere or timed out meanwhile: the next refresh shows what is left.
-                tracing::debug!(error = %e, "the prompt's answer came too late");
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "the prompt gave an unknown answer"),
+    if let Err(e) = app.state::<Arc<AppState>>().answer(id, decision, None) {
+        // Answered elsewhere or timed out meanwhile: the next refresh shows what is left.
+        tracing::debug!(error = %e, "the prompt's answer came too late");
     }
     refresh(app, false);
 }

@@ -8,6 +8,7 @@
 mod approvals;
 mod clients;
 mod layout;
+mod notices;
 mod servers;
 mod support;
 mod tray;

@@ -338,3 +338,65 @@ async fn the_tray_holds_no_webkit_process() {
     let _ = nix_kill(pid, 15);
     let _ = app.wait();
 }
+
+/// With the window closed, a held call's notification carries Allow once and Deny where the
+/// notification service offers actions (a stand-in speaking the freedesktop API here): each
+/// answers that call, and the prompt goes with it; a call answered in the prompt takes its
+/// notification away.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn the_notification_allows_or_denies_a_held_call() {
+    let _serial = lock().await;
+    let notices = crate::notices::Notices::start().await;
+    let mut files = fixture();
+    files["sandbox"] = json!("off");
+    let d = Desktop::launch(json!({ "files": files })).await;
+    d.wait_state("files", "running").await;
+    d.close_window();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !d.visible_windows().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let path = |n: &str| d.dir.path().join(n).to_string_lossy().into_owned();
+    let says = "wants to run touch on files";
+
+    // Allow once, on the notification: the call runs, the prompt goes.
+    let held = d.client_call(json!([["files__touch", { "path": path("allowed") }]]));
+    let n = notices.wait_for(says).await;
+    assert_eq!(n.summary, "Approval needed");
+    assert_eq!(n.actions, ["allow", "Allow once", "deny", "Deny"]);
+    let prompt = wait_native(PROMPT).await;
+    notices.click(n.id, "allow").await;
+    let out = held.finish();
+    assert!(
+        out["results"]["files__touch"].is_object() && !is_error(&out, "files__touch"),
+        "{out}"
+    );
+    assert!(
+        d.dir.path().join("allowed").exists(),
+        "the allowed call ran"
+    );
+    wait_native_gone(&prompt).await;
+
+    // Deny, on the notification.
+    let held = d.client_call(json!([["files__touch", { "path": path("denied") }]]));
+    let n = notices.wait_for(says).await;
+    notices.click(n.id, "deny").await;
+    assert!(is_error(&held.finish(), "files__touch"));
+    assert!(!d.dir.path().join("denied").exists());
+
+    // Answered in the prompt (Esc denies): the notification is taken away.
+    let held = d.client_call(json!([["files__touch", { "path": path("escaped") }]]));
+    let n = notices.wait_for(says).await;
+    answer_native(PROMPT, "Escape").await;
+    assert!(is_error(&held.finish(), "files__touch"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while notices.open(n.id) {
+        assert!(
+            Instant::now() < deadline,
+            "the notification outlived its call"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    d.quit().await;
+}
