@@ -76,3 +76,4 @@ export const writeClientConfig = (target, profile) => call('write_client_config'
 export const importPreview = (path) => call('import_preview', { path: path || null });
 export const importPaste = (text) => call('import_paste', { text });
 export const importServers = (path, names, moveSecrets, renames) => call('import_servers', { path, names, moveSecrets, renames: renames ?? null });
+export const removeFromClient = (path, names) => call('remove_from_client', { path, names });

@@ -69,7 +69,36 @@ function card(src) {
       el('label', { class: 'check' }, move, 'Move credentials into the keychain'),
       button));
   if (!src.servers.length) box.append(el('p', { class: 'hint', text: 'No servers in this file.' }));
+  const offer = leakOffer(src);
+  if (offer) box.append(offer);
   return box;
+}
+
+/** Servers Gatehouse runs now whose plain-text credentials are still in the client's own file:
+ * an offer to take them out of it (the client then reaches them through Gatehouse). */
+function leakOffer(src) {
+  if (!src.client) return null;
+  const left = src.servers.filter((s) => s.credentials.length
+    && (s.state === 'here' || imported.has(`${src.path}\0${s.source_name}`)));
+  if (!left.length) return null;
+  const what = left.map((s) => `${s.credentials.join(', ')} (${s.source_name})`).join('; ');
+  const names = left.map((s) => s.source_name);
+  const button = el('button', { type: 'button', class: 'danger' }, 'Remove them from this file');
+  button.addEventListener('click', async () => {
+    const question = `Remove ${names.join(', ')} from ${src.path}? ${src.label} then reaches ${names.length === 1 ? 'it' : 'them'} through Gatehouse (its entry is added). A backup of the file is kept.`;
+    if (!await api.confirm(question, 'Remove from the file', 'Remove from the file')) return;
+    button.disabled = true;
+    try {
+      toast(await api.removeFromClient(src.path, names));
+      shown();
+    } catch (e) {
+      toast(api.errorText(e), 'error');
+      button.disabled = false;
+    }
+  });
+  return el('div', { class: 'leak-offer warn' },
+    el('p', { text: `Gatehouse runs these now and keeps their secrets in the keychain, but the plain-text values are still in this file: ${what}.` }),
+    button);
 }
 
 export function hidden() {}

@@ -488,28 +488,10 @@ pub async fn write_client_config(
     profile: Option<String>,
 ) -> CommandResult<String> {
     let kind = ClientKind::parse(&target).map_err(CommandError::invalid)?;
-    // No profile chosen: the client gets one of its own (made when missing), so what the person
-    // allows "always" for it covers it alone — as `client-config NAME --write` does.
-    let profile = match profile.filter(|p| !p.trim().is_empty()) {
-        Some(p) => Some(p),
-        None => {
-            let hub = state.hub()?;
-            let id = kind.id();
-            if !hub.config().clients.keys().any(|k| k.as_str() == id) {
-                hub.save_client(id, gatehouse::config::ClientProfile::default())
-                    .await?;
-            }
-            Some(id.to_owned())
-        }
-    };
-    let (url, token, profile) = gateway_for(&state, profile)?;
+    let (entry, profile) = client_entry(&state, kind, profile).await?;
     let path = kind
         .config_path()
         .ok_or_else(|| CommandError::failed("no home directory to find the client's file"))?;
-    let entry = clients::for_profile(
-        clients::entry(kind, &url, &token, &clients::gatehouse_bin()),
-        profile.as_deref(),
-    );
     // The client's file is read (bounded: 8 MiB, 5 s) and written off the async workers.
     let file = path.clone();
     let (backup, _) = tauri::async_runtime::spawn_blocking(move || {
@@ -545,7 +527,35 @@ fn own_port(state: &AppState) -> Vec<u16> {
         .collect()
 }
 
-fn private_note(kind: ClientKind) -> &'static str {
+/// Gatehouse's entry for `kind`, for `profile` — or, none chosen, for the client's own profile
+/// (made when missing), so what the person allows "always" for it covers it alone, as
+/// `client-config NAME --write` does. Returns the entry and the profile it is for.
+pub async fn client_entry(
+    state: &AppState,
+    kind: ClientKind,
+    profile: Option<String>,
+) -> CommandResult<(serde_json::Value, Option<String>)> {
+    let profile = match profile.filter(|p| !p.trim().is_empty()) {
+        Some(p) => Some(p),
+        None => {
+            let hub = state.hub()?;
+            let id = kind.id();
+            if !hub.config().clients.keys().any(|k| k.as_str() == id) {
+                hub.save_client(id, gatehouse::config::ClientProfile::default())
+                    .await?;
+            }
+            Some(id.to_owned())
+        }
+    };
+    let (url, token, profile) = gateway_for(state, profile)?;
+    let entry = clients::for_profile(
+        clients::entry(kind, &url, &token, &clients::gatehouse_bin()),
+        profile.as_deref(),
+    );
+    Ok((entry, profile))
+}
+
+pub fn private_note(kind: ClientKind) -> &'static str {
     if kind.speaks_http() {
         "; it holds a Gatehouse token, so only you can read it (mode 0600)"
     } else {

@@ -6,6 +6,8 @@ use super::*;
 pub struct ImportSource {
     label: String,
     path: String,
+    /// The client whose own file this is (`ClientKind::id`), which Gatehouse may edit; else null.
+    client: Option<&'static str>,
     error: Option<String>,
     servers: Vec<ImportRow>,
 }
@@ -59,9 +61,7 @@ pub fn import_preview(
                                 gatehouse::config::reaches_gatehouse(&s.transport, &ports).is_some()
                             });
                             let existing = config.servers.iter().find(|(k, _)| k.as_str() == c.id);
-                            let here = existing.is_some_and(|(_, e)| {
-                                parsed.as_ref().is_some_and(|p| p.transport == e.transport)
-                            });
+                            let here = runs_here(&config, &c);
                             let row_state = if itself {
                                 "itself"
                             } else if here {
@@ -92,6 +92,7 @@ pub fn import_preview(
             };
             ImportSource {
                 label,
+                client: client_of(&p).map(ClientKind::id),
                 path: p.display().to_string(),
                 error,
                 servers,
@@ -177,4 +178,77 @@ fn candidates_of(
         return gatehouse::import::parse_source(&text, std::path::Path::new("pasted.json"));
     }
     gatehouse::import::read_source(path)
+}
+
+/// The client whose own config file `path` is.
+fn client_of(path: &std::path::Path) -> Option<ClientKind> {
+    ClientKind::ALL
+        .into_iter()
+        .find(|k| k.config_path().as_deref() == Some(path))
+}
+
+/// Whether Gatehouse already runs this entry: a server of the same id that starts the same
+/// command line or reaches the same URL (its origin) — whatever its environment, which an import
+/// turns into keychain references.
+fn runs_here(config: &gatehouse::config::Config, c: &gatehouse::import::Candidate) -> bool {
+    let parsed = gatehouse::config::parse_entry(&c.entry).ok();
+    config
+        .servers
+        .iter()
+        .find(|(k, _)| k.as_str() == c.id)
+        .is_some_and(|(_, e)| parsed.as_ref().is_some_and(|p| p.origin() == e.origin()))
+}
+
+/// After an import: removes the entries Gatehouse now runs (`names`, as the file names them) from
+/// their client's own file — their plain-text credentials with them — and adds Gatehouse's
+/// entry, so the client reaches them through Gatehouse. A backup of the file is kept; every
+/// other entry and setting stays. Refused for a file that is not a client's own, and for a name
+/// Gatehouse does not run.
+#[tauri::command]
+pub async fn remove_from_client(
+    state: AppStateRef<'_>,
+    path: String,
+    names: Vec<String>,
+) -> CommandResult<String> {
+    let file = std::path::PathBuf::from(&path);
+    let kind = client_of(&file).ok_or_else(|| {
+        CommandError::invalid(format!(
+            "{path} is not an AI client's own config file: remove the entries yourself"
+        ))
+    })?;
+    let config = state.hub()?.config();
+    let candidates = candidates_of(&state, &file).map_err(CommandError::invalid)?;
+    let mut managed = Vec::new();
+    for name in &names {
+        let c = candidates
+            .iter()
+            .find(|c| &c.source_name == name)
+            .ok_or_else(|| CommandError::invalid(format!("{name} is not in {path}")))?;
+        if !runs_here(&config, c) {
+            return Err(CommandError::invalid(format!(
+                "Gatehouse does not run {name} yet: import it first"
+            )));
+        }
+        managed.push(gatehouse::naming::normalise_id(name));
+    }
+    let (entry, profile) = super::client_entry(&state, kind, None).await?;
+    // The client's file is read (bounded) and written off the async workers.
+    let target = file.clone();
+    let (backup, removed) = tauri::async_runtime::spawn_blocking(move || {
+        clients::write_entry(&target, kind, &entry, &managed)
+    })
+    .await
+    .map_err(CommandError::failed)?
+    .map_err(CommandError::failed)?;
+    Ok(format!(
+        "Removed {} from {path}{}: {} reaches {} through Gatehouse now, as client profile {}{}",
+        removed.join(", "),
+        backup
+            .map(|b| format!(" (backup: {})", b.display()))
+            .unwrap_or_default(),
+        kind.label(),
+        if removed.len() == 1 { "it" } else { "them" },
+        profile.as_deref().unwrap_or("default"),
+        super::private_note(kind)
+    ))
 }

@@ -222,6 +222,63 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         again,
         json!({ "state": "itself", "warned": false, "box": true, "helper": "imported" })
     );
+    // The key Gatehouse moved into the keychain is still in Cursor's file in plain text: the
+    // card offers to take Helper out of it (Cursor reaches it through Gatehouse).
+    let offer = d
+        .wait_js(
+            "the offer to remove the plain-text key",
+            "const o = document.querySelector('.import-source .leak-offer');
+             return o && o.textContent;",
+        )
+        .await;
+    assert!(
+        offer
+            .as_str()
+            .unwrap_or("")
+            .contains("HELPER_API_KEY (Helper)"),
+        "{offer}"
+    );
+    let backups = || {
+        std::fs::read_dir(d.dir.path().join(".cursor"))
+            .expect("cursor dir")
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".bak"))
+            .count()
+    };
+    let backups_before = backups();
+    d.click(".import-source .leak-offer button").await;
+    d.answer_native_dialog("Remove from the file", "Return")
+        .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let t = std::fs::read_to_string(&cursor_file).expect("cursor file");
+        if !t.contains("plain-e2e-key") || std::time::Instant::now() > deadline {
+            break t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        !text.contains("plain-e2e-key"),
+        "the key is still there: {text}"
+    );
+    let after: Value = serde_json::from_str(&text).expect("cursor json");
+    assert!(after["mcpServers"].get("Helper").is_none(), "{after}");
+    assert_eq!(after["mcpServers"]["gatehouse"]["url"], d.url.as_str());
+    assert_eq!(
+        after["mcpServers"]["base"]["command"], "taken-id",
+        "an entry Gatehouse does not run is kept: {after}"
+    );
+    assert_eq!(
+        backups(),
+        backups_before + 1,
+        "no backup of the file was kept"
+    );
+    d.wait_js(
+        "the offer gone with the entry",
+        "return !document.querySelector('.import-source .leak-offer')
+                && !document.querySelector('.import-source tr[data-name=Helper]');",
+    )
+    .await;
     d.quit().await;
 }
 
