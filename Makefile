@@ -79,7 +79,9 @@ screenshots:
 		test -f target/e2e-shots/$$f.png || { echo "target/e2e-shots/$$f.png is missing: run make test first"; exit 1; }; \
 		cp target/e2e-shots/$$f.png docs/$$f.png; \
 	done; done
-	@echo "docs/: $(words $(SHOTS)) views, light and dark"
+	@test -f target/e2e-shots/approval-prompt.png || { echo "target/e2e-shots/approval-prompt.png is missing: run make test first"; exit 1; }
+	@cp target/e2e-shots/approval-prompt.png docs/approval-prompt.png
+	@echo "docs/: $(words $(SHOTS)) views, light and dark, and the native approval prompt"
 
 bench: peers
 	cargo bench --bench supervisor

@@ -23,6 +23,8 @@ struct Prompt {
     tick: Option<glib::SourceId>,
     /// Reports the first draw of the content shown.
     drawn: Option<glib::SignalHandlerId>,
+    /// The heading, which counts the calls waiting.
+    head: Option<gtk::Label>,
 }
 
 thread_local! {
@@ -51,6 +53,12 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>, create: bool) {
     };
     let shown = PROMPT.with(|p| p.borrow().as_ref().and_then(|p| p.id.clone()));
     if shown.as_deref() == Some(front.id.as_str()) {
+        // The same call in front; the count of those waiting may have changed.
+        PROMPT.with(|p| {
+            if let Some(head) = p.borrow().as_ref().and_then(|p| p.head.as_ref()) {
+                head.set_markup(&heading(waiting));
+            }
+        });
         return;
     }
     if shown.is_none() && (!create || crate::window::main_visible(app)) {
@@ -75,6 +83,7 @@ fn clear(p: &mut Prompt) -> gtk::Window {
     if let Some(h) = p.drawn.take() {
         p.window.disconnect(h);
     }
+    p.head = None;
     p.window.clone()
 }
 
@@ -84,7 +93,7 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize) {
     if let Some(child) = window.child() {
         window.remove(&child);
     }
-    let (content, countdown_label, deny) = content(app, req, waiting);
+    let (content, head, countdown_label, deny) = content(app, req, waiting);
     window.add(&content);
     let expires = req.expires_at;
     let label = countdown_label.clone();
@@ -114,11 +123,16 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize) {
             id: Some(req.id.clone()),
             tick: Some(tick),
             drawn: Some(drawn),
+            head: Some(head),
         })
     });
 }
 
 fn new_window<R: Runtime>(app: &AppHandle<R>) -> gtk::Window {
+    // The arguments can be selected to copy, but are not selected whole when shown.
+    if let Some(settings) = gtk::Settings::default() {
+        settings.set_gtk_label_select_on_focus(false);
+    }
     let window = gtk::Window::new(gtk::WindowType::Toplevel);
     window.set_title("Allow this call? — Gatehouse");
     window.set_keep_above(true);
@@ -142,24 +156,27 @@ fn new_window<R: Runtime>(app: &AppHandle<R>) -> gtk::Window {
     window
 }
 
-/// The prompt's content for `req`; returns it with the countdown label and the Deny button.
+/// The heading: the question, and how many calls wait.
+fn heading(waiting: usize) -> String {
+    if waiting > 1 {
+        format!("<b><big>Allow this call?</big></b>   1 of {waiting} waiting")
+    } else {
+        "<b><big>Allow this call?</big></b>".to_owned()
+    }
+}
+
+/// The prompt's content for `req`; returns it with its heading, the countdown label and the
+/// Deny button.
 fn content<R: Runtime>(
     app: &AppHandle<R>,
     req: &ApprovalRequest,
     waiting: usize,
-) -> (gtk::Box, gtk::Label, gtk::Button) {
+) -> (gtk::Box, gtk::Label, gtk::Label, gtk::Button) {
     let f = Facts::of(req);
     let root = gtk::Box::new(gtk::Orientation::Vertical, 8);
     root.set_border_width(16);
-    let head = label(&format!(
-        "<b><big>Allow this call?</big></b>{}",
-        if waiting > 1 {
-            format!("   1 of {waiting} waiting")
-        } else {
-            String::new()
-        }
-    ));
-    head.set_use_markup(true);
+    let head = label("");
+    head.set_markup(&heading(waiting));
     root.add(&head);
     let grid = gtk::Grid::new();
     grid.set_column_spacing(12);
@@ -234,7 +251,7 @@ fn content<R: Runtime>(
     }
     root.add(&buttons);
     let deny = deny.unwrap_or_else(|| gtk::Button::with_label("Deny"));
-    (root, count, deny)
+    (root, head, count, deny)
 }
 
 fn label(text: &str) -> gtk::Label {

@@ -107,6 +107,8 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    shot_native(&prompt, "approval-prompt");
     // Allow once, from the keyboard (Alt+O): the first call runs; the prompt stays, on the
     // second.
     answer_native(PROMPT, "alt+o").await;

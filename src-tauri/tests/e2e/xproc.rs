@@ -126,3 +126,20 @@ pub async fn wait_native_gone(id: &str) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Saves a PNG of native window `id` under `target/e2e-shots/NAME.png` (what WebDriver cannot
+/// see: the approval prompt), for the README.
+pub fn shot_native(id: &str, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/e2e-shots");
+    let _ = std::fs::create_dir_all(&dir);
+    let ok = Command::new("python3")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/desktop/xwin.py"))
+        .arg("shot")
+        .arg(id)
+        .arg(dir.join(format!("{name}.png")))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("screenshot {name} failed");
+    }
+}
