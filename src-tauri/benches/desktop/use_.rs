@@ -17,12 +17,12 @@ pub fn hour(run: &mut App, port: u16, dir: &Path) {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let control = ControlClient::new(dir.join("control.sock"));
     let session = initialize(port);
-    let total = |pid| {
+    // (app, WebKit) in MiB.
+    let split = |pid| {
         let (a, w, _) = pss(pid);
-        (a + w) as f64 / 1024.0
+        (a as f64 / 1024.0, w as f64 / 1024.0)
     };
-    let first = total(run.child.id());
-    let mut figures = vec![first];
+    let mut figures = vec![split(run.child.id())];
     let mut id = 100_000;
     for minute in 0..minutes {
         for i in 0..CALLS {
@@ -51,16 +51,20 @@ pub fn hour(run: &mut App, port: u16, dir: &Path) {
         let restarted = runtime.block_on(control.call(&Request::Restart { id: "s2".into() }));
         assert!(restarted.is_ok(), "restart s2: {restarted:?}");
         std::thread::sleep(Duration::from_secs(1));
-        figures.push(total(run.child.id()));
+        figures.push(split(run.child.id()));
     }
-    let max = figures.iter().copied().fold(0.0, f64::max);
-    let at = |m: usize| figures.get(m).copied().unwrap_or(0.0);
+    let max = figures.iter().map(|(a, w)| a + w).fold(0.0, f64::max);
+    let at = |m: usize| {
+        let (a, w) = figures.get(m.min(minutes)).copied().unwrap_or_default();
+        format!("{:.1} (app {a:.1} + WebKit {w:.1})", a + w)
+    };
     println!(
-        "PSS shown through {minutes} minutes of use ({} calls, {} held, {minutes} restarts): start {first:.1} MiB, after 10 min {:.1}, after 30 {:.1}, end {:.1}, max {max:.1}",
+        "PSS shown through {minutes} minutes of use ({} calls, {} held, {minutes} restarts), MiB: start {}, after 10 min {}, after 30 {}, end {}, max {max:.1}",
         minutes * CALLS,
         minutes * HELD,
-        at(10.min(minutes)),
-        at(30.min(minutes)),
+        at(0),
+        at(10),
+        at(30),
         at(minutes)
     );
 }
