@@ -241,6 +241,7 @@ async function answer(decision) {
   try {
     await api.answerApproval(req.id, decision);
   } catch (e) {
+    answeredHere.delete(req.id); // its outcome came (or comes) from elsewhere
     toast(api.errorText(e), 'error'); // already answered elsewhere, withdrawn or timed out
   } finally {
     for (const b of dialog().querySelectorAll('footer button')) b.disabled = false;

@@ -103,6 +103,8 @@ pub fn run() -> std::process::ExitCode {
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::Destroyed = event {
                 window::end_idle_webkit(window.app_handle());
+                // Calls still waiting are shown in the prompt: closing the window answers none.
+                prompt::request(window.app_handle());
                 use tauri_plugin_window_state::AppHandleExt;
                 if let Err(e) = window.app_handle().save_window_state(WINDOW_STATE) {
                     tracing::debug!(error = %e, "cannot keep the window's size and place");

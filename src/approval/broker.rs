@@ -473,9 +473,7 @@ fn promote(st: &mut State) -> Option<ApprovalRequest> {
     front
         .deadline
         .send_replace(Some(tokio::time::Instant::now() + front.timeout));
-    let now = crate::logs::now_ms();
-    front.request.requested_at = front.request.requested_at.min(now);
-    front.request.expires_at = now + front.timeout.as_millis() as u64;
+    front.request.expires_at = crate::logs::now_ms() + front.timeout.as_millis() as u64;
     front.request.queued = false;
     Some(front.request.clone())
 }

@@ -37,17 +37,13 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>, create: bool) {
     if !gtk::is_initialized_main_thread() {
         return;
     }
-    let front = app
+    let pending = app
         .state::<Arc<AppState>>()
         .hub()
-        .ok()
-        .and_then(|h| h.approvals().pending().into_iter().next());
-    let waiting = app
-        .state::<Arc<AppState>>()
-        .hub()
-        .map(|h| h.approvals().pending().len())
-        .unwrap_or(0);
-    let Some(front) = front else {
+        .map(|h| h.approvals().pending())
+        .unwrap_or_default();
+    let waiting = pending.len();
+    let Some(front) = pending.into_iter().next() else {
         close();
         return;
     };

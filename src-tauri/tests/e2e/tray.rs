@@ -341,10 +341,10 @@ async fn the_tray_holds_no_webkit_process() {
     let _ = app.wait();
 }
 
-/// With the window closed, a held call's notification carries Allow once and Deny where the
-/// notification service offers actions (a stand-in speaking the freedesktop API here): each
-/// answers that call, and the prompt goes with it; a call answered in the prompt takes its
-/// notification away.
+/// A call held when the window closes moves to the prompt. With the window closed, a held call's
+/// notification carries Allow once and Deny where the notification service offers actions (a
+/// stand-in speaking the freedesktop API here): each answers that call, and the prompt goes with
+/// it; a call answered in the prompt takes its notification away.
 #[tokio::test]
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn the_notification_allows_or_denies_a_held_call() {
@@ -354,13 +354,22 @@ async fn the_notification_allows_or_denies_a_held_call() {
     files["sandbox"] = json!("off");
     let d = Desktop::launch(json!({ "files": files })).await;
     d.wait_state("files", "running").await;
-    d.close_window();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !d.visible_windows().is_empty() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     let path = |n: &str| d.dir.path().join(n).to_string_lossy().into_owned();
     let says = "wants to run touch on files";
+    // A call held while the window is shown is in its modal; closing the window answers
+    // nothing: the call is then in the prompt.
+    let held = d.client_call(json!([["files__touch", { "path": path("closed-on") }]]));
+    d.wait_js(
+        "the modal",
+        "return document.getElementById('approval-dialog').open;",
+    )
+    .await;
+    d.close_window();
+    let prompt = wait_native(PROMPT).await;
+    assert!(d.visible_windows().is_empty());
+    answer_native(PROMPT, "Escape").await;
+    assert!(is_error(&held.finish(), "files__touch"));
+    wait_native_gone(&prompt).await;
 
     // Allow once, on the notification: the call runs, the prompt goes.
     let held = d.client_call(json!([["files__touch", { "path": path("allowed") }]]));
