@@ -112,15 +112,7 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     // Allow once, from the keyboard (Alt+O): the first call runs; the prompt stays, on the
     // second.
     answer_native(PROMPT, "alt+o").await;
-    let out = held.finish();
-    assert!(
-        out["results"]["files__touch"].is_object() && !is_error(&out, "files__touch"),
-        "{out}"
-    );
-    assert!(
-        d.dir.path().join("allowed").exists(),
-        "the allowed call ran"
-    );
+    ran(&held.finish(), &d.dir.path().join("allowed"));
     assert_eq!(waiting().as_array().map(Vec::len), Some(1));
     assert!(
         native_shown(&prompt),
@@ -223,6 +215,15 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         .await;
     assert_eq!(in_dom, json!(false), "the secret value is in the DOM");
     d.quit().await;
+}
+
+/// An allowed `files__touch` call's answer, and the file it made.
+fn ran(out: &Value, file: &std::path::Path) {
+    assert!(
+        out["results"]["files__touch"].is_object() && !is_error(out, "files__touch"),
+        "{out}"
+    );
+    assert!(file.exists(), "the allowed call ran");
 }
 
 /// With no driver attached, the tray holds no WebKit process: closing the window ends its web
@@ -378,15 +379,7 @@ async fn the_notification_allows_or_denies_a_held_call() {
     assert_eq!(n.actions, ["allow", "Allow once", "deny", "Deny"]);
     let prompt = wait_native(PROMPT).await;
     notices.click(n.id, "allow").await;
-    let out = held.finish();
-    assert!(
-        out["results"]["files__touch"].is_object() && !is_error(&out, "files__touch"),
-        "{out}"
-    );
-    assert!(
-        d.dir.path().join("allowed").exists(),
-        "the allowed call ran"
-    );
+    ran(&held.finish(), &d.dir.path().join("allowed"));
     wait_native_gone(&prompt).await;
 
     // Deny, on the notification.
