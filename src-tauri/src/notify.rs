@@ -15,12 +15,38 @@ pub const MAX_ACTIONABLE: usize = 8;
 
 /// A held call waits and the window is closed: post its notification.
 pub fn approval<R: Runtime>(app: &AppHandle<R>, req: &gatehouse::approval::ApprovalRequest) {
-    let who = req.client.name.as_deref().unwrap_or("An AI client");
-    let body = format!("{who} wants to run {} on {}", req.tool, req.server);
+    let body = approval_body(req);
     #[cfg(target_os = "linux")]
     linux::approval(app, &req.id, &body);
     #[cfg(not(target_os = "linux"))]
     plain(app, "Approval needed", &body);
+}
+
+/// What an approval notification says. The client's name is the client's own word
+/// (`clientInfo`): it is cut to 64 characters and, like the tool's name, escaped — a service with
+/// body markup would otherwise show a link or markup a client put there.
+pub fn approval_body(req: &gatehouse::approval::ApprovalRequest) -> String {
+    let who: String = req
+        .client
+        .name
+        .as_deref()
+        .unwrap_or("An AI client")
+        .chars()
+        .take(64)
+        .collect();
+    format!(
+        "{} wants to run {} on {}",
+        escape(&who),
+        escape(&req.tool),
+        escape(&req.server)
+    )
+}
+
+/// Text safe in a notification body that may be read as markup.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// A held call left the queue: its notification, if any, goes.
@@ -145,5 +171,26 @@ mod linux {
         if let Err(e) = closed {
             tracing::debug!(error = %e, "cannot close the approval notification");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A client's name cannot put markup or a link into the notification, nor run on.
+    #[test]
+    fn the_body_escapes_and_bounds_what_a_client_said() {
+        let mut req: gatehouse::approval::ApprovalRequest = serde_json::from_value(serde_json::json!({
+            "id": "apr-1", "client": { "name": "<a href=\"https://evil\">x</a>", "session": "s" },
+            "server": "files", "tool": "write", "exposed": "files__write",
+            "arguments": {}, "requested_at": 0, "expires_at": 0
+        }))
+        .unwrap();
+        let body = super::approval_body(&req);
+        assert_eq!(
+            body,
+            "&lt;a href=\"https://evil\"&gt;x&lt;/a&gt; wants to run write on files"
+        );
+        req.client.name = Some("n".repeat(500));
+        assert!(super::approval_body(&req).starts_with(&format!("{} wants", "n".repeat(64))));
     }
 }
