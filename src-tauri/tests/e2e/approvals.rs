@@ -69,13 +69,32 @@ async fn approval_modal_allows_denies_and_remembers() {
     assert!(!is_error(&out, "files__touch"), "{out}");
     assert!(target(1).exists(), "the approved call ran");
 
-    // 2. Deny: the client gets isError, nothing runs.
+    // 2. Deny: the client gets isError, nothing runs. A call behind it waits its turn: its
+    // countdown starts when it reaches the front, with the whole timeout (60 s), however long
+    // the person looked at the one in front.
     let c2 = call(2);
     d.wait_js("the modal for call 2", &modal_for(2)).await;
+    let c20 = call(20);
+    d.wait_js(
+        "call 20 waiting its turn",
+        "return document.getElementById('approval-waiting').textContent.includes('waits its turn');",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
     d.click("#approval-deny").await;
     let out = c2.finish();
     assert!(is_error(&out, "files__touch"), "{out}");
     assert!(!target(2).exists());
+    d.wait_js("the modal for call 20", &modal_for(20)).await;
+    // (Read until it says so: the modal may show the call a moment before its new deadline.)
+    d.wait_js(
+        "call 20's countdown at its whole timeout, not run while it waited",
+        "const m = document.getElementById('approval-countdown').textContent.match(/in (\\d+) s/);
+         return !!m && Number(m[1]) >= 58;",
+    )
+    .await;
+    d.click("#approval-deny").await;
+    assert!(is_error(&c20.finish(), "files__touch"));
     // The person's own Deny is no news to them: no "denied" toast follows it.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let toast = d
