@@ -77,7 +77,8 @@ mod linux {
     use super::MAX_ACTIONABLE;
     use crate::state::AppState;
 
-    /// Held calls with a notification waiting for its click: approval id → notification id.
+    /// Held calls with a notification waiting for its click: approval id → notification id (0
+    /// while it is being posted).
     /// Guards one insert, removal or lookup.
     static OPEN: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
 
@@ -106,7 +107,16 @@ mod linux {
             .summary("Approval needed")
             .body(body)
             .icon("dialog-question");
-        let actionable = actions && with_open(|o| o.len()) < MAX_ACTIONABLE;
+        // A place among the actionable ones is taken before posting (counted and taken under one
+        // lock), so posts at the same moment never make more than MAX_ACTIONABLE.
+        let actionable = actions
+            && with_open(|o| {
+                let free = o.len() < MAX_ACTIONABLE;
+                if free {
+                    o.insert(id.to_owned(), 0);
+                }
+                free
+            });
         if actionable {
             n.action("allow", "Allow once")
                 .action("deny", "Deny")
@@ -116,6 +126,7 @@ mod linux {
             Ok(h) => h,
             Err(e) => {
                 tracing::debug!(error = %e, "no OS notification (is a notification service running?)");
+                with_open(|o| o.remove(id));
                 return;
             }
         };
@@ -146,7 +157,7 @@ mod linux {
 
     /// Closes the notification of held call `id` (its waiting thread then ends).
     pub fn close(id: &str) {
-        let Some(nid) = with_open(|o| o.get(id).copied()) else {
+        let Some(nid) = with_open(|o| o.get(id).copied()).filter(|n| *n != 0) else {
             return;
         };
         // A blocking D-Bus call: never on the caller's (async) thread.

@@ -30,7 +30,14 @@ struct Waiting {
     timeout: Duration,
     /// When it is denied unless answered: set when it reaches the front (`None` until then).
     deadline: watch::Sender<Option<tokio::time::Instant>>,
+    /// When it is denied at the latest, at the front or not: [`MAX_TURNS`] timeouts after it
+    /// was held (and the same in ms since the epoch, for `expires_at`).
+    latest: (tokio::time::Instant, u64),
 }
+
+/// A held call waits at most this many approval timeouts in all, its turn included: a flood of
+/// held calls ahead of it (another client's, say) delays it, but not without end.
+pub const MAX_TURNS: u32 = 10;
 
 /// Requests waiting for the person at most, per client profile (the default profile is one);
 /// more of that profile are denied at once (by policy).
@@ -163,6 +170,11 @@ impl ApprovalBroker {
             };
         }
         let (tx, mut rx) = oneshot::channel();
+        let longest = timeout.saturating_mul(MAX_TURNS);
+        let latest = (
+            tokio::time::Instant::now() + longest,
+            crate::logs::now_ms() + longest.as_millis() as u64,
+        );
         let (deadline, mut deadline_rx) = watch::channel(None);
         let id = request.id.clone();
         let request = {
@@ -198,6 +210,7 @@ impl ApprovalBroker {
                     seq,
                     timeout,
                     deadline,
+                    latest,
                 },
             );
             // Alone in the queue, it is the front: its countdown starts now.
@@ -215,15 +228,11 @@ impl ApprovalBroker {
             id: id.clone(),
             armed: true,
         };
-        // Waits for the answer; the countdown runs only once the call is at the front.
+        // Waits for the answer; the countdown runs only once the call is at the front, and never
+        // past `latest`.
         let answered = loop {
-            let at = *deadline_rx.borrow_and_update();
-            let expired = async {
-                match at {
-                    Some(t) => tokio::time::sleep_until(t).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let at = deadline_rx.borrow_and_update().unwrap_or(latest.0);
+            let expired = tokio::time::sleep_until(at.min(latest.0));
             tokio::select! {
                 r = &mut rx => break r.ok(),
                 () = expired => {
@@ -464,16 +473,19 @@ impl ApprovalBroker {
 }
 
 /// Starts the countdown of the call at the front of the queue if it has none yet: it is denied
-/// `timeout` from now unless answered (`expires_at` says when). Returns it when it changed.
+/// `timeout` from now — or at its `latest`, if sooner — unless answered (`expires_at` says when).
+/// Returns it when it changed.
 fn promote(st: &mut State) -> Option<ApprovalRequest> {
     let front = st.pending.values_mut().min_by_key(|w| w.seq)?;
     if front.deadline.borrow().is_some() {
         return None;
     }
-    front
-        .deadline
-        .send_replace(Some(tokio::time::Instant::now() + front.timeout));
-    front.request.expires_at = crate::logs::now_ms() + front.timeout.as_millis() as u64;
+    let (latest, latest_ms) = front.latest;
+    front.deadline.send_replace(Some(
+        (tokio::time::Instant::now() + front.timeout).min(latest),
+    ));
+    front.request.expires_at =
+        (crate::logs::now_ms() + front.timeout.as_millis() as u64).min(latest_ms);
     front.request.queued = false;
     Some(front.request.clone())
 }

@@ -188,6 +188,14 @@ async fn each_countdown_starts_at_the_front_of_the_queue() {
     ));
     assert_eq!(b.pending()[0].id, ids[2]);
     assert!(!b.pending()[0].queued);
+    // But never without end: held at t≈0, the last is denied by MAX_TURNS timeouts (100 s)
+    // although its turn would come only at about 100 s (each before it taking its 10 s).
+    tokio::time::sleep(Duration::from_secs(100 - 20 + 1)).await;
+    assert!(b.pending().is_empty(), "{:?}", b.pending());
+    assert!(matches!(
+        waits.pop().unwrap().await.unwrap(),
+        Verdict::TimedOut { .. }
+    ));
 }
 
 #[tokio::test]
