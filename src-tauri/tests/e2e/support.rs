@@ -242,11 +242,17 @@ impl Desktop {
         }
     }
 
+    /// Clicks the element `css` names, waiting (up to 10 s) for a view still rendering to make it.
     pub async fn click(&self, css: &str) {
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let element = loop {
+            match self.client.find(Locator::Css(css)).await {
+                Ok(e) => break e,
+                Err(e) if Instant::now() > deadline => panic!("no element {css}: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        element
             .click()
             .await
             .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
