@@ -1,6 +1,7 @@
 // ESLint for the framework-free UI (ui/): plain browser ES modules, no bundler. `make lint` runs
 // it with the ESLint that scripts/install-peers.sh installs. Besides the usual mistakes it keeps
-// two of ARCHITECTURE.md's rules: nothing goes in as HTML, and only api.js touches
+// three of ARCHITECTURE.md's rules: nothing goes in as HTML, text goes in only through dom.js
+// (setText/setTitle/el, which show hidden characters as ⟨U+XXXX⟩), and only api.js touches
 // window.__TAURI__.
 
 const browser = Object.fromEntries(
@@ -14,6 +15,15 @@ const htmlSinks = ['innerHTML', 'outerHTML', 'insertAdjacentHTML'].map((property
   property,
   message: 'Text from servers and clients goes in with textContent or el(), never as HTML.',
 }));
+
+// Text set any other way would skip dom.js's revealing of hidden characters.
+const textSinks = ['textContent', 'innerText', 'nodeValue', 'title'].map((p) => ({
+  selector: `AssignmentExpression[left.property.name='${p}']`,
+  message: `Set ${p} through dom.js (setText, setTitle or el()): it shows hidden characters as ⟨U+XXXX⟩.`,
+})).concat([{
+  selector: "CallExpression[callee.property.name='createTextNode']",
+  message: 'Make text nodes through el() (dom.js): it shows hidden characters as ⟨U+XXXX⟩.',
+}]);
 
 export default [
   {
@@ -37,7 +47,12 @@ export default [
       'no-restricted-properties': ['error', ...htmlSinks,
         { object: 'window', property: '__TAURI__', message: 'Only ui/api.js talks to the app.' },
         { object: 'document', property: 'write', message: 'Build nodes with el().' }],
+      'no-restricted-syntax': ['error', ...textSinks],
     },
+  },
+  {
+    files: ['ui/dom.js'],
+    rules: { 'no-restricted-syntax': 'off' },
   },
   {
     files: ['ui/api.js'],

@@ -68,6 +68,10 @@ pub struct CallRecord {
     /// The protocol revision the client speaks (`2025-11-25`, `2026-07-28`, …), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_protocol: Option<String>,
+    /// Hidden characters in the tool, arguments or client name, and a client name that
+    /// imitates a known client's: derived when read, never stored.
+    #[serde(flatten)]
+    pub flags: crate::text::Flags,
 }
 
 /// Whether and how a call was let through.
@@ -410,6 +414,7 @@ mod tests {
             waited_ms: 0,
             client_version: None,
             client_protocol: None,
+            flags: Default::default(),
         }
     }
 

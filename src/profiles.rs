@@ -56,6 +56,10 @@ pub struct Connected {
     /// How long it waits for a call's answer before giving up, when known (by its name).
     #[serde(default)]
     pub gives_up_after_secs: Option<u64>,
+    /// The known client (or other client connected here) whose name this one's imitates
+    /// (`text::imitation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imitates: Option<String>,
 }
 
 /// How long a client known by its `clientInfo.name` waits for a request's answer, when that is

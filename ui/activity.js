@@ -3,7 +3,7 @@
 // values already masked by the core). While shown, the list refreshes every 4 s; it stops when the view is left.
 
 import * as api from './api.js';
-import { $, el, clock, toast, viewError } from './dom.js';
+import { $, el, clock, toast, viewError, setTitle } from './dom.js';
 
 const servers = new Set();
 const open = new Set(); // keys of rows whose detail is shown (kept across refreshes)
@@ -27,9 +27,13 @@ function detail(r) {
       el('dt', { text: 'Waiting for you' }), el('dd', { text: `${r.waited_ms ?? 0} ms` }),
       el('dt', { text: 'Server' }), el('dd', { text: atServer }),
       el('dt', { text: 'Decided by' }), el('dd', { text: r.decided_via ? `${who} (${r.decided_via})` : who }),
-      el('dt', { text: 'Client' }), el('dd', { text: `${r.client ?? 'unnamed'} — profile ${r.profile ?? 'default'}, session ${r.session}` }),
+      el('dt', { text: 'Client' }), el('dd', { text: `profile ${r.profile ?? 'default'} — ${r.client ? `says “${r.client}”` : 'gives no name'}, session ${r.session}` }),
+      r.imitates && el('dt', { text: 'Warning' }),
+      r.imitates && el('dd', { class: 'warning', text: `the client's name imitates “${r.imitates}”` }),
+      r.hidden_characters && el('dt', { text: 'Warning' }),
+      r.hidden_characters && el('dd', { class: 'warning', text: 'contains hidden characters, shown as ⟨U+XXXX⟩' }),
       el('dt', { text: 'Outcome' }), el('dd', { text: label(r.outcome) })),
-    el('pre', { class: 'arguments', text: args })));
+    el('pre', { class: 'arguments', lines: args })));
 }
 
 export function init() {
@@ -105,7 +109,7 @@ async function load() {
       el('td', {}, el('span', { class: `badge decision ${r.group}`, text: label(r.decision) }), by),
       el('td', { text: `${r.duration_ms} ms` }),
       el('td', { text: label(r.outcome) }));
-    tr.title = 'Show the details';
+    setTitle(tr, 'Show the details');
     tr.tabIndex = 0;
     const key = keyOf(r);
     tr.dataset.key = key;

@@ -47,7 +47,8 @@ export async function followLogs(id, onLine) {
 }
 
 export const pendingApprovals = () => call('pending_approvals');
-export const answerApproval = (id, decision) => call('answer_approval', { id, decision });
+export const answerApproval = (req, decision) => call('answer_approval', { id: req.id, digest: req.digest, decision });
+export const hiddenCharacters = () => call('hidden_characters');
 
 export const secrets = () => call('secrets');
 export const setSecret = (name, value) => call('set_secret', { name, value });

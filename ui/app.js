@@ -2,7 +2,7 @@
 // wiring of each view module.
 
 import * as api from './api.js';
-import { $, $$ } from './dom.js';
+import { $, $$, setText, setTitle, setHiddenRanges } from './dom.js';
 import * as servers from './servers.js';
 import * as approval from './approval.js';
 import * as secrets from './secrets.js';
@@ -32,25 +32,29 @@ function renderPhase(p) {
   const state = $('#hub-state');
   document.body.dataset.phase = p.phase;
   if (p.phase === 'failed') {
-    $('#banner-title').textContent = 'Gatehouse is not running';
-    $('#banner-text').textContent = p.error || 'Start failed.';
+    setText($('#banner-title'), 'Gatehouse is not running');
+    setText($('#banner-text'), p.error || 'Start failed.');
     $('#banner-retry').hidden = false;
     banner.hidden = false;
-    state.textContent = 'Not running';
+    setText(state, 'Not running');
   } else if (p.phase === 'starting') {
-    $('#banner-title').textContent = 'Starting…';
-    $('#banner-text').textContent = `Config: ${p.config_path}`;
+    setText($('#banner-title'), 'Starting…');
+    setText($('#banner-text'), `Config: ${p.config_path}`);
     $('#banner-retry').hidden = true;
     banner.hidden = false;
-    state.textContent = 'Starting…';
+    setText(state, 'Starting…');
   } else {
     banner.hidden = true;
-    state.textContent = p.gateway_url ? `Gateway ${p.gateway_url.replace(/^http:\/\//, '')}` : '';
-    state.title = `Config: ${p.config_path}\nData: ${p.data_dir}\nControl socket: ${p.control_path}`;
+    setText(state, p.gateway_url ? `Gateway ${p.gateway_url.replace(/^http:\/\//, '')}` : '');
+    setTitle(state, `Config: ${p.config_path}\nData: ${p.data_dir}\nControl socket: ${p.control_path}`);
   }
 }
 
+// The core's table of hidden characters, asked for once: every text is shown through it.
+const hiddenTable = api.hiddenCharacters().then(setHiddenRanges).catch(() => {});
+
 async function refreshAll() {
+  await hiddenTable;
   // Waiting approvals first, without waiting for the app state: a window opened for an
   // approval shows the modal as soon as it can.
   const pending = approval.refresh();

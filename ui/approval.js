@@ -2,14 +2,25 @@
 // Deny has the focus; Esc denies; the countdown shows when the call is denied on its own — it
 // runs only for the call at the front (the others wait their turn, with the whole timeout). The
 // calls waiting behind it are listed with their arguments, and can be answered together: all of
-// the same tool allowed once each, all from one client denied, or all denied. Calls nobody
-// answered in time are counted in a lasting note (with the way to Activity), not a toast.
+// the same tool from the same client profile allowed once each, all from one client denied, or
+// all denied. Calls nobody answered in time are counted in a lasting note (with the way to
+// Activity), not a toast.
+//
+// What the person sees is what is answered: who asks is the token's profile (the client's name
+// is what it says, flagged when it imitates another); every text shows hidden characters as
+// ⟨U+XXXX⟩ (dom.js); an answer names the call shown (its id and digest); and when a call appears
+// or replaces the one shown, every answer stays inert for GUARD_MS — a click or key meant for
+// what was there lands on nothing (the native prompt does the same; README says why 1 s).
 
 import * as api from './api.js';
-import { $, el, toast } from './dom.js';
+import { $, el, toast, setText, setTitle, shown } from './dom.js';
+
+const GUARD_MS = 1000;
 
 let queue = []; // ApprovalRequest, oldest first
-let shownId = null;
+let shownReq = null; // the request the modal shows
+let liveAt = 0; // answers are taken from this time on (ms)
+let guardTimer = null;
 let timer = null;
 
 const dialog = () => $('#approval-dialog');
@@ -23,12 +34,15 @@ export function init() {
     if (!queue.some((r) => r.id === req.id)) queue.push(req);
     update();
   });
-  // A waiting call reached the front: its countdown runs from now.
+  // A waiting call reached the front: its countdown runs from now (the same call: no guard).
   api.on('approval-updated', (req) => {
     const at = queue.findIndex((r) => r.id === req.id);
     if (at < 0) return;
     queue[at] = req;
-    if (req.id === shownId) shownId = null; // refill: the countdown starts afresh
+    if (shownReq && req.id === shownReq.id) {
+      shownReq = req;
+      startCountdown(req);
+    }
     update();
   });
   api.on('approval-resolved', ({ id, outcome }) => {
@@ -57,7 +71,8 @@ export function init() {
     filter.dispatchEvent(new Event('change'));
   });
   const d = dialog();
-  // Esc (the dialog's cancel) means deny, never "dismiss and leave the call hanging".
+  // Esc (the dialog's cancel) means deny, never "dismiss and leave the call hanging" — but not
+  // within the guard, when the key was meant for what was shown before.
   d.addEventListener('cancel', (e) => { e.preventDefault(); answer('deny'); });
   for (const b of d.querySelectorAll('footer button')) {
     b.addEventListener('click', () => answer(b.value));
@@ -78,55 +93,82 @@ export function open() { update(true); }
 function update() {
   const badge = $('#pending-link');
   badge.hidden = queue.length === 0;
-  badge.textContent = queue.length === 1 ? '1 approval waiting' : `${queue.length} approvals waiting`;
+  setText(badge, queue.length === 1 ? '1 approval waiting' : `${queue.length} approvals waiting`);
   const d = dialog();
   if (queue.length === 0) {
-    shownId = null;
+    shownReq = null;
     clearInterval(timer);
     if (d.open) d.close();
     return;
   }
   const req = queue[0];
-  $('#approval-queue').textContent = queue.length > 1 ? `1 of ${queue.length} waiting` : '';
-  if (shownId === req.id && d.open) return;
+  setText($('#approval-queue'), queue.length > 1 ? `1 of ${queue.length} waiting` : '');
+  if (shownReq && shownReq.id === req.id && d.open) return;
+  // Another call takes the place of the one on screen: said, and guarded.
+  const replaced = d.open && shownReq !== null;
   fill(req);
-  shownId = req.id;
+  shownReq = req;
+  guard(replaced);
   if (!d.open) d.showModal();
   $('#approval-deny').focus();
   requestAnimationFrame(() => api.approvalShown(req.id));
 }
 
+/** Every answer inert for GUARD_MS from now (the call just appeared or replaced another). */
+function guard(replaced) {
+  liveAt = Date.now() + GUARD_MS;
+  $('#approval-swapped').hidden = !replaced;
+  const buttons = [...dialog().querySelectorAll('footer button, .others-actions button')];
+  for (const b of buttons) b.disabled = true;
+  clearTimeout(guardTimer);
+  guardTimer = setTimeout(() => {
+    for (const b of buttons) b.disabled = false;
+    // Deny has the focus once the answers are live (a disabled button cannot hold it).
+    if (dialog().open) $('#approval-deny').focus();
+  }, GUARD_MS);
+}
+
+const live = () => Date.now() >= liveAt;
+
+/** Who asks: the token's client profile, then what the client says it is. */
+const who = (r) => `client profile ${r.client.profile ?? 'default'} — ${r.client.name ? `says “${r.client.name}”` : 'gives no name'}`;
+
 function fill(req) {
-  // The client's own name, and the profile its token belongs to (what the person set up).
-  const name = req.client.name || 'Unknown client';
-  $('#approval-client').textContent = req.client.profile ? `${name} (profile ${req.client.profile})` : name;
-  $('#approval-client').title = `session ${req.client.session}`;
+  // The profile its token belongs to (what the person set up), then the client's own word.
+  setText($('#approval-client'), who(req));
+  setTitle($('#approval-client'), `session ${req.client.session}`);
+  const imitates = $('#approval-imitates');
+  imitates.hidden = !req.client.imitates;
+  setText(imitates, req.client.imitates
+    ? `Its name imitates “${req.client.imitates}”: it is not that client. The token is client profile ${req.client.profile ?? 'default'}'s.`
+    : '');
+  $('#approval-hidden').hidden = !req.hidden_characters;
   // A client that gives up sooner than the approval timeout: the person has only that long.
   const patience = req.client.gives_up_after_secs;
   const longer = patience && (req.expires_at - req.requested_at) / 1000 > patience;
   for (const e of document.querySelectorAll('.patience')) e.hidden = !longer;
-  $('#approval-patience').textContent = longer
-    ? `${name} gives up after ${patience} s — answer before then, or it will have left`
-    : '';
+  setText($('#approval-patience'), longer
+    ? `the client gives up after ${patience} s — answer before then, or it will have left`
+    : '');
   // "This session": until the client disconnects, or — a 2026-07-28 client has no protocol
   // session — for this client (its token and name) until a set time.
   const ends = req.client.session_ends_ms;
-  $('#approval-session-scope').textContent = ends
+  setText($('#approval-session-scope'), ends
     ? `this client (same token and name), until ${new Date(ends).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })} (8 hours from its first call)`
-    : 'this client, until it disconnects';
+    : 'this client, until it disconnects');
   // Who an "always" covers: the profile, and the other clients seen on it.
   const profile = req.client.profile ?? 'default';
   const others = req.client.covers ?? [];
-  $('#approval-always-scope').textContent = others.length
+  setText($('#approval-always-scope'), others.length
     ? `for client profile ${profile} — which ${others.join(', ')} also use${others.length === 1 ? 's' : ''}`
-    : `for client profile ${profile} (no other client seen on it)`;
-  $('#approval-server').textContent = req.server;
+    : `for client profile ${profile} (no other client seen on it)`);
+  setText($('#approval-server'), req.server);
   // Why it asks, in the person's terms: the core's sentence (the UI keeps no copy of it).
-  $('#approval-reason').textContent = `Asking because ${req.reason_text || 'the policy asks for this call'}.`;
+  setText($('#approval-reason'), `Asking because ${req.reason_text || 'the policy asks for this call'}.`);
   $('#approval-reason').dataset.reason = req.reason ?? 'not_read_only';
   const tool = $('#approval-tool');
   tool.replaceChildren(el('strong', { text: req.title || req.tool }), ' ', el('code', { text: req.exposed }));
-  $('#approval-description').textContent = req.description || '';
+  setText($('#approval-description'), req.description || '', true);
   $('#approval-description').hidden = !req.description;
   const ann = $('#approval-annotations');
   const hints = [];
@@ -144,32 +186,38 @@ function fill(req) {
   } catch {
     args = String(req.arguments);
   }
-  $('#approval-arguments').textContent = args;
+  setText($('#approval-arguments'), args, true);
   const changed = $('#approval-changed');
   changed.hidden = !req.changed;
   if (req.changed) {
-    $('#approval-changed-fields').textContent = ` ${req.changed.fields.join(', ')}`;
-    $('#approval-changed-old').textContent = JSON.stringify(req.changed.old, null, 2);
-    $('#approval-changed-new').textContent = JSON.stringify(req.changed.new, null, 2);
+    setText($('#approval-changed-fields'), ` ${req.changed.fields.join(', ')}`);
+    setText($('#approval-changed-old'), JSON.stringify(req.changed.old, null, 2), true);
+    setText($('#approval-changed-new'), JSON.stringify(req.changed.new, null, 2), true);
   }
+  startCountdown(req);
+}
+
+function startCountdown(req) {
   clearInterval(timer);
   const tick = () => {
     const left = Math.max(0, Math.round((req.expires_at - Date.now()) / 1000));
-    $('#approval-countdown').textContent = `Denied automatically in ${left} s`;
+    setText($('#approval-countdown'), `Denied automatically in ${left} s`);
     renderOthers();
   };
   tick();
   timer = setInterval(tick, 500);
 }
 
-/** A client as the person knows it: its name and the profile of its token. */
-const clientOf = (r) => `${r.client.name || 'an unnamed client'}${r.client.profile ? ` (${r.client.profile})` : ''}`;
+/** A client as the person knows it: the profile of its token, and its name. */
+const clientOf = (r) => `${r.client.profile ?? 'default'} (${r.client.name ? `“${r.client.name}”` : 'no name'})`;
 
-/** The waiting calls to the same tool of the same server as the one shown (it included). */
-const likeFront = () => queue.filter((r) => queue[0] && r.server === queue[0].server && r.tool === queue[0].tool);
+/** The waiting calls to the same tool of the same server from the same client profile as the
+ * one shown (it included): "Allow all like this" never answers another profile's calls. */
+const likeFront = () => queue.filter((r) => shownReq && r.server === shownReq.server
+  && r.tool === shownReq.tool && (r.client.profile ?? null) === (shownReq.client.profile ?? null));
 
 /** The waiting calls from the same client as the one shown (it included). */
-const fromFront = () => queue.filter((r) => queue[0] && clientOf(r) === clientOf(queue[0]));
+const fromFront = () => queue.filter((r) => shownReq && clientOf(r) === clientOf(shownReq));
 
 /** Arguments in one short line, for a waiting call's entry. */
 function argsLine(r) {
@@ -182,15 +230,15 @@ function argsLine(r) {
 function renderOthers() {
   const others = queue.slice(1);
   $('#approval-others').hidden = others.length === 0;
-  $('#approval-deny-all').textContent = `Deny all ${queue.length}`;
+  setText($('#approval-deny-all'), `Deny all ${queue.length}`);
   const like = likeFront();
   const allow = $('#approval-allow-like');
   allow.hidden = like.length < 2;
-  allow.textContent = `Allow all ${like.length} like this, once each`;
+  setText(allow, `Allow all ${like.length} like this, once each`);
   const from = fromFront();
   const deny = $('#approval-deny-from');
   deny.hidden = from.length < 2 || from.length === queue.length;
-  deny.textContent = `Deny all ${from.length} from ${queue[0] ? clientOf(queue[0]) : ''}`;
+  setText(deny, `Deny all ${from.length} from ${shownReq ? clientOf(shownReq) : ''}`);
   $('#approval-waiting').replaceChildren(...others.map((r) => {
     // Behind another, a call's countdown has not started: it waits its turn.
     const left = Math.max(0, Math.round((r.expires_at - Date.now()) / 1000));
@@ -201,24 +249,31 @@ function renderOthers() {
   }));
 }
 
-/** Answers several waiting calls the same way, after asking. */
+/** Calls listed in a confirmation at most (the rest are counted). */
+const LISTED = 12;
+
+/** Answers several waiting calls the same way, after asking — the question names the client(s)
+ * and, to allow, shows each call's arguments; each answer carries its call's digest. */
 async function answerAll(calls, decision) {
   const all = [...calls];
-  if (!all.length) return;
+  if (!all.length || !live()) return;
   const allow = decision !== 'deny';
+  const clients = [...new Set(all.map(who))];
+  const lines = all.slice(0, LISTED).map((r) => `• ${argsLine(r)}`);
+  if (all.length > LISTED) lines.push(`• … and ${all.length - LISTED} more`);
   const question = allow
-    ? `Allow all ${all.length} calls to ${all[0].exposed}, once each? Each runs with its own arguments.`
-    : `Deny all ${all.length} ${all.length === queue.length ? 'waiting calls' : `calls from ${clientOf(all[0])}`}? None of them will run.`;
+    ? `Allow all ${all.length} calls to ${all[0].exposed} on ${all[0].server} from ${clients.join('; ')}, once each? Each runs with its own arguments:\n${lines.join('\n')}`
+    : `Deny all ${all.length} ${all.length === queue.length ? 'waiting calls' : 'calls'} from ${clients.join('; ')}? None of them will run.`;
   const verb = allow ? 'Allow all' : 'Deny all';
-  if (!await api.confirm(question, verb, verb)) return;
+  if (!await api.confirm(shown(question, true), verb, verb)) return;
   for (const r of all) {
     answeredHere.add(r.id);
     try {
-      await api.answerApproval(r.id, decision);
+      await api.answerApproval(r, decision);
     } catch { /* answered elsewhere, withdrawn or timed out meanwhile */ }
   }
   queue = queue.filter((r) => !all.some((a) => a.id === r.id));
-  shownId = null;
+  shownReq = null;
   toast(`${allow ? 'Allowed' : 'Denied'} ${all.length} call${all.length === 1 ? '' : 's'}`);
   update();
 }
@@ -227,26 +282,27 @@ async function answerAll(calls, decision) {
 function showAway() {
   const note = $('#away-note');
   note.hidden = away === 0;
-  note.textContent = away === 1
+  setText(note, away === 1
     ? '1 call was denied while you were away'
-    : `${away} calls were denied while you were away`;
-  note.title = 'Nobody answered in time. Show them in Activity';
+    : `${away} calls were denied while you were away`);
+  setTitle(note, 'Nobody answered in time. Show them in Activity');
 }
 
+/** The person's answer to the call shown (never another: its id and digest go with it). */
 async function answer(decision) {
-  const req = queue[0];
-  if (!req) return;
+  const req = shownReq;
+  if (!req || !live()) return;
   for (const b of dialog().querySelectorAll('footer button')) b.disabled = true;
   answeredHere.add(req.id);
   try {
-    await api.answerApproval(req.id, decision);
+    await api.answerApproval(req, decision);
   } catch (e) {
     answeredHere.delete(req.id); // its outcome came (or comes) from elsewhere
     toast(api.errorText(e), 'error'); // already answered elsewhere, withdrawn or timed out
   } finally {
     for (const b of dialog().querySelectorAll('footer button')) b.disabled = false;
     queue = queue.filter((r) => r.id !== req.id);
-    shownId = null;
+    shownReq = null;
     update();
   }
 }

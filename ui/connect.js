@@ -2,7 +2,7 @@
 // for each AI client.
 
 import * as api from './api.js';
-import { $, el, toast, copyText, viewError } from './dom.js';
+import { $, el, toast, copyText, viewError, setText } from './dom.js';
 
 let info = null;
 let profile = ''; // '' is the default profile (the gateway token)
@@ -99,12 +99,12 @@ async function renderProfiles() {
   const meter = $('#profile-meter');
   if (current) {
     const over = current.limit !== null && current.limit !== undefined && current.tools > current.limit;
-    meter.textContent = `${current.tools} tool${current.tools === 1 ? '' : 's'}`
+    setText(meter, `${current.tools} tool${current.tools === 1 ? '' : 's'}`
       + (current.limit ? ` — this client handles ${current.limit} well` : '')
       + (over ? '. Too many: pick fewer servers.' : '')
       + (current.too_long?.length
         ? `. ${current.too_long.length} tool name${current.too_long.length === 1 ? ' is' : 's are'} too long for this client (${current.too_long.join(', ')}): the model APIs refuse them; they are renamed at its next listing.`
-        : '');
+        : ''));
     meter.classList.toggle('over', over || !!current.too_long?.length);
     meter.dataset.tools = current.tools;
   }
@@ -129,7 +129,7 @@ export async function shown() {
     viewError('connect', e);
     return;
   }
-  $('#gateway-url').textContent = info.url;
+  setText($('#gateway-url'), info.url);
   renderConnected(info.connected);
   // While shown: "last seen" ticks every second, and who is connected is asked again every 5 s.
   clearInterval(ticker);
@@ -148,7 +148,7 @@ export async function shown() {
       el('p', { class: 'hint' },
         c.transport === 'http' ? 'Connects over HTTP with the token. ' : 'Launches the gatehouse connect bridge (stdio). ',
         c.path ? 'Merge into ' : '', c.path ? el('code', { text: c.path }) : ''),
-      el('pre', { text: masked(c.snippet) }),
+      el('pre', { lines: masked(c.snippet) }),
       el('div', { class: 'row-actions left' },
         el('button', { type: 'button', dataset: { act: 'copy' } }, 'Copy'),
         c.path ? el('button', { type: 'button', dataset: { act: 'write' } }, `Write to ${c.label}'s config`) : null));
@@ -187,7 +187,7 @@ function ago(ms) {
 function renderConnected(connected) {
   $('#connected-list').replaceChildren(...(connected.length
     ? connected.map((c) => el('li', { dataset: { seen: c.last_seen_ms } },
-      `${c.name}${c.version ? ` ${c.version}` : ''} — profile ${c.profile}`
+      `profile ${c.profile} — says “${c.name}${c.version ? ` ${c.version}` : ''}”${c.imitates ? ` (imitates “${c.imitates}”)` : ''}`
         + `${c.protocol ? `, protocol ${c.protocol}` : ''}`
         + ` — ${c.open ? 'connected' : 'left'}, last seen `,
       el('span', { class: 'seen', text: ago(c.last_seen_ms) })))
@@ -196,6 +196,6 @@ function renderConnected(connected) {
 
 function tickSeen() {
   for (const li of document.querySelectorAll('#connected-list li[data-seen]')) {
-    li.querySelector('.seen').textContent = ago(Number(li.dataset.seen));
+    setText(li.querySelector('.seen'), ago(Number(li.dataset.seen)));
   }
 }

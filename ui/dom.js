@@ -1,7 +1,72 @@
-// Small DOM helpers. Text from servers and clients only ever goes in through textContent.
+// Small DOM helpers. Text goes in only through setText() and el(), which show every hidden
+// character (bidi controls, zero-width and format characters, controls, private-use and
+// unassigned code points) as its code point — ⟨U+202E⟩ — by the core's one table
+// (`gatehouse::text::hidden_ranges`), never as HTML and never interpreted.
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 export const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+// The core's table of hidden code points ([first, last] pairs, sorted); until it arrives, the
+// classes every attack uses (controls, bidi, zero-width, BOM, tags, private use).
+let hiddenRanges = [[0x0, 0x1f], [0x7f, 0x9f], [0xad, 0xad], [0x200b, 0x200f], [0x202a, 0x202e],
+  [0x2060, 0x206f], [0xe000, 0xf8ff], [0xfe00, 0xfe0f], [0xfeff, 0xfeff], [0xe0000, 0xe0fff]];
+
+/** Takes the core's table (app start). */
+export function setHiddenRanges(ranges) {
+  if (Array.isArray(ranges) && ranges.length) hiddenRanges = ranges;
+}
+
+function isHidden(cp) {
+  let lo = 0;
+  let hi = hiddenRanges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const [a, b] = hiddenRanges[mid];
+    if (cp < a) hi = mid - 1;
+    else if (cp > b) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+const codePoint = (cp) => `⟨U+${cp.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+
+/**
+ * `text` as a person should see it: hidden characters as ⟨U+XXXX⟩. With `lines`, line feeds and
+ * tabs stay (multi-line text); a variation selector 15/16 stays right after a visible character
+ * (an emoji's presentation), as in the core.
+ */
+export function shown(text, lines = false) {
+  const s = String(text);
+  let out = '';
+  let prevVisible = false;
+  for (const ch of s) {
+    const cp = ch.codePointAt(0);
+    const keep = (lines && (cp === 0x0a || cp === 0x09))
+      || ((cp === 0xfe0e || cp === 0xfe0f) && prevVisible);
+    if (isHidden(cp) && !keep) {
+      out += codePoint(cp);
+      prevVisible = false;
+    } else {
+      out += ch;
+      prevVisible = !isHidden(cp);
+    }
+  }
+  return out;
+}
+
+/** Whether `text` holds a character shown() would reveal. */
+export const hasHidden = (text, lines = false) => shown(text, lines) !== String(text);
+
+/** The one way text goes into a node (hidden characters revealed; `lines`: multi-line text). */
+export function setText(node, text, lines = false) {
+  node.textContent = shown(text ?? '', lines);
+}
+
+/** The one way a tooltip is set. */
+export function setTitle(node, text) {
+  node.title = shown(text ?? '');
+}
 
 /** el('span', {class: 'badge', dataset: {id}}, 'text', child...) */
 export function el(tag, attrs = {}, ...children) {
@@ -10,12 +75,14 @@ export function el(tag, attrs = {}, ...children) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'class') node.className = v;
     else if (k === 'dataset') Object.assign(node.dataset, v);
-    else if (k === 'text') node.textContent = v;
+    else if (k === 'text') setText(node, v);
+    else if (k === 'lines') setText(node, v, true);
+    else if (k === 'title' || k === 'aria-label') node.setAttribute(k, shown(v));
     else node.setAttribute(k, v === true ? '' : String(v));
   }
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    node.append(c instanceof Node ? c : document.createTextNode(shown(c, true)));
   }
   return node;
 }
@@ -47,7 +114,7 @@ export function viewError(view, error) {
   const line = document.getElementById(`${view}-error`);
   if (!line) return;
   line.hidden = !error;
-  line.textContent = error ? errorMessage(error) : '';
+  setText(line, error ? errorMessage(error) : '', true);
 }
 
 export function errorMessage(e) {
@@ -58,7 +125,7 @@ export function errorMessage(e) {
 let toastTimer = null;
 export function toast(message, kind = 'info') {
   const t = document.getElementById('toast');
-  t.textContent = message;
+  setText(t, message, true);
   t.dataset.kind = kind;
   t.hidden = false;
   clearTimeout(toastTimer);

@@ -3,7 +3,7 @@
 // the keychain (never kept here once sent).
 
 import * as api from './api.js';
-import { $, el, toast } from './dom.js';
+import { $, el, toast, setText } from './dom.js';
 
 let chosen = null; // { name, version } of the plan shown
 let timer = null;
@@ -18,7 +18,7 @@ export function initRegistry(onAdded) {
     $('#registry-results').replaceChildren();
     $('#registry-chosen').hidden = true;
     $('#registry-add').disabled = true;
-    $('#registry-status').textContent = 'Type a name to search the registry.';
+    setText($('#registry-status'), 'Type a name to search the registry.');
     d.showModal();
     form.elements.q.focus();
   };
@@ -46,7 +46,7 @@ export function initRegistry(onAdded) {
       toast(said);
       onAdded();
     } catch (x) {
-      $('#registry-error').textContent = api.errorText(x);
+      setText($('#registry-error'), api.errorText(x));
       $('#registry-error').hidden = false;
       $('#registry-add').disabled = false;
     }
@@ -65,27 +65,27 @@ function close() {
 async function search(text) {
   const status = $('#registry-status');
   if (!text.trim()) {
-    status.textContent = 'Type a name to search the registry.';
+    setText(status, 'Type a name to search the registry.');
     $('#registry-results').replaceChildren();
     return;
   }
   const n = ++asked;
-  status.textContent = 'Searching…';
+  setText(status, 'Searching…');
   try {
     const found = await api.registrySearch(text);
     if (n !== asked) return;
-    status.textContent = found.length ? `${found.length} found` : 'Nothing in the registry matches.';
+    setText(status, found.length ? `${found.length} found` : 'Nothing in the registry matches.');
     $('#registry-results').replaceChildren(...found.map((f) => {
       const b = el('button', { type: 'button', class: 'registry-pick', dataset: { name: f.name } },
         el('strong', { text: f.name }), ` ${f.version}`);
       b.addEventListener('click', () => choose(f.name));
       return el('li', {},
         b,
-        el('p', { class: 'hint', text: f.description }),
+        el('p', { class: 'hint', lines: f.description }),
         el('p', { class: 'hint', text: `Runs as: ${f.transports.join(', ') || 'nothing it can run'}${f.needs.length ? ` · needs ${f.needs.join(', ')}` : ''}` }));
     }));
   } catch (x) {
-    if (n === asked) status.textContent = api.errorText(x);
+    if (n === asked) setText(status, api.errorText(x));
   }
 }
 
@@ -96,13 +96,13 @@ async function choose(name) {
   try {
     const plan = await api.registryPlan(name);
     $('#registry-chosen').hidden = false;
-    $('#registry-chosen-name').textContent = name;
+    setText($('#registry-chosen-name'), name);
     if (plan.error) {
-      $('#registry-runs').textContent = plan.error;
+      setText($('#registry-runs'), plan.error);
       $('#registry-secrets').replaceChildren();
       return;
     }
-    $('#registry-runs').textContent = `Runs ${plan.runs} — pinned to ${plan.pinned}.`;
+    setText($('#registry-runs'), `Runs ${plan.runs} — pinned to ${plan.pinned}.`);
     $('#registry-form').elements.id.value = plan.id;
     $('#registry-secrets').replaceChildren(...plan.secrets.map((s) => el('label', {},
       `${s.var}${s.required ? '' : ' (optional)'} — kept in your keychain `,
@@ -111,7 +111,7 @@ async function choose(name) {
     chosen = { name, version: plan.version };
     $('#registry-add').disabled = false;
   } catch (x) {
-    $('#registry-error').textContent = api.errorText(x);
+    setText($('#registry-error'), api.errorText(x));
     $('#registry-error').hidden = false;
   }
 }

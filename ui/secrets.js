@@ -2,7 +2,7 @@
 // replace or delete a value. Values are typed into a password field and cleared at once.
 
 import * as api from './api.js';
-import { $, el, toast, viewError } from './dom.js';
+import { $, el, toast, viewError, setText } from './dom.js';
 
 export function init() {
   $('#add-secret').addEventListener('click', () => openForm(null));
@@ -22,7 +22,7 @@ export function init() {
       toast(restarted.length ? `Saved ${name}; restarted ${restarted.join(', ')}` : `Saved ${name}`);
       shown();
     } catch (x) {
-      err.textContent = api.errorText(x);
+      setText(err, api.errorText(x));
       err.hidden = false;
     } finally {
       $('#secret-save').disabled = false;
@@ -36,7 +36,7 @@ function openForm(name) {
   $('#secret-form-error').hidden = true;
   f.name.value = name ?? '';
   f.name.readOnly = !!name;
-  $('#secret-dialog-title').textContent = name ? `Set ${name}` : 'Add secret';
+  setText($('#secret-dialog-title'), name ? `Set ${name}` : 'Add secret');
   $('#secret-dialog').showModal();
   (name ? f.value : f.name).focus();
 }

@@ -3,7 +3,7 @@
 // initForm) after a change, and imports nothing of it.
 
 import * as api from './api.js';
-import { $, el, toast } from './dom.js';
+import { $, el, toast, setText } from './dom.js';
 import { reviewFile } from './import.js';
 
 let editing = null; // original id, or null when adding
@@ -59,7 +59,7 @@ function showError(form, err) {
   const anchor = radios ? form.querySelector('fieldset.kind') : input;
   if (!anchor || anchor.closest('[hidden]')) {
     const box = $('#server-form-error');
-    box.textContent = api.errorText(err);
+    setText(box, api.errorText(err));
     box.hidden = false;
     return;
   }
@@ -68,7 +68,7 @@ function showError(form, err) {
     note = el('small', { class: 'field-error', id: `field-error-${field}`, 'data-field': field, role: 'alert' });
     anchor.insertAdjacentElement('afterend', note);
   }
-  note.textContent = api.errorText(err);
+  setText(note, api.errorText(err));
   note.hidden = false;
   if (!radios) {
     input.setAttribute('aria-invalid', 'true');
@@ -162,7 +162,7 @@ async function splitPasted(form) {
     }
     const [[name, entry]] = found;
     fillFrom(form, name, entry);
-    hint.textContent = `Filled from the pasted snippet${name ? ` (${name})` : ''}: check the fields, then Save.`;
+    setText(hint, `Filled from the pasted snippet${name ? ` (${name})` : ''}: check the fields, then Save.`);
     hint.hidden = false;
     return;
   }
@@ -170,7 +170,7 @@ async function splitPasted(form) {
   if (/^https?:\/\/\S+$/i.test(line)) {
     fillFrom(form, suggestedId([], line), { url: line });
     const hint = $('#command-split');
-    hint.textContent = 'Filled as a remote server at this address: check the fields, then Save.';
+    setText(hint, 'Filled as a remote server at this address: check the fields, then Save.');
     hint.hidden = false;
     return;
   }
@@ -181,7 +181,7 @@ async function splitPasted(form) {
   f.args.value = words.slice(1).join('\n');
   if (!f.id.value.trim()) f.id.value = suggestedId(words, '');
   const hint = $('#command-split');
-  hint.textContent = `Split into the program ${words[0]} and ${words.length - 1} argument${words.length === 2 ? '' : 's'}.`;
+  setText(hint, `Split into the program ${words[0]} and ${words.length - 1} argument${words.length === 2 ? '' : 's'}.`);
   hint.hidden = false;
 }
 
@@ -228,15 +228,15 @@ async function testCurrent() {
   const button = $('#server-test');
   button.disabled = true;
   out.hidden = false;
-  out.textContent = 'Starting it on its own…';
+  setText(out, 'Starting it on its own…');
   try {
-    out.textContent = reportText(await api.testServer(form.elements.id.value, entry));
+    setText(out, reportText(await api.testServer(form.elements.id.value, entry)), true);
   } catch (err) {
     if (err?.field) {
       out.hidden = true;
       showError(form, err);
     } else {
-      out.textContent = api.errorText(err);
+      setText(out, api.errorText(err));
     }
   } finally {
     button.disabled = false;
@@ -358,10 +358,10 @@ export async function openForm(id) {
   clearErrors(form);
   $('#server-test-report').hidden = true;
   $('#command-split').hidden = true;
-  $('#server-test-report').textContent = '';
+  setText($('#server-test-report'), '');
   editing = id;
   baseEntry = {};
-  $('#server-dialog-title').textContent = id ? `Edit ${id}` : 'Add server';
+  setText($('#server-dialog-title'), id ? `Edit ${id}` : 'Add server');
   $('#server-find-line').hidden = !!id;
   $('#server-remove').hidden = !id;
   if (id) {

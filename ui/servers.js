@@ -3,7 +3,7 @@
 
 import * as api from './api.js';
 import { menuButton } from './menu.js';
-import { $, el, duration, clock, toast, viewError } from './dom.js';
+import { $, el, duration, clock, toast, viewError, setText, setTitle } from './dom.js';
 import { initForm, openForm } from './server-form.js';
 import { initRegistry } from './registry.js';
 
@@ -81,7 +81,7 @@ function summarize() {
   if (count('stopped')) parts.push(`${count('stopped')} stopped`);
   parts.push(`${tools} tool${tools === 1 ? '' : 's'} exposed`);
   const line = $('#servers-summary');
-  line.textContent = all.length ? parts.join(' · ') : '';
+  setText(line, all.length ? parts.join(' · ') : '');
   line.dataset.failed = count('failed');
 }
 
@@ -153,49 +153,49 @@ function render(row) {
   const n = row.node;
   n.dataset.state = s.state;
   const badge = n.querySelector('.badge');
-  badge.textContent = s.state === 'needs_sign_in' ? 'needs sign-in' : s.state;
+  setText(badge, s.state === 'needs_sign_in' ? 'needs sign-in' : s.state);
   badge.className = `badge state-${s.state}`;
   if (s.state === 'restarting' && s.next_retry_ms) {
-    badge.title = `next attempt at ${clock(s.next_retry_ms)} (failure ${s.consecutive_failures})`;
-  } else badge.title = '';
+    setTitle(badge, `next attempt at ${clock(s.next_retry_ms)} (failure ${s.consecutive_failures})`);
+  } else setTitle(badge, '');
   // The sandbox, on every local server's row: a shield when confined, a warning when not.
   const shield = n.querySelector('.shield');
   shield.hidden = !s.sandbox;
   if (s.sandbox) {
-    shield.textContent = s.sandbox.confined ? 'sandboxed' : 'unconfined';
+    setText(shield, s.sandbox.confined ? 'sandboxed' : 'unconfined');
     shield.className = `shield ${s.sandbox.confined ? 'confined' : 'open'}`;
     const says = s.sandbox.confined
       ? `Sandboxed: ${s.sandbox.summary} (${s.sandbox.mechanism})`
       : `Not sandboxed: ${s.sandbox.mechanism}`;
-    shield.title = says;
+    setTitle(shield, says);
     shield.setAttribute('aria-label', says);
     shield.setAttribute('role', 'img');
   }
-  n.querySelector('.pid').textContent = s.pid ? `pid ${s.pid}` : '';
+  setText(n.querySelector('.pid'), s.pid ? `pid ${s.pid}` : '');
   n.querySelector('.pid').dataset.pid = s.pid ?? '';
-  n.querySelector('.restarts').textContent = `${s.restarts} restart${s.restarts === 1 ? '' : 's'}`;
+  setText(n.querySelector('.restarts'), `${s.restarts} restart${s.restarts === 1 ? '' : 's'}`);
   n.querySelector('.restarts').dataset.restarts = s.restarts;
-  n.querySelector('.tools-count').textContent = `${s.tools} tool${s.tools === 1 ? '' : 's'}`;
+  setText(n.querySelector('.tools-count'), `${s.tools} tool${s.tools === 1 ? '' : 's'}`);
   n.querySelector('.tools-count').dataset.tools = s.tools;
-  if (s.target !== undefined) n.querySelector('.target').textContent = s.target;
+  if (s.target !== undefined) setText(n.querySelector('.target'), s.target);
   const err = n.querySelector('.last-error');
   const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
   err.hidden = !showErr && !(s.state === 'failed');
 
-  err.textContent = s.last_error || '';
+  setText(err, s.last_error || '', true);
 
   // A crash the server recovered from stays visible for this run.
   const rec = n.querySelector('.recovered');
   // Shown for 15 minutes after the failure, then the row is quiet again (the log keeps it).
   const recent = s.last_crash_ms && Date.now() - s.last_crash_ms < 15 * 60 * 1000;
   rec.hidden = !(s.state === 'running' && s.last_crash && recent);
-  if (!rec.hidden) rec.textContent = `Recovered; last failure at ${clock(s.last_crash_ms)}: ${s.last_crash}`;
+  if (!rec.hidden) setText(rec, `Recovered; last failure at ${clock(s.last_crash_ms)}: ${s.last_crash}`);
   // Things to know that do not stop the server (a policy key naming no tool, a slow list…).
   const warnings = n.querySelector('.warnings');
   const list = s.warnings ?? [];
   warnings.hidden = list.length === 0;
   warnings.replaceChildren(...list.map((w) => el('li', { text: w })));
-  n.querySelector('.display-name').textContent = s.name ? s.name : '';
+  setText(n.querySelector('.display-name'), s.name ? s.name : '');
   // The one action that fits: Sign in when it waits for one, Restart while it runs (or tries
   // to), Start otherwise. The menu holds the rest, each shown only where it applies.
   const running = s.state === 'running' || s.state === 'starting' || s.state === 'restarting';
@@ -204,7 +204,7 @@ function render(row) {
   // Left alone while a sign-in waits for the browser (it says so on the button).
   if (!main.dataset.busy) {
     main.dataset.act = primary;
-    main.textContent = { 'sign-in': 'Sign in', restart: 'Restart', start: 'Start' }[primary];
+    setText(main, { 'sign-in': 'Sign in', restart: 'Restart', start: 'Start' }[primary]);
     main.classList.toggle('primary', primary === 'sign-in');
     main.setAttribute('aria-label', `${main.textContent} ${s.id}`);
     main.disabled = false;
@@ -216,7 +216,7 @@ function render(row) {
   item('sign-in').hidden = primary === 'sign-in' || s.state !== 'needs_sign_in';
   item('disable').hidden = !s.enabled;
   item('enable').hidden = !!s.enabled;
-  item('expand').textContent = row.expanded ? 'Hide tools and log' : 'Show tools and log';
+  setText(item('expand'), row.expanded ? 'Hide tools and log' : 'Show tools and log');
   n.dataset.enabled = s.enabled ? 'true' : 'false';
   tickUptime(row);
 }
@@ -224,7 +224,7 @@ function render(row) {
 function tickUptime(row) {
   const s = row.status;
   const up = row.node.querySelector('.uptime');
-  up.textContent = s.state === 'running' ? `up ${duration(Date.now() - s.since_ms)}` : '';
+  setText(up, s.state === 'running' ? `up ${duration(Date.now() - s.since_ms)}` : '');
 }
 
 function tickUptimes() {
@@ -264,7 +264,7 @@ async function setEnabled(id, on) {
 async function signIn(id, button) {
   button.dataset.busy = 'sign-in';
   button.disabled = true;
-  button.textContent = 'Waiting for the browser…';
+  setText(button, 'Waiting for the browser…');
   toast(`Opening your browser to sign in to ${id}…`);
   try {
     await api.signIn(id);
@@ -283,19 +283,19 @@ async function toggle(id) {
   if (!row) return;
   row.expanded = !row.expanded;
   row.node.querySelector('.expand').setAttribute('aria-expanded', String(row.expanded));
-  row.node.querySelector('.menu [data-act=expand]').textContent = row.expanded ? 'Hide tools and log' : 'Show tools and log';
-  row.node.querySelector('.expand').textContent = row.expanded ? '▾' : '▸';
+  setText(row.node.querySelector('.menu [data-act=expand]'), row.expanded ? 'Hide tools and log' : 'Show tools and log');
+  setText(row.node.querySelector('.expand'), row.expanded ? '▾' : '▸');
   row.node.querySelector('.details').hidden = !row.expanded;
   if (row.expanded) {
     loadTools(row);
     const log = row.node.querySelector('.log');
-    log.textContent = '';
+    setText(log, '');
     try {
       const f = await api.followLogs(id, (line) => appendLog(log, line));
       for (const line of f.lines) appendLog(log, line);
       row.stopLogs = f.stop;
     } catch (e) {
-      log.textContent = api.errorText(e);
+      setText(log, api.errorText(e));
     }
   } else {
     row.stopLogs?.();
@@ -326,12 +326,12 @@ function filterTools(node, text) {
 
 /** A description kept to two lines, with "more" to read the rest when it is longer. */
 function description(text) {
-  const body = el('div', { class: 'tool-desc', text });
+  const body = el('div', { class: 'tool-desc', lines: text });
   if (text.length <= 140) return body;
   const more = el('button', { type: 'button', class: 'link more', 'aria-expanded': 'false' }, 'more');
   more.addEventListener('click', () => {
     const open = body.classList.toggle('open');
-    more.textContent = open ? 'less' : 'more';
+    setText(more, open ? 'less' : 'more');
     more.setAttribute('aria-expanded', String(open));
   });
   return el('div', {}, body, more);
@@ -360,7 +360,7 @@ async function loadTools(row) {
     [tools, entry] = await Promise.all([api.serverTools(id), api.serverEntry(id)]);
     grants = await api.grants().catch(() => []);
   } catch (e) {
-    empty.textContent = api.errorText(e);
+    setText(empty, api.errorText(e));
   }
   // "Always" answers of this server's tools: a tool that asks says it will not, for whom, since when.
   const always = (tool) => grants.filter((g) => g.scope === 'always' && g.server === id && g.tool === tool);
@@ -393,12 +393,12 @@ async function loadTools(row) {
       el('td', {}, description(t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? ''))),
       el('td', { class: 'calls' }, ...flags, select));
   }));
-  row.node.querySelector('.tools-title').textContent = tools.length ? `Tools (${tools.length})` : 'Tools';
+  setText(row.node.querySelector('.tools-title'), tools.length ? `Tools (${tools.length})` : 'Tools');
   const filter = row.node.querySelector('.tools-filter');
   filter.hidden = tools.length < FILTER_FROM;
   filterTools(row.node, filter.hidden ? '' : filter.value);
   empty.hidden = tools.length > 0;
-  if (!tools.length) empty.textContent = row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.';
+  if (!tools.length) setText(empty, row.status.state === 'running' ? 'This server lists no tools.' : 'Tools appear once the server is running.');
 }
 
 /** Lists a server's tools again without restarting it (e.g. after it changed them). */

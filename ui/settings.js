@@ -3,7 +3,7 @@
 // (this computer only: kept in the webview's storage).
 
 import * as api from './api.js';
-import { $, toast, viewError } from './dom.js';
+import { $, toast, viewError, setText } from './dom.js';
 
 const THEME_KEY = 'gatehouse-theme';
 
@@ -45,7 +45,7 @@ export function init() {
       }));
       toast('Settings saved');
     } catch (x) {
-      errBox.textContent = api.errorText(x);
+      setText(errBox, api.errorText(x));
       errBox.hidden = false;
     }
   });
@@ -59,9 +59,9 @@ async function patience(timeout) {
     .filter((c) => c.gives_up_after_secs && c.gives_up_after_secs < timeout)
     .map((c) => `${c.name} (profile ${p.id}) gives up after ${c.gives_up_after_secs} s`));
   note.hidden = short.length === 0;
-  note.textContent = short.length
+  setText(note, short.length
     ? `${short.join('; ')}: a call it makes that waits longer is abandoned by it before you answer.`
-    : '';
+    : '');
 }
 
 function fill(s) {
@@ -78,7 +78,7 @@ function fill(s) {
   } else if (s.running_url && !s.running_url.includes(`//${s.listen}/`)) {
     running += ` — the address above is used from the next start.`;
   } else if (running) running += '.';
-  $('#settings-running').textContent = running;
+  setText($('#settings-running'), running);
 }
 
 export async function shown() {

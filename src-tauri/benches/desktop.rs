@@ -131,6 +131,7 @@ fn approve_one(
     let answered = runtime.block_on(control.call(&Request::Approve {
         id: approval.clone(),
         scope: None,
+        digest: None,
     }));
     assert!(answered.is_ok(), "approve {approval}: {answered:?}");
     let reply = rx

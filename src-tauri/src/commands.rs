@@ -257,15 +257,24 @@ pub fn pending_approvals(state: AppStateRef<'_>) -> CommandResult<Vec<ApprovalRe
     Ok(state.hub()?.approvals().pending())
 }
 
-/// The person's answer from the modal: `once`, `session`, `always` or `deny`.
+/// The person's answer from the modal: `once`, `session`, `always` or `deny`, for the call with
+/// this id and digest (the one the modal showed).
 #[tauri::command]
 pub fn answer_approval(
     state: AppStateRef<'_>,
     id: String,
+    digest: String,
     decision: String,
     reason: Option<String>,
 ) -> CommandResult<()> {
-    state.answer(&id, &decision, reason)
+    state.answer(&id, &digest, &decision, reason)
+}
+
+/// The code points the core shows as `⟨U+XXXX⟩` (`gatehouse::text::hidden_ranges`), as
+/// `[first, last]` pairs: the webview reveals every text it shows with this one table.
+#[tauri::command]
+pub fn hidden_characters() -> &'static [(u32, u32)] {
+    gatehouse::text::hidden_ranges()
 }
 
 #[derive(Serialize)]

@@ -11,6 +11,13 @@
 
 use tauri::{AppHandle, Runtime};
 
+/// How long a prompt's answers stay inert after its call appears — alone or in place of
+/// another: one second. Long enough that a click or a key already on its way (a double click's
+/// second click comes within ~0.5 s, a person reacts to a change in ~0.25 s) lands on nothing,
+/// as Firefox's dialog-enable delay (also 1 s) does for the same reason; short enough not to slow
+/// a person who reads the call before answering. The window's modal uses the same figure.
+pub const GUARD: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A call waits and the window is not on screen: show (or move) the prompt.
 pub fn request<R: Runtime>(app: &AppHandle<R>) {
     #[cfg(target_os = "linux")]
@@ -43,63 +50,90 @@ pub fn close<R: Runtime>(app: &AppHandle<R>) {
     let _ = app;
 }
 
-/// The facts the prompt shows for one request, as text (independent of the toolkit).
+/// The facts the prompt shows for one request, as text (independent of the toolkit). Every text
+/// a client or a server wrote is shown through `gatehouse::text` (hidden characters as
+/// `⟨U+XXXX⟩`); who asks is the token's profile, the client's name only what it says.
 pub struct Facts {
     pub client: String,
+    /// What the person must know before reading on: a client name that imitates another's,
+    /// hidden characters in the call.
+    pub warnings: Vec<String>,
     pub patience: Option<String>,
     pub server: String,
     pub tool: String,
     pub reason: String,
     pub description: Option<String>,
     pub changed: Option<String>,
-    pub arguments: String,
+    /// Each argument's key and value (a string as its text, line breaks kept; anything else as
+    /// JSON), each value cut at `ARGS_SHOWN` characters.
+    pub arguments: Vec<(String, String)>,
+    /// "3 arguments, 6.1 KB: path, content, mode".
+    pub size: String,
     pub always_scope: String,
 }
 
-/// Arguments shown at most (characters); the window has the rest.
-const ARGS_SHOWN: usize = 4000;
+/// One argument's value shown at most (characters); the window has the rest.
+pub const ARGS_SHOWN: usize = 4000;
+
+/// Argument names listed in the size line at most (every one is in the list below it).
+const KEYS_LISTED: usize = 12;
 
 impl Facts {
     pub fn of(req: &gatehouse::approval::ApprovalRequest) -> Facts {
-        let name = req.client.name.as_deref().unwrap_or("Unknown client");
-        let client = match &req.client.profile {
-            Some(p) => format!("{name} (profile {p})"),
-            None => name.to_owned(),
+        use gatehouse::text::{reveal, reveal_lines};
+        let profile = req.client.profile.as_deref().unwrap_or("default");
+        let client = match req.client.name.as_deref() {
+            Some(name) => format!("client profile {profile} — says \"{}\"", reveal(name)),
+            None => format!("client profile {profile} — gives no name"),
         };
+        let mut warnings = Vec::new();
+        if let Some(like) = &req.client.imitates {
+            warnings.push(format!(
+                "⚠ Its name imitates \"{}\": it is not that client. The token is client profile {profile}'s.",
+                reveal(like)
+            ));
+        }
+        if req.hidden_characters {
+            warnings.push(
+                "⚠ Contains hidden characters, shown as ⟨U+XXXX⟩: read the call as shown here."
+                    .to_owned(),
+            );
+        }
         let waits = req.expires_at.saturating_sub(req.requested_at) / 1000;
         let patience = req
             .client
             .gives_up_after_secs
             .filter(|p| waits > *p)
             .map(|p| {
-                format!("{name} gives up after {p} s — answer before then, or it will have left")
+                format!(
+                    "the client gives up after {p} s — answer before then, or it will have left"
+                )
             });
         let tool = match &req.title {
-            Some(t) if t != &req.tool => format!("{t} — {}", req.exposed),
-            _ => req.exposed.clone(),
+            Some(t) if t != &req.tool => format!("{} — {}", reveal(t), reveal(&req.exposed)),
+            _ => reveal(&req.exposed).into_owned(),
         };
-        let mut arguments = serde_json::from_str::<serde_json::Value>(req.arguments.get())
-            .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| req.arguments.get().to_owned());
-        if arguments.chars().count() > ARGS_SHOWN {
-            arguments = arguments.chars().take(ARGS_SHOWN).collect::<String>()
-                + "\n… (open Gatehouse for the rest)";
-        }
-        let profile = req.client.profile.as_deref().unwrap_or("default");
-        let always_scope = if req.client.covers.is_empty() {
+        let (arguments, size) = arguments(req.arguments.get());
+        let covers: Vec<String> = req
+            .client
+            .covers
+            .iter()
+            .map(|c| reveal(c).into_owned())
+            .collect();
+        let always_scope = if covers.is_empty() {
             format!("Always: this tool with this exact definition, for client profile {profile}, until you revoke it.")
         } else {
             format!(
                 "Always: this tool with this exact definition, for client profile {profile} — which {} also use{} — until you revoke it.",
-                req.client.covers.join(", "),
-                if req.client.covers.len() == 1 { "s" } else { "" }
+                covers.join(", "),
+                if covers.len() == 1 { "s" } else { "" }
             )
         };
         Facts {
             client,
+            warnings,
             patience,
-            server: req.server.clone(),
+            server: reveal(&req.server).into_owned(),
             tool,
             reason: format!(
                 "Asking because {}.",
@@ -109,7 +143,11 @@ impl Facts {
                     &req.reason_text
                 }
             ),
-            description: req.description.clone().filter(|d| !d.trim().is_empty()),
+            description: req
+                .description
+                .as_deref()
+                .filter(|d| !d.trim().is_empty())
+                .map(|d| reveal_lines(d).into_owned()),
             changed: req.changed.as_ref().map(|c| {
                 format!(
                     "Its definition changed since it was pinned: {}. Open Gatehouse to compare.",
@@ -117,8 +155,67 @@ impl Facts {
                 )
             }),
             arguments,
+            size,
             always_scope,
         }
+    }
+}
+
+/// A call's arguments as rows (key, value) and the size line.
+fn arguments(raw: &str) -> (Vec<(String, String)>, String) {
+    use gatehouse::text::{reveal, reveal_lines};
+    let value = |v: &serde_json::Value| {
+        let text = match v {
+            serde_json::Value::String(s) => reveal_lines(s).into_owned(),
+            other => {
+                reveal_lines(&serde_json::to_string_pretty(other).unwrap_or_default()).into_owned()
+            }
+        };
+        if text.chars().count() > ARGS_SHOWN {
+            text.chars().take(ARGS_SHOWN).collect::<String>() + "\n… (open Gatehouse for the rest)"
+        } else {
+            text
+        }
+    };
+    let rows: Vec<(String, String)> = match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| (reveal(k).into_owned(), value(v)))
+            .collect(),
+        Ok(other) => vec![("(arguments)".to_owned(), value(&other))],
+        Err(_) => vec![(
+            "(arguments)".to_owned(),
+            value(&serde_json::Value::String(raw.to_owned())),
+        )],
+    };
+    let n = rows.len();
+    let mut size = format!(
+        "{n} argument{}, {}",
+        if n == 1 { "" } else { "s" },
+        human_size(raw.len())
+    );
+    if n > 0 {
+        let keys: Vec<&str> = rows
+            .iter()
+            .take(KEYS_LISTED)
+            .map(|(k, _)| k.as_str())
+            .collect();
+        size.push_str(": ");
+        size.push_str(&keys.join(", "));
+        if n > KEYS_LISTED {
+            size.push_str(&format!(" and {} more", n - KEYS_LISTED));
+        }
+    }
+    (rows, size)
+}
+
+fn human_size(bytes: usize) -> String {
+    if bytes < 1000 {
+        format!("{bytes} bytes")
+    } else if bytes < 1_000_000 {
+        format!("{:.1} KB", bytes as f64 / 1000.0)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1_000_000.0)
     }
 }
 
@@ -132,68 +229,5 @@ pub fn countdown(expires_at: u64, now_ms: u64) -> String {
 mod native;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use gatehouse::approval::{ApprovalRequest, ClientRef};
-
-    fn request(args: &str) -> ApprovalRequest {
-        ApprovalRequest {
-            id: "apr-1".into(),
-            client: ClientRef {
-                name: Some("claude-code".into()),
-                session: "s".into(),
-                profile: Some("cli".into()),
-                session_ends_ms: None,
-                covers: vec!["codex".into()],
-                gives_up_after_secs: Some(60),
-            },
-            server: "files".into(),
-            tool: "write".into(),
-            exposed: "files__write".into(),
-            title: None,
-            description: Some("Writes a file".into()),
-            annotations: None,
-            arguments: serde_json::value::RawValue::from_string(args.to_owned()).unwrap(),
-            requested_at: 1_000,
-            expires_at: 121_000,
-            queued: false,
-            changed: None,
-            reason: Default::default(),
-            reason_text: "fs__write may change things".into(),
-        }
-    }
-
-    /// The prompt says what the window's modal says: who, where, what, why, and whom an
-    /// "always" covers; a client that gives up before the timeout is named with its patience.
-    #[test]
-    fn the_prompt_names_the_client_tool_reason_and_scope() {
-        let f = Facts::of(&request(r#"{"path":"/tmp/x"}"#));
-        assert_eq!(f.client, "claude-code (profile cli)");
-        assert_eq!(f.tool, "files__write");
-        assert_eq!(f.reason, "Asking because fs__write may change things.");
-        assert!(
-            f.arguments.contains("\"path\": \"/tmp/x\""),
-            "{}",
-            f.arguments
-        );
-        assert!(f
-            .always_scope
-            .contains("profile cli — which codex also uses"));
-        assert!(f
-            .patience
-            .as_deref()
-            .unwrap()
-            .contains("gives up after 60 s"));
-        assert_eq!(countdown(121_000, 60_500), "Denied automatically in 61 s");
-        assert_eq!(countdown(121_000, 200_000), "Denied automatically in 0 s");
-    }
-
-    /// Huge arguments are cut for the prompt (the window shows them whole).
-    #[test]
-    fn long_arguments_are_cut() {
-        let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(10_000));
-        let f = Facts::of(&request(&big));
-        assert!(f.arguments.chars().count() < ARGS_SHOWN + 50);
-        assert!(f.arguments.ends_with("(open Gatehouse for the rest)"));
-    }
-}
+#[path = "prompt_tests.rs"]
+mod tests;

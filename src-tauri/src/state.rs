@@ -102,9 +102,12 @@ impl AppState {
 
     /// The person's answer to a held call, from any of the app's surfaces (the window's modal,
     /// the native prompt, a notification's action): `once`, `session`, `always` or `deny`.
+    /// `digest` is the digest of the call that surface showed: an answer to a call that is not
+    /// exactly the one shown is refused (the call keeps waiting).
     pub fn answer(
         &self,
         id: &str,
+        digest: &str,
         decision: &str,
         reason: Option<String>,
     ) -> Result<(), CommandError> {
@@ -113,7 +116,13 @@ impl AppState {
                 .map_err(CommandError::invalid)?;
         self.hub()?
             .approvals()
-            .answer(id, answer, gatehouse::approval::Decider::Ui)
+            .answer_via(
+                id,
+                Some(digest),
+                answer,
+                gatehouse::approval::Decider::Ui,
+                None,
+            )
             .map(|_| ())
             .map_err(CommandError::failed)
     }

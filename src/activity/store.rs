@@ -261,7 +261,7 @@ pub(super) fn query(
          ORDER BY id DESC LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![server, limit as i64, client], |r| {
-        Ok(CallRecord {
+        let row = CallRecord {
             time_ms: r.get::<_, i64>(0)? as u64,
             client: r.get(1)?,
             session: r.get(2)?,
@@ -277,7 +277,10 @@ pub(super) fn query(
             waited_ms: r.get::<_, i64>(12)? as u64,
             client_version: r.get(13)?,
             client_protocol: r.get(14)?,
-        })
+            flags: Default::default(),
+        };
+        let flags = crate::text::Flags::of(row.client.as_deref(), &row.tool, &row.arguments);
+        Ok(CallRecord { flags, ..row })
     })?;
     rows.collect()
 }

@@ -53,6 +53,9 @@ struct Inner {
     bus: EventBus,
     path: Option<PathBuf>,
     deny_unattended: bool,
+    /// This run's part of every request id: never the same in two runs over the same data dir
+    /// (a number kept beside `path`), so an id read before a restart names no call after it.
+    run: String,
     counter: AtomicU64,
     /// Guards one change or read of the broker's tables; never held across `.await`.
     state: Mutex<State>,
@@ -83,12 +86,14 @@ impl ApprovalBroker {
     pub fn new(bus: EventBus, path: Option<PathBuf>, deny_unattended: bool) -> Self {
         let store = path.as_deref().map(Store::load).unwrap_or_default();
         let writer = path.clone().and_then(super::persist::Persister::start);
+        let run = super::ids::this_run(path.as_deref());
         ApprovalBroker {
             inner: Arc::new(Inner {
                 writer,
                 bus,
                 path,
                 deny_unattended,
+                run,
                 counter: AtomicU64::new(1),
                 state: Mutex::new(State {
                     store,
@@ -147,9 +152,13 @@ impl ApprovalBroker {
             .then_some(Scope::Session)
     }
 
-    /// A fresh request id.
+    /// A fresh request id (`apr-RUN-N`): unique within this run and never used by another.
     pub fn next_id(&self) -> String {
-        format!("apr-{}", self.inner.counter.fetch_add(1, Ordering::Relaxed))
+        format!(
+            "apr-{}-{}",
+            self.inner.run,
+            self.inner.counter.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     /// Holds until answered or `timeout`. Dropping the future withdraws the request.
@@ -295,18 +304,33 @@ impl ApprovalBroker {
         answer: Answer,
         by: Decider,
     ) -> Result<ApprovalRequest, ApprovalError> {
-        self.answer_via(id, answer, by, None)
+        self.answer_via(id, None, answer, by, None)
     }
 
-    /// Like [`ApprovalBroker::answer`], naming the process that answered (the control socket's
-    /// peer), which the activity log keeps with the decision.
+    /// Like [`ApprovalBroker::answer`], for the call that was shown: `digest` is the request's
+    /// [`ApprovalRequest::digest`] as the surface showed it (required from every surface that
+    /// shows the call; the CLI's `approve ID` names it by id alone, ids being unique). `via`
+    /// names the process that answered (the control socket's peer), which the activity log keeps
+    /// with the decision. An answer whose digest is not the call's is refused and the call keeps
+    /// waiting.
     pub fn answer_via(
         &self,
         id: &str,
+        digest: Option<&str>,
         answer: Answer,
         by: Decider,
         via: Option<String>,
     ) -> Result<ApprovalRequest, ApprovalError> {
+        if let Some(digest) = digest {
+            let st = self.lock();
+            match st.pending.get(id) {
+                None => return Err(ApprovalError::Unknown(id.to_owned())),
+                Some(w) if w.request.digest != digest => {
+                    return Err(ApprovalError::Changed(id.to_owned()))
+                }
+                Some(_) => {}
+            }
+        }
         let Some(w) = self.take(id) else {
             return Err(ApprovalError::Unknown(id.to_owned()));
         };

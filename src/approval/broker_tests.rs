@@ -22,6 +22,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
             session_ends_ms: None,
             covers: Vec::new(),
             gives_up_after_secs: None,
+            imitates: None,
         },
         server: "fs".into(),
         tool: "write_file".into(),
@@ -36,7 +37,10 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
         changed: None,
         reason: Default::default(),
         reason_text: String::new(),
+        digest: String::new(),
+        hidden_characters: false,
     }
+    .seal()
 }
 
 /// Asks in the background, waits until the request is pending, answers it, returns the verdict.
@@ -309,4 +313,74 @@ async fn remembered_answers_are_listed_and_revocable() {
     b.end_session("s2");
     assert_eq!(b.granted(None, "s2", "fs", "write_file", "h"), None);
     assert!(b.grants().is_empty());
+}
+
+/// An answer names the call that was shown: with a digest that is not the call's it is refused
+/// and the call keeps waiting; with the call's own digest it is taken. An id from an earlier run
+/// of the broker (over the same data dir) names no call of this one.
+#[tokio::test]
+async fn an_answer_applies_only_to_the_call_that_was_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.json");
+    let first = ApprovalBroker::new(EventBus::new(16), Some(path.clone()), false);
+    let old = request(&first, "s1");
+    let old_id = old.id.clone();
+    drop(first);
+    let b = ApprovalBroker::new(EventBus::new(16), Some(path), false);
+    let r = request(&b, "s2");
+    assert_ne!(r.id, old_id, "an id repeated across runs");
+    let (id, digest) = (r.id.clone(), r.digest.clone());
+    assert_eq!(digest.len(), 16);
+    let b2 = b.clone();
+    let wait = tokio::spawn(async move { b2.ask(r, "h".into(), Duration::from_secs(5)).await });
+    while b.pending().is_empty() {
+        tokio::task::yield_now().await;
+    }
+    let stale = b.answer_via(
+        &id,
+        Some("0000000000000000"),
+        Answer::Allow(Scope::Once),
+        Decider::Ui,
+        None,
+    );
+    assert_eq!(stale.unwrap_err(), ApprovalError::Changed(id.clone()));
+    assert_eq!(b.pending().len(), 1, "a refused answer took the call");
+    let unknown = b.answer_via(
+        &old_id,
+        None,
+        Answer::Allow(Scope::Once),
+        Decider::Cli,
+        None,
+    );
+    assert!(unknown.unwrap_err().to_string().contains("no such call"));
+    b.answer_via(
+        &id,
+        Some(&digest),
+        Answer::Allow(Scope::Once),
+        Decider::Ui,
+        None,
+    )
+    .unwrap();
+    assert!(matches!(wait.await.unwrap(), Verdict::Allowed { .. }));
+}
+
+/// The digest covers what the person decides on: another client, tool or argument gives
+/// another digest.
+#[test]
+fn the_digest_covers_client_tool_and_arguments() {
+    let b = ApprovalBroker::new(EventBus::new(16), None, false);
+    let r = request(&b, "s");
+    let mut other = r.clone();
+    other.arguments = RawValue::from_string("{\"path\":\"/y\"}".into()).unwrap();
+    assert_ne!(other.digest_of(), r.digest);
+    let mut other = r.clone();
+    other.client.profile = Some("cursor".into());
+    assert_ne!(other.digest_of(), r.digest);
+    let mut other = r.clone();
+    other.client.name = Some("Claude Code".into());
+    assert_ne!(other.digest_of(), r.digest);
+    let mut other = r.clone();
+    other.tool = "delete".into();
+    assert_ne!(other.digest_of(), r.digest);
+    assert_eq!(r.digest_of(), r.digest);
 }

@@ -2,6 +2,7 @@
 //! until an answer, and what is remembered across restarts (pins and "always" answers).
 
 mod broker;
+mod ids;
 mod persist;
 mod pins;
 pub mod policy;

@@ -43,6 +43,51 @@ pub struct ApprovalRequest {
     /// this and keep no copy of their own.
     #[serde(default)]
     pub reason_text: String,
+    /// A digest of what the person is shown to decide (id, client, server, tool, arguments):
+    /// every answer from a surface that showed the call carries it, and an answer whose digest
+    /// is not the call's is refused ([`ApprovalRequest::digest_of`]).
+    #[serde(default)]
+    pub digest: String,
+    /// The tool's name, its arguments or the client's name hold a character a person cannot
+    /// see for what it is: every surface shows them as `⟨U+XXXX⟩` and says so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden_characters: bool,
+}
+
+impl ApprovalRequest {
+    /// Fills in what is derived from the call: its [`digest`](Self::digest) and whether it
+    /// holds hidden characters. Called once, when the request is made.
+    pub fn seal(mut self) -> Self {
+        self.digest = self.digest_of();
+        self.hidden_characters = crate::text::has_hidden(&self.tool)
+            || crate::text::has_hidden(&self.exposed)
+            || self.title.as_deref().is_some_and(crate::text::has_hidden)
+            || self
+                .client
+                .name
+                .as_deref()
+                .is_some_and(crate::text::has_hidden)
+            || crate::text::json_has_hidden(self.arguments.get());
+        self
+    }
+
+    /// The digest of what a person decides on: the id, the client (its profile, session and
+    /// name), the server, the tool and the arguments — 16 hex digits of their SHA-256.
+    pub fn digest_of(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let shown = serde_json::json!([
+            self.id,
+            self.client.profile,
+            self.client.session,
+            self.client.name,
+            self.server,
+            self.tool,
+            self.exposed,
+            self.arguments.get(),
+        ]);
+        let hash = Sha256::digest(shown.to_string().as_bytes());
+        hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 /// Why a call asks the person.
@@ -100,6 +145,10 @@ pub struct ClientRef {
     /// name (the TypeScript SDK's 60 s): the person has that long, not the approval timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gives_up_after_secs: Option<u64>,
+    /// The known client (or other connected client) whose name this client's name imitates:
+    /// the same look (TR39 skeleton) without being that name (`text::imitation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imitates: Option<String>,
 }
 
 /// A remembered answer: "always" (this exact definition, until revoked) or "session" (this
@@ -265,8 +314,11 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ApprovalError {
     /// No such request is waiting.
-    #[error("no pending approval \"{0}\" (it was answered, withdrawn or timed out); see `gatehouse approvals`")]
+    #[error("no such call \"{0}\" is waiting for approval (it was answered, withdrawn or timed out, or it is from an earlier run of Gatehouse); see `gatehouse approvals`")]
     Unknown(String),
+    /// The answer names a call, but not the one it was given for: what was shown differs.
+    #[error("the answer to \"{0}\" was not taken: the call it names is not the one that was shown (its digest differs); look at it again with `gatehouse approvals`")]
+    Changed(String),
 }
 
 /// How a pending request left the queue (the `approval_resolved` event).

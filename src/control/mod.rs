@@ -146,6 +146,10 @@ pub enum Request {
         /// once (default), session or always.
         #[serde(default)]
         scope: Option<crate::approval::Scope>,
+        /// The request's digest as it was shown ([`crate::approval::ApprovalRequest::digest`]);
+        /// when given, an answer to a call whose digest differs is refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
     },
     /// Deny a held call.
     Deny {
@@ -154,6 +158,9 @@ pub enum Request {
         /// Why, for the client.
         #[serde(default)]
         reason: Option<String>,
+        /// As for `Approve`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        digest: Option<String>,
     },
     /// Revoke remembered approvals: `SERVER` or `SERVER__TOOL`.
     Forget {

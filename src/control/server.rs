@@ -209,10 +209,11 @@ async fn handle_conn(
                 Err(e) => Response::err(ErrorKind::Activity, e),
             }
         }
-        Request::Approve { id, scope } => {
+        Request::Approve { id, scope, digest } => {
             let scope = scope.unwrap_or(crate::approval::Scope::Once);
             match hub.approvals().answer_via(
                 &id,
+                digest.as_deref(),
                 crate::approval::Answer::Allow(scope),
                 crate::approval::Decider::Cli,
                 caller,
@@ -221,11 +222,12 @@ async fn handle_conn(
                 Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
             }
         }
-        Request::Deny { id, reason } => {
+        Request::Deny { id, reason, digest } => {
             // The reason goes to the client in its error and into the activity log: bounded.
             let reason = reason.map(|r| crate::text::cut(&r, MAX_REASON_CHARS));
             match hub.approvals().answer_via(
                 &id,
+                digest.as_deref(),
                 crate::approval::Answer::Deny(reason),
                 crate::approval::Decider::Cli,
                 caller,

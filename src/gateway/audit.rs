@@ -115,6 +115,7 @@ impl Gateway {
             decided_via: via,
             profile: s.profile.clone(),
             waited_ms: m.waited.map_or(0, |w| w.as_millis() as u64),
+            flags: Default::default(),
         });
     }
 }

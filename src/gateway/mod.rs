@@ -425,7 +425,14 @@ impl Gateway {
     /// first.
     pub fn recent_sessions(&self, within: std::time::Duration) -> Vec<crate::profiles::Connected> {
         let now = crate::logs::now_ms();
-        self.inner.sessions.recent(now, within.as_millis() as u64)
+        let mut recent = self.inner.sessions.recent(now, within.as_millis() as u64);
+        // A name that looks like a known client's, or another one's here, is flagged.
+        let names: Vec<String> = recent.iter().map(|c| c.name.clone()).collect();
+        for c in &mut recent {
+            c.imitates =
+                crate::text::imitation::imitates(&c.name, names.iter().map(String::as_str));
+        }
+        recent
     }
 
     /// The profile a presented bearer token belongs to, if any (not the gateway token).

@@ -5,7 +5,10 @@
 //! `DATA/names.json`) and list changes, even when another server later lists a tool of the same
 //! name (that one gets `server__tool`). Underneath, everything (grants, pins, per-tool keys, the
 //! activity log) knows a tool by its canonical `server__tool`; a call by that name, or by a
-//! server's own name unique in the profile (an MCP App calling its own tool), still routes.
+//! server's own name unique in the profile (an MCP App calling its own tool), still routes — but
+//! only while it names the tool it named when the client listed it: a name whose tool's server
+//! is stopped, or was removed, is refused with the reason, never routed to another server's tool
+//! of the same name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -40,6 +43,11 @@ pub struct View {
     to_canonical: HashMap<String, String>,
     to_shown: HashMap<String, String>,
     by_own: HashMap<String, Vec<String>>,
+    /// Names given to tools that are not here now — their server is stopped (the name is kept
+    /// for it) or was removed (the name is retired) — with their canonical names.
+    gone: HashMap<String, String>,
+    /// The same by the server's own name of each such tool.
+    gone_by_own: HashMap<String, Vec<String>>,
     /// Every shown name with its canonical one, in name order.
     pub shown: Vec<(String, String)>,
 }
@@ -49,8 +57,12 @@ pub struct View {
 pub enum Resolved {
     /// The canonical name of the one tool it means.
     One(String),
-    /// A server's own name several tools of the profile share: the names to use instead.
+    /// A server's own name several tools of the profile share (or shared when it was listed):
+    /// the names to use instead.
     Ambiguous(Vec<String>),
+    /// A name given to a tool that is not here now (its server stopped or was removed): its
+    /// canonical name. The call is refused with the reason, never routed elsewhere.
+    Gone(String),
     /// Nothing of that name.
     Unknown,
 }
@@ -65,17 +77,24 @@ impl View {
         if self.to_shown.contains_key(name) {
             return Resolved::One(name.to_owned());
         }
-        match self.by_own.get(name).map(Vec::as_slice) {
-            Some([one]) => Resolved::One(one.clone()),
-            Some(many) if !many.is_empty() => {
-                let mut names: Vec<String> = many
+        if let Some(c) = self.gone.get(name) {
+            return Resolved::Gone(c.clone());
+        }
+        let here = self.by_own.get(name).map_or(&[][..], Vec::as_slice);
+        let gone = self.gone_by_own.get(name).map_or(&[][..], Vec::as_slice);
+        match (here, gone) {
+            ([], []) => Resolved::Unknown,
+            ([one], []) => Resolved::One(one.clone()),
+            ([], [first, ..]) => Resolved::Gone(first.clone()),
+            _ => {
+                let mut names: Vec<String> = here
                     .iter()
                     .filter_map(|c| self.to_shown.get(c).cloned())
+                    .chain(gone.iter().map(|c| format!("{c} (not here now)")))
                     .collect();
                 names.sort();
                 Resolved::Ambiguous(names)
             }
-            _ => Resolved::Unknown,
         }
     }
 
@@ -90,6 +109,10 @@ impl View {
 pub struct Names {
     path: Option<PathBuf>,
     given: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    /// Per profile, names whose tool's server was removed (or stopped listing it): name →
+    /// canonical. A call by such a name is refused with the reason, and the name is not given
+    /// to another tool, until the hub restarts. At most `MAX_KEPT` per profile.
+    retired: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
     /// Saves are numbered; the file holds the newest one written (saves run off the caller).
     saved: Arc<Mutex<u64>>,
     next: std::sync::atomic::AtomicU64,
@@ -121,11 +144,14 @@ impl Names {
         kept: impl Fn(&str) -> bool,
     ) -> View {
         let mut given = lock(&self.given);
+        let mut all_retired = lock(&self.retired);
+        let retired = all_retired.entry(profile.to_owned()).or_default();
         let before = given.get(profile).cloned().unwrap_or_default();
         let canonicals: std::collections::HashSet<&str> =
             seen.iter().map(|s| s.canonical).collect();
         // Names given before: kept for tools seen now, and reserved for tools of servers that
-        // are only stopped.
+        // are only stopped; the others are retired (still refused by name, never given again
+        // while the hub runs).
         let mut taken: HashMap<String, String> = HashMap::new();
         let mut assigned: BTreeMap<String, String> = BTreeMap::new();
         for (canonical, name) in &before {
@@ -135,8 +161,15 @@ impl Names {
             if keep && !taken.contains_key(name) {
                 taken.insert(name.clone(), canonical.clone());
                 assigned.insert(canonical.clone(), name.clone());
+            } else if !canonicals.contains(canonical.as_str()) && retired.len() < MAX_KEPT {
+                retired.insert(name.clone(), canonical.clone());
             }
         }
+        // A retired name now held again (its tool came back) is no longer retired.
+        retired.retain(|name, canonical| {
+            !taken.contains_key(name) && !canonicals.contains(canonical.as_str())
+        });
+
         let mut own_count: HashMap<&str, usize> = HashMap::new();
         for s in seen {
             *own_count.entry(s.own).or_default() += 1;
@@ -156,7 +189,11 @@ impl Names {
                 candidates.push(s.own.to_owned());
             }
             candidates.push(naming::fitted(s.server, s.own, budget));
-            let Some(name) = candidates.into_iter().find(|c| !taken.contains_key(c)) else {
+            // A retired name is free only for the tool it was given to.
+            let free = |c: &String| {
+                !taken.contains_key(c) && retired.get(c).is_none_or(|r| r == s.canonical)
+            };
+            let Some(name) = candidates.into_iter().find(free) else {
                 // Only a 40-bit hash collision gets here: the tool is left out, never misrouted.
                 tracing::warn!(profile, tool = %s.canonical, "no free name for a tool; hidden");
                 continue;
@@ -164,6 +201,7 @@ impl Names {
             taken.insert(name.clone(), s.canonical.to_owned());
             assigned.insert(s.canonical.to_owned(), name);
         }
+        retired.retain(|name, _| !taken.contains_key(name));
         if assigned.len() > MAX_KEPT {
             assigned.retain(|c, _| canonicals.contains(c.as_str()));
         }
@@ -172,7 +210,25 @@ impl Names {
             self.save(&given);
         }
         drop(given);
-        build(seen, &assigned)
+        // Names for tools not here now: kept ones (a stopped server's) and retired ones.
+        let gone: HashMap<String, String> = assigned
+            .iter()
+            .filter(|(c, _)| !canonicals.contains(c.as_str()))
+            .map(|(c, n)| (n.clone(), c.clone()))
+            .chain(retired.iter().map(|(n, c)| (n.clone(), c.clone())))
+            .collect();
+        drop(all_retired);
+        let mut view = build(seen, &assigned);
+        for canonical in gone.values() {
+            if let Some((_, own)) = canonical.split_once("__") {
+                view.gone_by_own
+                    .entry(own.to_owned())
+                    .or_default()
+                    .push(canonical.clone());
+            }
+        }
+        view.gone = gone;
+        view
     }
 
     fn save(&self, given: &BTreeMap<String, BTreeMap<String, String>>) {

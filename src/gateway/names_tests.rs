@@ -88,3 +88,48 @@ fn a_name_once_given_stays_while_its_tool_exists() {
     let v = again.view("default", 48, &seen(&web), |_| false);
     assert_eq!(v.shown_as("web__search"), Some("web__search"));
 }
+
+/// A tool's own name keeps meaning the tool it named when the client listed it: with `a.wipe`
+/// and `b.wipe` both listed, `wipe` is ambiguous; once `a` stops it is still refused (naming
+/// both), never routed to `b`'s; a name given to `a`'s tool alone is `Gone` while `a` is stopped
+/// and once `a` is removed — and is not given to `b`'s tool.
+#[test]
+fn an_own_name_never_moves_to_another_server() {
+    let names = Names::default();
+    let both = tools(&[("a", "wipe"), ("b", "wipe")]);
+    let v = names.view("p", 48, &seen(&both), |_| false);
+    assert!(matches!(v.resolve("wipe"), Resolved::Ambiguous(_)));
+    // `a` stops: its tools leave the view, its names are kept for it.
+    let only_b = tools(&[("b", "wipe")]);
+    let v = names.view("p", 48, &seen(&only_b), |s| s == "a");
+    match v.resolve("wipe") {
+        Resolved::Ambiguous(c) => assert!(
+            c.contains(&"b__wipe".to_owned()) && c.iter().any(|n| n.starts_with("a__wipe")),
+            "{c:?}"
+        ),
+        other => panic!("wipe after a stopped: {other:?}"),
+    }
+    assert_eq!(v.resolve("b__wipe"), Resolved::One("b__wipe".into()));
+
+    // A name given to a's tool alone.
+    let names = Names::default();
+    let only_a = tools(&[("a", "wipe")]);
+    let v = names.view("p", 48, &seen(&only_a), |_| false);
+    assert_eq!(v.resolve("wipe"), Resolved::One("a__wipe".into()));
+    // b appears while a is stopped: `wipe` still means a's tool.
+    let v = names.view("p", 48, &seen(&only_b), |s| s == "a");
+    assert_eq!(v.resolve("wipe"), Resolved::Gone("a__wipe".into()));
+    assert_eq!(v.shown_as("b__wipe"), Some("b__wipe"));
+    // a is removed: still a's name, refused; b keeps its prefixed name.
+    let v = names.view("p", 48, &seen(&only_b), |_| false);
+    assert_eq!(v.resolve("wipe"), Resolved::Gone("a__wipe".into()));
+    assert_eq!(v.shown_as("b__wipe"), Some("b__wipe"));
+    // A new tool of that own name does not take the retired name either.
+    let c = tools(&[("b", "wipe"), ("c", "wipe2")]);
+    let v = names.view("p", 48, &seen(&c), |_| false);
+    assert_eq!(v.resolve("wipe"), Resolved::Gone("a__wipe".into()));
+    // a comes back (configured anew): both list `wipe`, so it is ambiguous, as on a first sight.
+    let v = names.view("p", 48, &seen(&both), |_| false);
+    assert!(matches!(v.resolve("wipe"), Resolved::Ambiguous(_)));
+    assert_eq!(v.resolve("a__wipe"), Resolved::One("a__wipe".into()));
+}

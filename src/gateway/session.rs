@@ -328,6 +328,7 @@ fn describe(s: &ClientSession, open: bool) -> Connected {
         profile: s.profile.clone().unwrap_or_else(|| "default".into()),
         last_seen_ms: s.last_seen.load(Ordering::Relaxed),
         open,
+        imitates: None,
     }
 }
 

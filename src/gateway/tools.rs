@@ -56,6 +56,21 @@ impl Gateway {
                     ),
                 ))
             }
+            Resolved::Gone(canonical) => {
+                let server = split_server(&canonical).map_or("", |(srv, _)| srv);
+                if self.inner.hub.server(server).is_err() {
+                    // Its server was removed: the name means nothing else.
+                    return Outcome::Reply(jsonrpc::error_line(
+                        id.get(),
+                        ErrorCode::InvalidParams,
+                        &format!(
+                            "Unknown tool: {name} was server \"{server}\"'s tool ({canonical}), and that server is no longer configured; it was not run, and the name is not given to another server's tool"
+                        ),
+                    ));
+                }
+                // Stopped: said as for any call to a server that is not running.
+                canonical
+            }
             Resolved::Unknown => name,
         };
         let arguments = p
@@ -341,18 +356,7 @@ impl Gateway {
         };
         let request = ApprovalRequest {
             id: broker.next_id(),
-            client: ClientRef {
-                name: s.info().name,
-                session: s.id.clone(),
-                profile: s.profile.clone(),
-                session_ends_ms: s.expires_ms,
-                covers: self.others_on_profile(s),
-                gives_up_after_secs: s
-                    .info()
-                    .name
-                    .as_deref()
-                    .and_then(crate::profiles::known_timeout_secs),
-            },
+            client: self.client_ref(s),
             server: server.id().to_string(),
             tool: tool.to_owned(),
             exposed: exposed.to_owned(),
@@ -367,7 +371,10 @@ impl Gateway {
             reason,
             reason_text: reason.text().to_owned(),
             changed,
-        };
+            digest: String::new(),
+            hidden_characters: false,
+        }
+        .seal();
         Admission::Held(Box::new(Gate {
             request,
             hash: def.hash().to_owned(),
@@ -377,13 +384,38 @@ impl Gateway {
 }
 
 impl Gateway {
-    /// The other clients (name and version) seen on `s`'s profile in the last 5 minutes: who an
-    /// "always" answered for this call covers too.
-    fn others_on_profile(&self, s: &ClientSession) -> Vec<String> {
+    /// Who is asking, as approvers see it: the token's profile first, the name the client gives
+    /// itself (and whom that name imitates, if it does), whom an "always" covers.
+    fn client_ref(&self, s: &ClientSession) -> ClientRef {
+        let recent = self.recent_sessions(super::CONNECTED_WITHIN);
+        let info = s.info();
+        let imitates = info.name.as_deref().and_then(|name| {
+            crate::text::imitation::imitates(name, recent.iter().map(|c| c.name.as_str()))
+        });
+        ClientRef {
+            gives_up_after_secs: info
+                .name
+                .as_deref()
+                .and_then(crate::profiles::known_timeout_secs),
+            name: info.name,
+            session: s.id.clone(),
+            profile: s.profile.clone(),
+            session_ends_ms: s.expires_ms,
+            covers: self.others_on_profile(s, recent),
+            imitates,
+        }
+    }
+
+    /// The other clients (name and version) seen on `s`'s profile in the last 5 minutes
+    /// (`recent`): who an "always" answered for this call covers too.
+    fn others_on_profile(
+        &self,
+        s: &ClientSession,
+        recent: Vec<crate::profiles::Connected>,
+    ) -> Vec<String> {
         let profile = s.profile.as_deref().unwrap_or("default");
         let me = s.info();
-        let mut others: Vec<String> = self
-            .recent_sessions(super::CONNECTED_WITHIN)
+        let mut others: Vec<String> = recent
             .into_iter()
             .filter(|c| c.profile == profile)
             .filter(|c| Some(&c.name) != me.name.as_ref() || c.version != me.version)

@@ -28,6 +28,9 @@ mcp.Client modes also print "protocol" (the version the client ended up speaking
 fails prints {"error": {"code", "message"}} as its result instead of stopping the script.
 
 CALLS_JSON: [[tool, arguments], ...]
+
+MCP_CLIENT_NAME (environment): the name the `http` mode's client gives itself (clientInfo.name);
+the SDK's own otherwise.
 """
 
 import asyncio
@@ -169,8 +172,10 @@ async def main():
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
         async with http:
             if mode == "http":
+                name = os.environ.get("MCP_CLIENT_NAME")
+                info = mcp_types.Implementation(name=name, version="1") if name else None
                 async with streamable_http_client(url, http_client=http) as (r, w, *_):
-                    async with ClientSession(r, w) as s:
+                    async with ClientSession(r, w, client_info=info) as s:
                         return await exercise(s, calls)
             pin = "auto" if mode == "auto" else "2026-07-28"
             async with mcp.Client(streamable_http_client(url, http_client=http), mode=pin) as c:

@@ -42,7 +42,8 @@ async fn an_approval_names_the_profile_and_the_other_clients_an_always_covers() 
     let plain = String::from_utf8_lossy(&gh(&s, &["approvals"]).stdout).into_owned();
     assert!(
         plain.contains("--scope always covers client profile default: also claude-code 2.1")
-            && plain.contains("inspector-cli gives up after 60 s: answer before then"),
+            && plain.contains("client profile default — says \"inspector-cli\"")
+            && plain.contains("the client gives up after 60 s: answer before then"),
         "{plain}"
     );
     assert!(gh(&s, &["deny", r["id"].as_str().unwrap()])

@@ -119,7 +119,7 @@ async fn held_calls_follow_the_persons_answers() {
     // Answered once only.
     let out = gh(&s, &["approve", r["id"].as_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no pending approval"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such call"));
 
     // Deny with a reason: isError saying so; the side effect never happens.
     let marker = dir.path().join("touched");

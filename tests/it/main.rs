@@ -33,6 +33,7 @@ mod registry;
 mod remote;
 mod sandbox;
 mod secrets;
+mod seen;
 mod streams;
 mod supervisor;
 mod support;

@@ -597,7 +597,7 @@ async fn clients_lists_who_is_connected_on_each_profile() {
     }
     let out = gh(d, &["clients"]);
     assert!(
-        text(&out).contains("connected cursor-test: version 9.1, protocol 2025-06-18"),
+        text(&out).contains("connected \"cursor-test\": version 9.1, protocol 2025-06-18"),
         "{}",
         text(&out)
     );
@@ -627,7 +627,7 @@ async fn clients_warns_when_an_approval_outlasts_a_clients_patience() {
         assert_eq!(rows[0]["approval_timeout_secs"], approval, "{rows:?}");
         let listing = text(&gh(d, &["clients"]));
         assert_eq!(
-            listing.contains("inspector-cli gives up on a call after 60 s"),
+            listing.contains("\"inspector-cli\" gives up on a call after 60 s"),
             warned,
             "approval {approval} s: {listing}"
         );

@@ -10,15 +10,19 @@ use gtk::glib;
 use gtk::prelude::*;
 use tauri::{AppHandle, Manager, Runtime};
 
-use super::{countdown, Facts};
+use super::{countdown, Facts, GUARD};
 use crate::state::AppState;
 
 /// The prompt's window, made once and kept hidden between calls (a GTK window costs little, and
 /// reusing it paints sooner).
 struct Prompt {
     window: gtk::Window,
-    /// The request shown (`None`: hidden).
+    /// The request shown (`None`: hidden), and its digest (what an answer carries).
     id: Option<String>,
+    digest: String,
+    /// Answers are not taken before this: the call shown just appeared or replaced another, and
+    /// a click or key meant for what was there must not land on it.
+    live_at: std::time::Instant,
     /// Ticks the countdown; removed with the content it updates.
     tick: Option<glib::SourceId>,
     /// Reports the first draw of the content shown.
@@ -60,7 +64,8 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>, create: bool) {
     if shown.is_none() && (!create || crate::window::main_visible(app)) {
         return;
     }
-    show(app, &front, waiting);
+    // Another call replaces the one on screen: the prompt says so.
+    show(app, &front, waiting, shown.is_some());
 }
 
 /// Hides the prompt (the call stays in the queue).
@@ -83,14 +88,24 @@ fn clear(p: &mut Prompt) -> gtk::Window {
     p.window.clone()
 }
 
-fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize) {
+fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize, replaced: bool) {
     let existing = PROMPT.with(|p| p.borrow_mut().as_mut().map(clear));
     let window = existing.unwrap_or_else(|| new_window(app));
     if let Some(child) = window.child() {
         window.remove(&child);
     }
-    let (content, head, countdown_label, deny) = content(app, req, waiting);
+    let (content, head, countdown_label, deny, answers) = content(app, req, waiting, replaced);
     window.add(&content);
+    // The buttons stay inert for GUARD after the call appears (a click meant for the call that
+    // was there lands on nothing), then come alive.
+    for b in &answers {
+        b.set_sensitive(false);
+    }
+    glib::timeout_add_local_once(GUARD, move || {
+        for b in &answers {
+            b.set_sensitive(true);
+        }
+    });
     let expires = req.expires_at;
     let label = countdown_label.clone();
     let tick = glib::timeout_add_local(Duration::from_millis(500), move || {
@@ -101,11 +116,12 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize) {
     let id = req.id.clone();
     let timing = app.clone();
     let drawn = std::cell::Cell::new(false);
-    let drawn = window.connect_draw(move |_, _| {
+    let drawn = window.connect_draw(move |w, _| {
         if !drawn.replace(true) {
             timing
                 .state::<crate::ui_timing::UiTiming>()
                 .shown(&id, "native prompt");
+            dump_texts(w);
         }
         glib::Propagation::Proceed
     });
@@ -117,6 +133,8 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize) {
         *p.borrow_mut() = Some(Prompt {
             window,
             id: Some(req.id.clone()),
+            digest: req.digest.clone(),
+            live_at: std::time::Instant::now() + GUARD,
             tick: Some(tick),
             drawn: Some(drawn),
             head: Some(head),
@@ -135,7 +153,8 @@ fn new_window<R: Runtime>(app: &AppHandle<R>) -> gtk::Window {
     window.set_position(gtk::WindowPosition::Center);
     window.set_default_size(520, -1);
     window.set_type_hint(gtk::gdk::WindowTypeHint::Dialog);
-    // Closing it, or Esc, denies: never "dismiss and leave the call hanging".
+    // Closing it, or Esc, denies: never "dismiss and leave the call hanging" (but not within
+    // the guard after a call appears: that key or click was meant for what was there).
     let on_close = app.clone();
     window.connect_delete_event(move |_, _| {
         answer_front(&on_close, "deny");
@@ -167,13 +186,28 @@ fn content<R: Runtime>(
     app: &AppHandle<R>,
     req: &ApprovalRequest,
     waiting: usize,
-) -> (gtk::Box, gtk::Label, gtk::Label, gtk::Button) {
+    replaced: bool,
+) -> (
+    gtk::Box,
+    gtk::Label,
+    gtk::Label,
+    gtk::Button,
+    Vec<gtk::Button>,
+) {
     let f = Facts::of(req);
     let root = gtk::Box::new(gtk::Orientation::Vertical, 8);
     root.set_border_width(16);
     let head = label("");
     head.set_markup(&heading(waiting));
     root.add(&head);
+    if replaced {
+        root.add(&strong(
+            "This is a different call from the one shown a moment ago: read it before answering.",
+        ));
+    }
+    for w in &f.warnings {
+        root.add(&strong(w));
+    }
     let grid = gtk::Grid::new();
     grid.set_column_spacing(12);
     grid.set_row_spacing(4);
@@ -202,16 +236,8 @@ fn content<R: Runtime>(
         l.set_use_markup(true);
         root.add(&l);
     }
-    let args = label(&f.arguments);
-    args.set_selectable(true);
-    args.set_line_wrap_mode(gtk::pango::WrapMode::WordChar);
-    args.style_context().add_class("monospace");
-    let scroll = gtk::ScrolledWindow::new(gtk::Adjustment::NONE, gtk::Adjustment::NONE);
-    scroll.set_policy(gtk::PolicyType::Never, gtk::PolicyType::Automatic);
-    scroll.set_max_content_height(200);
-    scroll.set_propagate_natural_height(true);
-    scroll.add(&args);
-    root.add(&scroll);
+    root.add(&label(&f.size));
+    root.add(&arguments_view(&f.arguments));
     let count = label(&countdown(req.expires_at, now_ms()));
     root.add(&count);
     let scope = label(&f.always_scope);
@@ -226,6 +252,7 @@ fn content<R: Runtime>(
     });
     buttons.pack_start(&open, false, false, 0);
     let mut deny = None;
+    let mut answers = Vec::new();
     // Packed from the right: Always, Session, Once, Deny (Deny leftmost of the answers).
     for (text, decision) in [
         ("_Always allow", "always"),
@@ -235,8 +262,9 @@ fn content<R: Runtime>(
     ] {
         let b = gtk::Button::with_mnemonic(text);
         let handle = app.clone();
-        let id = req.id.clone();
-        b.connect_clicked(move |_| answer(&handle, &id, decision));
+        let (id, digest) = (req.id.clone(), req.digest.clone());
+        b.connect_clicked(move |_| answer(&handle, &id, &digest, decision));
+        answers.push(b.clone());
         if decision == "deny" {
             b.style_context().add_class("destructive-action");
             deny = Some(b.clone());
@@ -247,7 +275,76 @@ fn content<R: Runtime>(
     }
     root.add(&buttons);
     let deny = deny.unwrap_or_else(|| gtk::Button::with_label("Deny"));
-    (root, head, count, deny)
+    (root, head, count, deny, answers)
+}
+
+/// The arguments, one row per key: the key, then its value (a string's line breaks kept). A long
+/// value scrolls in its own box, so no value pushes the other keys out of sight; the whole list
+/// scrolls past a few rows.
+fn arguments_view(rows: &[(String, String)]) -> gtk::ScrolledWindow {
+    let grid = gtk::Grid::new();
+    grid.set_column_spacing(12);
+    grid.set_row_spacing(6);
+    for (i, (k, v)) in rows.iter().enumerate() {
+        let key = label(k);
+        key.style_context().add_class("monospace");
+        key.set_yalign(0.0);
+        key.set_markup(&format!("<b>{}</b>", glib::markup_escape_text(k)));
+        grid.attach(&key, 0, i as i32, 1, 1);
+        let value = label(v);
+        value.set_selectable(true);
+        value.set_line_wrap_mode(gtk::pango::WrapMode::WordChar);
+        value.style_context().add_class("monospace");
+        value.set_hexpand(true);
+        let scroll = gtk::ScrolledWindow::new(gtk::Adjustment::NONE, gtk::Adjustment::NONE);
+        scroll.set_policy(gtk::PolicyType::Never, gtk::PolicyType::Automatic);
+        scroll.set_max_content_height(96);
+        scroll.set_propagate_natural_height(true);
+        scroll.add(&value);
+        grid.attach(&scroll, 1, i as i32, 1, 1);
+    }
+    let outer = gtk::ScrolledWindow::new(gtk::Adjustment::NONE, gtk::Adjustment::NONE);
+    outer.set_policy(gtk::PolicyType::Never, gtk::PolicyType::Automatic);
+    outer.set_max_content_height(280);
+    outer.set_propagate_natural_height(true);
+    outer.add(&grid);
+    outer
+}
+
+/// A line that must be read: bold.
+fn strong(text: &str) -> gtk::Label {
+    let l = label("");
+    l.set_markup(&format!("<b>{}</b>", glib::markup_escape_text(text)));
+    l
+}
+
+/// For the desktop e2e tests (`GATEHOUSE_E2E_PROMPT_TEXT=FILE`): every label's text as GTK lays
+/// it out, one per line, written when the prompt is drawn — what the person reads, as an
+/// accessibility reader would get it.
+fn dump_texts(window: &gtk::Window) {
+    let Some(path) = std::env::var_os("GATEHOUSE_E2E_PROMPT_TEXT") else {
+        return;
+    };
+    fn walk(w: &gtk::Widget, out: &mut Vec<String>) {
+        if let Some(l) = w.downcast_ref::<gtk::Label>() {
+            out.push(
+                l.layout()
+                    .map_or_else(|| l.text().to_string(), |p| p.text().to_string()),
+            );
+        } else if let Some(b) = w.downcast_ref::<gtk::Button>() {
+            out.push(format!("[{}]", b.label().unwrap_or_default()));
+        }
+        if let Some(c) = w.downcast_ref::<gtk::Container>() {
+            for child in c.children() {
+                walk(&child, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(window.upcast_ref(), &mut out);
+    if let Err(e) = std::fs::write(&path, out.join("\n")) {
+        tracing::debug!(error = %e, "cannot write the prompt's text for the tests");
+    }
 }
 
 fn label(text: &str) -> gtk::Label {
@@ -258,16 +355,29 @@ fn label(text: &str) -> gtk::Label {
     l
 }
 
+/// Esc or the close button: deny the call shown — unless it appeared within the guard, when the
+/// key or click was meant for what was there and answers nothing.
 fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: &str) {
-    if let Some(id) = PROMPT.with(|p| p.borrow().as_ref().and_then(|p| p.id.clone())) {
-        answer(app, &id, decision);
+    let shown = PROMPT.with(|p| {
+        p.borrow().as_ref().and_then(|p| {
+            let live = std::time::Instant::now() >= p.live_at;
+            p.id.clone()
+                .filter(|_| live)
+                .map(|id| (id, p.digest.clone()))
+        })
+    });
+    if let Some((id, digest)) = shown {
+        answer(app, &id, &digest, decision);
     }
 }
 
-/// Answers `id` as the person chose, then shows what is next (the hub's resolution event would
-/// too; this is at once).
-fn answer<R: Runtime>(app: &AppHandle<R>, id: &str, decision: &str) {
-    if let Err(e) = app.state::<Arc<AppState>>().answer(id, decision, None) {
+/// Answers `id` (the call shown, with its digest) as the person chose, then shows what is next
+/// (the hub's resolution event would too; this is at once).
+fn answer<R: Runtime>(app: &AppHandle<R>, id: &str, digest: &str, decision: &str) {
+    if let Err(e) = app
+        .state::<Arc<AppState>>()
+        .answer(id, digest, decision, None)
+    {
         // Answered elsewhere or timed out meanwhile: the next refresh shows what is left.
         tracing::debug!(error = %e, "the prompt's answer came too late");
     }

@@ -35,6 +35,11 @@ async fn approval_modal_allows_denies_and_remembers() {
     // 1. Allow once: the modal shows server, tool and the exact arguments; the call runs.
     let c1 = call(1);
     d.wait_js("the modal for call 1", &modal_for(1)).await;
+    d.wait_js(
+        "the modal's answers live",
+        "return !document.getElementById('approval-deny').disabled;",
+    )
+    .await;
     let shown = d
         .js(
             "return { server: document.getElementById('approval-server').textContent,
@@ -108,6 +113,13 @@ async fn approval_modal_allows_denies_and_remembers() {
     // 3. Esc denies.
     let c3 = call(3);
     d.wait_js("the modal for call 3", &modal_for(3)).await;
+    // Its answers come alive a moment after it shows (a key meant for what was there is not
+    // taken): then Esc denies.
+    d.wait_js(
+        "the modal's answers live",
+        "return !document.getElementById('approval-deny').disabled;",
+    )
+    .await;
     d.press_on_focused("\u{E00C}").await;
     let out = c3.finish();
     assert!(is_error(&out, "files__touch"), "{out}");
@@ -161,7 +173,7 @@ async fn approval_modal_allows_denies_and_remembers() {
         "the Inspector's call shown on its own",
         &format!(
             "const d = document.getElementById('approval-dialog');
-             return d.open && document.getElementById('approval-client').textContent.startsWith('inspector-cli')
+             return d.open && document.getElementById('approval-client').textContent.includes('says “inspector-cli”')
                     && document.getElementById('approval-arguments').textContent.includes({inspected:?});"
         ),
     )
@@ -381,7 +393,7 @@ async fn the_modal_and_settings_name_a_client_that_gives_up_sooner() {
         .await;
     assert_eq!(
         said,
-        json!("inspector-cli gives up after 60 s — answer before then, or it will have left")
+        json!("the client gives up after 60 s — answer before then, or it will have left")
     );
     d.click("#approval-once").await;
     let status = call.wait().expect("the Inspector CLI ends");

@@ -387,7 +387,7 @@ async fn connect_view_gives_a_client_its_own_profile_and_token() {
             "the setup line and the connected client",
             "const s = document.querySelector('.snippet[data-client=cursor] .setup');
              const c = document.getElementById('connected-list').textContent;
-             return !!s && s.textContent.includes('profile cursor') && c.includes('— profile cursor, protocol 20');",
+             return !!s && s.textContent.includes('profile cursor') && c.includes('profile cursor — says') && c.includes(', protocol 20');",
         )
         .await;
     assert_eq!(seen, json!(true));

@@ -121,6 +121,8 @@ impl Desktop {
             .env("GATEHOUSE_CONTROL", &control)
             .env("GATEHOUSE_TOKEN", TOKEN)
             .env("GATEHOUSE_LOG", "info")
+            // The native prompt writes the text it shows here (what a person reads).
+            .env("GATEHOUSE_E2E_PROMPT_TEXT", dir.path().join("prompt.txt"))
             // Sign-in pages are "opened" by a stand-in browser that follows them back.
             .env("GATEHOUSE_BROWSER", repo().join("tests/clients/browser.py"))
             .env("HOME", dir.path())
@@ -243,13 +245,38 @@ impl Desktop {
     }
 
     /// Clicks the element `css` names, waiting (up to 10 s) for a view still rendering to make it.
+    /// The text `css`'s element shows, as WebDriver reads it off the rendered page (not the
+    /// DOM's raw value).
+    pub async fn text(&self, css: &str) -> String {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"))
+            .text()
+            .await
+            .unwrap_or_else(|e| panic!("no text of {css}: {e}"))
+    }
+
+    /// Clicks `css` at once, enabled or not — a click already on its way when something changes.
+    pub async fn click_now(&self, css: &str) {
+        let e = self
+            .client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css}: {e}"));
+        let _ = e.click().await;
+    }
+
+    /// Clicks an element once it is there and enabled, as a person would (the approval modal's
+    /// buttons are inert for a second after a call appears).
     pub async fn click(&self, css: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
         let element = loop {
             match self.client.find(Locator::Css(css)).await {
-                Ok(e) => break e,
+                Ok(e) if e.is_enabled().await.unwrap_or(true) => break e,
+                Ok(_) if Instant::now() > deadline => panic!("{css} stayed disabled"),
                 Err(e) if Instant::now() > deadline => panic!("no element {css}: {e}"),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         };
         element
@@ -401,6 +428,32 @@ impl Desktop {
     /// `finish` returns its JSON output.
     pub fn client_call(&self, calls: Value) -> McpClient {
         self.client_call_as(TOKEN, calls)
+    }
+
+    /// Like `client_call`, the client calling itself `name` (its `clientInfo.name`).
+    pub fn client_call_named(&self, token: &str, name: &str, calls: Value) -> McpClient {
+        let python = peers_dir().join("venv/bin/python");
+        let child = Command::new(python)
+            .arg(repo().join("tests/clients/py_client.py"))
+            .args(["http", &self.url, token, &calls.to_string()])
+            .env("MCP_CLIENT_NAME", name)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python client (make peers installs it)");
+        McpClient { child: Some(child) }
+    }
+
+    /// The token of client profile `id` (made with `gatehouse clients add`), as the snippet
+    /// `client-config` prints carries it.
+    pub fn profile_token(&self, id: &str) -> String {
+        let (code, out, err) = self.cli(&["client-config", "cursor", "--client", id]);
+        assert_eq!(code, 0, "{err}");
+        let at = out.find("Bearer ").expect("a bearer token in the snippet") + 7;
+        out[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect()
     }
 
     /// Like `client_call`, with another bearer token (a client profile's).

@@ -12,9 +12,6 @@ use serde_json::{json, Value};
 use crate::support::*;
 use crate::{is_error, lock, text_of};
 
-/// The native prompt's title, as xdotool matches it (a regex).
-const PROMPT: &str = "Allow this call\\? — Gatehouse";
-
 #[tokio::test]
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn closing_hides_the_window_and_calls_keep_flowing() {
@@ -111,7 +108,7 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     shot_native(&prompt, "approval-prompt");
     // Allow once, from the keyboard (Alt+O): the first call runs; the prompt stays, on the
     // second.
-    answer_native(PROMPT, "alt+o").await;
+    answer_prompt("alt+o").await;
     ran(&held.finish(), &d.dir.path().join("allowed"));
     assert_eq!(waiting().as_array().map(Vec::len), Some(1));
     assert!(
@@ -119,7 +116,7 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
         "the prompt went with a call still waiting"
     );
     // Esc denies, and with nothing left the prompt goes.
-    answer_native(PROMPT, "Escape").await;
+    answer_prompt("Escape").await;
     assert!(is_error(&second.finish(), "files__touch"));
     assert!(!d.dir.path().join("escaped").exists());
     wait_native_gone(&prompt).await;
@@ -139,7 +136,7 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     // "Open Gatehouse…" (Alt+G) opens the window on the same call, in its modal.
     let held = d.client_call(json!([["files__touch", { "path": path("x") }]]));
     let prompt = wait_native(PROMPT).await;
-    answer_native(PROMPT, "alt+g").await;
+    answer_prompt("alt+g").await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while d.visible_windows().is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -311,7 +308,7 @@ async fn the_tray_holds_no_webkit_process() {
     let prompt = wait_native(PROMPT).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(webkit(), (0, 0), "the prompt started WebKit");
-    answer_native(PROMPT, "alt+g").await;
+    answer_prompt("alt+g").await;
     painted("after Open Gatehouse…");
     assert_eq!(
         webkit(),
@@ -356,7 +353,7 @@ async fn the_notification_allows_or_denies_a_held_call() {
     let d = Desktop::launch(json!({ "files": files })).await;
     d.wait_state("files", "running").await;
     let path = |n: &str| d.dir.path().join(n).to_string_lossy().into_owned();
-    let says = "wants to run touch on files";
+    let says = "wants to run files__touch on files";
     // A call held while the window is shown is in its modal; closing the window answers
     // nothing: the call is then in the prompt.
     let held = d.client_call(json!([["files__touch", { "path": path("closed-on") }]]));
@@ -368,7 +365,7 @@ async fn the_notification_allows_or_denies_a_held_call() {
     d.close_window();
     let prompt = wait_native(PROMPT).await;
     assert!(d.visible_windows().is_empty());
-    answer_native(PROMPT, "Escape").await;
+    answer_prompt("Escape").await;
     assert!(is_error(&held.finish(), "files__touch"));
     wait_native_gone(&prompt).await;
 
@@ -392,7 +389,7 @@ async fn the_notification_allows_or_denies_a_held_call() {
     // Answered in the prompt (Esc denies): the notification is taken away.
     let held = d.client_call(json!([["files__touch", { "path": path("escaped") }]]));
     let n = notices.wait_for(says).await;
-    answer_native(PROMPT, "Escape").await;
+    answer_prompt("Escape").await;
     assert!(is_error(&held.finish(), "files__touch"));
     let deadline = Instant::now() + Duration::from_secs(10);
     while notices.open(n.id) {

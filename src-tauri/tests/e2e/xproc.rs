@@ -106,6 +106,17 @@ pub async fn answer_native(title: &str, key: &str) {
     assert!(ok.success(), "xdotool could not answer the dialog");
 }
 
+/// Answers the native approval prompt with `key` as a person does: once it shows, after its
+/// answers come alive (they are inert for a second after a call appears — `prompt::GUARD`).
+pub async fn answer_prompt(key: &str) {
+    wait_native(PROMPT).await;
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    answer_native(PROMPT, key).await;
+}
+
+/// The native prompt's title, as xdotool matches it (a regex).
+pub const PROMPT: &str = "Allow this call\\? — Gatehouse";
+
 /// Waits for a visible native window whose title matches `title` (a regex); its X id.
 pub async fn wait_native(title: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -57,6 +57,10 @@ pub enum Cmd {
         /// once (default), session (this client session, this tool) or always (this definition)
         #[arg(long, default_value = "once")]
         scope: gatehouse::approval::Scope,
+        /// The call's `digest` as `approvals --json` gave it: the answer is refused unless the
+        /// call is exactly the one that was read
+        #[arg(long, value_name = "DIGEST")]
+        digest: Option<String>,
     },
     /// Manage secrets in the OS keychain (values never on the command line)
     Secret {
@@ -92,6 +96,9 @@ pub enum Cmd {
         id: String,
         #[arg(long)]
         reason: Option<String>,
+        /// As for `approve`
+        #[arg(long, value_name = "DIGEST")]
+        digest: Option<String>,
     },
     /// Bridge a stdio-only MCP client (e.g. Claude Desktop) to the running hub
     Connect {

@@ -548,21 +548,29 @@ pub async fn clients(
             say!(
                 "    {} {}: {}{}, last seen {} s ago",
                 if c.open { "connected" } else { "left     " },
-                c.name,
-                c.version
-                    .as_deref()
-                    .map_or(String::new(), |v| format!("version {v}, ")),
+                crate::print::quoted(&c.name),
+                c.version.as_deref().map_or(String::new(), |v| format!(
+                    "version {}, ",
+                    gatehouse::text::reveal(v)
+                )),
                 c.protocol
                     .as_deref()
                     .map_or("protocol unknown".into(), |p| format!("protocol {p}")),
                 now.saturating_sub(c.last_seen_ms) / 1000
             );
+            if let Some(like) = &c.imitates {
+                say!(
+                    "    warning: {}'s name imitates {}: the token is this profile's, whatever the name says",
+                    crate::print::quoted(&c.name),
+                    crate::print::quoted(like)
+                );
+            }
             let approval = r.approval_timeout_secs;
             if let Some(gives_up) = c.gives_up_after_secs {
                 if approval > gives_up {
                     say!(
                         "    warning: {} gives up on a call after {gives_up} s, and approval.timeout_secs is {approval} s: a call held for your answer may be abandoned before you give it (answer sooner, or lower approval.timeout_secs)",
-                        c.name
+                        crate::print::quoted(&c.name)
                     );
                 }
             }

@@ -261,12 +261,34 @@ pub fn activity(rows: &[CallRecord]) {
             "{:<10} {:<14} {:<32} {:<20} {:<8} {:>8} {}",
             ago,
             r.profile.as_deref().unwrap_or("default"),
-            format!("{}__{}", r.server, r.tool),
+            gatehouse::text::reveal(&format!("{}__{}", r.server, r.tool)),
             r.decision.as_str(),
             r.decided_by.as_str(),
             r.duration_ms,
             r.outcome.as_str()
         );
+        if r.flags.hidden_characters {
+            say!(
+                "{:<10} contains hidden characters: {} — arguments {}",
+                "",
+                who(
+                    r.profile.as_deref().unwrap_or("default"),
+                    r.client.as_deref()
+                ),
+                gatehouse::text::reveal(&gatehouse::text::cut(&r.arguments, 400))
+            );
+        }
+        if let Some(like) = &r.flags.imitates {
+            say!(
+                "{:<10} the client's name imitates \"{}\": {}",
+                "",
+                gatehouse::text::reveal(like),
+                who(
+                    r.profile.as_deref().unwrap_or("default"),
+                    r.client.as_deref()
+                )
+            );
+        }
     }
 }
 
@@ -299,14 +321,14 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
             (Some(d), _) => format!("definition {d}…"),
             (None, Some(s)) => format!(
                 "session {s} ({})",
-                g.client.as_deref().unwrap_or("unnamed client")
+                gatehouse::text::reveal(g.client.as_deref().unwrap_or("unnamed client"))
             ),
             _ => String::new(),
         };
         say!(
             "{:<9} {:<32} {:<14} {:<10} {what}",
             scope,
-            format!("{}__{}", g.server, g.tool),
+            gatehouse::text::reveal(&format!("{}__{}", g.server, g.tool)),
             g.profile.as_deref().unwrap_or("default"),
             ago
         );
@@ -315,13 +337,13 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
 }
 
 pub fn approvals(rows: &[ApprovalRequest]) {
+    use gatehouse::text::reveal;
     if rows.is_empty() {
         say!("No calls are waiting for approval.");
         return;
     }
     let now = gatehouse::logs::now_ms();
     for r in rows {
-        let client = r.client.name.as_deref().unwrap_or("unknown client");
         let left = r.expires_at.saturating_sub(now) / 1000;
         // Behind another, its countdown has not started.
         let when = if r.queued {
@@ -329,13 +351,35 @@ pub fn approvals(rows: &[ApprovalRequest]) {
         } else {
             format!("{left} s left")
         };
-        say!("{}  {}  from {client}  ({when})", r.id, r.exposed);
+        say!(
+            "{}  {} on {}  ({when})",
+            r.id,
+            reveal(&r.exposed),
+            reveal(&r.server)
+        );
+        // Who asks is the token's profile; the name is only what the client says of itself.
+        let profile = r.client.profile.as_deref().unwrap_or("default");
+        say!("    {}", who(profile, r.client.name.as_deref()));
+        if let Some(like) = &r.client.imitates {
+            say!(
+                "    warning: this client's name imitates \"{}\" — it is not that client's name; the token is profile {profile}'s",
+                reveal(like)
+            );
+        }
+        if r.hidden_characters {
+            say!("    warning: contains hidden characters (shown as ⟨U+XXXX⟩ below): read the call as shown, not as a terminal would draw it");
+        }
         say!("    asking because {}", r.reason.text());
         if let Some(g) = r.client.gives_up_after_secs {
-            say!("    {client} gives up after {g} s: answer before then, or it will have left");
+            say!("    the client gives up after {g} s: answer before then, or it will have left");
         }
-        let profile = r.client.profile.as_deref().unwrap_or("default");
-        match r.client.covers.as_slice() {
+        let covers: Vec<String> = r
+            .client
+            .covers
+            .iter()
+            .map(|c| reveal(c).into_owned())
+            .collect();
+        match covers.as_slice() {
             [] => say!(
                 "    --scope always covers client profile {profile} (no other client seen on it)"
             ),
@@ -357,17 +401,30 @@ pub fn approvals(rows: &[ApprovalRequest]) {
                 c.fields.join(", ")
             );
         }
-        let args = serde_json::from_str::<serde_json::Value>(r.arguments.get())
-            .ok()
-            .and_then(|v| serde_json::to_string_pretty(&v).ok())
-            .unwrap_or_else(|| r.arguments.get().to_owned());
-        for line in args.lines() {
+        for line in gatehouse::text::json_for_person(r.arguments.get()).lines() {
             say!("    {line}");
         }
         say!(
             "    gatehouse approve {} [--scope once|session|always]   |   gatehouse deny {} [--reason TEXT]",
             r.id, r.id
         );
+    }
+}
+
+/// A name a client or a server gave, quoted and with hidden characters shown.
+pub fn quoted(name: &str) -> String {
+    format!("\"{}\"", gatehouse::text::reveal(name))
+}
+
+/// Who asks, as a person should read it: the client profile (the token's), then what the client
+/// says it is, quoted and with hidden characters shown.
+pub fn who(profile: &str, said: Option<&str>) -> String {
+    match said {
+        Some(name) => format!(
+            "client profile {profile} — says \"{}\"",
+            gatehouse::text::reveal(name)
+        ),
+        None => format!("client profile {profile} — gives no name"),
     }
 }
 

@@ -118,18 +118,26 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 print::activity(&rows);
             }
         }),
-        Cmd::Approve { id, scope } => ask::<ApprovalRequest>(
+        Cmd::Approve { id, scope, digest } => ask::<ApprovalRequest>(
             &client,
             Request::Approve {
                 id,
                 scope: Some(scope),
+                digest,
             },
         )
         .await
-        .map(|r| say!("allowed {} ({scope:?})", r.exposed)),
-        Cmd::Deny { id, reason } => ask::<ApprovalRequest>(&client, Request::Deny { id, reason })
-            .await
-            .map(|r| say!("denied {}", r.exposed)),
+        .map(|r| {
+            say!(
+                "allowed {} ({scope:?})",
+                gatehouse::text::reveal(&r.exposed)
+            )
+        }),
+        Cmd::Deny { id, reason, digest } => {
+            ask::<ApprovalRequest>(&client, Request::Deny { id, reason, digest })
+                .await
+                .map(|r| say!("denied {}", gatehouse::text::reveal(&r.exposed)))
+        }
         Cmd::Status { json } => ask::<Vec<ServerStatus>>(&client, Request::Status)
             .await
             .map(|rows| {
