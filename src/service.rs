@@ -145,6 +145,7 @@ impl Service {
         };
         let origins = config.gateway.allowed_origins.clone();
         let mut hub_opts = HubOptions::new(opts.data_dir.clone());
+        hub_opts.control_path = Some(opts.control_path.clone());
         hub_opts.config_path = Some(opts.config_path.clone());
         hub_opts.deny_unattended = opts.deny_unattended;
         hub_opts.client_tokens = Some(std::sync::Arc::new(crate::profiles::ClientTokens::new(

@@ -32,7 +32,10 @@ function detail(r) {
       r.imitates && el('dd', { class: 'warning', text: `the client's name imitates “${r.imitates}”` }),
       r.hidden_characters && el('dt', { text: 'Warning' }),
       r.hidden_characters && el('dd', { class: 'warning', text: 'contains hidden characters, shown as ⟨U+XXXX⟩' }),
-      el('dt', { text: 'Outcome' }), el('dd', { text: label(r.outcome) })),
+      el('dt', { text: 'Outcome' }), el('dd', { text: label(r.outcome) }),
+      // Why it failed, as the server or Gatehouse said it (the sandbox named when it may be why).
+      r.error && el('dt', { text: 'Error' }),
+      r.error && el('dd', { class: 'call-error', lines: r.error })),
     el('pre', { class: 'arguments', lines: args })));
 }
 

@@ -32,6 +32,7 @@ export const serverEntry = (id) => call('server_entry', { id });
 export const saveServer = (original, id, entry) => call('save_server', { original, id, entry });
 export const removeServer = (id) => call('remove_server', { id });
 export const testServer = (id, entry) => call('test_server', { id, entry });
+export const compareServer = (id, entry) => call('compare_server', { id, entry });
 export const splitCommand = (line) => call('split_command', { line });
 export const refreshTools = (id) => call('refresh_tools', { id });
 export const registrySearch = (text) => call('registry_search', { text });

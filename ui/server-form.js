@@ -16,7 +16,8 @@ export function initForm(onChange) {
   for (const r of form.querySelectorAll('input[name=kind]')) r.addEventListener('change', syncKind);
   $('#server-cancel').addEventListener('click', () => $('#server-dialog').close());
   $('#server-remove').addEventListener('click', removeCurrent);
-  $('#server-test').addEventListener('click', testCurrent);
+  $('#server-test').addEventListener('click', () => testCurrent());
+  $('#server-compare').addEventListener('click', () => testCurrent(true));
   form.elements.command.addEventListener('change', () => splitPasted(form).catch(() => {}));
   form.addEventListener('input', (e) => clearFieldError(form, e.target.name));
   form.addEventListener('submit', async (e) => {
@@ -213,8 +214,9 @@ function suggestedId(words, url) {
   return clean(base);
 }
 
-/** Starts the form's server on its own (never the running hub's copy) and shows the report. */
-async function testCurrent() {
+/** Starts the form's server on its own (never the running hub's copy) and shows the report;
+ * with `compare`, twice — confined and with the sandbox off — and the difference. */
+async function testCurrent(compare = false) {
   const form = $('#server-form');
   const out = $('#server-test-report');
   clearErrors(form);
@@ -225,12 +227,13 @@ async function testCurrent() {
     showError(form, err);
     return;
   }
-  const button = $('#server-test');
+  const button = $(compare ? '#server-compare' : '#server-test');
   button.disabled = true;
   out.hidden = false;
-  setText(out, 'Starting it on its own…');
+  setText(out, compare ? 'Starting it confined, then with the sandbox off…' : 'Starting it on its own…');
   try {
-    setText(out, reportText(await api.testServer(form.elements.id.value, entry)), true);
+    const id = form.elements.id.value;
+    setText(out, compare ? compareText(await api.compareServer(id, entry)) : reportText(await api.testServer(id, entry)), true);
   } catch (err) {
     if (err?.field) {
       out.hidden = true;
@@ -241,6 +244,14 @@ async function testCurrent() {
   } finally {
     button.disabled = false;
   }
+}
+
+/** Both runs of a comparison and the difference (the lines `gatehouse test --compare` prints). */
+function compareText(c) {
+  const line = (r) => (r.ok
+    ? `ready, ${r.tools.length} tool${r.tools.length === 1 ? '' : 's'} (${(r.elapsed_ms / 1000).toFixed(1)} s)`
+    : `failed (${(r.elapsed_ms / 1000).toFixed(1)} s): ${r.error ?? 'no reason given'}`);
+  return [`confined: ${line(c.confined)}`, `unconfined: ${line(c.unconfined)}`, c.difference].join('\n');
 }
 
 /** A probe report as plain lines (the same facts `gatehouse test` prints). */
@@ -259,6 +270,7 @@ function reportText(r) {
   if (r.prompts !== null && r.prompts !== undefined) lines.push(`Prompts: ${r.prompts}`);
   if (r.resources !== null && r.resources !== undefined) lines.push(`Resources: ${r.resources}`);
   for (const w of r.warnings) lines.push(`Warning: ${w}`);
+  for (const l of r.sandbox?.left_out_why ?? []) lines.push(`Sandbox: ${l.path} (${l.from}) was not opened for writing: ${l.why}; to allow it, add ${l.allow}`);
   if (r.fix) lines.push(`Fix: ${r.fix}`);
   if (!r.ok && r.stderr.length) lines.push('Last stderr lines:', ...r.stderr.map((l) => `  ${l}`));
   return lines.join('\n');
@@ -268,6 +280,8 @@ function syncKind() {
   const form = $('#server-form');
   const remote = form.elements.kind.value === 'remote';
   form.querySelector('.stdio-only').hidden = remote;
+  // A remote server runs elsewhere: no sandbox of Gatehouse's to compare with.
+  $('#server-compare').hidden = remote;
   form.querySelector('.remote-only').hidden = !remote;
 }
 

@@ -193,6 +193,25 @@ pub async fn test_server(
     Ok(gatehouse::probe::probe(&id, cfg, secrets, std::time::Duration::from_secs(30)).await)
 }
 
+/// The form's entry started twice on its own — confined, then with the sandbox off — and the
+/// difference said (the form's "Compare with the sandbox off"; `gatehouse test --compare`).
+#[tauri::command]
+pub async fn compare_server(
+    state: AppStateRef<'_>,
+    id: String,
+    entry: Value,
+) -> CommandResult<gatehouse::probe::compare::Comparison> {
+    let cfg = gatehouse::config::parse_entry(&entry)?;
+    let id = match id.trim() {
+        "" => "test".to_owned(),
+        id => id.to_owned(),
+    };
+    let secrets: Arc<dyn gatehouse::secrets::SecretSource> = Arc::new(state.keychain.clone());
+    gatehouse::probe::compare::compare(&id, cfg, secrets, std::time::Duration::from_secs(30))
+        .await
+        .map_err(CommandError::invalid)
+}
+
 /// A pasted command line as program and arguments (the shell's quoting rules; nothing expanded).
 #[tauri::command]
 pub fn split_command(line: String) -> CommandResult<Vec<String>> {

@@ -178,6 +178,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::unfollow_logs,
             commands::pending_approvals,
             commands::answer_approval,
+            commands::compare_server,
             commands::hidden_characters,
             commands::keychain::secrets,
             commands::keychain::set_secret,

@@ -188,6 +188,7 @@ mod tests {
             waited_ms: 1_000,
             client_version: None,
             client_protocol: None,
+            error: None,
             flags: Default::default(),
         }
     }

@@ -184,6 +184,7 @@ pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
         ("waited_ms", "INTEGER NOT NULL DEFAULT 0"),
         ("client_version", "TEXT"),
         ("client_protocol", "TEXT"),
+        ("error", "TEXT"),
     ] {
         let has: bool = conn.query_row(
             "SELECT count(*) FROM pragma_table_info('calls') WHERE name = ?1",
@@ -216,8 +217,8 @@ pub(super) fn rotate_aside(path: &Path) {
 pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
     // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
     conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?
     .execute(params![
             r.time_ms as i64,
@@ -235,6 +236,7 @@ pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> 
             r.waited_ms as i64,
             r.client_version,
             r.client_protocol,
+            r.error,
         ],
     )?;
     Ok(())
@@ -256,7 +258,7 @@ pub(super) fn query(
     client: Option<&str>,
 ) -> rusqlite::Result<Vec<CallRecord>> {
     let mut stmt = conn.prepare(
-        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error
          FROM calls WHERE (?1 IS NULL OR server = ?1) AND (?3 IS NULL OR coalesce(profile, 'default') = ?3)
          ORDER BY id DESC LIMIT ?2",
     )?;
@@ -277,6 +279,7 @@ pub(super) fn query(
             waited_ms: r.get::<_, i64>(12)? as u64,
             client_version: r.get(13)?,
             client_protocol: r.get(14)?,
+            error: r.get(15)?,
             flags: Default::default(),
         };
         let flags = crate::text::Flags::of(row.client.as_deref(), &row.tool, &row.arguments);

@@ -101,6 +101,9 @@ struct Opts {
     escape_clean: Option<String>,
     /// Be that descendant (writing the pid to this file).
     escape_daemon: Option<String>,
+    /// Paths named with `--place` (the sandbox reads them from the arguments).
+    #[allow(dead_code)]
+    places: Vec<String>,
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -134,6 +137,8 @@ fn parse_opts() -> Result<Opts, String> {
             "--wrong-id" => o.wrong_id = true,
             "--flood" => o.flood = true,
             "--hostile" => o.hostile = true,
+            // A path the server is told about (for the sandbox's tests): nothing more.
+            "--place" => o.places.push(val("--place")?),
             other => return Err(format!("unknown flag {other}")),
         }
     }

@@ -44,6 +44,8 @@ pub(super) struct Audit {
     by: Decider,
     /// The approving process, for a decision made through the control socket.
     pub via: Option<String>,
+    /// Why the call failed, when it did (`failure::explain`).
+    pub error: Option<String>,
     sent: bool,
 }
 
@@ -56,6 +58,7 @@ impl Audit {
             decision: Decision::Withdrawn,
             by: Decider::Policy,
             via: None,
+            error: None,
             sent: false,
         }
     }
@@ -69,8 +72,9 @@ impl Audit {
     pub fn finish(&mut self, decision: Decision, by: Decider, outcome: CallOutcome) {
         if let Some(m) = self.meta.take() {
             let via = self.via.take();
+            let error = self.error.take();
             self.gw
-                .record(&self.session, &m, decision, by, outcome, via);
+                .record(&self.session, &m, (decision, by, outcome), via, error);
         }
     }
 }
@@ -92,10 +96,9 @@ impl Gateway {
         &self,
         s: &Arc<ClientSession>,
         m: &CallMeta,
-        decision: Decision,
-        by: Decider,
-        outcome: CallOutcome,
+        (decision, by, outcome): (Decision, Decider, CallOutcome),
         via: Option<String>,
+        error: Option<String>,
     ) {
         let elapsed = m.started.elapsed().as_millis() as u64;
         let info = s.info();
@@ -115,6 +118,7 @@ impl Gateway {
             decided_via: via,
             profile: s.profile.clone(),
             waited_ms: m.waited.map_or(0, |w| w.as_millis() as u64),
+            error,
             flags: Default::default(),
         });
     }

@@ -122,6 +122,7 @@ impl Gateway {
                             }
                             Held::Refused(text, decision, by, via) => {
                                 audit.via = via;
+                                audit.error = Some(text.clone());
                                 audit.finish(decision, by, CallOutcome::NotRun);
                                 lock(&session.inflight).remove(&client_id);
                                 let line = refused(&client_id, &text, name, session.era());
@@ -147,6 +148,7 @@ impl Gateway {
                     client_token: client_token.as_deref(),
                 };
                 let mut to = Attach { client_id, tx };
+                let called_at = crate::logs::now_ms();
                 let called = gw.call(&session, &up, params, &mut events, &mut to).await;
                 lock(&session.inflight).remove(&to.client_id);
                 // The client went away: dropping the call cancelled it upstream.
@@ -168,6 +170,16 @@ impl Gateway {
                     input_failure: called.input_failure.as_deref(),
                     client_capabilities: caps.as_deref(),
                 });
+                // A failure explained: its text for Activity, the sandbox named where it may be
+                // the cause.
+                let (line, error) = super::failure::explain(
+                    line,
+                    outcome,
+                    server.confined().as_deref(),
+                    &server_id,
+                    || server.logs().stderr_since(40, called_at),
+                );
+                audit.error = error;
                 let _ = tokio::time::timeout(CLIENT_STALL, to.tx.send(Out::Final(line))).await;
                 // After the answer is on its way: logging never delays a call.
                 audit.finish(decision, by, outcome);

@@ -23,6 +23,7 @@ mod audit;
 mod call;
 pub mod catalog;
 pub mod conns;
+mod failure;
 mod forward;
 pub mod http;
 pub mod incoming;

@@ -306,10 +306,13 @@ impl Gateway {
         self.record(
             s,
             m,
-            decision,
-            crate::approval::Decider::Policy,
-            crate::activity::CallOutcome::NotRun,
+            (
+                decision,
+                crate::approval::Decider::Policy,
+                crate::activity::CallOutcome::NotRun,
+            ),
             None,
+            super::failure::text_of(result.as_bytes()),
         );
         Outcome::Reply(super::answer::ours(id.get(), &result, s.era()))
     }

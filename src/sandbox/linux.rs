@@ -1,6 +1,7 @@
 //! The Linux sandbox: a Landlock ruleset (files, signals, abstract sockets) and a seccomp filter
-//! (no local sockets, no network when it is off, no io_uring), both built in the hub and only
-//! *applied* in the child between fork and exec — nothing of Gatehouse's own runs confined.
+//! (no local sockets, no network when it is off, no io_uring, no keystrokes pushed into a
+//! terminal: `TIOCSTI`, `TIOCLINUX`), both built in the hub and only *applied* in the child
+//! between fork and exec — nothing of Gatehouse's own runs confined.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -69,7 +70,8 @@ fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
         .map_err(failed)?
         .create()
         .map_err(failed)?;
-    for (paths, access) in [(&plan.read, read), (&plan.write, write)] {
+    let list = AccessFs::ReadDir.into();
+    for (paths, access) in [(&plan.list, list), (&plan.read, read), (&plan.write, write)] {
         for p in paths {
             // A path that vanished since the plan was made is simply not opened.
             let Ok(fd) = PathFd::new(p) else { continue };
@@ -100,6 +102,17 @@ fn filter(plan: &Plan) -> Result<BpfProgram, String> {
     rules.insert(nix::libc::SYS_socket, socket);
     // io_uring can open sockets without the socket() call above.
     rules.insert(nix::libc::SYS_io_uring_setup, Vec::new());
+    // Typing into a terminal (the person's shell) or a console: refused whatever the
+    // descriptor. The request is compared on its low 32 bits, as the kernel reads it.
+    let ioctl = |request: u64| -> Result<SeccompRule, String> {
+        let c = SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+            .map_err(failed)?;
+        SeccompRule::new(vec![c]).map_err(failed)
+    };
+    rules.insert(
+        nix::libc::SYS_ioctl,
+        vec![ioctl(nix::libc::TIOCSTI)?, ioctl(nix::libc::TIOCLINUX)?],
+    );
     let f = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

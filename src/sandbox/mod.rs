@@ -4,10 +4,14 @@
 //!
 //! What a confined server cannot do, whatever it runs: read the credential stores under the
 //! home directory, Gatehouse's own files or other servers' places; write outside its own places
-//! and the paths its entry names; open any local (Unix) socket — so neither the control socket
-//! nor the keychain's D-Bus service — nor, with `network: false`, any IP socket; signal or trace
-//! a process outside its sandbox (the hub's memory and `/proc/PID/environ` included).
+//! and the paths its entry names ([`places`]: within limits); open any local (Unix) socket — so
+//! neither the control socket nor the keychain's D-Bus service — nor, with `network: false`, any
+//! IP socket; open a terminal, a console or shared memory, or push keystrokes into a terminal
+//! (`TIOCSTI`); signal or trace a process outside its sandbox (the hub's memory and
+//! `/proc/PID/environ` included). When it fails, [`blame`] says whether the sandbox may be why.
 
+pub mod blame;
+pub mod places;
 pub mod plan;
 pub mod policy;
 
@@ -29,6 +33,31 @@ pub struct SandboxReport {
     pub mechanism: String,
     /// Whether the server really runs confined.
     pub confined: bool,
+    /// Paths named in its arguments, environment or working directory that were not opened for
+    /// writing (as written), since its last launch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    /// For each of `left_out`: where it was named, why it was left out, the entry line that
+    /// opens it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out_why: Vec<places::LeftOut>,
+}
+
+/// A confined launch: what its sandbox opened and left out, kept for status and for
+/// [`blame`].
+#[derive(Debug, Clone, Default)]
+pub struct Confined {
+    /// The paths opened.
+    pub plan: plan::Plan,
+    /// Named paths not opened for writing.
+    pub left_out: Vec<places::LeftOut>,
+    /// The policy in a phrase.
+    pub summary: String,
+    /// The home directory it was planned with.
+    pub home: Option<std::path::PathBuf>,
+    /// When it was launched (ms since the epoch): what the server said since is read for
+    /// [`blame`].
+    pub launched_ms: u64,
 }
 
 /// The kernel's sandboxing on this machine, in a phrase; `None` when it has none.
@@ -64,6 +93,8 @@ pub fn report(policy: &SandboxPolicy) -> SandboxReport {
         summary: policy.summary(),
         mechanism,
         confined,
+        left_out: Vec::new(),
+        left_out_why: Vec::new(),
     }
 }
 
@@ -73,58 +104,5 @@ pub fn unavailable() -> &'static str {
         "none: this kernel has no Landlock (it runs unconfined)"
     } else {
         "none: not built for this platform yet (it runs unconfined)"
-    }
-}
-
-/// Words in a server's stderr that say the system refused it something.
-const REFUSALS: &[&str] = &[
-    "permission denied",
-    "eacces",
-    "eperm",
-    "operation not permitted",
-    "read-only file system",
-];
-
-/// When a confined server's log line says it was refused something, the hint to log beside it.
-pub fn hint_for(line: &str, policy: &SandboxPolicy) -> Option<String> {
-    if !policy.confines() {
-        return None;
-    }
-    let lower = line.to_ascii_lowercase();
-    if !REFUSALS.iter().any(|w| lower.contains(w)) {
-        return None;
-    }
-    let path = line
-        .split(|c: char| c.is_whitespace() || "'\"`,()[]".contains(c))
-        .map(|w| w.trim_end_matches([':', ';', '.']))
-        .find(|w| w.starts_with('/') && w.len() > 1);
-    let allow = match path {
-        Some(p) => format!("\"sandbox\": {{\"write\": [\"{p}\"]}} (or \"read\")"),
-        None => "\"sandbox\": {\"write\": [PATH]} or {\"read\": [PATH]}".to_owned(),
-    };
-    let what = path.map(|p| format!(" {p}")).unwrap_or_default();
-    Some(format!(
-        "the sandbox ({}) may have denied this{what}; allow it with {allow} in the entry, or \"sandbox\": \"off\"",
-        policy.summary()
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A refusal in a confined server's log gets a hint naming the path and the setting; the
-    /// same line from an unconfined server, or an ordinary line, gets none.
-    #[test]
-    fn a_refusal_in_a_confined_servers_log_gets_a_hint() {
-        let line = "Error: EACCES: permission denied, open '/home/me/.ssh/id_rsa'";
-        let hint = hint_for(line, &SandboxPolicy::default()).unwrap();
-        assert!(hint.contains("/home/me/.ssh/id_rsa"), "{hint}");
-        assert!(hint.contains("\"sandbox\": \"off\""), "{hint}");
-        assert_eq!(hint_for(line, &SandboxPolicy::of(Level::Off)), None);
-        assert_eq!(
-            hint_for("listening on stdio", &SandboxPolicy::default()),
-            None
-        );
     }
 }

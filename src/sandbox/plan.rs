@@ -84,18 +84,39 @@ const SYSTEM: &[&str] = &[
     "/run/systemd/resolve",
 ];
 
-/// Devices any program may write (and the terminal and shared memory).
+/// Devices any program may write. Not a terminal (`/dev/tty`, `/dev/pts`, the consoles: a
+/// confined server could read the person's keystrokes or type into their shell) and not shared
+/// memory (`/dev/shm`: two servers could pass data through it); those are not even readable
+/// ([`closed_devices`]).
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/pts",
-    "/dev/ptmx",
-    "/dev/shm",
 ];
+
+/// Devices no confined server may open at all: terminals and consoles (`tty*`, `pts`, `ptmx`,
+/// `console`, `vcs*`), input devices, shared memory.
+pub fn closed_devices() -> Vec<PathBuf> {
+    let closed = |name: &str| {
+        name.starts_with("tty")
+            || name.starts_with("vcs")
+            || matches!(
+                name,
+                "pts" | "ptmx" | "console" | "shm" | "input" | "uinput"
+            )
+    };
+    std::fs::read_dir("/dev")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_str().is_some_and(closed))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 /// At most this many rules in one sandbox; a home directory with more entries than that has the
 /// rest left unreadable (and the launch says so).
@@ -112,12 +133,11 @@ pub struct Places {
     pub data: PathBuf,
     /// Its private temporary directory.
     pub tmp: PathBuf,
-    /// Its working directory, when the entry sets one.
-    pub cwd: Option<PathBuf>,
     /// The program it runs, resolved through PATH.
     pub program: Option<PathBuf>,
-    /// Existing paths among its arguments.
-    pub named: Vec<PathBuf>,
+    /// What the paths it is told about (arguments, environment, working directory) open
+    /// ([`super::places::open`]).
+    pub opened: super::places::Opened,
 }
 
 /// What the sandbox allows: read (and run) beneath `read`, read and write beneath `write`.
@@ -127,10 +147,26 @@ pub struct Plan {
     pub read: Vec<PathBuf>,
     /// Read, execute, write, create, remove.
     pub write: Vec<PathBuf>,
+    /// Listing only (the names in a directory and beneath, not what the files hold): a folder
+    /// the server was given that is opened entry by entry (the home directory, a folder holding
+    /// Gatehouse's files), so that walking into it works.
+    pub list: Vec<PathBuf>,
     /// TCP/UDP allowed.
     pub network: bool,
     /// Entries left out because the plan reached [`MAX_RULES`].
     pub left_out: usize,
+}
+
+impl Plan {
+    /// Whether the plan lets the server write `p` (a real path).
+    pub fn writes(&self, p: &Path) -> bool {
+        self.write.iter().any(|w| p.starts_with(w))
+    }
+
+    /// Whether the plan lets the server read `p` (a real path).
+    pub fn reads(&self, p: &Path) -> bool {
+        self.writes(p) || self.read.iter().any(|r| p.starts_with(r))
+    }
 }
 
 struct Builder {
@@ -187,6 +223,28 @@ impl Builder {
         }
     }
 
+    /// The home directory named as a whole: its folders and ordinary files for writing, its
+    /// dot-entries and the startup files for reading, the credential stores not at all.
+    fn home_entries(&mut self, home: &Path) {
+        let Ok(entries) = std::fs::read_dir(home) else {
+            return;
+        };
+        let startup: Vec<PathBuf> = super::places::STARTUP
+            .iter()
+            .map(|s| home.join(s))
+            .collect();
+        for e in entries.flatten() {
+            let p = e.path();
+            let hidden = e.file_name().to_str().is_none_or(|n| n.starts_with('.'));
+            let settings = hidden || startup.iter().any(|s| s.starts_with(&p));
+            if settings {
+                self.grant(&p, false);
+            } else {
+                self.grant(&p, true);
+            }
+        }
+    }
+
     /// Every entry of `dir` but the denied ones; entries on the way to a denied path are
     /// descended into. A symbolic link is opened only when where it leads is neither denied nor
     /// holds a denied path.
@@ -222,6 +280,7 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
     if let Some(h) = home {
         denied.extend(CREDENTIAL_STORES.iter().filter_map(|c| real(&h.join(c))));
     }
+    denied.extend(closed_devices());
     // The server's own places live inside Gatehouse's guarded data directory: they are opened
     // by their own rules, which Landlock adds to whatever the parents allow.
     let mut b = Builder {
@@ -268,11 +327,15 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
             b.grant(&h.join(c), true);
         }
     }
-    if let Some(cwd) = &places.cwd {
-        b.grant(cwd, true);
+    for p in &places.opened.write {
+        if real(p).is_some_and(|r| b.holds_denied(&r)) {
+            b.plan.list.push(p.clone());
+        }
+        b.grant(p, true);
     }
-    for n in &places.named {
-        b.grant(n, n.is_dir());
+    if let (true, Some(h)) = (places.opened.home_entries, home.and_then(real)) {
+        b.plan.list.push(h.clone());
+        b.home_entries(&h);
     }
     // What the person wrote in the entry is theirs to open, credential store or not.
     for (list, write) in [(&policy.read, false), (&policy.write, true)] {
@@ -283,19 +346,6 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
         }
     }
     Some(b.plan)
-}
-
-/// The paths an entry's arguments name (`/x`, `~/x`, `--dir=/x`) that exist.
-pub fn named_paths(args: &[String], home: Option<&Path>) -> Vec<PathBuf> {
-    args.iter()
-        .map(|a| match a.split_once('=') {
-            Some((flag, value)) if flag.starts_with('-') => value,
-            _ => a.as_str(),
-        })
-        .filter(|a| a.starts_with('/') || a.starts_with("~/"))
-        .map(|a| expand(a, home))
-        .filter(|p| p.exists())
-        .collect()
 }
 
 #[cfg(test)]

@@ -48,9 +48,12 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
         guarded: vec![guarded.clone()],
         data: data.clone(),
         tmp: tmp.clone(),
-        cwd: None,
         program: None,
-        named: named_paths(&["--root=~/notes".into(), "-v".into()], Some(&home)),
+        opened: crate::sandbox::places::open(
+            &crate::sandbox::places::named(&["--root=~/notes".into(), "-v".into()], &[], None),
+            Some(&home),
+            std::slice::from_ref(&guarded),
+        ),
     };
     let plan = plan(&SandboxPolicy::default(), &places).unwrap();
     assert!(plan.network);
@@ -87,4 +90,55 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
     asked.read.push("~/.ssh".into());
     let asked = super::plan(&asked, &places).unwrap();
     assert!(reads(&asked, &home.join(".ssh/id_ed25519")));
+}
+
+/// The home directory named as a whole: its folders and ordinary files writable, its dot-files
+/// and startup files read-only, its credential stores closed; no terminal, console or shared
+/// memory device is even readable.
+#[test]
+fn a_home_given_whole_opens_its_files_not_its_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    for f in [
+        ".ssh/id_ed25519",
+        ".bashrc",
+        ".config/autostart/x.desktop",
+        ".local/bin/tool",
+        "notes/todo.md",
+        "photo.jpg",
+    ] {
+        touch(&home.join(f));
+    }
+    let own = dir.path().join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    let places = Places {
+        home: Some(home.clone()),
+        guarded: Vec::new(),
+        data: own.clone(),
+        tmp: own.clone(),
+        program: None,
+        opened: crate::sandbox::places::open(
+            &crate::sandbox::places::named(&["~".into()], &[], None),
+            Some(&home),
+            &[],
+        ),
+    };
+    let plan = plan(&SandboxPolicy::default(), &places).unwrap();
+    assert!(writes(&plan, &home.join("notes/todo.md")));
+    assert!(writes(&plan, &home.join("photo.jpg")));
+    for ro in [".bashrc", ".config/autostart/x.desktop", ".local/bin/tool"] {
+        assert!(reads(&plan, &home.join(ro)), "{ro} unreadable");
+        assert!(!writes(&plan, &home.join(ro)), "{ro} writable");
+    }
+    assert!(!reads(&plan, &home.join(".ssh/id_ed25519")));
+    assert!(
+        !writes(&plan, &home),
+        "the home directory itself was opened"
+    );
+    for dev in ["/dev/shm", "/dev/pts", "/dev/tty", "/dev/ptmx"] {
+        if Path::new(dev).exists() {
+            assert!(!reads(&plan, Path::new(dev)), "{dev} readable");
+        }
+    }
+    assert!(writes(&plan, Path::new("/dev/null")));
 }

@@ -271,6 +271,19 @@ impl Actor {
             Err(LaunchError::Failed(msg)) => return self.fail(msg, true, None),
             Err(LaunchError::SignIn(why)) => return self.needs_sign_in(why),
         };
+        // What its sandbox opened and left out: said in status, kept for blame.
+        *lock(&self.shared.confined) = launched.confined.clone();
+        let left = launched
+            .confined
+            .as_ref()
+            .map(|c| c.left_out.clone())
+            .unwrap_or_default();
+        self.update_status(|s| {
+            if let Some(sb) = s.sandbox.as_mut() {
+                sb.left_out = left.iter().map(|l| l.path.clone()).collect();
+                sb.left_out_why = left;
+            }
+        });
         let note: rpc::NoteFn = {
             let log = self.log_fn();
             Arc::new(move |line| log(LogStream::Gatehouse, line))
@@ -505,7 +518,17 @@ impl Actor {
     /// Records a failure and decides between `restarting` (with backoff) and `failed`.
     fn fail(&mut self, msg: String, fatal: bool, uptime: Option<Duration>) {
         // Error texts quote the server (its stderr, its error objects): masked before shown.
-        let msg = self.ctx.redactions.mask(&msg);
+        let mut msg = self.ctx.redactions.mask(&msg);
+        // A confined server's failure that may be the sandbox's doing says so, with the path
+        // and the line that allows it (its recent stderr read too: a refusal is often said
+        // before the last lines).
+        if let Some(c) = lock(&self.shared.confined).clone() {
+            let recent = self.shared.logs.stderr_since(40, c.launched_ms);
+            let said = format!("{msg}\n{recent}");
+            if let Some(b) = crate::sandbox::blame::blame(&said, &c, self.shared.id.as_str()) {
+                msg = format!("{msg} — {}", self.ctx.redactions.mask(&b));
+            }
+        }
         let tuning = self.ctx.tuning.clone();
         let mut failures = self.shared.status.borrow().consecutive_failures;
         if uptime.is_some_and(|u| u >= tuning.reset_after) {

@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{expand_tilde, StdioTransport};
+use crate::config::{expand_tilde, EnvValue, StdioTransport};
 use crate::sandbox::plan::{self, Places};
+use crate::sandbox::{places, Confined};
 
 /// The variable naming the data directory Gatehouse gives a confined server.
 pub const DATA_VAR: &str = "GATEHOUSE_SERVER_DATA";
@@ -62,22 +63,32 @@ fn resolve(program: &str, env: &[(String, String)]) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A confined launch made ready: the confinement to apply in the child and what it opened and
+/// left out (kept for status and for saying when the sandbox may have caused a failure).
+pub struct Prepared {
+    /// Applied in the child between fork and exec.
+    pub confinement: Confinement,
+    /// The plan and what it left out.
+    pub confined: Confined,
+}
+
 /// Prepares `t`'s sandbox for server `id`: makes its places, points `TMPDIR` and
 /// [`DATA_VAR`] at them in `env`, and builds the confinement. Blocking (it opens every path of
 /// the plan): call it off the async workers. `Ok(None)` when the entry turns the sandbox off or
-/// the kernel has none; `note` then says so when it matters.
+/// the kernel has none; `notes` then say so when it matters, and name every path the entry
+/// names that was left out.
 pub fn prepare(
     t: &StdioTransport,
     id: &str,
     roots: &SandboxRoots,
     env: &mut Vec<(String, String)>,
-    note: &mut Option<String>,
-) -> Result<Option<Confinement>, String> {
+    notes: &mut Vec<String>,
+) -> Result<Option<Prepared>, String> {
     if !t.sandbox.confines() {
         return Ok(None);
     }
     if crate::sandbox::mechanism().is_none() {
-        *note = Some(format!("sandbox {}", crate::sandbox::unavailable()));
+        notes.push(format!("sandbox {}", crate::sandbox::unavailable()));
         return Ok(None);
     }
     let Some(servers) = &roots.servers else {
@@ -104,31 +115,56 @@ pub fn prepare(
     }
     set(env, DATA_VAR, &data);
     let program = expand_tilde(&t.command);
+    // Only the entry's plain values are looked at: a secret's value is never a place.
+    let plain: Vec<(String, String)> = t
+        .env
+        .iter()
+        .filter_map(|(k, v)| match v {
+            EnvValue::Plain(v) => Some((k.clone(), v.clone())),
+            _ => None,
+        })
+        .collect();
+    let named = places::named(&t.args, &plain, t.cwd.as_deref());
+    let opened = places::open(&named, home.as_deref(), &roots.guarded);
+    let left_out = opened.left_out.clone();
     let places = Places {
         home: home.clone(),
         guarded: roots.guarded.clone(),
         data,
         tmp,
-        cwd: t.cwd.as_deref().map(|c| PathBuf::from(expand_tilde(c))),
         program: resolve(&program, env),
-        named: plan::named_paths(&t.args, home.as_deref()),
+        opened,
     };
     let Some(plan) = plan::plan(&t.sandbox, &places) else {
         return Ok(None);
     };
+    notes.extend(left_out.iter().map(|l| format!("sandbox: {}", l.line())));
     if plan.left_out > 0 {
-        *note = Some(format!(
+        notes.push(format!(
             "the sandbox opened its first {} paths and left {} out (a directory with very many entries); name what the server needs in \"sandbox\": {{\"read\": [...]}}",
             plan::MAX_RULES,
             plan.left_out
         ));
     }
+    let confined = Confined {
+        summary: t.sandbox.summary(),
+        plan,
+        left_out,
+        home,
+        launched_ms: crate::logs::now_ms(),
+    };
     #[cfg(target_os = "linux")]
     {
-        Confinement::prepare(&plan).map(Some)
+        Confinement::prepare(&confined.plan).map(|confinement| {
+            Some(Prepared {
+                confinement,
+                confined,
+            })
+        })
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = confined;
         Ok(None)
     }
 }

@@ -223,6 +223,7 @@ impl Launcher for FakeLauncher {
                 stderr_done: None,
                 stop: CancellationToken::new(),
                 tasks,
+                confined: None,
             })
         })
     }

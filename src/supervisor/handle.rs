@@ -76,6 +76,7 @@ impl ServerHandle {
             call_timeout_secs: std::sync::atomic::AtomicU64::new(cfg.call_timeout_secs),
             warnings: Mutex::new(Default::default()),
             bus: ctx.bus.clone(),
+            confined: Mutex::new(None),
         });
         let join = tokio::spawn(Actor::new(shared.clone(), cfg, ctx, ctl_rx).run());
         (
@@ -105,6 +106,12 @@ impl ServerHandle {
     /// The tools of the last successful `tools/list` (empty unless running).
     pub fn tools(&self) -> Arc<Vec<Arc<ToolDef>>> {
         lock(&self.shared.tools).clone()
+    }
+
+    /// The sandbox of its current (or last) launch, when it runs confined: what was opened and
+    /// left out, for saying when a failure may be the sandbox's doing.
+    pub fn confined(&self) -> Option<Arc<crate::sandbox::Confined>> {
+        lock(&self.shared.confined).clone()
     }
 
     /// The server's declared capabilities (from `initialize`), while it runs.

@@ -66,6 +66,8 @@ pub(crate) struct Launched {
     /// Cancelling closes the child's stdin (or ends the remote bridge).
     pub stop: CancellationToken,
     pub tasks: JoinSet<()>,
+    /// A confined child's sandbox: what it opened and left out.
+    pub confined: Option<Arc<crate::sandbox::Confined>>,
 }
 
 /// What is on the other end of a session.
@@ -132,22 +134,35 @@ const STDOUT_PIPE_BYTES: nix::libc::c_int = 256 * 1024;
 
 async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
     // Secrets are resolved at spawn time only, off the async threads.
-    let env = resolve_env(&t.env, req.secrets.clone(), req.redactions.clone()).await?;
+    let mut env = resolve_env(&t.env, req.secrets.clone(), req.redactions.clone()).await?;
+    // `~/` at the start of a plain value is the home directory, as in the arguments: a program
+    // never expands it itself (there is no shell), and people write it in their entries.
+    for (k, v) in &t.env {
+        if let crate::config::EnvValue::Plain(p) = v {
+            if p.starts_with("~/") {
+                env.insert(k.clone(), crate::config::expand_tilde(p));
+            }
+        }
+    }
     let mut env = process::child_env(&env);
     let tag = process::new_tag();
     env.push((process::TAG_VAR.to_owned(), tag.clone()));
     // The sandbox opens every path of its plan: off the async workers.
     let (owned, id, roots) = (t.clone(), req.id.to_owned(), req.sandbox.clone());
-    let (env, confinement, note) = tokio::task::spawn_blocking(move || {
-        let mut note = None;
-        let c = super::confine::prepare(&owned, &id, &roots, &mut env, &mut note);
-        c.map(|c| (env, c, note))
+    let (env, prepared, notes) = tokio::task::spawn_blocking(move || {
+        let mut notes = Vec::new();
+        let c = super::confine::prepare(&owned, &id, &roots, &mut env, &mut notes);
+        c.map(|c| (env, c, notes))
     })
     .await
     .map_err(|_| "cannot start: preparing its sandbox failed".to_owned())??;
-    if let Some(n) = note {
+    for n in notes {
         (req.log)(LogStream::Gatehouse, n);
     }
+    let (confinement, confined) = match prepared {
+        Some(p) => (Some(p.confinement), Some(Arc::new(p.confined))),
+        None => (None, None),
+    };
     #[cfg(target_os = "linux")]
     let cell = super::cgroup::Cell::new(req.id, &tag).map(Arc::new);
     #[cfg(target_os = "linux")]
@@ -191,7 +206,8 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     });
     let (stderr_tx, stderr_done) = oneshot::channel();
     let log = req.log.clone();
-    let policy = t.sandbox.clone();
+    let sandbox = confined.clone();
+    let id = req.id.to_owned();
     tasks.spawn(async move {
         let _done = stderr_tx;
         let mut lines = LineReader::new(stderr, 64 * 1024);
@@ -202,7 +218,10 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
             match lines.next().await {
                 Ok(Line::Data(l)) => {
                     let line = String::from_utf8_lossy(&l).into_owned();
-                    let hint = crate::sandbox::hint_for(&line, &policy).filter(|_| hints > 0);
+                    let hint = sandbox
+                        .as_deref()
+                        .filter(|_| hints > 0)
+                        .and_then(|c| crate::sandbox::blame::blame(&line, c, &id));
                     log(LogStream::Stderr, line);
                     if let Some(h) = hint {
                         hints -= 1;
@@ -233,6 +252,7 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
         stderr_done: Some(stderr_done),
         stop: CancellationToken::new(),
         tasks,
+        confined,
     })
 }
 
@@ -295,6 +315,7 @@ async fn launch_remote(
         stderr_done: None,
         stop,
         tasks,
+        confined: None,
     })
 }
 

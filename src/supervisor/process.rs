@@ -120,8 +120,10 @@ pub fn spawn(
         #[cfg(not(target_os = "linux"))]
         let _ = confinement;
     });
+    // A session of its own (and so a process group): no controlling terminal, so nothing it
+    // runs can read from or type into the terminal Gatehouse was started from (stdin is a pipe).
     #[cfg(unix)]
-    cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
+    cmd.wrap(process_wrap::tokio::ProcessSession);
     #[cfg(windows)]
     cmd.wrap(process_wrap::tokio::JobObject);
     // If the owning task is ever dropped without a clean stop, the whole group dies with it.

@@ -85,6 +85,7 @@ impl Session {
             stderr_done,
             stop,
             mut tasks,
+            confined: _,
         } = launched;
         let (in_tx, mut in_rx) = mpsc::channel(8);
         {

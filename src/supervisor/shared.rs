@@ -30,6 +30,8 @@ pub(super) struct Shared {
     /// Warnings by key (what `status.warnings` shows). Guards one change.
     pub warnings: Mutex<std::collections::BTreeMap<String, String>>,
     pub bus: EventBus,
+    /// The sandbox of the current (or last) launch, when confined. Guards one swap or read.
+    pub confined: Mutex<Option<Arc<crate::sandbox::Confined>>>,
 }
 
 impl Shared {

@@ -32,6 +32,8 @@ mod records;
 mod registry;
 mod remote;
 mod sandbox;
+mod sandbox_hostile;
+mod sandbox_peers;
 mod secrets;
 mod seen;
 mod streams;

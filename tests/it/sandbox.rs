@@ -164,7 +164,7 @@ async fn a_hostile_server_gets_no_keys_no_control_and_no_writes_outside_its_plac
     let log_path = dir.path().join("data/logs/evil.log");
     loop {
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-        if log.contains("the sandbox (default) may have denied this")
+        if log.contains("the sandbox may have caused this")
             && log.contains(canary.to_str().unwrap())
         {
             break;

@@ -347,6 +347,21 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
              return r.top >= box.top && r.bottom <= box.bottom && r.bottom <= b.top + 1 && b.top - r.bottom < 16;")
         .await;
     assert_eq!(by_button, json!(true), "the report by the Test button");
+    // Compare with the sandbox off: started twice, both ways said, and the difference.
+    d.click("#server-compare").await;
+    let compared = d
+        .wait_js(
+            "the comparison",
+            "const e = document.getElementById('server-test-report'); return e.textContent.startsWith('confined:') && e.textContent;",
+        )
+        .await;
+    let compared = compared.as_str().unwrap_or("");
+    assert!(
+        compared.contains("confined: ready")
+            && compared.contains("\nunconfined: ready")
+            && compared.contains("No difference at start"),
+        "{compared}"
+    );
     let saved = std::fs::read_to_string(&d.config_path).expect("config");
     assert!(
         !saved.contains("\"gamma\""),

@@ -229,6 +229,10 @@ pub enum Cmd {
         config: Option<PathBuf>,
         #[arg(long)]
         json: bool,
+        /// Start it confined and with the sandbox off, and say the difference (prints a
+        /// `confined: …` and an `unconfined: …` line; exit 0 when both run)
+        #[arg(long)]
+        compare: bool,
         /// A command not in the config yet, after `--`
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,

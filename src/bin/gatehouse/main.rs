@@ -23,6 +23,7 @@ mod args;
 mod import;
 mod manage;
 mod print;
+mod probe;
 mod registry;
 mod serve;
 mod verbs;

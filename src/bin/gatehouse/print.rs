@@ -101,6 +101,9 @@ pub fn status_table(rows: &[ServerStatus]) {
         if let Some(s) = r.sandbox.as_ref().filter(|s| !s.confined) {
             say!("    sandbox: {}", s.mechanism);
         }
+        for l in r.sandbox.iter().flat_map(|s| &s.left_out_why) {
+            say!("    sandbox: {}", l.line());
+        }
     }
 }
 
@@ -190,6 +193,9 @@ pub fn probe(r: &gatehouse::probe::ProbeReport) {
     say!("  runs: {}", r.command);
     if let Some(s) = &r.sandbox {
         say!("  sandbox: {} ({})", s.summary, s.mechanism);
+        for l in &s.left_out_why {
+            say!("  sandbox: {}", l.line());
+        }
     }
     if let Some(n) = &r.server_name {
         say!(

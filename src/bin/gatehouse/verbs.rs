@@ -17,6 +17,7 @@ use crate::args::{Cmd, SecretCmd};
 use crate::import;
 use crate::manage;
 use crate::print;
+use crate::probe;
 
 pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
     let client = ControlClient::new(control_path);
@@ -206,23 +207,25 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             timeout,
             config,
             json,
+            compare,
             command,
         } => {
-            let args = manage::TestArgs {
+            let args = probe::TestArgs {
                 id,
                 timeout,
                 config,
                 json,
                 command,
+                compare,
             };
-            return match manage::test(&client, args).await {
+            return match probe::test(&client, args).await {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::from(1),
-                Err(manage::TestError::Unknown(msg)) => {
+                Err(probe::TestError::Unknown(msg)) => {
                     eprintln!("gatehouse: {msg}");
                     ExitCode::from(1)
                 }
-                Err(manage::TestError::Usage(msg)) => {
+                Err(probe::TestError::Usage(msg)) => {
                     eprintln!("gatehouse: {msg}");
                     ExitCode::from(2)
                 }
