@@ -9,6 +9,11 @@ DEMO_DIR ?= /tmp/gatehouse-demo
 USER_CONFIG := $(shell printf '%s' "$${XDG_CONFIG_HOME:-$$HOME/.config}")/gatehouse/gatehouse.json
 # The desktop tests and bench need a display: a private Xvfb server.
 XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
+# The suite never asks the public package indexes: pinning (add, import, the app's form) and the
+# integrity check at a start go to a closed local port unless a test points them at its own
+# stand-in (tests/clients/registry_server.py). Servers' own runners (npx, uvx) are unaffected:
+# a server never inherits these variables.
+HERMETIC := npm_config_registry=http://127.0.0.1:9 GATEHOUSE_PYPI_URL=http://127.0.0.1:9
 
 .PHONY: run serve test deps peers build lint bench deb fuzz screenshots
 
@@ -55,9 +60,9 @@ lint: peers
 # rest, so neither disturbs the other, and prints its figures.
 test: peers lint
 	cargo build --bins
-	scripts/with-keyring.sh cargo test -- --include-ignored --skip load::a_hostile_profile
-	scripts/with-keyring.sh cargo test --test it -- --include-ignored --nocapture load::a_hostile_profile
-	scripts/with-keyring.sh $(XVFB) cargo test -p gatehouse-app -- --include-ignored --test-threads=1
+	$(HERMETIC) scripts/with-keyring.sh cargo test -- --include-ignored --skip load::a_hostile_profile
+	$(HERMETIC) scripts/with-keyring.sh cargo test --test it -- --include-ignored --nocapture load::a_hostile_profile
+	$(HERMETIC) scripts/with-keyring.sh $(XVFB) cargo test -p gatehouse-app -- --include-ignored --test-threads=1
 
 # Each fuzz target for FUZZ_SECS seconds (cargo-fuzz, which needs a nightly toolchain); new
 # inputs go to fuzz/corpus, crashes to fuzz/artifacts (turn each into a regression test).

@@ -10,11 +10,10 @@ use serde_json::{Map, Value};
 use crate::config::{Config, ServerId};
 
 mod claude_code;
-mod credentials;
 mod formats;
 
-pub use credentials::looks_like_credential;
-use credentials::{credential_values, hide_credential_args, hide_credential_query};
+pub use crate::credentials::looks_like_credential;
+use crate::credentials::{credential_values, hide_credential_args, hide_credential_query};
 
 /// One server found in a client file, mapped onto a Gatehouse entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -512,6 +511,23 @@ pub fn prepare(
             })
         })
         .collect()
+}
+
+/// Each prepared `npx`/`uvx` entry pinned as every way of adding pins it (past the cool-down,
+/// the artifact's integrity recorded); a sentence per server that was pinned or could not be.
+pub async fn pin_all(prepared: &mut [Prepared], min_age_days: u64) -> Vec<String> {
+    let mut said = Vec::new();
+    for p in prepared.iter_mut() {
+        match crate::registry::pin::pin_new(&mut p.entry, min_age_days).await {
+            Ok(Some(s)) => said.push(format!("{}: {}", p.id, s.replace("pin ID", &format!("pin {}", p.id)))),
+            Ok(None) => {}
+            Err(e) => said.push(format!(
+                "{}: not pinned ({e}); it runs whatever version is newest until you `gatehouse pin {}`",
+                p.id, p.id
+            )),
+        }
+    }
+    said
 }
 
 /// `config` with the prepared servers added (validated as a load would validate them). An id

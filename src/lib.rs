@@ -38,6 +38,7 @@ pub mod clients;
 pub mod config;
 pub mod connect;
 pub mod control;
+pub mod credentials;
 pub mod events;
 pub mod gateway;
 pub mod http_client;

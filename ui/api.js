@@ -37,7 +37,7 @@ export const splitCommand = (line) => call('split_command', { line });
 export const refreshTools = (id) => call('refresh_tools', { id });
 export const registrySearch = (text) => call('registry_search', { text });
 export const registryPlan = (name) => call('registry_plan', { name });
-export const registryAdd = (name, version, id, secrets) => call('registry_add', { name, version, id, secrets });
+export const registryAdd = (name, version, id, secrets, env, allowEnv) => call('registry_add', { name, version, id, secrets, env, allowEnv });
 
 /** Recent lines now, then each new line to onLine until the returned stop() is called. */
 export async function followLogs(id, onLine) {

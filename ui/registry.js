@@ -1,6 +1,8 @@
 // "Find in the registry": search the MCP Registry as you type, see what a server needs, and add
-// it pinned to its exact version — secret fields are password inputs whose values go straight to
-// the keychain (never kept here once sent).
+// it pinned to its exact version — the exact command and every variable with its value shown
+// first; a variable that changes how a runtime loads code is added only when ticked by name;
+// plain values asked for in fields, secret ones in password inputs whose values go straight to
+// the keychain (never kept here once sent). The outcome is the server's real state.
 
 import * as api from './api.js';
 import { $, el, toast, setText } from './dom.js';
@@ -39,11 +41,17 @@ export function initRegistry(onAdded) {
     for (const input of $('#registry-secrets').querySelectorAll('input')) {
       if (input.value) secrets[input.name] = input.value;
     }
+    const env = {};
+    for (const input of $('#registry-fields').querySelectorAll('input')) {
+      if (input.value) env[input.name] = input.value;
+    }
+    const allowEnv = [...$('#registry-risky').querySelectorAll('input:checked')].map((i) => i.name);
     $('#registry-add').disabled = true;
+    setText($('#registry-status'), 'Adding it and waiting for it to start…');
     try {
-      const said = await api.registryAdd(chosen.name, chosen.version, form.elements.id.value, secrets);
+      const added = await api.registryAdd(chosen.name, chosen.version, form.elements.id.value, secrets, env, allowEnv);
       close();
-      toast(said);
+      toast(added.message, added.ok ? 'info' : 'error');
       onAdded();
     } catch (x) {
       setText($('#registry-error'), api.errorText(x));
@@ -82,7 +90,8 @@ async function search(text) {
       return el('li', {},
         b,
         el('p', { class: 'hint', lines: f.description }),
-        el('p', { class: 'hint', text: `Runs as: ${f.transports.join(', ') || 'nothing it can run'}${f.needs.length ? ` · needs ${f.needs.join(', ')}` : ''}` }));
+        el('p', { class: 'hint', text: `Runs as: ${f.transports.join(', ') || 'nothing it can run'}${f.needs.length ? ` · needs ${f.needs.join(', ')}` : ''}` }),
+        f.missing && el('p', { class: 'hint warning', text: `Cannot run here yet: ${f.missing}` }));
     }));
   } catch (x) {
     if (n === asked) setText(status, api.errorText(x));
@@ -100,15 +109,35 @@ async function choose(name) {
     if (plan.error) {
       setText($('#registry-runs'), plan.error);
       $('#registry-secrets').replaceChildren();
+      $('#registry-fields').replaceChildren();
+      $('#registry-risky').replaceChildren();
+      $('#registry-env').replaceChildren();
       return;
     }
-    setText($('#registry-runs'), `Runs ${plan.runs} — pinned to ${plan.pinned}.`);
+    setText($('#registry-runs'), plan.command.length
+      ? `Runs ${plan.runs} — pinned to ${plan.pinned}.`
+      : `Connects to ${plan.runs}.`);
+    // Every variable it sets, with its value: what will be written, before it is.
+    $('#registry-env').replaceChildren(...Object.entries(plan.env).map(([k, v]) => el('li', {},
+      el('code', { text: k }), ' = ', el('code', { text: v }))));
     $('#registry-form').elements.id.value = plan.id;
+    $('#registry-fields').replaceChildren(...plan.fields.map((f) => el('label', {},
+      `${f.var}${f.required ? '' : ' (optional)'} `,
+      el('input', { type: 'text', name: f.var, autocomplete: 'off', required: f.required && !f.default, placeholder: f.default ?? '' }),
+      el('small', { text: f.description }))));
+    $('#registry-risky').replaceChildren(...plan.risky.map((r) => el('label', { class: 'check warning' },
+      el('input', { type: 'checkbox', name: r.var }),
+      ` Allow ${r.var} = ${plan.env[r.var] ?? '(your value)'}: ${r.why}`)));
     $('#registry-secrets').replaceChildren(...plan.secrets.map((s) => el('label', {},
       `${s.var}${s.required ? '' : ' (optional)'} — kept in your keychain `,
       el('input', { type: 'password', name: s.var, autocomplete: 'off', required: s.required }),
       el('small', { text: s.description }))));
     chosen = { name, version: plan.version };
+    if (plan.missing) {
+      setText($('#registry-error'), `${plan.missing}. It cannot be added until then.`);
+      $('#registry-error').hidden = false;
+      return;
+    }
     $('#registry-add').disabled = false;
   } catch (x) {
     setText($('#registry-error'), api.errorText(x));

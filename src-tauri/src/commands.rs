@@ -167,10 +167,18 @@ pub async fn save_server(
     state: AppStateRef<'_>,
     original: Option<String>,
     id: String,
-    entry: Value,
+    mut entry: Value,
 ) -> CommandResult<()> {
     let hub = state.hub()?;
     hub.check_server(original.as_deref(), id.trim(), &entry)?;
+    // A new server's package is pinned as every way of adding pins it (the CLI's `add`, the
+    // registry, import): past the cool-down, its artifact's integrity recorded.
+    if original.is_none() {
+        let min_age = hub.config().registry.min_age_days();
+        if let Err(e) = gatehouse::registry::pin::pin_new(&mut entry, min_age).await {
+            tracing::warn!(server = %id.trim(), "not pinned: {e}");
+        }
+    }
     Ok(hub
         .save_server(original.as_deref(), id.trim(), &entry)
         .await?)

@@ -30,7 +30,7 @@ pub use paths::{
 };
 pub use rate::{RateLimit, MAX_RATE};
 pub use refusal::{closest, readable, ConfigError, EntryError};
-pub use write::{backup_path, keep_last_good, write_atomic};
+pub use write::{backup_path, keep_last_good, resolve_link, write_atomic};
 
 /// Default handshake timeout (`initialize` + full `tools/list`).
 pub const DEFAULT_STARTUP_TIMEOUT_SECS: u64 = 60;
@@ -76,11 +76,23 @@ pub struct RegistryConfig {
     /// Its base URL (default: the official registry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// A release younger than this many days is shown, never taken by `pin` or `pin --update`
+    /// without `--now` (the supply-chain cool-down; default 7, `0` turns it off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_age_days: Option<u64>,
 }
+
+/// The cool-down when the config says nothing.
+pub const DEFAULT_MIN_AGE_DAYS: u64 = 7;
 
 impl RegistryConfig {
     fn is_default(&self) -> bool {
-        self.url.is_none()
+        self.url.is_none() && self.min_age_days.is_none()
+    }
+
+    /// The cool-down in days.
+    pub fn min_age_days(&self) -> u64 {
+        self.min_age_days.unwrap_or(DEFAULT_MIN_AGE_DAYS)
     }
 }
 
@@ -266,6 +278,22 @@ pub struct StdioTransport {
     pub cwd: Option<String>,
     /// How it is confined (`"sandbox"`; `default` when the entry says nothing).
     pub sandbox: crate::sandbox::SandboxPolicy,
+    /// The package version its runner (`npx`, `uvx`) is pinned to and that artifact's integrity
+    /// (`"pin"`): a start that would run another artifact is refused.
+    pub pin: Option<Pin>,
+}
+
+/// An entry's `"pin"`: the exact version of the package its runner fetches, and the artifact's
+/// integrity as the index gave it when pinned (npm's `dist.integrity`, `sha512-…`; PyPI's
+/// `sha256:…`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pin {
+    /// The exact version.
+    pub version: String,
+    /// The artifact's integrity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<String>,
 }
 
 /// A remote server.
@@ -277,6 +305,10 @@ pub struct RemoteTransport {
     pub headers: BTreeMap<String, EnvValue>,
     /// Allow plain `http://` to a host that is not loopback.
     pub allow_insecure: bool,
+    /// Allow an address in a private range (`10/8`, `172.16/12`, `192.168/16`, `fc00::/7`, …):
+    /// refused unless the entry says so (`"allow_private": true`). Link-local and cloud
+    /// metadata addresses are refused whatever it says.
+    pub allow_private: bool,
     /// How Gatehouse signs in to it (`"auth"`, `"oauth"` in the entry).
     pub auth: RemoteAuth,
 }

@@ -27,6 +27,10 @@ struct RawServer {
     url: Option<String>,
     headers: Option<BTreeMap<String, EnvValue>>,
     allow_insecure: Option<bool>,
+    /// A remote server on a private address.
+    allow_private: Option<bool>,
+    /// The version a runner's package is pinned to, and its artifact's integrity.
+    pin: Option<super::Pin>,
     /// `"oauth"` or `"none"` (remote servers).
     auth: Option<String>,
     oauth: Option<RawOAuth>,
@@ -199,8 +203,15 @@ impl RawServer {
                 if command.trim().is_empty() {
                     return Err(at("command", "\"command\" is empty", "give the program to run, for example npx"));
                 }
-                if self.headers.is_some() || self.allow_insecure.is_some() {
-                    return Err(at("headers", "\"headers\" and \"allow_insecure\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
+                if self.headers.is_some() || self.allow_insecure.is_some() || self.allow_private.is_some() {
+                    return Err(at("headers", "\"headers\", \"allow_insecure\" and \"allow_private\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
+                }
+                if let Some(p) = &self.pin {
+                    let ok = crate::registry::check::npm_version(&p.version).is_ok()
+                        || crate::registry::check::pypi_version(&p.version).is_ok();
+                    if !ok {
+                        return Err(at("pin", format!("\"pin\" names {:?}, which is not an exact version", p.version), "pin it again with `gatehouse pin ID`"));
+                    }
                 }
                 if self.auth.is_some() || self.oauth.is_some() {
                     return Err(at("auth", "\"auth\" and \"oauth\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
@@ -214,11 +225,15 @@ impl RawServer {
                     env,
                     cwd: self.cwd,
                     sandbox,
+                    pin: self.pin,
                 })
             }
             (None, Some(url)) => {
                 if self.sandbox.is_some() {
                     return Err(at("sandbox", "\"sandbox\" applies to local (\"command\") servers only: a remote server runs elsewhere", "remove it from this remote server"));
+                }
+                if self.pin.is_some() {
+                    return Err(at("pin", "\"pin\" applies to local (\"command\") servers that run a package", "remove it from this remote server"));
                 }
                 if self.args.is_some() || self.env.is_some() || self.cwd.is_some() {
                     return Err(at("args", "\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only", "remove them from this remote server"));
@@ -233,6 +248,7 @@ impl RawServer {
                     url,
                     headers,
                     allow_insecure: self.allow_insecure.unwrap_or(false),
+                    allow_private: self.allow_private.unwrap_or(false),
                     auth,
                 })
             }

@@ -56,6 +56,9 @@ impl Serialize for ServerConfig {
                 if t.sandbox != crate::sandbox::SandboxPolicy::default() {
                     m.serialize_entry("sandbox", &t.sandbox)?;
                 }
+                if let Some(p) = &t.pin {
+                    m.serialize_entry("pin", p)?;
+                }
             }
             Transport::Remote(r) => {
                 m.serialize_entry("url", &r.url)?;
@@ -64,6 +67,9 @@ impl Serialize for ServerConfig {
                 }
                 if r.allow_insecure {
                     m.serialize_entry("allow_insecure", &true)?;
+                }
+                if r.allow_private {
+                    m.serialize_entry("allow_private", &true)?;
                 }
                 match &r.auth {
                     crate::config::RemoteAuth::Auto => {}
@@ -329,7 +335,7 @@ impl Config {
 
 /// The file a path names once symlinks are followed (the path itself when it is none, or when
 /// the link dangles: writing then creates the target's name as a file).
-fn resolve_link(path: &Path) -> PathBuf {
+pub fn resolve_link(path: &Path) -> PathBuf {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
             std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())

@@ -1,11 +1,16 @@
 //! A registry entry made into a Gatehouse server entry: which package (or remote) runs it, the
 //! exact command with the exact version — so what runs is pinned —, its environment from what
-//! the person gave, and the secrets to ask for. Nothing here asks or stores anything.
+//! the person gave, and the secrets to ask for. Everything the registry says is checked by its
+//! grammar first (`check`): package names and exact versions by each ecosystem's rules, runner
+//! options from an allow-list, variables that change how a runtime loads code or fetches
+//! packages only when the person allows them by name, values that are literal text. Nothing here
+//! asks or stores anything.
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use super::check;
 use super::model::{Argument, KeyValue, Package, ServerDetail};
 
 /// What the person gave for the entry's variables.
@@ -15,6 +20,9 @@ pub struct Inputs {
     pub env: BTreeMap<String, String>,
     /// Variables taken from a keychain secret (`--secret-env K=SECRET`).
     pub secrets: BTreeMap<String, String>,
+    /// Variables the person allows by name although they change how a runtime loads code or
+    /// where it fetches packages (`--allow-env NAME`).
+    pub allow_env: std::collections::BTreeSet<String>,
 }
 
 /// A secret the entry needs that was not given: ask for it (never in argv) and keep it under
@@ -40,8 +48,12 @@ pub struct Planned {
     pub runs: String,
     /// Secrets to ask for.
     pub ask: Vec<Ask>,
-    /// `pkg@1.4.2`, `pkg==1.4.2`, `image:tag`, or the URL.
+    /// `pkg@1.4.2`, `pkg==1.4.2`, `image@sha256:…`, or the URL.
     pub pinned: String,
+    /// The exact command it runs (empty for a remote).
+    pub command: Vec<String>,
+    /// Every variable (or header) it sets, with its value — a secret as `(secret)`.
+    pub env: BTreeMap<String, String>,
 }
 
 /// A Gatehouse id for a registry name: its last part, without `mcp-server-`-style wrapping
@@ -62,6 +74,47 @@ pub fn id_for(name: &str) -> String {
     id
 }
 
+/// A plain (not secret) variable a registry entry declares, for a form to ask for.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Field {
+    /// Its name.
+    pub var: String,
+    /// What it is for.
+    pub description: String,
+    /// Whether the server needs it.
+    pub required: bool,
+    /// The value the registry suggests, if any.
+    pub default: Option<String>,
+}
+
+/// What an entry's variables ask of the person: plain values to give (each package's and
+/// remote's, once by name), and the variables that are refused unless allowed by name, with why.
+pub fn needs(detail: &ServerDetail) -> (Vec<Field>, Vec<(String, String)>) {
+    let mut fields: Vec<Field> = Vec::new();
+    let mut risky: Vec<(String, String)> = Vec::new();
+    let vars = detail
+        .packages
+        .iter()
+        .flat_map(|p| p.environment_variables.iter())
+        .chain(detail.remotes.iter().flat_map(|r| r.headers.iter()));
+    for v in vars {
+        if let Some(why) = check::risky_env(&v.name) {
+            if !risky.iter().any(|(n, _)| n == &v.name) {
+                risky.push((v.name.clone(), why.to_owned()));
+            }
+        }
+        if !v.is_secret && v.value.is_none() && !fields.iter().any(|f| f.var == v.name) {
+            fields.push(Field {
+                var: v.name.clone(),
+                description: v.description.clone().unwrap_or_default(),
+                required: v.is_required,
+                default: v.default.clone(),
+            });
+        }
+    }
+    (fields, risky)
+}
+
 /// The keychain secret name a registry server's variable gets: `ID-VAR`, lower case.
 pub fn secret_name(id: &str, var: &str) -> String {
     let raw = format!("{id}-{var}").to_ascii_lowercase().replace('_', "-");
@@ -77,6 +130,21 @@ fn arg_words(args: &[Argument], what: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for a in args {
         let value = a.value.clone().or_else(|| a.default.clone());
+        if let Some(v) = &value {
+            check::literal(&format!("its {what}"), v)?;
+        }
+        if let Some(n) = &a.name {
+            let flag = n.starts_with('-')
+                && n.len() <= 64
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+            if !flag {
+                return Err(format!(
+                    "its {what} name a flag \"{}\" that is not one",
+                    crate::text::reveal(n)
+                ));
+            }
+        }
         match (a.kind.as_str(), value) {
             ("named", Some(v)) => {
                 out.push(a.name.clone().unwrap_or_default());
@@ -111,6 +179,20 @@ fn values(
 ) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
     for v in vars {
+        check::env_name(&v.name)?;
+        if let Some(why) = check::risky_env(&v.name) {
+            if !inputs.allow_env.contains(&v.name) {
+                return Err(format!(
+                    "it sets {}, which is refused unless you allow it by name: {why}. Look at what it is for ({}) and, if you accept it, allow it (--allow-env {}; in the app, tick it)",
+                    v.name,
+                    v.description.as_deref().unwrap_or("no description"),
+                    v.name
+                ));
+            }
+        }
+        for given in [&v.value, &v.default].into_iter().flatten() {
+            check::literal(&v.name, given)?;
+        }
         if let Some(secret) = inputs.secrets.get(&v.name) {
             out.insert(v.name.clone(), json!({"secret": secret}));
         } else if let Some(plain) = inputs.env.get(&v.name) {
@@ -171,8 +253,16 @@ fn local(id: &str, p: &Package, inputs: &Inputs, engine: Option<&str>) -> Result
     let env = values(id, &p.environment_variables, inputs, &mut ask).map_err(Refusal::Input)?;
     let runtime = arg_words(&p.runtime_arguments, "runtime arguments").map_err(cannot)?;
     let package = arg_words(&p.package_arguments, "arguments").map_err(cannot)?;
+    let runner = match p.registry_type.as_str() {
+        "npm" => "npx",
+        "pypi" => "uvx",
+        _ => engine.unwrap_or("docker"),
+    };
+    check::runtime_args(runner, &runtime).map_err(cannot)?;
     let (command, pinned, mut args) = match p.registry_type.as_str() {
         "npm" => {
+            check::npm_name(&p.identifier).map_err(cannot)?;
+            check::npm_version(&version).map_err(cannot)?;
             let pinned = format!("{}@{version}", p.identifier);
             let mut a = Vec::new();
             if !runtime.iter().any(|w| w == "-y" || w == "--yes") {
@@ -183,6 +273,8 @@ fn local(id: &str, p: &Package, inputs: &Inputs, engine: Option<&str>) -> Result
             ("npx".to_owned(), pinned, a)
         }
         "pypi" => {
+            check::pypi_name(&p.identifier).map_err(cannot)?;
+            check::pypi_version(&version).map_err(cannot)?;
             let pinned = format!("{}=={version}", p.identifier);
             let mut a = runtime;
             a.push(pinned.clone());
@@ -195,7 +287,7 @@ fn local(id: &str, p: &Package, inputs: &Inputs, engine: Option<&str>) -> Result
                     p.identifier
                 )));
             };
-            let pinned = format!("{}:{version}", p.identifier);
+            let pinned = check::oci_pinned(&p.identifier, &version).map_err(cannot)?;
             let mut a = vec!["run".to_owned(), "-i".to_owned(), "--rm".to_owned()];
             a.extend(runtime);
             // The container sees only the variables it is given by name.
@@ -225,12 +317,34 @@ fn local(id: &str, p: &Package, inputs: &Inputs, engine: Option<&str>) -> Result
     let runs = crate::config::command_line(
         std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)),
     );
+    let shown = shown_env(&entry);
     Ok(Planned {
+        command: std::iter::once(command.clone())
+            .chain(args.iter().cloned())
+            .collect(),
         entry: Value::Object(entry),
         runs,
         ask,
         pinned,
+        env: shown,
     })
+}
+
+/// Every variable (or header) an entry sets, with its value — a secret reference as
+/// `(secret)`, its value never read.
+fn shown_env(entry: &Map<String, Value>) -> BTreeMap<String, String> {
+    ["env", "headers"]
+        .iter()
+        .filter_map(|k| entry.get(*k).and_then(Value::as_object))
+        .flat_map(|m| m.iter())
+        .map(|(k, v)| {
+            let shown = match v {
+                Value::String(s) => s.clone(),
+                _ => "(secret)".to_owned(),
+            };
+            (k.clone(), shown)
+        })
+        .collect()
 }
 
 /// The entry for `detail`: its first package Gatehouse can run (npm, PyPI, then OCI where a
@@ -242,6 +356,7 @@ pub fn plan(
     inputs: &Inputs,
     engine: Option<&str>,
 ) -> Result<Planned, String> {
+    check::server_name(&detail.name)?;
     let mut why = Vec::new();
     let mut order: Vec<&Package> = detail.packages.iter().collect();
     let rank = |p: &Package| match p.registry_type.as_str() {
@@ -266,17 +381,21 @@ pub fn plan(
             ));
         } else {
             let mut ask = Vec::new();
+            check::literal("its URL", &r.url)?;
             let headers = values(id, &r.headers, inputs, &mut ask)?;
             let mut entry = Map::new();
             entry.insert("url".into(), json!(r.url));
             if !headers.is_empty() {
                 entry.insert("headers".into(), Value::Object(headers));
             }
+            let env = shown_env(&entry);
             return Ok(Planned {
                 entry: Value::Object(entry),
                 runs: r.url.clone(),
                 ask,
                 pinned: r.url.clone(),
+                command: Vec::new(),
+                env,
             });
         }
     }

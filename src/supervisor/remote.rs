@@ -23,8 +23,11 @@ use crate::jsonrpc::{self, write_lines, ErrorCode, Line, LineReader, MAX_LINE_BY
 use crate::oauth::{Credentials, Refused};
 use crate::protocol;
 
+mod address;
 mod streams;
 mod wire;
+
+pub use address::{check_address, AddressError};
 
 use wire::*;
 
@@ -61,8 +64,24 @@ pub fn check_url(url: &str, allow_insecure: bool) -> Result<reqwest::Url, String
 
 /// The HTTP client every remote connection uses (rustls, a 10 s connect timeout).
 pub fn client() -> Result<reqwest::Client, String> {
-    crate::http_client::http_client_builder()
-        .connect_timeout(Duration::from_secs(10))
+    client_for(None)
+}
+
+/// [`client`], its connections pinned to the addresses `check_address` checked for `url`'s
+/// host (the name is not looked up again).
+pub fn client_for(
+    pinned: Option<(&reqwest::Url, &[std::net::SocketAddr])>,
+) -> Result<reqwest::Client, String> {
+    let mut b = crate::http_client::http_client_builder();
+    if let Some((url, addrs)) = pinned {
+        if let Some(host) = url
+            .host_str()
+            .filter(|h| h.parse::<std::net::IpAddr>().is_err() && !h.starts_with('['))
+        {
+            b = b.resolve_to_addrs(host, addrs);
+        }
+    }
+    b.connect_timeout(Duration::from_secs(10))
         // Configured headers carry credentials: a redirect is followed only within the server's
         // own origin (scheme, host, port), never to another one.
         .redirect(reqwest::redirect::Policy::custom(|attempt| {

@@ -30,6 +30,7 @@ mod profiles;
 mod real_clients;
 mod records;
 mod registry;
+mod registry_trust;
 mod remote;
 mod sandbox;
 mod sandbox_hostile;

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-struct Stand(Child, String);
+pub(crate) struct Stand(Child, pub String);
 
 impl Drop for Stand {
     fn drop(&mut self) {
@@ -22,7 +22,7 @@ impl Drop for Stand {
     }
 }
 
-fn stand_in(mode: &str) -> Stand {
+pub(crate) fn stand_in(mode: &str) -> Stand {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/registry_server.py");
     let mut child = Command::new("python3")
         .arg(script)
@@ -38,11 +38,13 @@ fn stand_in(mode: &str) -> Stand {
     Stand(child, url)
 }
 
-fn gh(dir: &Path, registry: &str, args: &[&str], stdin: &str) -> Output {
+/// The CLI with the stand-in as its MCP Registry and its npm index.
+pub(crate) fn gh(dir: &Path, registry: &str, args: &[&str], stdin: &str) -> Output {
     let mut c = Command::new(GATEHOUSE)
         .args(args)
         .env("GATEHOUSE_CONTROL", dir.join("control.sock"))
         .env("GATEHOUSE_REGISTRY_URL", registry)
+        .env("npm_config_registry", registry)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -52,7 +54,7 @@ fn gh(dir: &Path, registry: &str, args: &[&str], stdin: &str) -> Output {
     c.wait_with_output().unwrap()
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -71,7 +73,15 @@ async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
     let reg = stand_in("ok");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let s = serve(d, &json!({"servers": {}}).to_string(), &[]).await;
+    // The hub checks a pinned artifact against the same index the pin came from.
+    let s = serve_env(
+        d,
+        &json!({"servers": {}}).to_string(),
+        &[],
+        &[],
+        &[("npm_config_registry", &reg.1)],
+    )
+    .await;
     let out = gh(d, &reg.1, &["registry", "search", "everything"], "");
     assert!(out.status.success(), "{}", text(&out));
     assert!(
@@ -289,7 +299,7 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
     let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
     let published = http
         .get(format!(
-            "{}/_publish?name=@modelcontextprotocol/server-everything&version=2026.9.1",
+            "{}/_publish?name=@modelcontextprotocol/server-everything&version=2026.9.1&days_ago=30",
             reg.1
         ))
         .send()

@@ -129,12 +129,18 @@ pub async fn import_servers(
         .map(|(c, _)| c)
         .collect();
     let keychain = move_secrets.then(|| state.keychain.clone());
-    let prepared = tauri::async_runtime::spawn_blocking(move || {
+    let mut prepared = tauri::async_runtime::spawn_blocking(move || {
         gatehouse::import::prepare(chosen, keychain.as_ref())
     })
     .await
     .map_err(CommandError::failed)?
     .map_err(CommandError::failed)?;
+    // Pinned as every way of adding pins (past the cool-down, integrity recorded).
+    for line in
+        gatehouse::import::pin_all(&mut prepared, hub.config().registry.min_age_days()).await
+    {
+        tracing::info!("{line}");
+    }
     hub.import(&prepared).await?;
     let added: Vec<String> = prepared.into_iter().map(|p| p.id).collect();
     Ok(added)

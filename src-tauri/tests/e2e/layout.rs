@@ -379,3 +379,90 @@ async fn settings_says_when_listen_is_overridden() {
     );
     d.quit().await;
 }
+
+/// A hostile registry's entries in the app's "Find in the registry": a range for a version is
+/// refused with the reason and nothing can be added; a description's escape sequences are shown
+/// as code points; a variable that changes how a runtime loads code is shown with its value and
+/// a box to tick, and Add refuses it unticked — the config unchanged.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn a_hostile_registry_entry_is_refused_in_the_app() {
+    let _serial = lock().await;
+    let mut registry = std::process::Command::new("python3")
+        .arg(repo().join("tests/clients/registry_server.py"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("registry stand-in");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(registry.stdout.take().expect("stdout")),
+        &mut port,
+    )
+    .expect("port");
+    let d = Desktop::launch(json!({})).await;
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    cfg["registry"] = json!({ "url": format!("http://127.0.0.1:{}", port.trim()) });
+    std::fs::write(&d.config_path, cfg.to_string()).expect("config");
+    let (code, out, err) = d.cli(&["reload"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let before = std::fs::read(&d.config_path).expect("config");
+    d.click("#find-server-empty").await;
+    d.type_into("#registry-form input[name=q]", "io.evil").await;
+    let pick = |name: &str| format!(".registry-pick[data-name=\"io.evil/{name}\"]");
+    d.wait_js(
+        "the hostile entries listed",
+        &format!(
+            "return !!document.querySelector('{}');",
+            pick("escape").replace('\'', "\\'")
+        ),
+    )
+    .await;
+    let listed = d.text("#registry-results").await;
+    assert!(listed.contains("⟨U+001B⟩[2K"), "{listed}");
+    assert!(!listed.contains('\u{1b}'), "an escape reached the page raw");
+    d.click(&pick("range")).await;
+    let runs = d
+        .wait_js(
+            "the refusal",
+            "const p = document.getElementById('registry-runs'); return !p.closest('[hidden]') && p.textContent.includes('not an exact npm version') && p.textContent;",
+        )
+        .await;
+    assert!(runs.as_str().unwrap_or("").contains("\"^1\""), "{runs}");
+    assert_eq!(
+        d.js("return document.getElementById('registry-add').disabled")
+            .await,
+        json!(true)
+    );
+    d.click(&pick("preload")).await;
+    d.wait_js(
+        "the risky variable with its value and a box",
+        "const r = document.getElementById('registry-risky');
+         return !!r.querySelector('input[name=LD_PRELOAD]') && r.textContent.includes('Allow LD_PRELOAD = /tmp/evil.so');",
+    )
+    .await;
+    assert!(d
+        .text("#registry-env")
+        .await
+        .contains("LD_PRELOAD = /tmp/evil.so"));
+    d.click("#registry-add").await;
+    let refused = d
+        .wait_js(
+            "Add refused unticked",
+            "const e = document.getElementById('registry-error'); return !e.hidden && e.textContent;",
+        )
+        .await;
+    assert!(
+        refused.as_str().unwrap_or("").contains("LD_PRELOAD"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read(&d.config_path).expect("config"),
+        before,
+        "the config changed"
+    );
+    let _ = registry.kill();
+    let _ = registry.wait();
+    d.quit().await;
+}

@@ -137,9 +137,13 @@ pub enum Cmd {
     /// newest one; shows when a newer version is available
     Pin {
         id: String,
-        /// Move to the newest version (the change is shown; its tools are reviewed at the next start)
+        /// Move to the newest version past the cool-down (`registry.min_age_days`; the change is
+        /// shown; its tools are reviewed at the next start)
         #[arg(long)]
         update: bool,
+        /// With --update: take the newest version even inside the cool-down
+        #[arg(long, requires = "update")]
+        now: bool,
         /// The config file when no hub is running (default: the platform config)
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,
@@ -193,6 +197,10 @@ pub enum Cmd {
         /// Leave an `npx`/`uvx` package unpinned (it then runs whatever version is newest)
         #[arg(long)]
         no_pin: bool,
+        /// With --registry: allow this variable although it changes how a runtime loads code or
+        /// where it fetches packages (repeatable; each is shown with its value first)
+        #[arg(long = "allow-env", value_name = "NAME", requires = "registry")]
+        allow_env: Vec<String>,
         /// The config file when no hub is running (default: the platform config)
         #[arg(long, value_name = "PATH")]
         config: Option<PathBuf>,

@@ -158,9 +158,16 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     }
     let keychain =
         (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
-    let prepared = tokio::task::spawn_blocking(move || import::prepare(chosen, keychain.as_ref()))
-        .await
-        .map_err(|e| e.to_string())??;
+    let mut prepared =
+        tokio::task::spawn_blocking(move || import::prepare(chosen, keychain.as_ref()))
+            .await
+            .map_err(|e| e.to_string())??;
+    // Pinned as every way of adding pins (a dry run does not ask the index).
+    if !args.dry_run {
+        for line in import::pin_all(&mut prepared, current.registry.min_age_days()).await {
+            say!("  {line}");
+        }
+    }
     for p in &prepared {
         for (var, name) in &p.moved {
             say!(

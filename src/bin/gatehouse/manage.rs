@@ -26,6 +26,8 @@ pub struct AddArgs {
     pub command: Vec<String>,
     /// Pin an `npx`/`uvx` package to its newest version now.
     pub pin: bool,
+    /// `--allow-env NAME`: risky variables a registry entry may set.
+    pub allow_env: Vec<String>,
 }
 
 /// `add`'s sandbox flags.
@@ -302,7 +304,8 @@ pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
     let mut entry = entry(&a)?;
     let id = a.id.clone().unwrap_or_default();
     if a.pin {
-        pin_new(&id, &mut entry).await;
+        let min_age = crate::registry::min_age_days(client, a.config.as_deref()).await;
+        pin_new(&id, &mut entry, min_age).await;
     }
     save(client, id, entry, a.config).await
 }
@@ -524,19 +527,11 @@ pub fn command_and_args(entry: &Value) -> (String, Vec<String>) {
     (command, args)
 }
 
-/// A new entry's `npx`/`uvx` package pinned to the newest version (said, or why not).
-pub async fn pin_new(id: &str, entry: &mut Value) {
-    let (command, args) = command_and_args(entry);
-    let Some(spec) =
-        gatehouse::registry::pin::spec(&command, &args).filter(|s| s.version.is_none())
-    else {
-        return;
-    };
-    match gatehouse::registry::pin::latest(spec.index, &spec.name).await {
-        Ok(v) => {
-            entry["args"][spec.at] = Value::String(spec.pinned(&v));
-            say!("pinned {} to {} (a newer release is never taken without you: `gatehouse pin {id} --update`)", spec.name, spec.pinned(&v));
-        }
+/// A new entry's `npx`/`uvx` package pinned past the cool-down (said, or why not).
+pub async fn pin_new(id: &str, entry: &mut Value, min_age_days: u64) {
+    match gatehouse::registry::pin::pin_new(entry, min_age_days).await {
+        Ok(Some(said)) => say!("{}", said.replace("pin ID", &format!("pin {id}"))),
+        Ok(None) => {}
         Err(e) => say!(
             "warning: {e}; {id} runs whatever version is newest until you `gatehouse pin {id}`"
         ),

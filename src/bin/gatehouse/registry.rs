@@ -1,6 +1,9 @@
 //! `gatehouse registry search|show` and `gatehouse add --registry`: the MCP Registry as the
 //! catalog, its servers added pinned to their exact version, their secrets asked for (a hidden
-//! prompt or stdin, never argv) and kept in the keychain.
+//! prompt or stdin, never argv) and kept in the keychain. Everything a registry says is text
+//! from the internet: printed with hidden characters and escapes shown (`gatehouse::text`),
+//! checked by its grammar before anything is written (`registry::check`), and the exact command
+//! and every variable with its value shown before an entry is added.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +34,19 @@ async fn config_path(
     }
 }
 
+/// The supply-chain cool-down (`registry.min_age_days`) of the config that counts.
+pub async fn min_age_days(client: &ControlClient, given: Option<&std::path::Path>) -> u64 {
+    let path = config_path(client, given).await;
+    Config::load(&path)
+        .map(|c| c.registry.min_age_days())
+        .unwrap_or(config::DEFAULT_MIN_AGE_DAYS)
+}
+
+/// A registry's text, for the terminal: hidden characters and escapes as code points.
+fn r(text: &str) -> std::borrow::Cow<'_, str> {
+    gatehouse::text::reveal(text)
+}
+
 /// The registry that config names (or `GATEHOUSE_REGISTRY_URL`, or the official one).
 async fn registry(
     client: &ControlClient,
@@ -43,11 +59,33 @@ async fn registry(
 
 /// How a server can run: `npm`, `pypi`, `remote`…
 fn transports(d: &ServerDetail) -> String {
-    let mut t: Vec<String> = d.packages.iter().map(|p| p.registry_type.clone()).collect();
+    let mut t: Vec<String> = d
+        .packages
+        .iter()
+        .map(|p| r(&p.registry_type).into_owned())
+        .collect();
     if !d.remotes.is_empty() {
         t.push("remote".into());
     }
     t.join(", ")
+}
+
+/// What `registry show --json` prints: the registry's document, and what Gatehouse would run —
+/// the exact command and every variable with its value (a secret as `(secret)`) — or why not.
+#[derive(serde::Serialize)]
+struct Shown<'a> {
+    #[serde(flatten)]
+    response: &'a ServerResponse,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    env: Option<BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    missing: Option<String>,
 }
 
 pub async fn run(client: &ControlClient, cmd: RegistryCmd) -> Result<(), String> {
@@ -79,11 +117,14 @@ pub async fn run(client: &ControlClient, cmd: RegistryCmd) -> Result<(), String>
             if found.is_empty() {
                 say!("nothing in the registry at {} matches {text:?}", reg.url());
             }
-            for r in &found {
-                let s = &r.server;
-                say!("{}  {}  [{}]", s.name, s.version, transports(s));
+            for resp in &found {
+                let s = &resp.server;
+                say!("{}  {}  [{}]", r(&s.name), r(&s.version), transports(s));
                 if !s.description.is_empty() {
-                    say!("    {}", s.description);
+                    say!("    {}", r(&s.description));
+                }
+                if let Some(m) = plan_of(s).ok().and_then(|p| missing(&p)) {
+                    say!("    cannot run here yet: {m}");
                 }
             }
             if cursor.is_some() && !all {
@@ -96,31 +137,83 @@ pub async fn run(client: &ControlClient, cmd: RegistryCmd) -> Result<(), String>
             version,
             json,
         } => {
-            let r = reg.get(&name, version.as_deref()).await?;
+            let found = reg.get(&name, version.as_deref()).await?;
             if json {
-                say!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+                let plan = plan_of(&found.server);
+                let shown = Shown {
+                    response: &found,
+                    command: plan
+                        .as_ref()
+                        .ok()
+                        .filter(|p| !p.command.is_empty())
+                        .map(|p| p.command.clone()),
+                    env: plan.as_ref().ok().map(|p| p.env.clone()),
+                    url: plan
+                        .as_ref()
+                        .ok()
+                        .filter(|p| p.command.is_empty())
+                        .map(|p| p.pinned.clone()),
+                    missing: plan.as_ref().ok().and_then(missing),
+                    error: plan.err(),
+                };
+                say!(
+                    "{}",
+                    serde_json::to_string_pretty(&shown).unwrap_or_default()
+                );
                 return Ok(());
             }
-            show(&r.server);
+            show(&found.server);
             Ok(())
         }
     }
 }
 
+/// The plan for a registry entry as it stands (nothing given).
+fn plan_of(s: &ServerDetail) -> Result<entry::Planned, String> {
+    entry::plan(
+        s,
+        &entry::id_for(&s.name),
+        &Inputs::default(),
+        gatehouse::registry::container_engine(),
+    )
+}
+
+/// What to install before a plan can run here, if anything.
+fn missing(p: &entry::Planned) -> Option<String> {
+    p.command
+        .first()
+        .and_then(|c| gatehouse::registry::runner_missing(c))
+}
+
+/// The exact command, then every variable with its value.
+fn say_plan(p: &entry::Planned) {
+    if p.command.is_empty() {
+        say!("  would connect to: {}", r(&p.runs));
+    } else {
+        say!("  would run: {}", r(&p.runs));
+    }
+    for (k, v) in &p.env {
+        say!("    {} = {}", r(k), r(v));
+    }
+    if let Some(m) = missing(p) {
+        say!("  cannot run here yet: {m}");
+    }
+}
+
 fn show(s: &ServerDetail) {
-    say!("{} {}", s.name, s.version);
+    say!("{} {}", r(&s.name), r(&s.version));
     if let Some(t) = &s.title {
-        say!("  {t}");
+        say!("  {}", r(t));
     }
     if !s.description.is_empty() {
-        say!("  {}", s.description);
+        say!("  {}", r(&s.description));
     }
     for p in &s.packages {
         say!(
             "  package: {} {} {}",
-            p.registry_type,
-            p.identifier,
-            p.version.as_deref().unwrap_or("(no version)")
+            r(&p.registry_type),
+            r(&p.identifier),
+            r(p.version.as_deref().unwrap_or("(no version)"))
         );
         for v in &p.environment_variables {
             let mut what = Vec::new();
@@ -132,27 +225,21 @@ fn show(s: &ServerDetail) {
             }
             say!(
                 "    {}{}: {}",
-                v.name,
+                r(&v.name),
                 if what.is_empty() {
                     String::new()
                 } else {
                     format!(" ({})", what.join(", "))
                 },
-                v.description.as_deref().unwrap_or("")
+                r(v.description.as_deref().unwrap_or(""))
             );
         }
     }
-    for r in &s.remotes {
-        say!("  remote: {} {}", r.kind, r.url);
+    for rem in &s.remotes {
+        say!("  remote: {} {}", r(&rem.kind), r(&rem.url));
     }
-    let id = entry::id_for(&s.name);
-    match entry::plan(
-        s,
-        &id,
-        &Inputs::default(),
-        gatehouse::registry::container_engine(),
-    ) {
-        Ok(p) => say!("  would run: {}", p.runs),
+    match plan_of(s) {
+        Ok(p) => say_plan(&p),
         Err(e) => say!("  {e}"),
     }
 }
@@ -217,13 +304,36 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
         let s = v.get("secret").and_then(Value::as_str).unwrap_or_default();
         inputs.secrets.insert(k, s.to_owned());
     }
+    inputs.allow_env = a.allow_env.iter().cloned().collect();
     let engine = gatehouse::registry::container_engine();
     let planned = entry::plan(&detail, &id, &inputs, engine)?;
-    say!("{} {}: runs {}", detail.name, detail.version, planned.runs);
+    say!("{} {}:", r(&detail.name), r(&detail.version));
+    say_plan(&planned);
+    if let Some(m) = missing(&planned) {
+        return Err(format!("{m} — nothing was added"));
+    }
+    if let Some(url) = planned.entry.get("url").and_then(Value::as_str) {
+        use gatehouse::supervisor::remote::{check_address, AddressError};
+        match check_address(url, false).await {
+            Ok(_) => {}
+            Err(AddressError::Refused(e)) => return Err(format!("{e} — nothing was added")),
+            // Checked again at every connect: a name that does not resolve now may later.
+            Err(AddressError::Unresolved(e)) => {
+                say!("note: {e}; where it leads is checked when Gatehouse connects")
+            }
+        }
+    }
     say!(
         "pinned to {} (a newer release is never taken without you)",
-        planned.pinned
+        r(&planned.pinned)
     );
+    let mut planned = planned;
+    let min_age = min_age_days(client, a.config.as_deref()).await;
+    match pin::record(&mut planned.entry, min_age).await {
+        Ok(Some(note)) => say!("{note}"),
+        Ok(None) => {}
+        Err(e) => say!("warning: its artifact's integrity is not recorded: {e}"),
+    }
     // Secrets it needs that were not named: asked for now, kept in the keychain only.
     let given = read_asked(&planned.ask)?;
     let mut entry = planned.entry;
@@ -260,15 +370,18 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
     crate::manage::save(client, id, entry, a.config).await
 }
 
-/// `gatehouse pin ID [--update]`.
+/// `gatehouse pin ID [--update [--now]]`: an unpinned package pinned; a pinned one compared with
+/// the index (a newer release shown — with its age while it waits out the cool-down — or taken
+/// with `--update`; `--now` takes one inside the cool-down); the version's integrity recorded.
 pub async fn pin(
     client: &ControlClient,
     id: &str,
-    update: bool,
+    (update, now): (bool, bool),
     config: Option<std::path::PathBuf>,
 ) -> Result<(), String> {
     let path = config_path(client, config.as_deref()).await;
     let cfg = Config::load(&path).map_err(|e| e.to_string())?;
+    let min_age = cfg.registry.min_age_days();
     let server = cfg
         .servers
         .iter()
@@ -277,30 +390,60 @@ pub async fn pin(
         .ok_or_else(|| format!("unknown server \"{id}\""))?;
     let mut entry = serde_json::to_value(&server).map_err(|e| e.to_string())?;
     let (command, args) = crate::manage::command_and_args(&entry);
+    if let Some(problem) = pin::not_a_package(&command, &args) {
+        return Err(format!("{id}: {problem}"));
+    }
     let Some(spec) = pin::spec(&command, &args) else {
         return Err(format!(
             "{id} runs no npx or uvx package: there is no version to pin"
         ));
     };
-    let newest = pin::latest(spec.index, &spec.name).await?;
+    let look = pin::look(&spec, min_age).await?;
+    let stamp = gatehouse::logs::now_ms();
+    let newest = &look.newest;
+    let waiting = || pin::cooldown_line(newest, min_age, stamp);
     let to = match (&spec.version, update) {
-        (None, _) => newest.clone(),
-        (Some(v), false) if *v == newest => {
-            say!("{id} is pinned to {}, the newest version", spec.pinned(v));
-            return Ok(());
-        }
+        (None, _) => look.take.clone().unwrap_or_else(|| newest.clone()),
         (Some(v), false) => {
-            say!("{id} is pinned to {}; update available: {newest} — `gatehouse pin {id} --update` takes it", spec.pinned(v));
+            let current = format!("{id} is pinned to {}", spec.pinned(v));
+            match &look.take {
+                _ if !pin::is_newer(&newest.version, v) => {
+                    say!("{current}, the newest version");
+                }
+                Some(t) if pin::is_newer(&t.version, v) => {
+                    say!(
+                        "{current}; update available: {} — `gatehouse pin {id} --update` takes it",
+                        t.version
+                    );
+                    if t.version != newest.version {
+                        say!("{}", waiting());
+                    }
+                }
+                _ => say!("{current}; {}", waiting()),
+            }
             return Ok(());
         }
-        (Some(v), true) if *v == newest => {
-            say!("{id} is already at {newest}, the newest version");
-            return Ok(());
+        (Some(v), true) => {
+            let target = if now {
+                Some(newest.clone())
+            } else {
+                look.take.clone()
+            };
+            match target.filter(|t| pin::is_newer(&t.version, v)) {
+                Some(t) => t,
+                None if pin::is_newer(&newest.version, v) => {
+                    say!("{id} stays at {v}: {}", waiting());
+                    return Ok(());
+                }
+                None => {
+                    say!("{id} is already at {v}, the newest version");
+                    return Ok(());
+                }
+            }
         }
-        (Some(_), true) => newest.clone(),
     };
     let from = spec.version.clone().unwrap_or_else(|| "unpinned".into());
-    entry["args"][spec.at] = Value::String(spec.pinned(&to));
+    pin::apply(&mut entry, &spec, &to);
     crate::manage::apply(
         client,
         crate::manage::Edit::Replace {
@@ -310,7 +453,10 @@ pub async fn pin(
         config,
     )
     .await?;
-    say!("{id}: {} {from} → {to}", spec.name);
+    say!("{id}: {} {from} → {}", spec.name, to.version);
+    if let Some(i) = &to.integrity {
+        say!("its artifact's integrity is recorded ({i}): a start that would run another one is refused");
+    }
     if spec.version.is_some() {
         say!("at its next start, any tool whose definition changed asks again before it runs");
     }

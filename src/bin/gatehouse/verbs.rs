@@ -169,6 +169,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             allow_write,
             no_network,
             no_pin,
+            allow_env,
             config,
             command,
         } => {
@@ -191,6 +192,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
                 config,
                 command,
                 pin: !no_pin,
+                allow_env,
             };
             match args.registry.clone() {
                 Some(spec) => crate::registry::add(&client, args, &spec).await,
@@ -198,7 +200,12 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             }
         }
         Cmd::Registry { cmd } => crate::registry::run(&client, cmd).await,
-        Cmd::Pin { id, update, config } => crate::registry::pin(&client, &id, update, config).await,
+        Cmd::Pin {
+            id,
+            update,
+            now,
+            config,
+        } => crate::registry::pin(&client, &id, (update, now), config).await,
         Cmd::Remove { id, config } => manage::remove(&client, id, config).await,
         Cmd::Enable { id, config } => manage::set_enabled(&client, id, true, config).await,
         Cmd::Disable { id, config } => manage::set_enabled(&client, id, false, config).await,
