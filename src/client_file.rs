@@ -5,6 +5,10 @@
 
 use std::path::Path;
 
+pub mod backup;
+pub mod edit;
+pub mod lock;
+
 /// The largest client file read.
 pub const MAX_CLIENT_FILE: u64 = 8 << 20;
 /// How long one client file may take to read.
@@ -40,8 +44,22 @@ pub enum ReadError {
     },
 }
 
-/// Reads the text of the client file at `path`, within the bounds above.
+/// Reads the text of the client file at `path`, within the bounds above: UTF-8, its byte-order
+/// mark (Windows editors write one) taken off.
 pub fn read(path: &Path) -> Result<String, ReadError> {
+    let bytes = read_bytes(path)?;
+    let text = String::from_utf8(bytes).map_err(|_| ReadError::Io {
+        path: path.display().to_string(),
+        why: "it is not UTF-8 text".into(),
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    })
+}
+
+/// The bytes of the client file at `path`, within the bounds above.
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, ReadError> {
     let shown = path.display().to_string();
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let owned = path.to_owned();
@@ -64,7 +82,7 @@ pub fn read(path: &Path) -> Result<String, ReadError> {
     }
 }
 
-fn read_now(path: &Path) -> Result<String, ReadError> {
+fn read_now(path: &Path) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     let shown = || path.display().to_string();
     let io = |e: std::io::Error| match e.kind() {
@@ -94,10 +112,7 @@ fn read_now(path: &Path) -> Result<String, ReadError> {
     if bytes.len() as u64 > MAX_CLIENT_FILE {
         return Err(ReadError::TooLarge(shown()));
     }
-    String::from_utf8(bytes).map_err(|_| ReadError::Io {
-        path: shown(),
-        why: "it is not UTF-8 text".into(),
-    })
+    Ok(bytes)
 }
 
 fn check_kind(meta: &std::fs::Metadata, path: &Path) -> Result<(), ReadError> {

@@ -104,6 +104,22 @@ pub fn for_profile(mut entry: Value, client: Option<&str>) -> Value {
     entry
 }
 
+/// A stdio client's entry made to reach a hub on a control socket of its own (`--control`,
+/// `GATEHOUSE_CONTROL`): `--control PATH` first in its arguments, the form every client passes
+/// through (Codex, for one, drops the environment a variable would travel in). The entry is
+/// unchanged for the default socket and for an HTTP client (its URL is the hub's).
+pub fn for_control(mut entry: Value, socket: &Path) -> Value {
+    if socket == crate::control::locate::derived_socket_path() {
+        return entry;
+    }
+    if let Some(args) = entry.get_mut("args").and_then(Value::as_array_mut) {
+        if args.iter().any(|a| a == "connect") {
+            args.splice(0..0, [json!("--control"), json!(socket.to_string_lossy())]);
+        }
+    }
+    entry
+}
+
 /// A whole config file for `kind` holding only Gatehouse's entry: the snippet to paste.
 pub fn snippet(kind: ClientKind, url: &str, token: &str, gatehouse_bin: &Path) -> Value {
     let mut servers = serde_json::Map::new();
@@ -132,58 +148,165 @@ pub fn gatehouse_bin() -> PathBuf {
 }
 
 /// Merges Gatehouse's entry into a client's file, keeping everything else; `managed` entries (by
-/// normalised name) are removed. The file is backed up first and written atomically; when the
-/// entry holds the bearer token the file ends up 0600 (or stricter, if it already was).
+/// normalised name) are removed. The one way every writer (the CLI's `client-config --write`,
+/// Connect's Write, Import's "Remove them from this file") edits a client's file
+/// (`client_file::edit`): never over a save the client made meanwhile, its byte-order mark, line
+/// ends, mode and owner kept; when the entry holds the bearer token the file ends up 0600 (or
+/// stricter, if it already was). What was replaced is kept as a copy, with the credentials of
+/// the removed entries (now in the keychain) scrubbed from it.
 pub fn write_entry(
     path: &Path,
     kind: ClientKind,
     entry: &Value,
     managed: &[String],
-) -> Result<(Option<PathBuf>, Vec<String>), String> {
-    let text = match crate::client_file::read(path) {
-        Ok(t) => t,
-        Err(crate::client_file::ReadError::Missing(_)) => String::new(),
-        Err(e) => return Err(e.to_string()),
+) -> Result<Written, String> {
+    let edit = |text: &str| {
+        let (out, removed) = match kind.format() {
+            Format::Toml => codex::write(text, ENTRY_NAME, entry, managed),
+            Format::Yaml => yaml::write(text, kind.servers_key(), ENTRY_NAME, entry, managed),
+            Format::Json => jsonc::write(text, kind.servers_key(), ENTRY_NAME, entry, managed),
+        }?;
+        // The credentials of what is removed, found in the text edited: scrubbed from the copy.
+        let scrub = if removed.is_empty() {
+            Vec::new()
+        } else {
+            removed_credentials(kind, text, &removed)
+        };
+        Ok(crate::client_file::edit::Change {
+            text: out,
+            result: removed,
+            scrub,
+        })
     };
-    let edited = match kind.format() {
-        Format::Toml => codex::write(&text, ENTRY_NAME, entry, managed),
-        Format::Yaml => yaml::write(&text, kind.servers_key(), ENTRY_NAME, entry, managed),
-        Format::Json => jsonc::write(&text, kind.servers_key(), ENTRY_NAME, entry, managed),
-    };
-    let (text, removed) = edited.map_err(|e| format!("{}: {e}", path.display()))?;
-    let backup = crate::import::backup(path)
-        .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
-    if let Some(dir) = path.parent() {
-        crate::private::create_dir(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    crate::config::write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    if kind.speaks_http() {
+    let opts = crate::client_file::edit::Options {
         // The entry holds the gateway's bearer token: the file is the person's only.
-        make_private(path).map_err(|e| format!("cannot make {} private: {e}", path.display()))?;
-    }
-    Ok((backup, removed))
+        private: kind.speaks_http(),
+        // Claude Code locks its `~/.claude.json` for its own saves: taken the same way.
+        lock: (kind == ClientKind::ClaudeCode).then(|| crate::client_file::lock::lock_dir_of(path)),
+    };
+    let (removed, done) = crate::client_file::edit::edit(path, &opts, edit)?;
+    Ok(Written {
+        scrubbed: done.scrubbed,
+        backup: done.backup,
+        removed,
+    })
 }
 
-/// 0600, unless the file is already closed to group and others (a stricter mode is kept).
-fn make_private(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+/// What [`write_entry`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// The copy of the file as it was (none when it did not exist or nothing changed).
+    pub backup: Option<PathBuf>,
+    /// The entries removed, by their name in the file.
+    pub removed: Vec<String>,
+    /// Whether the removed entries' credentials were replaced in the copy by
+    /// [`crate::client_file::backup::MOVED`].
+    pub scrubbed: bool,
+}
+
+impl Written {
+    /// Where the copy is, for the person: `None` when none was made.
+    pub fn backup_line(&self) -> Option<String> {
+        let b = self.backup.as_ref()?;
+        let kept = crate::client_file::backup::KEEP;
+        Some(if self.scrubbed {
+            format!(
+                "backup: {} (the removed entries' credentials replaced by \"{}\"; at most {kept} copies are kept)",
+                b.display(),
+                crate::client_file::backup::MOVED,
+            )
+        } else {
+            format!("backup: {} (at most {kept} copies are kept)", b.display())
+        })
+    }
+}
+
+/// The credential-looking values (by their variable or header name, or a credential-bearing
+/// argument) of the entries named `removed` (as the file names them) in a client's file.
+fn removed_credentials(kind: ClientKind, text: &str, removed: &[String]) -> Vec<String> {
+    let Ok(root) = kind.parse_file(text) else {
+        return Vec::new();
+    };
+    // Codex's reader gives its servers in the common shape, under `mcpServers`.
+    let Some(servers) = root
+        .get(kind.servers_key())
+        .or_else(|| root.get("mcpServers"))
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (name, entry) in servers {
+        if removed.contains(name) {
+            secret_values(entry, &mut out);
         }
     }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
+    out
+}
+
+fn secret_values(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match v {
+                    Value::String(s) if crate::credentials::looks_like_credential(k) => {
+                        out.push(s.clone());
+                        // `Bearer xyz`: the token alone too.
+                        if let Some((_, t)) = s.split_once(' ') {
+                            out.push(t.to_owned());
+                        }
+                    }
+                    other => secret_values(other, out),
+                }
+            }
+        }
+        Value::Array(a) => {
+            let words: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            let shown = crate::credentials::hide_credential_args(&words);
+            for (w, s) in words.iter().zip(&shown) {
+                if *w != s {
+                    out.push((*w).to_owned());
+                }
+            }
+            for x in a {
+                secret_values(x, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An entry for a hub on a socket of its own carries it as `--control PATH` before
+    /// `connect` (an argument every client passes through); the default socket and an HTTP
+    /// entry are left as they are.
+    #[test]
+    fn an_entry_carries_a_control_socket_of_its_own() {
+        let bin = Path::new("/opt/gatehouse");
+        let own = Path::new("/srv/hub/control.sock");
+        let codex = for_control(
+            for_profile(entry(ClientKind::Codex, "", "", bin), Some("codex")),
+            own,
+        );
+        assert_eq!(
+            codex["args"],
+            json!([
+                "--control",
+                "/srv/hub/control.sock",
+                "connect",
+                "--client",
+                "codex"
+            ])
+        );
+        let default = crate::control::locate::derived_socket_path();
+        let plain = for_control(entry(ClientKind::Goose, "", "", bin), &default);
+        assert_eq!(plain["args"], json!(["connect"]));
+        let http = entry(ClientKind::Cursor, "http://127.0.0.1:7/mcp", "t", bin);
+        assert_eq!(for_control(http.clone(), own), http);
+    }
 
     #[test]
     fn snippets_use_each_clients_shape() {

@@ -97,9 +97,17 @@ pub fn hide_credential_query(url: &str) -> String {
 /// where something is (`MEMORY_FILE_PATH`, `API_KEY_FILE`), not the secret itself.
 pub fn looks_like_credential(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    let place = ["_PATH", "_FILE", "_DIR", "_DIRECTORY", "_FOLDER", "_ROOT", "_HOME"]
-        .iter()
-        .any(|s| n.ends_with(s));
+    let place = [
+        "_PATH",
+        "_FILE",
+        "_DIR",
+        "_DIRECTORY",
+        "_FOLDER",
+        "_ROOT",
+        "_HOME",
+    ]
+    .iter()
+    .any(|s| n.ends_with(s));
     if place {
         return false;
     }
@@ -128,10 +136,22 @@ mod tests {
     /// ending, or a value that is a path).
     #[test]
     fn places_are_not_credentials() {
-        for yes in ["API_KEY", "GITHUB_TOKEN", "GITHUB_PAT", "Authorization", "DB_PASSWORD"] {
+        for yes in [
+            "API_KEY",
+            "GITHUB_TOKEN",
+            "GITHUB_PAT",
+            "Authorization",
+            "DB_PASSWORD",
+        ] {
             assert!(looks_like_credential(yes), "{yes}");
         }
-        for no in ["MEMORY_FILE_PATH", "API_KEY_FILE", "SSH_KEY_PATH", "TOKEN_DIR", "LOG_LEVEL"] {
+        for no in [
+            "MEMORY_FILE_PATH",
+            "API_KEY_FILE",
+            "SSH_KEY_PATH",
+            "TOKEN_DIR",
+            "LOG_LEVEL",
+        ] {
             assert!(!looks_like_credential(no), "{no}");
         }
         let m: BTreeMap<String, String> = [

@@ -31,6 +31,8 @@ pub struct Candidate {
     /// Where in its client it came from, for a client with scopes (Claude Code: `user`,
     /// `local DIR`, `project DIR`); empty otherwise.
     pub scope: String,
+    /// The file it was read from.
+    pub file: std::path::PathBuf,
 }
 
 impl Candidate {
@@ -224,6 +226,7 @@ fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String>
         credentials,
         tools_used: Vec::new(),
         scope: String::new(),
+        file: path.to_owned(),
     })
 }
 
@@ -540,45 +543,9 @@ pub fn apply(config: &Config, prepared: &[Prepared]) -> Result<Config, String> {
     Ok(next)
 }
 
-/// UTC `YYYYMMDD-HHMMSS` for backup names.
-pub fn timestamp() -> String {
-    crate::logs::Utc::now().stamp()
-}
-
-/// Copies `path` to `PATH.TIMESTAMP.bak` (if it exists; `PATH.TIMESTAMP-N.bak` when that name
-/// is taken, so backups made within one second never overwrite each other); returns its path.
-pub fn backup(path: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
-    use std::io::Write;
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let stamp = timestamp();
-    for n in 1..1000 {
-        let mut name = path.as_os_str().to_owned();
-        if n == 1 {
-            name.push(format!(".{stamp}.bak"));
-        } else {
-            name.push(format!(".{stamp}-{n}.bak"));
-        }
-        let bak = std::path::PathBuf::from(name);
-        let mut open = std::fs::OpenOptions::new();
-        open.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-        match open.open(&bak) {
-            Ok(mut f) => {
-                f.write_all(&bytes)?;
-                f.sync_all()?;
-                return Ok(Some(bak));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("more than 999 backups in one second"))
-}
+/// Copies `path` to `PATH.TIMESTAMP.bak` beside it (0600, never over another copy, at most
+/// [`crate::client_file::backup::KEEP`] kept); returns its path.
+pub use crate::client_file::backup::backup;
 
 #[cfg(test)]
 #[path = "import_tests.rs"]

@@ -5,8 +5,14 @@ import * as api from './api.js';
 import { $, el, toast, viewError } from './dom.js';
 
 let otherPath = '';
-// Servers imported from this view in this run, by file and name: shown "Imported ✓".
-const imported = new Set();
+// Servers imported from this view in this run, by file and name, with the id each went in
+// under (a row renamed in review is reported under its new id): shown "Imported as … ✓".
+const imported = new Map();
+// The person's own choices, by file and name (a row left unchecked stays unchecked when the
+// view is drawn again after an import; a typed id stays typed).
+const checked = new Map();
+const typed = new Map();
+const key = (path, name) => `${path}\0${name}`;
 
 export function init() {
   $('#import-rescan').addEventListener('click', () => shown());
@@ -55,7 +61,10 @@ function card(src) {
     button.disabled = true;
     try {
       const added = await api.importServers(src.path, names, move.checked, renames);
-      for (const tr of chosen) imported.add(`${src.path}\0${tr.dataset.name}`);
+      for (const tr of chosen) {
+        const id = renames[tr.dataset.name] || tr.dataset.id;
+        if (added.includes(id)) imported.set(key(src.path, tr.dataset.name), id);
+      }
       toast(added.length ? `Imported ${added.join(', ')}` : 'Nothing imported');
       shown();
     } catch (e) {
@@ -79,13 +88,13 @@ function card(src) {
 function leakOffer(src) {
   if (!src.client) return null;
   const left = src.servers.filter((s) => s.credentials.length
-    && (s.state === 'here' || imported.has(`${src.path}\0${s.source_name}`)));
+    && (s.state === 'here' || imported.has(key(src.path, s.source_name))));
   if (!left.length) return null;
   const what = left.map((s) => `${s.credentials.join(', ')} (${s.source_name})`).join('; ');
   const names = left.map((s) => s.source_name);
   const button = el('button', { type: 'button', class: 'danger' }, 'Remove them from this file');
   button.addEventListener('click', async () => {
-    const question = `Remove ${names.join(', ')} from ${src.path}? ${src.label} then reaches ${names.length === 1 ? 'it' : 'them'} through Gatehouse (its entry is added). A backup of the file is kept.`;
+    const question = `Remove ${names.join(', ')} from ${src.path}? ${src.label} then reaches ${names.length === 1 ? 'it' : 'them'} through Gatehouse (its entry is added). A backup of the file is kept beside it, with these credentials taken out of it.`;
     if (!await api.confirm(question, 'Remove from the file', 'Remove from the file')) return;
     button.disabled = true;
     try {
@@ -112,22 +121,30 @@ export function reviewFile(path) {
 /** One server of a file: what importing it does, said plainly — imported, already here, Gatehouse
  * itself, an id to choose (typed in place), or why not. */
 function row(src, s) {
-  const done = imported.has(`${src.path}\0${s.source_name}`);
+  const k = key(src.path, s.source_name);
+  const as = imported.get(k);
+  const done = as !== undefined;
   const taken = s.state === 'taken' && !done;
   const blocked = !taken && (!!s.skip || done || s.state === 'here');
-  const box = el('input', { type: 'checkbox', checked: !blocked && !taken, disabled: blocked, 'aria-label': `Import ${s.source_name}` });
+  const box = el('input', { type: 'checkbox', checked: !blocked && (checked.get(k) ?? !taken), disabled: blocked, 'aria-label': `Import ${s.source_name}` });
+  box.addEventListener('change', () => checked.set(k, box.checked));
   let status = null;
-  if (done) status = el('div', { class: 'ok-line', text: 'Imported ✓' });
+  if (done) status = el('div', { class: 'ok-line', text: as === s.id ? 'Imported ✓' : `Imported as ${as} ✓` });
   else if (s.state === 'here') status = el('div', { class: 'ok-line', text: 'Already here ✓' });
   else if (s.state === 'itself') status = el('div', { class: 'hint', text: 'Gatehouse itself: not imported (its token is its own)' });
   else if (taken) {
-    const input = el('input', { class: 'rename', value: `${s.id}-2`, 'aria-label': `New id for ${s.source_name}`, pattern: '[a-z0-9-]{1,32}' });
-    input.addEventListener('input', () => { box.checked = input.value.trim() !== ''; });
+    const input = el('input', { class: 'rename', value: typed.get(k) ?? `${s.id}-2`, 'aria-label': `New id for ${s.source_name}`, pattern: '[a-z0-9-]{1,32}' });
+    input.addEventListener('input', () => {
+      typed.set(k, input.value);
+      box.checked = input.value.trim() !== '';
+      box.dispatchEvent(new Event('change'));
+    });
     status = el('label', { class: 'rename-line' }, `The id ${s.id} is taken: import as `, input);
   } else if (s.skip) status = el('div', { class: 'hint', text: s.skip });
-  return el('tr', { dataset: { name: s.source_name, state: done ? 'imported' : s.state } },
+  const id = done ? as : s.id;
+  return el('tr', { dataset: { name: s.source_name, id: s.id, state: done ? 'imported' : s.state } },
     el('td', {}, box),
-    el('td', {}, el('strong', { text: s.id }), s.id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
+    el('td', {}, el('strong', { text: id }), id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
       s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null),
     el('td', {}, el('code', { text: s.command_line }),
       s.credentials.length ? el('div', { class: 'warn', text: `Plain-text credential: ${s.credentials.join(', ')}` }) : null,

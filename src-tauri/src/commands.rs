@@ -349,7 +349,10 @@ pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandR
                 .get_mut(k.servers_key())
                 .and_then(|s| s.get_mut(clients::ENTRY_NAME))
             {
-                *e = clients::for_profile(e.take(), profile.as_deref());
+                *e = clients::for_control(
+                    clients::for_profile(e.take(), profile.as_deref()),
+                    &state.opts.control_path,
+                );
             }
             let setup = match k.config_path() {
                 Some(p) => clients::setup(k, &p, &url, &tokens),
@@ -530,27 +533,22 @@ pub async fn write_client_config(
         .ok_or_else(|| CommandError::failed("no home directory to find the client's file"))?;
     // The client's file is read (bounded: 8 MiB, 5 s) and written off the async workers.
     let file = path.clone();
-    let (backup, _) = tauri::async_runtime::spawn_blocking(move || {
+    let written = tauri::async_runtime::spawn_blocking(move || {
         clients::write_entry(&file, kind, &entry, &[])
     })
     .await
     .map_err(CommandError::failed)?
     .map_err(CommandError::failed)?;
-    Ok(match backup {
-        Some(b) => format!(
-            "Wrote {} as client profile {} (backup: {}){}",
-            path.display(),
-            profile.as_deref().unwrap_or("default"),
-            b.display(),
-            private_note(kind)
-        ),
-        None => format!(
-            "Wrote {} as client profile {}{}",
-            path.display(),
-            profile.as_deref().unwrap_or("default"),
-            private_note(kind)
-        ),
-    })
+    Ok(format!(
+        "Wrote {} as client profile {}{}{}",
+        path.display(),
+        profile.as_deref().unwrap_or("default"),
+        private_note(kind),
+        written
+            .backup_line()
+            .map(|l| format!(". {}", capitalised(&l)))
+            .unwrap_or_default()
+    ))
 }
 
 /// The running gateway's port (an import never offers an entry that points at it).
@@ -584,11 +582,22 @@ pub async fn client_entry(
         }
     };
     let (url, token, profile) = gateway_for(state, profile)?;
-    let entry = clients::for_profile(
-        clients::entry(kind, &url, &token, &clients::gatehouse_bin()),
-        profile.as_deref(),
+    let entry = clients::for_control(
+        clients::for_profile(
+            clients::entry(kind, &url, &token, &clients::gatehouse_bin()),
+            profile.as_deref(),
+        ),
+        &state.opts.control_path,
     );
     Ok((entry, profile))
+}
+
+/// `backup: …` as the start of a sentence.
+pub fn capitalised(line: &str) -> String {
+    let mut c = line.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 pub fn private_note(kind: ClientKind) -> &'static str {

@@ -14,12 +14,13 @@ pub fn read(text: &str) -> Result<Value, String> {
 }
 
 /// [`read`], its error as (line, column, what is wrong) — strict JSON's position, which is where
-/// a reader of the file looks.
+/// a reader of the file looks. Parsed once by `jsonc-parser` (JSON is JSONC); strict JSON is
+/// asked only to say where a broken file breaks.
 pub fn read_at(text: &str) -> Result<Value, (usize, usize, String)> {
-    match serde_json::from_str(text) {
+    match jsonc_parser::parse_to_serde_value::<Value>(text, &ParseOptions::default()) {
         Ok(v) => Ok(v),
-        Err(strict) => jsonc_parser::parse_to_serde_value::<Value>(text, &ParseOptions::default())
-            .map_err(|_| {
+        Err(loose) => Err(match serde_json::from_str::<Value>(text) {
+            Err(strict) => {
                 let what = strict.to_string();
                 let what = what
                     .split(" at line ")
@@ -27,7 +28,9 @@ pub fn read_at(text: &str) -> Result<Value, (usize, usize, String)> {
                     .unwrap_or_default()
                     .to_owned();
                 (strict.line(), strict.column(), what)
-            }),
+            }
+            Ok(_) => (1, 1, loose.to_string()),
+        }),
     }
 }
 

@@ -196,6 +196,27 @@ impl ClientKind {
         Some(dir.join(rel))
     }
 
+    /// What the client calls the scope of its user-level file (`user`, or `global` where its
+    /// documentation says so).
+    pub fn user_scope(self) -> &'static str {
+        match self {
+            ClientKind::Cursor
+            | ClientKind::Windsurf
+            | ClientKind::Opencode
+            | ClientKind::Cline
+            | ClientKind::RooCode => "global",
+            _ => "user",
+        }
+    }
+
+    /// What the client calls the scope of its project-level file (VS Code: `workspace`).
+    pub fn project_scope(self) -> &'static str {
+        match self {
+            ClientKind::Vscode => "workspace",
+            _ => "project",
+        }
+    }
+
     /// Whether the client takes Streamable HTTP with a bearer header from its config file. The
     /// others get the `gatehouse connect` bridge: Claude Desktop's file launches stdio servers
     /// only; Codex takes a token only from its environment or a header table; Zed, Goose, Cline

@@ -1,6 +1,8 @@
-//! Goose's YAML config: read into a value; an entry written through a round trip that keeps
-//! every other key and value — refused, naming the fix, when the file has comments a round trip
-//! would lose.
+//! Goose's YAML config: read into a value; an entry written by a targeted edit of the servers'
+//! mapping (`extensions:`) — the one child Gatehouse manages replaced or added, managed ones
+//! removed, and every other byte of the file (comments, key order, quoting, anchors, values
+//! such as `ver: 1.10` or `0o17`) left exactly as it was. The result is read back and compared:
+//! an edit that would change anything else is refused, naming the fix, and nothing is written.
 
 use serde_json::Value;
 
@@ -15,8 +17,51 @@ pub fn read(text: &str) -> Result<Value, String> {
     })
 }
 
+/// A line's indentation (spaces), or `None` for a blank or comment-only line.
+fn indent(line: &str) -> Option<usize> {
+    let body = line.trim_start_matches(' ');
+    if body.trim().is_empty() || body.starts_with('#') {
+        None
+    } else {
+        Some(line.len() - body.len())
+    }
+}
+
+/// The key a mapping line starts (`name:` or `"name":`), unquoted.
+fn key_of(line: &str) -> Option<String> {
+    let body = line.trim_start();
+    let (key, rest) = if let Some(q) = body.strip_prefix('"') {
+        let end = q.find('"')?;
+        (q[..end].to_owned(), &q[end + 1..])
+    } else if let Some(q) = body.strip_prefix('\'') {
+        let end = q.find('\'')?;
+        (q[..end].to_owned(), &q[end + 1..])
+    } else {
+        let end = body.find(':')?;
+        (body[..end].trim_end().to_owned(), &body[end..])
+    };
+    let rest = rest.trim_start();
+    (rest.starts_with(':')
+        && (rest.len() == 1
+            || rest[1..].starts_with([' ', '\t'])
+            || rest[1..].starts_with('#')
+            || rest[1..].trim().is_empty()))
+    .then_some(key)
+}
+
+/// `entry` as YAML lines under a child key, indented by `pad` spaces.
+fn block(name: &str, entry: &Value, pad: usize) -> Result<String, String> {
+    let body = serde_norway::to_string(entry).map_err(|e| e.to_string())?;
+    let sp = " ".repeat(pad);
+    let mut out = format!("{sp}{name}:\n");
+    for l in body.lines() {
+        out.push_str(&format!("{sp}  {l}\n"));
+    }
+    Ok(out)
+}
+
 /// `text` with `entry` set as `name` under `key`, every other server whose normalised name is
-/// in `managed` removed.
+/// in `managed` removed; everything else byte for byte.
 pub fn write(
     text: &str,
     key: &str,
@@ -24,28 +69,99 @@ pub fn write(
     entry: &Value,
     managed: &[String],
 ) -> Result<(String, Vec<String>), String> {
-    if text.lines().any(|l| l.trim_start().starts_with('#')) {
-        return Err("the file has comments a rewrite would lose; nothing was written — add the entry with the client's own settings (the snippet `client-config` prints)".into());
+    let before = read(text)?;
+    if !before.is_object() {
+        return Err("expected a mapping at the top; nothing was written".into());
     }
-    let mut root = read(text)?;
-    let obj = root
-        .as_object_mut()
-        .ok_or("expected a mapping at the top; nothing was written")?;
-    let servers = obj
-        .entry(key)
-        .or_insert_with(|| Value::Object(Default::default()))
-        .as_object_mut()
-        .ok_or_else(|| format!("\"{key}\" is not a mapping; nothing was written"))?;
-    let mut removed = Vec::new();
-    servers.retain(|n, _| {
-        let drop = n != name && managed.contains(&crate::naming::normalise_id(n));
-        if drop {
-            removed.push(n.clone());
+    let mut lines: Vec<String> = text.split_inclusive('\n').map(str::to_owned).collect();
+    if lines.last().is_some_and(|l| !l.ends_with('\n')) {
+        if let Some(l) = lines.last_mut() {
+            l.push('\n');
         }
-        !drop
-    });
-    servers.insert(name.to_owned(), entry.clone());
-    let out = serde_norway::to_string(&root).map_err(|e| e.to_string())?;
+    }
+    let top = lines
+        .iter()
+        .position(|l| indent(l) == Some(0) && key_of(l).as_deref() == Some(key));
+    let mut removed = Vec::new();
+    match top {
+        None => {
+            lines.push(format!("{key}:\n"));
+            lines.push(block(name, entry, 2)?);
+        }
+        Some(at) => {
+            let after_colon = lines[at].split_once(':').map_or("", |(_, r)| r).trim();
+            let inline = after_colon.split('#').next().unwrap_or("").trim();
+            if inline == "{}" {
+                lines[at] = format!("{key}:\n");
+            } else if !inline.is_empty() {
+                return Err(format!("\"{key}\" is written inline ({inline}): Gatehouse edits it only as a block; nothing was written — add the entry with the client's own settings (the snippet `client-config` prints)"));
+            }
+            // The block: the lines after it more indented than it (comments and blanks inside).
+            let mut end = at + 1;
+            let mut last = at;
+            while end < lines.len() {
+                match indent(&lines[end]) {
+                    Some(0) => break,
+                    Some(_) => last = end,
+                    None => {}
+                }
+                end += 1;
+            }
+            let end = last + 1;
+            let child = (at + 1..end).find_map(|i| indent(&lines[i])).unwrap_or(2);
+            // Each child: its key line to the line before the next child or the block's end.
+            let starts: Vec<usize> = (at + 1..end)
+                .filter(|i| indent(&lines[*i]) == Some(child) && key_of(&lines[*i]).is_some())
+                .collect();
+            let mut spans: Vec<(usize, usize, String)> = Vec::new();
+            for (n, s) in starts.iter().enumerate() {
+                let stop = starts.get(n + 1).copied().unwrap_or(end);
+                // Trailing comments and blanks belong to what follows.
+                let mut e = stop;
+                while e > *s + 1 && indent(&lines[e - 1]).is_none() {
+                    e -= 1;
+                }
+                spans.push((*s, e, key_of(&lines[*s]).unwrap_or_default()));
+            }
+            let ours = spans.iter().find(|(_, _, k)| k == name).map(|(s, _, _)| *s);
+            let mut insert_at = ours.unwrap_or(end);
+            for (s, e, k) in spans.iter().rev() {
+                let drop = k == name || managed.contains(&crate::naming::normalise_id(k));
+                if drop {
+                    if k != name {
+                        removed.push(k.clone());
+                    }
+                    lines.drain(*s..*e);
+                    if *s < insert_at {
+                        insert_at -= (*e - *s).min(insert_at - *s);
+                    }
+                }
+            }
+            removed.reverse();
+            lines.insert(insert_at, block(name, entry, child)?);
+        }
+    }
+    let out = lines.concat();
+    // Read back: ours in place, the removed gone, everything else as it was.
+    let after = read(&out)
+        .map_err(|e| format!("the edit would break the file ({e}); nothing was written"))?;
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut(key).and_then(Value::as_object_mut) {
+            m.retain(|k, _| k != name && !managed.contains(&crate::naming::normalise_id(k)));
+        }
+        if v.get(key)
+            .is_some_and(|m| m.as_object().is_some_and(serde_json::Map::is_empty))
+        {
+            if let Some(m) = v.as_object_mut() {
+                m.remove(key);
+            }
+        }
+        v
+    };
+    if after.get(key).and_then(|m| m.get(name)) != Some(entry) || strip(&after) != strip(&before) {
+        return Err("Gatehouse could not edit the file in place without changing something else; nothing was written — add the entry with the client's own settings (the snippet `client-config` prints)".into());
+    }
     Ok((out, removed))
 }
 
@@ -54,19 +170,40 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Goose's other settings and extensions survive; a file with comments is left alone.
+    /// Goose's other settings, comments, key order, quoting and values survive byte for byte;
+    /// only the managed entry differs; a managed server is removed.
     #[test]
-    fn goose_settings_survive_and_comments_are_never_dropped() {
-        let text = "GOOSE_PROVIDER: openai\nextensions:\n  developer:\n    type: builtin\n    enabled: true\n";
+    fn goose_settings_and_comments_survive_byte_for_byte() {
+        let text = "# my Goose\nGOOSE_PROVIDER: openai   # the provider\nver: 1.10\nmode: 0o17\nbase: &b\n  timeout: 300\nextensions:\n  # the developer tools\n  developer:\n    type: builtin\n    <<: *b\n    enabled: true\n  \"old-fs\":\n    type: stdio\n    cmd: npx\n\n  memory:\n    type: stdio\n    cmd: mcp-memory   # mine\ntail: 'quoted'\n";
         let entry =
             json!({"name": "gatehouse", "type": "stdio", "cmd": "gatehouse", "args": ["connect"]});
-        let (out, _) = write(text, "extensions", "gatehouse", &entry, &[]).unwrap();
+        let (out, removed) =
+            write(text, "extensions", "gatehouse", &entry, &["old-fs".into()]).unwrap();
+        assert_eq!(removed, ["old-fs"]);
+        for kept in [
+            "# my Goose\nGOOSE_PROVIDER: openai   # the provider\nver: 1.10\nmode: 0o17\nbase: &b\n",
+            "  # the developer tools\n  developer:\n    type: builtin\n    <<: *b\n    enabled: true\n",
+            "  memory:\n    type: stdio\n    cmd: mcp-memory   # mine\n",
+            "tail: 'quoted'\n",
+        ] {
+            assert!(out.contains(kept), "lost {kept:?}:\n{out}");
+        }
+        assert!(!out.contains("old-fs"), "{out}");
         let v = read(&out).unwrap();
-        assert_eq!(v["GOOSE_PROVIDER"], "openai");
-        assert_eq!(v["extensions"]["developer"]["type"], "builtin");
         assert_eq!(v["extensions"]["gatehouse"], entry);
+        // Written again: the same bytes.
+        let (again, _) = write(&out, "extensions", "gatehouse", &entry, &[]).unwrap();
+        assert_eq!(again, out);
+        // No extensions yet, or `extensions: {}`.
+        let (out, _) = write("GOOSE_MODEL: x\n", "extensions", "gatehouse", &entry, &[]).unwrap();
+        assert!(
+            out.starts_with("GOOSE_MODEL: x\nextensions:\n  gatehouse:\n"),
+            "{out}"
+        );
+        let (out, _) = write("extensions: {}\n", "extensions", "gatehouse", &entry, &[]).unwrap();
+        assert_eq!(read(&out).unwrap()["extensions"]["gatehouse"], entry);
         assert!(write(
-            "# mine\nextensions: {}\n",
+            "extensions: {a: 1}\n",
             "extensions",
             "gatehouse",
             &entry,

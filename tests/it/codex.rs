@@ -124,9 +124,12 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     let listed: Value =
         serde_json::from_str(&run_codex(&["mcp", "get", "gatehouse", "--json"])).unwrap();
     assert_eq!(listed["transport"]["type"], "stdio", "{listed}");
+    // Written for the hub on the socket named with `--control`: the entry carries it, as an
+    // argument (Codex passes its servers no GATEHOUSE_CONTROL).
+    let no_hub = dir.path().join("no-hub.sock");
     assert_eq!(
         listed["transport"]["args"],
-        json!(["connect", "--client", "codex"]),
+        json!(["--control", no_hub, "connect", "--client", "codex"]),
         "{listed}"
     );
     let command = listed["transport"]["command"].as_str().unwrap().to_owned();
@@ -169,14 +172,49 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
         .await
         .unwrap()
         .token;
+    // A second hub on a control socket of its own (no pointer to it anywhere): the entry
+    // `client-config codex --write` makes for it carries the socket, and reaches it from Codex.
+    let own_dir = dir.path().join("own-hub");
+    std::fs::create_dir(&own_dir).unwrap();
+    let own_hub = serve(
+        &own_dir,
+        &json!({"servers": {"own": {"command": FIXTURE}}, "clients": {"codex": {}}}).to_string(),
+        &["own"],
+    )
+    .await;
+    let own_file = dir.path().join("own-entry.toml");
+    let out = Command::new(GATEHOUSE)
+        .arg("--control")
+        .arg(&own_hub.sock)
+        .args(["client-config", "codex", "--write", "--file"])
+        .arg(&own_file)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let own_text = std::fs::read_to_string(&own_file).unwrap();
+    let own_entry =
+        gatehouse::clients::codex::read(&own_text).unwrap()["mcp_servers"]["gatehouse"].clone();
+    assert_eq!(own_entry["args"][0], "--control", "{own_text}");
+    let own_args = toml_edit::Value::from_iter(
+        own_entry["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    );
     // Only Gatehouse's entries (the others would fetch packages from the internet): the stdio
-    // bridge client-config wrote, and Gatehouse over HTTP with the codex profile's token from a
-    // variable, as Codex takes a bearer token.
+    // bridge client-config wrote, Gatehouse over HTTP with the codex profile's token from a
+    // variable, as Codex takes a bearer token, and the second hub's entry.
     let codex_home = dir.path().join("codex-home");
     std::fs::create_dir(&codex_home).unwrap();
     std::fs::write(
         codex_home.join("config.toml"),
-        format!("[mcp_servers.gatehouse]\ncommand = {command:?}\nargs = [\"connect\", \"--client\", \"codex\"]\n\n[mcp_servers.gatehouse-http]\nurl = {:?}\nbearer_token_env_var = \"GATEHOUSE_CODEX_TOKEN\"\n", served.info.url),
+        format!("[mcp_servers.gatehouse]\ncommand = {command:?}\nargs = [\"connect\", \"--client\", \"codex\"]\n\n[mcp_servers.gatehouse-http]\nurl = {:?}\nbearer_token_env_var = \"GATEHOUSE_CODEX_TOKEN\"\n\n[mcp_servers.gatehouse-own]\ncommand = {command:?}\nargs = {own_args}\n", served.info.url),
     )
     .unwrap();
     let mut app = tokio::process::Command::new(&codex)
@@ -239,6 +277,24 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     for own in &crate::names::GITHUB[1..] {
         assert!(names.iter().any(|n| n.as_str() == *own), "{own}: {names:?}");
     }
+    // The second hub's entry reached the second hub (its one server's tools, none of the
+    // first's), with neither GATEHOUSE_CONTROL nor XDG_RUNTIME_DIR in Codex's environment.
+    let own = status["result"]["data"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse-own"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let own_tools: Vec<&String> = own["tools"]
+        .as_object()
+        .map(|t| t.keys().collect())
+        .unwrap_or_default();
+    assert!(
+        own_tools.iter().any(|t| t.ends_with("echo"))
+            && !own_tools
+                .iter()
+                .any(|t| t.starts_with("fx__") || t.starts_with("github")),
+        "{status}"
+    );
     let http = status["result"]["data"]
         .as_array()
         .and_then(|a| a.iter().find(|s| s["name"] == "gatehouse-http"))

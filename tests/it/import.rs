@@ -71,8 +71,9 @@ fn import_maps_each_client_format_and_never_overwrites() {
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.contains("filesystem ← \"filesystem\": npx -y @modelcontextprotocol/server-filesystem /Users/me/Desktop"), "{out}");
-    assert!(out.contains("github ← \"GitHub\""), "{out}");
+    let file = fixture_file("claude_desktop_config.json");
+    assert!(out.contains(&format!("filesystem ← \"filesystem\" (file, {file}): npx -y @modelcontextprotocol/server-filesystem /Users/me/Desktop")), "{out}");
+    assert!(out.contains("github ← \"GitHub\" (file, "), "{out}");
     assert!(
         out.contains("GITHUB_PERSONAL_ACCESS_TOKEN looks like a credential"),
         "{out}"
@@ -136,7 +137,10 @@ fn import_maps_each_client_format_and_never_overwrites() {
     );
     assert_eq!(code, 0);
     assert!(
-        out.contains("cursor-fs ← \"fs\": uvx mcp-server-fs --root '/home/me/my notes'"),
+        out.contains(&format!(
+            "cursor-fs ← \"fs\" (file, {}): uvx mcp-server-fs --root '/home/me/my notes'",
+            fixture_file("cursor_mcp.json")
+        )),
         "{out}"
     );
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
@@ -262,7 +266,12 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
         };
         let entry = &v[key]["gatehouse"];
         if target == "claude-desktop" {
-            assert_eq!(entry["args"], json!(["connect"]), "{v}");
+            // The hub runs on a socket of its own (named with --control): the entry carries it.
+            assert_eq!(
+                entry["args"],
+                json!(["--control", served.sock, "connect"]),
+                "{v}"
+            );
         } else {
             assert_eq!(entry["url"], served.info.url.as_str(), "{v}");
             assert_eq!(
@@ -337,7 +346,8 @@ fn import_on_a_terminal_asks_for_another_id() {
     assert_eq!(c["servers"]["fs-cursor"]["command"], "uvx");
 }
 
-/// Two imports at once (from two shells) both land, each with its own backup, every time.
+/// Two imports at once (from two shells) both land, each with its own backup, every time; at
+/// most `KEEP` copies stay.
 #[test]
 fn concurrent_imports_lose_nothing_and_keep_every_backup() {
     let dir = tempfile::tempdir().unwrap();
@@ -345,6 +355,7 @@ fn concurrent_imports_lose_nothing_and_keep_every_backup() {
     std::fs::write(&cfg, config(&[])).unwrap();
     let cfg_s = cfg.to_str().unwrap().to_owned();
     let rounds = 6;
+    let mut made = std::collections::BTreeSet::new();
     for round in 0..rounds {
         let handles: Vec<_> = (0..2)
             .map(|k| {
@@ -373,13 +384,25 @@ fn concurrent_imports_lose_nothing_and_keep_every_backup() {
         for h in handles {
             let (code, out, err) = h.join().unwrap();
             assert_eq!(code, 0, "{out}{err}");
+            let said = out
+                .lines()
+                .find_map(|l| l.strip_prefix("backup: "))
+                .unwrap_or_else(|| panic!("no backup named: {out}"));
+            assert!(
+                made.insert(said.split(' ').next().unwrap().to_owned()),
+                "{out}"
+            );
         }
     }
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
     assert_eq!(ids.len(), 2 * rounds, "an import was lost: {ids:?}");
-    // Each import kept its own timestamped backup, even within one second.
-    assert_eq!(backups(dir.path(), "gatehouse.json").len(), 2 * rounds);
+    // Each import kept its own timestamped backup, even within one second; the oldest went.
+    assert_eq!(made.len(), 2 * rounds);
+    assert_eq!(
+        backups(dir.path(), "gatehouse.json").len(),
+        gatehouse::client_file::backup::KEEP
+    );
 }
 
 /// A config that is a symlink (dotfiles managers) stays one: the edit goes to its target.

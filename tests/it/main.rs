@@ -11,6 +11,7 @@ mod bridges;
 mod calls;
 mod capabilities;
 mod cli;
+mod client_files;
 mod clients;
 mod codex;
 mod contracts;

@@ -87,22 +87,30 @@ async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
     };
     let (code, out, err) = import(&[]);
     assert_eq!(code, Some(0), "{out}{err}");
+    // Each server's line names its client, scope and file; the files are listed first.
     let proj_dir = proj.display().to_string();
+    let user_file = dir.path().join(".claude.json").display().to_string();
     assert!(
         out.contains(&format!(
-            "local-db ← \"local-db\" (local {proj_dir} scope): uvx server-db --read-only"
+            "local-db ← \"local-db\" (Claude Code, local {proj_dir} scope, {user_file}): uvx server-db --read-only"
         )),
         "{out}"
     );
     assert!(
         out.contains(&format!(
-            "tracker ← \"tracker\" (project {proj_dir} scope): https://mcp.example.com/mcp"
+            "tracker ← \"tracker\" (Claude Code, project {proj_dir} scope, {proj_dir}/.mcp.json): https://mcp.example.com/mcp"
         )),
         "{out}"
     );
     assert!(
-        out.contains("docs ← \"docs\" (user scope): npx -y server-docs"),
+        out.contains(&format!(
+            "docs ← \"docs\" (Claude Code, user scope, {user_file}): npx -y server-docs"
+        )),
         "{out}"
+    );
+    assert!(
+        out.find("server(s) in") < out.find(" ← "),
+        "the file summary comes first: {out}"
     );
     assert!(
         out.contains(&format!(
@@ -289,13 +297,16 @@ async fn gemini_cli_is_imported_and_connected_in_its_own_settings() {
     );
     assert_eq!(code, Some(0), "{out}{err}");
     let proj_dir = proj.display().to_string();
+    let home_dir = home.display().to_string();
     assert!(
-        out.contains("fs ← \"fs\": npx -y server-fs /srv/notes"),
+        out.contains(&format!(
+            "fs ← \"fs\" (Gemini CLI, user scope, {home_dir}/.gemini/settings.json): npx -y server-fs /srv/notes"
+        )),
         "{out}"
     );
     assert!(
         out.contains(&format!(
-            "notes ← \"notes\" (project {proj_dir} scope): node notes.js"
+            "notes ← \"notes\" (Gemini CLI, project {proj_dir} scope, {proj_dir}/.gemini/settings.json): node notes.js"
         )),
         "{out}"
     );

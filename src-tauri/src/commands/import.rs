@@ -240,21 +240,26 @@ pub async fn remove_from_client(
     let (entry, profile) = super::client_entry(&state, kind, None).await?;
     // The client's file is read (bounded) and written off the async workers.
     let target = file.clone();
-    let (backup, removed) = tauri::async_runtime::spawn_blocking(move || {
+    let written = tauri::async_runtime::spawn_blocking(move || {
         clients::write_entry(&target, kind, &entry, &managed)
     })
     .await
     .map_err(CommandError::failed)?
     .map_err(CommandError::failed)?;
     Ok(format!(
-        "Removed {} from {path}{}: {} reaches {} through Gatehouse now, as client profile {}{}",
-        removed.join(", "),
-        backup
-            .map(|b| format!(" (backup: {})", b.display()))
-            .unwrap_or_default(),
+        "Removed {} from {path}: {} reaches {} through Gatehouse now, as client profile {}{}{}",
+        written.removed.join(", "),
         kind.label(),
-        if removed.len() == 1 { "it" } else { "them" },
+        if written.removed.len() == 1 {
+            "it"
+        } else {
+            "them"
+        },
         profile.as_deref().unwrap_or("default"),
-        super::private_note(kind)
+        super::private_note(kind),
+        written
+            .backup_line()
+            .map(|l| format!(". {}", super::capitalised(&l)))
+            .unwrap_or_default()
     ))
 }

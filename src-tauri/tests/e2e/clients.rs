@@ -75,7 +75,8 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
             cursor.join("mcp.json"),
             json!({ "mcpServers": {
                 "base": { "command": "taken-id" },
-                "Helper": { "command": fixture_cmd, "args": [], "env": { "HELPER_API_KEY": "plain-e2e-key" } }
+                "Helper": { "command": fixture_cmd, "args": [], "env": { "HELPER_API_KEY": "plain-e2e-key" } },
+                "Spare": { "command": "spare-cmd" }
             }})
             .to_string(),
         )
@@ -88,7 +89,7 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         .wait_js(
             "the Cursor servers",
             "const rows = [...document.querySelectorAll('.import-source tbody tr')];
-             if (rows.length < 2) return null;
+             if (rows.length < 3) return null;
              return rows.map(r => ({ name: r.dataset.name, text: r.textContent,
                                      disabled: r.querySelector('input').disabled }));",
         )
@@ -124,15 +125,29 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
           i.value = 'base-copy'; i.dispatchEvent(new Event('input')); return true;",
     )
     .await;
+    // A row the person unchecks is not imported, and stays unchecked when the view is drawn
+    // again; a row renamed in review is reported under the id it went in as.
+    d.click(".import-source tr[data-name=Spare] input[type=checkbox]")
+        .await;
     d.shot("import").await;
     d.click(".import-source .import-actions button").await;
-    d.wait_js(
-        "both rows imported",
-        "const s = [...document.querySelectorAll('.import-source tbody tr')].map(r => r.dataset.state);
-         return s.length === 2 && s.every(x => x === 'imported')
-                && document.querySelector('.import-source tr[data-name=Helper]').textContent.includes('Imported ✓');",
-    )
-    .await;
+    let after = d
+        .wait_js(
+            "both chosen rows imported",
+            "const row = (n) => document.querySelector(`.import-source tr[data-name=${n}]`);
+             const s = ['base', 'Helper'].map(n => row(n)?.dataset.state);
+             if (!s.every(x => x === 'imported')) return null;
+             return { helper: row('Helper').textContent.includes('Imported ✓'),
+                      base: row('base').querySelector('td:nth-child(3)').textContent.includes('Imported as base-copy ✓'),
+                      base_id: row('base').querySelector('strong').textContent,
+                      spare: row('Spare').dataset.state,
+                      spare_checked: row('Spare').querySelector('input[type=checkbox]').checked };",
+        )
+        .await;
+    assert_eq!(
+        after,
+        json!({ "helper": true, "base": true, "base_id": "base-copy", "spare": "", "spare_checked": false })
+    );
     d.view("servers").await;
     d.wait_state("helper", "running").await;
     let saved = std::fs::read_to_string(&d.config_path).expect("config");
@@ -239,11 +254,14 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         "{offer}"
     );
     let backups = || {
-        std::fs::read_dir(d.dir.path().join(".cursor"))
+        let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(d.dir.path().join(".cursor"))
             .expect("cursor dir")
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().ends_with(".bak"))
-            .count()
+            .map(|e| e.path())
+            .collect();
+        found.sort();
+        found
     };
     let backups_before = backups();
     d.click(".import-source .leak-offer button").await;
@@ -268,10 +286,16 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         after["mcpServers"]["base"]["command"], "taken-id",
         "an entry Gatehouse does not run is kept: {after}"
     );
-    assert_eq!(
-        backups(),
-        backups_before + 1,
-        "no backup of the file was kept"
+    // The copy kept of the file before the removal holds no moved secret.
+    let new: Vec<_> = backups()
+        .into_iter()
+        .filter(|b| !backups_before.contains(b))
+        .collect();
+    assert_eq!(new.len(), 1, "no backup of the file was kept: {new:?}");
+    let copy = std::fs::read_to_string(&new[0]).expect("backup");
+    assert!(
+        !copy.contains("plain-e2e-key") && copy.contains("HELPER_API_KEY"),
+        "the moved key stayed in the backup: {copy}"
     );
     d.wait_js(
         "the offer gone with the entry",

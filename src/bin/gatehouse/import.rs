@@ -25,7 +25,7 @@ fn files_of(kind: ClientKind) -> Vec<(String, PathBuf, String)> {
     let mut out: Vec<(String, PathBuf, String)> = kind
         .config_path()
         .filter(|p| p.exists())
-        .map(|p| (kind.label().to_owned(), p, String::new()))
+        .map(|p| (kind.label().to_owned(), p, kind.user_scope().to_owned()))
         .into_iter()
         .collect();
     if let Some(p) = std::env::current_dir()
@@ -33,9 +33,9 @@ fn files_of(kind: ClientKind) -> Vec<(String, PathBuf, String)> {
         .and_then(|d| kind.project_path(&d).filter(|p| p.exists()).map(|p| (d, p)))
     {
         out.push((
-            format!("{} (project)", kind.label()),
+            kind.label().to_owned(),
             p.1,
-            format!("project {}", p.0.display()),
+            format!("{} {}", kind.project_scope(), p.0.display()),
         ));
     }
     out
@@ -99,11 +99,16 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     }
     // Read every source first: a broken file stops the import before anything is written.
     let mut candidates: Vec<Candidate> = Vec::new();
+    let mut client_of: BTreeMap<PathBuf, String> = BTreeMap::new();
     for (label, path, scope) in sources(args.from.as_deref())? {
         let mut found = import::read_source(&path)?;
-        eprintln!("{label}: {} server(s) in {}", found.len(), path.display());
-        for c in found.iter_mut().filter(|c| c.scope.is_empty()) {
-            c.scope = scope.clone();
+        // The files first, then each server on a line naming its client, scope and file.
+        say!("{label}: {} server(s) in {}", found.len(), path.display());
+        for c in found.iter_mut() {
+            if c.scope.is_empty() {
+                c.scope = scope.clone();
+            }
+            client_of.insert(c.file.clone(), label.clone());
         }
         candidates.extend(found);
     }
@@ -123,15 +128,18 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     let mut chosen: Vec<Candidate> = Vec::new();
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
     for (mut c, outcome) in plan {
-        match c.scope.as_str() {
-            "" => say!("{} ← \"{}\": {}", c.id, c.source_name, c.command_line()),
-            scope => say!(
-                "{} ← \"{}\" ({scope} scope): {}",
-                c.id,
-                c.source_name,
-                c.command_line()
-            ),
-        }
+        let client = client_of.get(&c.file).map_or("file", String::as_str);
+        let scope = match c.scope.as_str() {
+            "" => String::new(),
+            s => format!(", {s} scope"),
+        };
+        say!(
+            "{} ← \"{}\" ({client}{scope}, {}): {}",
+            c.id,
+            c.source_name,
+            c.file.display(),
+            c.command_line()
+        );
         if c.oauth_candidate() {
             say!(
                 "  remote, no credentials in the file: if it asks for a sign-in (OAuth), it waits as needs_sign_in; run `gatehouse auth login {}`",
@@ -369,7 +377,10 @@ pub async fn client_config(
             .get_mut(kind.servers_key())
             .and_then(|s| s.get_mut(clients::ENTRY_NAME))
         {
-            *e = clients::for_profile(e.take(), args.client.as_deref());
+            *e = clients::for_control(
+                clients::for_profile(e.take(), args.client.as_deref()),
+                control.path(),
+            );
         }
         say!("{}", kind.render(&snippet));
         let place = kind
@@ -399,19 +410,22 @@ pub async fn client_config(
     } else {
         Vec::new()
     };
-    let (backup, removed) = clients::write_entry(
+    let written = clients::write_entry(
         &path,
         kind,
-        &clients::for_profile(
-            clients::entry(kind, &url, &token, &bin),
-            args.client.as_deref(),
+        &clients::for_control(
+            clients::for_profile(
+                clients::entry(kind, &url, &token, &bin),
+                args.client.as_deref(),
+            ),
+            control.path(),
         ),
         &managed,
     )?;
-    if let Some(b) = backup {
-        eprintln!("backup: {}", b.display());
+    if let Some(line) = written.backup_line() {
+        eprintln!("{line}");
     }
-    for r in &removed {
+    for r in &written.removed {
         eprintln!("removed \"{r}\" (Gatehouse runs it now)");
     }
     eprintln!(
