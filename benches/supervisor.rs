@@ -5,7 +5,10 @@
 //!    fixture (ratio);
 //! 2. crash-to-error latency of an in-flight call (kill -9 of the child → the caller's error);
 //! 3. kill-to-`running` with zero backoff;
-//! 4. 100 fixture servers: time until all `running`, and the hub's RSS.
+//! 4. 100 fixture servers: time until all `running`, and the hub's RSS;
+//! 5. a login with 40 servers of which 3 are used: server processes and their RSS, every server
+//!    started at launch vs started on demand (`"start": "on_demand"`, tools known from a run
+//!    before).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests, benches and the fixture may panic
 
@@ -53,6 +56,73 @@ fn main() {
         rss_before as f64 / 1024.0,
         rss_after as f64 / 1024.0,
     );
+    for mode in ["at_launch", "on_demand"] {
+        let (procs, rss, first_call) = rt.block_on(login_forty_use_three(mode));
+        println!(
+            "40 servers, 3 used ({mode:>9}): {procs:>2} server processes, {:>6.1} MiB of server RSS, first call p50 {:>7.2} ms",
+            rss as f64 / 1024.0,
+            ms(first_call),
+        );
+    }
+}
+
+/// A login with 40 servers of which 3 are called: the server processes left running once the
+/// three calls are answered, their RSS together, and the first call's latency (p50 of the three).
+async fn login_forty_use_three(mode: &str) -> (usize, u64, Duration) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let servers: serde_json::Map<String, Value> = (0..40)
+        .map(|i| (format!("s{i}"), json!({"command": FIXTURE, "start": mode})))
+        .collect();
+    let config = || {
+        Config::parse(&json!({ "servers": servers }).to_string(), "bench".as_ref()).expect("config")
+    };
+    let settled = |s: &gatehouse::ServerStatus| matches!(s.state, State::Running | State::Idle);
+    // A run before: on demand, every server starts once to learn its tools.
+    for round in 0..2 {
+        let mut opts = HubOptions::new(dir.path().to_owned());
+        opts.tuning = tuning();
+        let hub = Hub::start(config(), opts);
+        for h in hub.servers() {
+            let mut rx = h.watch_status();
+            let _ = rx.wait_for(|s| settled(s)).await;
+            if mode == "on_demand" {
+                let _ = rx.wait_for(|s| s.state == State::Idle).await;
+            }
+        }
+        if round == 0 {
+            hub.shutdown().await;
+            continue;
+        }
+        let params = serde_json::value::RawValue::from_string(
+            r#"{"name":"add","arguments":{"a":1,"b":2}}"#.into(),
+        )
+        .expect("raw");
+        let mut first = Vec::new();
+        for id in ["s3", "s17", "s31"] {
+            let h = hub.server(id).expect("server");
+            let t = Instant::now();
+            let r = h.request("tools/call", Some(&params)).await;
+            first.push(t.elapsed());
+            assert!(matches!(r, Ok(Reply::Result(_))), "{r:?}");
+        }
+        let pids: Vec<u32> = hub.status().iter().filter_map(|s| s.pid).collect();
+        let rss: u64 = pids.iter().map(|p| rss_of(*p)).sum();
+        hub.shutdown().await;
+        return (pids.len(), rss, pct(&first, 50));
+    }
+    (0, 0, Duration::ZERO)
+}
+
+fn rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn ms(d: Duration) -> f64 {

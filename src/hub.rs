@@ -185,6 +185,7 @@ impl Hub {
             ),
             servers: Some(opts.data_dir.join("servers")),
         };
+        ctx.known_tools_dir = Some(opts.data_dir.join("tools"));
         let ctx = Arc::new(ctx);
         let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions.clone());
         let client_tokens = opts.client_tokens.unwrap_or_else(|| {
@@ -292,6 +293,9 @@ impl HubHandle {
     /// Adds actors for servers not yet known. Returns the handles that already existed and whose
     /// config may need an update.
     fn install(&self, config: Config) -> Vec<(ServerHandle, crate::config::ServerConfig)> {
+        for (key, e) in &config.invalid {
+            tracing::warn!(server = %key, "{}", e.reason());
+        }
         let mut st = self.lock();
         let mut existing = Vec::new();
         for (id, cfg) in &config.servers {
@@ -360,9 +364,15 @@ impl HubHandle {
         self.lock().servers.values().cloned().collect()
     }
 
-    /// One server; an unknown id names the known ones.
+    /// One server; an unknown id names the known ones, an entry that cannot be read says so.
     pub fn server(&self, id: &str) -> Result<ServerHandle, HubError> {
         let st = self.lock();
+        if let Some(bad) = st.config.invalid.get(id) {
+            return Err(HubError::Config(format!(
+                "server \"{id}\": {}",
+                bad.reason()
+            )));
+        }
         st.servers
             .iter()
             .find(|(k, _)| k.as_str() == id)
@@ -373,9 +383,19 @@ impl HubHandle {
             })
     }
 
-    /// Every server's status.
+    /// Every server's status, the entries that cannot be read among them (state `invalid`), in
+    /// id order.
     pub fn status(&self) -> Vec<ServerStatus> {
-        self.servers().iter().map(|h| h.status()).collect()
+        let mut all: Vec<ServerStatus> = self.servers().iter().map(|h| h.status()).collect();
+        let config = self.config();
+        all.extend(
+            config
+                .invalid
+                .iter()
+                .map(|(key, e)| ServerStatus::invalid(key, e)),
+        );
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all
     }
 
     /// Starts a server (clearing a `failed` state).
@@ -420,8 +440,11 @@ impl HubHandle {
                 .filter_map(|k| st.servers.remove(&k).map(|h| (k, h)))
                 .collect()
         };
-        for (_, h) in removed {
+        for (id, h) in removed {
             let _ = h.shutdown().await;
+            if let Some(dir) = &self.inner.ctx.known_tools_dir {
+                crate::supervisor::known::forget(dir, id.as_str());
+            }
         }
         let ids = profile_ids(&config);
         let tokens = self.inner.client_tokens.clone();
@@ -432,6 +455,14 @@ impl HubHandle {
         }
         register_client_tokens(&self.inner.redactions, &self.inner.client_tokens);
         let before = self.config();
+        // Entries that cannot be read are rows of their own: every front end hears of them.
+        for (key, e) in &config.invalid {
+            if before.invalid.get(key) != Some(e) {
+                self.inner
+                    .bus
+                    .publish(crate::events::Event::Status(ServerStatus::invalid(key, e)));
+            }
+        }
         for (h, cfg) in self.install(config) {
             // A change of tool flags alone restarts nothing: say so, so that every tool list
             // (the gateway's catalog, the app) is rebuilt under the new flags at once.

@@ -497,6 +497,12 @@ pub fn prepare(
         .into_iter()
         .map(|c| {
             let mut entry = c.entry.clone();
+            // Imported servers come by the dozen, most of them seldom called: each starts when
+            // a call needs it (its tools learned once, listed meanwhile), unless it says.
+            if let Some(o) = entry.as_object_mut() {
+                o.entry("start")
+                    .or_insert_with(|| Value::String("on_demand".into()));
+            }
             let (moved, plaintext) = match keychain {
                 Some(k) => (
                     move_credentials(&mut entry, &c.id, &c.credentials, k)?,

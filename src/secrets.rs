@@ -98,6 +98,30 @@ impl Redactions {
         out
     }
 
+    /// A message relayed from a server (a result, an error, a progress or log notification)
+    /// with every known value, in every form, replaced by `[secret:NAME]` — except the values
+    /// of the secrets named in `keep` (the entry's `unmasked_secrets`: ones it is meant to hand
+    /// over). Returned as it came, uncopied, when it holds none.
+    pub fn mask_line(&self, line: Vec<u8>, keep: &[String]) -> Vec<u8> {
+        let v = self.values.read().unwrap_or_else(|e| e.into_inner());
+        let holds = v
+            .iter()
+            .any(|(n, f)| !keep.contains(n) && memchr::memmem::find(&line, f.as_bytes()).is_some());
+        if !holds {
+            return line;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            return line;
+        };
+        let mut out = text.to_owned();
+        for (name, form) in v.iter().filter(|(n, _)| !keep.contains(n)) {
+            if out.contains(form.as_str()) {
+                out = out.replace(form.as_str(), &format!("[secret:{name}]"));
+            }
+        }
+        out.into_bytes()
+    }
+
     /// Forgets every value registered under `name` and registers `values` instead: a token that
     /// replaces an older one (a refresh) does not grow the list.
     pub fn replace(&self, name: &str, values: &[&str]) {
@@ -394,6 +418,24 @@ mod tests {
             r#"{"k":"[secret:token]"}"#
         );
         assert_eq!(r.mask("pin 12"), "pin 12");
+    }
+
+    /// A relayed line: every secret masked but the ones the entry hands over; a line holding
+    /// none comes back as it was.
+    #[test]
+    fn relayed_lines_are_masked_but_for_the_secrets_handed_over() {
+        let r = Redactions::default();
+        r.register("api-key", "sk-live-0123456789");
+        r.register("shared-link", "https://share.example/abcdef");
+        let line = br#"{"result":{"content":[{"text":"key sk-live-0123456789 at https://share.example/abcdef"}]}}"#.to_vec();
+        let masked = String::from_utf8(r.mask_line(line.clone(), &["shared-link".into()])).unwrap();
+        assert!(
+            masked.contains("[secret:api-key]") && !masked.contains("sk-live"),
+            "{masked}"
+        );
+        assert!(masked.contains("https://share.example/abcdef"), "{masked}");
+        let clean = b"{\"result\":{}}".to_vec();
+        assert_eq!(r.mask_line(clean.clone(), &[]), clean);
     }
 
     /// A reference base64 encoder, independent of the one under test.

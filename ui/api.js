@@ -29,6 +29,7 @@ export const stopServer = (id) => call('stop_server', { id });
 export const restartServer = (id) => call('restart_server', { id });
 export const signIn = (id) => call('sign_in', { id });
 export const serverEntry = (id) => call('server_entry', { id });
+export const serverProblem = (id) => call('server_problem', { id });
 export const saveServer = (original, id, entry) => call('save_server', { original, id, entry });
 export const removeServer = (id) => call('remove_server', { id });
 export const testServer = (id, entry) => call('test_server', { id, entry });

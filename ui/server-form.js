@@ -345,7 +345,7 @@ function entryFromForm(form) {
   // Start from the entry being edited so settings the form does not show (per-tool flags,
   // startup timeout) are kept.
   const entry = { ...baseEntry };
-  for (const k of ['command', 'args', 'env', 'cwd', 'sandbox', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled']) delete entry[k];
+  for (const k of ['command', 'args', 'env', 'cwd', 'sandbox', 'url', 'headers', 'allow_insecure', 'requires_approval', 'enabled', 'start']) delete entry[k];
   if (f.kind.value === 'remote') {
     entry.url = f.url.value.trim();
     const headers = parsePairs(f.headers.value, ':', 'Headers', 'headers');
@@ -362,6 +362,7 @@ function entryFromForm(form) {
     if (sandbox !== undefined) entry.sandbox = sandbox;
   }
   if (f.requires_approval.value) entry.requires_approval = f.requires_approval.value === 'true';
+  if (f.start.value) entry.start = f.start.value;
   if (!f.enabled.checked) entry.enabled = false;
   return entry;
 }
@@ -378,9 +379,11 @@ export async function openForm(id) {
   setText($('#server-dialog-title'), id ? `Edit ${id}` : 'Add server');
   $('#server-find-line').hidden = !!id;
   $('#server-remove').hidden = !id;
+  let problem = null;
   if (id) {
     try {
       baseEntry = await api.serverEntry(id);
+      problem = await api.serverProblem(id);
     } catch (e) {
       toast(api.errorText(e), 'error');
       return;
@@ -397,9 +400,16 @@ export async function openForm(id) {
     f.headers.value = Object.entries(baseEntry.headers ?? {}).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
     f.allow_insecure.checked = !!baseEntry.allow_insecure;
     f.requires_approval.value = baseEntry.requires_approval === undefined ? '' : String(baseEntry.requires_approval);
+    f.start.value = baseEntry.start ?? '';
     f.enabled.checked = baseEntry.enabled !== false;
   }
   syncKind();
+  // An entry that cannot be read says why above the form, which shows it repaired where it can.
+  if (problem) {
+    const box = $('#server-form-error');
+    setText(box, problem);
+    box.hidden = false;
+  }
   const dialog = $('#server-dialog');
   dialog.showModal();
   // Opened at its top, the title in view (focusing the first field never scrolls it away).

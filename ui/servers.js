@@ -62,7 +62,7 @@ function refreshSoon() {
 /** Servers that need you (failed, or waiting for a sign-in) first, then by id; and the summary line. */
 function reorder() {
   const list = $('#server-list');
-  const rank = (id) => (['failed', 'needs_sign_in'].includes(rows.get(id).status.state) ? 0 : 1);
+  const rank = (id) => (['invalid', 'failed', 'needs_sign_in'].includes(rows.get(id).status.state) ? 0 : 1);
   const ids = [...rows.keys()].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   ids.forEach((id, i) => {
     if (list.children[i] !== rows.get(id).node) list.insertBefore(rows.get(id).node, list.children[i] ?? null);
@@ -73,8 +73,10 @@ function reorder() {
 function summarize() {
   const all = [...rows.values()].map((r) => r.status);
   const count = (st) => all.filter((s) => s.state === st).length;
-  const tools = all.reduce((n, s) => n + (s.state === 'running' ? s.tools : 0), 0);
+  const tools = all.reduce((n, s) => n + (['running', 'idle'].includes(s.state) ? s.tools : 0), 0);
   const parts = [`${count('running')} running`];
+  if (count('idle')) parts.push(`${count('idle')} idle (start when called)`);
+  if (count('invalid')) parts.push(`${count('invalid')} not readable`);
   if (count('failed')) parts.push(`${count('failed')} failed`);
   if (count('needs_sign_in')) parts.push(`${count('needs_sign_in')} waiting for a sign-in`);
   if (count('restarting')) parts.push(`${count('restarting')} restarting`);
@@ -82,7 +84,7 @@ function summarize() {
   parts.push(`${tools} tool${tools === 1 ? '' : 's'} exposed`);
   const line = $('#servers-summary');
   setText(line, all.length ? parts.join(' · ') : '');
-  line.dataset.failed = count('failed');
+  line.dataset.failed = count('failed') + count('invalid');
 }
 
 function upsert(s) {
@@ -153,10 +155,12 @@ function render(row) {
   const n = row.node;
   n.dataset.state = s.state;
   const badge = n.querySelector('.badge');
-  setText(badge, s.state === 'needs_sign_in' ? 'needs sign-in' : s.state);
+  setText(badge, { needs_sign_in: 'needs sign-in', invalid: 'cannot be read', idle: 'idle' }[s.state] ?? s.state);
   badge.className = `badge state-${s.state}`;
   if (s.state === 'restarting' && s.next_retry_ms) {
     setTitle(badge, `next attempt at ${clock(s.next_retry_ms)} (failure ${s.consecutive_failures})`);
+  } else if (s.state === 'idle') {
+    setTitle(badge, 'Not running: starts when a call needs it (its tools are listed meanwhile)');
   } else setTitle(badge, '');
   // The sandbox, on every local server's row: a shield when confined, a warning when not.
   const shield = n.querySelector('.shield');
@@ -179,7 +183,7 @@ function render(row) {
   n.querySelector('.tools-count').dataset.tools = s.tools;
   if (s.target !== undefined) setText(n.querySelector('.target'), s.target);
   const err = n.querySelector('.last-error');
-  const showErr = s.last_error && s.state !== 'running' && s.state !== 'stopped';
+  const showErr = s.last_error && !['running', 'stopped', 'idle'].includes(s.state);
   err.hidden = !showErr && !(s.state === 'failed');
 
   setText(err, s.last_error || '', true);
@@ -199,23 +203,26 @@ function render(row) {
   // The one action that fits: Sign in when it waits for one, Restart while it runs (or tries
   // to), Start otherwise. The menu holds the rest, each shown only where it applies.
   const running = s.state === 'running' || s.state === 'starting' || s.state === 'restarting';
-  const primary = s.state === 'needs_sign_in' ? 'sign-in' : running ? 'restart' : 'start';
+  // An entry that cannot be read is fixed in its form; nothing else applies to it.
+  const invalid = s.state === 'invalid';
+  const primary = invalid ? 'edit' : s.state === 'needs_sign_in' ? 'sign-in' : running ? 'restart' : 'start';
   const main = n.querySelector('.primary-act');
   // Left alone while a sign-in waits for the browser (it says so on the button).
   if (!main.dataset.busy) {
     main.dataset.act = primary;
-    setText(main, { 'sign-in': 'Sign in', restart: 'Restart', start: 'Start' }[primary]);
-    main.classList.toggle('primary', primary === 'sign-in');
+    setText(main, { 'sign-in': 'Sign in', restart: 'Restart', start: 'Start', edit: 'Fix…' }[primary]);
+    main.classList.toggle('primary', primary === 'sign-in' || primary === 'edit');
     main.setAttribute('aria-label', `${main.textContent} ${s.id}`);
     main.disabled = false;
   }
   const item = (act) => n.querySelector(`.menu [data-act=${act}]`);
-  item('start').hidden = primary === 'start' || running;
-  item('stop').hidden = s.state === 'stopped';
-  item('restart').hidden = primary === 'restart' || (!s.enabled && s.state === 'stopped');
+  item('start').hidden = primary === 'start' || running || invalid;
+  item('stop').hidden = s.state === 'stopped' || s.state === 'idle' || invalid;
+  item('restart').hidden = primary === 'restart' || (!s.enabled && s.state === 'stopped') || invalid || s.state === 'idle';
   item('sign-in').hidden = primary === 'sign-in' || s.state !== 'needs_sign_in';
-  item('disable').hidden = !s.enabled;
-  item('enable').hidden = !!s.enabled;
+  item('edit').hidden = invalid;
+  item('disable').hidden = !s.enabled || invalid;
+  item('enable').hidden = !!s.enabled || invalid;
   setText(item('expand'), row.expanded ? 'Hide tools and log' : 'Show tools and log');
   n.dataset.enabled = s.enabled ? 'true' : 'false';
   tickUptime(row);
@@ -224,7 +231,9 @@ function render(row) {
 function tickUptime(row) {
   const s = row.status;
   const up = row.node.querySelector('.uptime');
-  setText(up, s.state === 'running' ? `up ${duration(Date.now() - s.since_ms)}` : '');
+  if (s.state === 'running') setText(up, `up ${duration(Date.now() - s.since_ms)}`);
+  else if (s.state === 'idle') setText(up, 'starts when called');
+  else setText(up, '');
 }
 
 function tickUptimes() {

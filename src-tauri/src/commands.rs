@@ -152,12 +152,34 @@ pub async fn sign_in(state: AppStateRef<'_>, id: String) -> CommandResult<()> {
 pub fn server_entry(state: AppStateRef<'_>, id: String) -> CommandResult<Value> {
     let hub = state.hub()?;
     let config = hub.config();
+    // An entry that cannot be read is edited as written, a setting it misspelled read as the
+    // one it meant (`server_problem` says what was changed).
+    if let Some(bad) = config.invalid.get(&id) {
+        return Ok(gatehouse::config::repair_entry(&bad.raw).0);
+    }
     let (_, cfg) = config
         .servers
         .iter()
         .find(|(k, _)| k.as_str() == id)
         .ok_or_else(|| CommandError::invalid(format!("there is no server \"{id}\"")))?;
     serde_json::to_value(cfg).map_err(CommandError::failed)
+}
+
+/// Why a server's entry cannot be read and what the form changed to show it (`None`: it can).
+#[tauri::command]
+pub fn server_problem(state: AppStateRef<'_>, id: String) -> CommandResult<Option<String>> {
+    let config = state.hub()?.config();
+    Ok(config.invalid.get(&id).map(|bad| {
+        let (_, said) = gatehouse::config::repair_entry(&bad.raw);
+        let mut text = format!("This entry cannot be read: {}.", bad.error);
+        if !said.is_empty() {
+            text.push_str(&format!(
+                " The form shows it with {}: check, then Save.",
+                said.join(", ")
+            ));
+        }
+        text
+    }))
 }
 
 /// Adds (`original` null) or replaces a server; the core validates the entry (an error names

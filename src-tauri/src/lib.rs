@@ -169,6 +169,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::restart_server,
             commands::sign_in,
             commands::server_entry,
+            commands::server_problem,
             commands::save_server,
             commands::remove_server,
             commands::test_server,

@@ -6,6 +6,7 @@
 //! - `paths`: default locations, `~/` expansion, command lines for people to read.
 //! - `lock`: one writer at a time (`PATH.lock`) and the cleanup of interrupted writes.
 
+mod entries;
 mod itself;
 mod lock;
 mod parse;
@@ -22,6 +23,7 @@ use std::net::SocketAddr;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use entries::{client_spelling, repair_entry, InvalidEntry};
 pub use itself::reaches_gatehouse;
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
 pub use parse::{parse_entry, validate_secret_name};
@@ -47,27 +49,70 @@ pub const GATEWAY_TOKEN_SECRET: &str = "gateway-token";
 /// Default address of the gateway endpoint.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7723";
 
-/// The whole config file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
+/// The whole config file (read entry by entry: see `entries.rs`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(try_from = "entries::RawConfig")]
 pub struct Config {
-    /// The servers, by id.
-    #[serde(default)]
+    /// The servers that could be read, by id.
     pub servers: BTreeMap<ServerId, ServerConfig>,
+    /// The server entries that could not be read, by their key as written: kept as written,
+    /// each a row in state `invalid`.
+    pub invalid: BTreeMap<String, InvalidEntry>,
     /// Which calls ask the person, and for how long.
-    #[serde(default)]
     pub approval: ApprovalConfig,
     /// Where clients reach Gatehouse.
-    #[serde(default)]
     pub gateway: GatewayConfig,
     /// Client profiles: each AI client's own token and tool set (`default`, everything, is
     /// implicit: the gateway token).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clients: BTreeMap<ServerId, ClientProfile>,
     /// Where `gatehouse registry` and the app's "Find in the registry" look.
-    #[serde(default, skip_serializing_if = "RegistryConfig::is_default")]
     pub registry: RegistryConfig,
+    /// What an entry that says nothing gets (`"defaults": {"start": …}`).
+    pub defaults: Defaults,
 }
+
+/// `"defaults"`: what a server entry that does not say gets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// When servers start (`"at_launch"` when this says nothing either).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartMode>,
+}
+
+impl Defaults {
+    pub(super) fn is_default(&self) -> bool {
+        self.start.is_none()
+    }
+}
+
+/// When a server starts (`"start"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StartMode {
+    /// With the hub, and kept running.
+    #[default]
+    AtLaunch,
+    /// When a call needs it; stopped after `idle_stop_secs` without calls. Its tools are listed
+    /// from their last known definitions meanwhile.
+    OnDemand,
+}
+
+impl StartMode {
+    /// As the config and `status --json` spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartMode::AtLaunch => "at_launch",
+            StartMode::OnDemand => "on_demand",
+        }
+    }
+}
+
+/// How long an on-demand server may sit without calls before it is stopped, when its entry
+/// does not say (`idle_stop_secs`).
+pub const DEFAULT_IDLE_STOP_SECS: u64 = 600;
+/// The longest idle time accepted (a day).
+pub const MAX_IDLE_STOP_SECS: u64 = 86_400;
 
 /// The MCP Registry Gatehouse searches (`GATEHOUSE_REGISTRY_URL` wins over it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -86,7 +131,7 @@ pub struct RegistryConfig {
 pub const DEFAULT_MIN_AGE_DAYS: u64 = 7;
 
 impl RegistryConfig {
-    fn is_default(&self) -> bool {
+    pub(super) fn is_default(&self) -> bool {
         self.url.is_none() && self.min_age_days.is_none()
     }
 
@@ -230,6 +275,16 @@ pub struct ServerConfig {
     /// `validate_arguments`: refuse a call whose arguments do not match the tool's inputSchema
     /// (off by default; a per-tool setting wins).
     pub validate_arguments: bool,
+    /// The entry's own `"start"` (`None`: the config's `defaults`).
+    pub start: Option<StartMode>,
+    /// When it starts, all said: its own `"start"`, else `defaults`, else at launch
+    /// ([`Config::settle`]).
+    pub effective_start: StartMode,
+    /// `idle_stop_secs`: how long an on-demand server runs without calls.
+    pub idle_stop_secs: u64,
+    /// `unmasked_secrets`: keychain secrets this server is meant to hand over in its results
+    /// (every other secret value it was given is masked in what it says).
+    pub unmasked_secrets: Vec<String>,
 }
 
 /// How a server is reached.

@@ -17,6 +17,36 @@ use super::{
 
 // ---- server entry: parsed loosely, then validated so errors can say what to do ----
 
+/// Every setting a server entry may have (what [`RawServer`] reads).
+pub(super) const ENTRY_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "allow_insecure",
+    "allow_private",
+    "pin",
+    "auth",
+    "oauth",
+    "enabled",
+    "requires_approval",
+    "tools",
+    "startup_timeout_secs",
+    "call_timeout_secs",
+    "validate_arguments",
+    "disabled",
+    "name",
+    "type",
+    "transport",
+    "tools_used",
+    "sandbox",
+    "start",
+    "idle_stop_secs",
+    "unmasked_secrets",
+];
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
@@ -54,6 +84,10 @@ struct RawServer {
     tools_used: Option<Vec<String>>,
     /// How a stdio server is confined.
     sandbox: Option<crate::sandbox::SandboxPolicy>,
+    /// `"at_launch"` or `"on_demand"`.
+    start: Option<super::StartMode>,
+    idle_stop_secs: Option<u64>,
+    unmasked_secrets: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -142,7 +176,11 @@ pub fn parse_entry(entry: &serde_json::Value) -> Result<ServerConfig, EntryError
             None => {
                 let fix = refusal::fix_for(&m, e.classify());
                 let message = match m.strip_prefix("unknown field ") {
-                    Some(rest) => format!("unknown setting {rest}"),
+                    // The fix names the nearest setting; the whole list is not repeated.
+                    Some(rest) => format!(
+                        "unknown setting {}",
+                        rest.split(", expected").next().unwrap_or(rest)
+                    ),
                     None => m,
                 };
                 (message, fix)
@@ -268,6 +306,18 @@ impl RawServer {
             MAX_CALL_TIMEOUT_SECS,
         )
         .map_err(|(p, f)| at("call_timeout_secs", p, f))?;
+        let idle_stop_secs = bounded(
+            "idle_stop_secs",
+            self.idle_stop_secs.unwrap_or(super::DEFAULT_IDLE_STOP_SECS),
+            1,
+            super::MAX_IDLE_STOP_SECS,
+        )
+        .map_err(|(p, f)| at("idle_stop_secs", p, f))?;
+        let unmasked_secrets = self.unmasked_secrets.unwrap_or_default();
+        for name in &unmasked_secrets {
+            super::values::secret_name_refusal(name)
+                .map_err(|(p, f)| at("unmasked_secrets", p, f))?;
+        }
         Ok(ServerConfig {
             transport,
             enabled,
@@ -278,6 +328,10 @@ impl RawServer {
             startup_timeout_secs,
             call_timeout_secs,
             validate_arguments: self.validate_arguments.unwrap_or(false),
+            start: self.start,
+            effective_start: self.start.unwrap_or_default(),
+            idle_stop_secs,
+            unmasked_secrets,
         })
     }
 }
@@ -387,14 +441,15 @@ impl Config {
                 None => message,
             };
             let (message, fix) = match (refusal::client_file_key(text), refusal::split(&message)) {
-                (Some(key), _) => (
+                // A refusal of ours says it best (both server lists at once…).
+                (_, Some((p, f))) => (p.to_owned(), f.to_owned()),
+                (Some(key), None) => (
                     format!("this is an AI client's own config (it has \"{key}\"), not Gatehouse's"),
                     format!(
                         "run `gatehouse import {}` to bring its servers in (placeholders become references, secrets can move to the keychain), or write them under \"servers\" (see examples/gatehouse.json)",
                         crate::config::command_line([path.to_string_lossy().as_ref()])
                     ),
                 ),
-                (None, Some((p, f))) => (p.to_owned(), f.to_owned()),
                 (None, None) => {
                     let fix = refusal::fix_for(&message, e.classify());
                     (message, fix)
@@ -408,16 +463,8 @@ impl Config {
                 fix,
             }
         })?;
-        // Gremia-style `server:tool` keys are accepted for a server's own tools.
-        for (id, server) in config.servers.iter_mut() {
-            let prefix = format!("{id}:");
-            server.tools = std::mem::take(&mut server.tools)
-                .into_iter()
-                .map(|(k, v)| match k.strip_prefix(&prefix) {
-                    Some(rest) => (rest.to_owned(), v),
-                    None => (k, v),
-                })
-                .collect();
+        for (key, entry) in config.invalid.iter_mut() {
+            entry.line = super::entries::line_of(text, key);
         }
         if let Err((message, fix)) = config.check_clients() {
             return Err(ConfigError::Invalid {
@@ -441,7 +488,7 @@ impl Config {
                 ));
             }
             for server in profile.servers.iter().flatten() {
-                if !self.servers.contains_key(server) {
+                if !self.has_entry(server.as_str()) {
                     return Err((
                         format!("client \"{id}\" lists server \"{server}\", which is not in \"servers\""),
                         "fix the name, or add the server first".into(),
@@ -449,9 +496,9 @@ impl Config {
                 }
             }
             for key in profile.tools.keys() {
-                let known = key.split_once("__").is_some_and(|(server, tool)| {
-                    !tool.is_empty() && self.servers.keys().any(|s| s.as_str() == server)
-                });
+                let known = key
+                    .split_once("__")
+                    .is_some_and(|(server, tool)| !tool.is_empty() && self.has_entry(server));
                 if !known {
                     return Err((
                         format!("client \"{id}\" has a tool setting \"{key}\" that names no configured server"),

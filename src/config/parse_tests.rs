@@ -1,10 +1,20 @@
 //! The config loader's refusals: each with its position and a composed fix.
 use super::*;
 use crate::config::refusal::{closest, levenshtein};
-use crate::config::ServerId;
+use crate::config::{ServerId, StartMode, DEFAULT_IDLE_STOP_SECS};
+use serde_json::json;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(text, Path::new("gh.json"))
+}
+
+/// The one entry of `text` that cannot be read, when the rest of the file can: (its line, the
+/// problem, the fix).
+fn bad_entry(text: &str) -> (usize, usize, String, String) {
+    let c = parse(text).unwrap_or_else(|e| panic!("the whole file was refused: {e}"));
+    assert_eq!(c.invalid.len(), 1, "{:?}", c.invalid);
+    let (_, e) = c.invalid.into_iter().next().unwrap();
+    (e.line, 0, e.error.message, e.error.fix)
 }
 
 fn invalid(text: &str) -> (usize, usize, String, String) {
@@ -52,30 +62,30 @@ fn parses_the_design_example() {
 
 #[test]
 fn unknown_key_names_position_and_suggests() {
-    let (line, col, msg, fix) = invalid("{\"servers\": {\n  \"a\": {\"comand\": \"x\"}}}");
+    let (line, _, msg, fix) = bad_entry("{\"servers\": {\n  \"a\": {\"comand\": \"x\"}}}");
     assert_eq!(line, 2);
-    assert!(col > 5, "{col}");
-    assert!(msg.contains("unknown field `comand`"), "{msg}");
+    assert!(msg.contains("unknown setting `comand`"), "{msg}");
     assert!(fix.contains("did you mean \"command\""), "{fix}");
 }
 
 #[test]
 fn bad_id_missing_command_wrong_type() {
-    let (line, _, msg, fix) = invalid("{\"servers\": {\n\n \"My_Server\": {\"command\": \"x\"}}}");
+    let (line, _, msg, fix) =
+        bad_entry("{\"servers\": {\n\n \"My_Server\": {\"command\": \"x\"}}}");
     assert_eq!(line, 3);
     assert!(msg.contains("invalid server id \"My_Server\""), "{msg}");
     assert!(fix.contains("my-server"), "{fix}");
 
-    let (_, _, msg, fix) = invalid("{\"servers\": {\"a\": {\"args\": []}}}");
+    let (_, _, msg, fix) = bad_entry("{\"servers\": {\"a\": {\"args\": []}}}");
     assert!(msg.contains("neither \"command\" nor \"url\""), "{msg}");
     assert!(!fix.is_empty());
 
-    let (_, _, msg, fix) = invalid("{\"servers\": {\"a\": {\"command\": 5}}}");
+    let (_, _, msg, fix) = bad_entry("{\"servers\": {\"a\": {\"command\": 5}}}");
     assert!(msg.contains("invalid type"), "{msg}");
     assert!(fix.contains("type"), "{fix}");
 
     let (_, _, msg, _) =
-        invalid("{\"servers\": {\"a\": {\"command\": \"x\", \"url\": \"http://h\"}}}");
+        bad_entry("{\"servers\": {\"a\": {\"command\": \"x\", \"url\": \"http://h\"}}}");
     assert!(msg.contains("both"), "{msg}");
 }
 
@@ -100,7 +110,11 @@ fn every_duration_is_bounded_with_a_clear_error() {
         ),
         (r#"{"approval": {"timeout_secs": 0}}"#, "timeout_secs"),
     ] {
-        let (_, _, msg, fix) = invalid(text);
+        let (_, _, msg, fix) = if text.contains("servers") {
+            bad_entry(text)
+        } else {
+            invalid(text)
+        };
         assert!(
             msg.contains(key) && msg.contains("must be between"),
             "{msg}"
@@ -170,12 +184,12 @@ fn non_loopback_listen_refused() {
 
 #[test]
 fn bad_secret_reference() {
-    let (_, _, msg, fix) = invalid(
+    let (_, _, msg, fix) = bad_entry(
         "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"T\": {\"secrt\": \"x\"}}}}}",
     );
     assert!(msg.contains("in a reference"), "{msg}");
     assert!(fix.contains("{\"env\": VAR}"), "{fix}");
-    let (_, _, msg, _) = invalid(
+    let (_, _, msg, _) = bad_entry(
         "{\"servers\": {\"a\": {\"command\": \"x\", \"env\": {\"T\": {\"secret\": \"a b\"}}}}}",
     );
     assert!(msg.contains("invalid secret name"), "{msg}");
@@ -206,24 +220,21 @@ fn pasted_entries_are_accepted_where_unambiguous() {
 }
 
 /// What would be a guess is refused with the fix: a transport that disagrees with the entry,
-/// `disabled` and `enabled` disagreeing, and a client's whole file (`mcpServers`).
+/// `disabled` and `enabled` disagreeing.
 #[test]
 fn pasted_files_and_contradictions_are_refused_with_the_fix() {
-    let (_, _, msg, fix) = invalid(r#"{"servers": {"a": {"command": "x", "type": "http"}}}"#);
+    let (_, _, msg, fix) = bad_entry(r#"{"servers": {"a": {"command": "x", "type": "http"}}}"#);
     assert!(msg.contains("has a \"command\""), "{msg}");
     assert!(fix.contains("remote servers need \"url\""), "{fix}");
     let (_, _, msg, _) =
-        invalid(r#"{"servers": {"a": {"url": "https://e.com", "type": "stdio"}}}"#);
+        bad_entry(r#"{"servers": {"a": {"url": "https://e.com", "type": "stdio"}}}"#);
     assert!(msg.contains("no \"command\""), "{msg}");
-    let (_, _, msg, _) = invalid(r#"{"servers": {"a": {"command": "x", "type": "pigeon"}}}"#);
+    let (_, _, msg, _) = bad_entry(r#"{"servers": {"a": {"command": "x", "type": "pigeon"}}}"#);
     assert!(msg.contains("unknown transport"), "{msg}");
     let (_, _, msg, _) =
-        invalid(r#"{"servers": {"a": {"command": "x", "disabled": true, "enabled": true}}}"#);
+        bad_entry(r#"{"servers": {"a": {"command": "x", "disabled": true, "enabled": true}}}"#);
     assert!(msg.contains("disagree"), "{msg}");
-    let (_, _, msg, fix) = invalid(r#"{"mcpServers": {"a": {"command": "x"}}}"#);
-    assert!(msg.contains("AI client's own config"), "{msg}");
-    assert!(fix.contains("gatehouse import"), "{fix}");
-    let (_, _, msg, _) = invalid(
+    let (_, _, msg, _) = bad_entry(
         r#"{"servers": {"a": {"command": "x", "env": {"K": {"env": "V", "secret": "s"}}}}}"#,
     );
     assert!(msg.contains("both \"env\" and \"secret\""), "{msg}");
@@ -289,10 +300,10 @@ fn every_refusal_has_a_composed_fix() {
         (r#"{"a": {"url": "https://h", "pin": {"version": "1.0.0"}}}"#, "\"pin\" applies to local (\"command\") servers that run a package",
          "remove it from this remote server"),
         (r#"{"My_A": {"command": "x"}}"#, "invalid server id \"My_A\"", "use 1 to 32 characters of a-z, 0-9 and '-', for example \"my-a\""),
-        (r#"{"a": {"comand": "x"}}"#, "unknown field `comand`", "did you mean \"command\"? rename or remove \"comand\""),
+        (r#"{"a": {"comand": "x"}}"#, "unknown setting `comand`", "did you mean \"command\"? rename or remove \"comand\""),
     ];
     for (servers, message, fix) in table {
-        let (_, _, m, f) = invalid(&format!("{{\"servers\": {servers}}}"));
+        let (_, _, m, f) = bad_entry(&format!("{{\"servers\": {servers}}}"));
         assert!(m.starts_with(message), "{servers}: message {m:?}");
         assert_eq!(&f, fix, "{servers}");
         // The same entry through the form's path gives the same two sentences.
@@ -334,6 +345,7 @@ fn a_client_file_as_the_config_points_to_import() {
     for text in [
         r#"{"inputs": [{"id": "k", "type": "promptString"}], "servers": {"a": {"command": "x"}}}"#,
         r#"{"numStartups": 3, "mcpServers": {"a": {"command": "x"}}}"#,
+        r#"{"mcp": {"a": {"type": "local", "command": ["x"]}}}"#,
         r#"{"context_servers": {}}"#,
     ] {
         let (_, _, m, f) = invalid(text);
@@ -343,4 +355,117 @@ fn a_client_file_as_the_config_points_to_import() {
             "{text}: {f}"
         );
     }
+}
+
+/// One broken entry costs one server: the file is read, the others are as written, the broken
+/// one is kept as written (saved back unchanged) with its line, problem and fix; a form's edit
+/// makes it a server; removing it removes it.
+#[test]
+fn one_broken_entry_costs_one_server() {
+    let text = "{\"servers\": {\n  \"a\": {\"command\": \"x\"},\n  \"b\": {\"comand\": \"y\"},\n  \"c\": {\"url\": \"https://e.com/mcp\"}\n}, \"clients\": {\"cursor\": {\"servers\": [\"b\"]}}}";
+    let c = parse(text).unwrap();
+    let ids: Vec<&str> = c.servers.keys().map(ServerId::as_str).collect();
+    assert_eq!(ids, ["a", "c"]);
+    let b = &c.invalid["b"];
+    assert_eq!(b.line, 3);
+    assert!(
+        b.error.message.contains("unknown setting `comand`"),
+        "{b:?}"
+    );
+    assert!(
+        b.reason().contains("did you mean \"command\""),
+        "{}",
+        b.reason()
+    );
+    // Saved back: the broken entry exactly as written.
+    let again = parse(&c.to_json()).unwrap();
+    assert_eq!(again.invalid["b"].raw, json!({"comand": "y"}));
+    assert_eq!(again.servers, c.servers);
+    // Fixed in the form: a server now.
+    let fixed = c
+        .with_server(Some("b"), "b", &json!({"command": "y"}))
+        .unwrap();
+    assert!(fixed.invalid.is_empty() && fixed.servers.len() == 3);
+    // Or removed, with the profile that named it.
+    let gone = c.without_server("b").unwrap();
+    assert!(gone.invalid.is_empty());
+    assert!(gone.clients[&ServerId::parse("cursor").unwrap()]
+        .servers
+        .as_ref()
+        .unwrap()
+        .is_empty());
+    assert!(c
+        .with_enabled("b", false)
+        .unwrap_err()
+        .contains("cannot be read"));
+    // For the form: the typo read as the setting it meant, said.
+    let (repaired, said) = crate::config::repair_entry(&b.raw);
+    assert_eq!(repaired, json!({"command": "y"}));
+    assert_eq!(said, ["\"comand\" read as \"command\""]);
+}
+
+/// A client's snippet pasted as the config works: `"mcpServers"` is read as `"servers"`, with the
+/// clients' spellings (`serverUrl`, `httpUrl`, `disabled`, client-only settings) read as
+/// Gatehouse's; both lists at once are refused with the fix.
+#[test]
+fn mcp_servers_is_read_as_servers() {
+    let c = parse(r#"{"mcpServers": {
+        "fs": {"command": "npx", "args": ["-y", "fs"], "env": {"K": "${HOME}"}, "timeout": 30000, "trust": true},
+        "w": {"serverUrl": "https://w.example/mcp"},
+        "g": {"httpUrl": "https://g.example/mcp", "disabled": true},
+        "cp": {"type": "http", "url": "https://c.example/mcp", "tools": ["*"]}}}"#)
+    .unwrap();
+    assert!(c.invalid.is_empty(), "{:?}", c.invalid);
+    assert_eq!(c.servers.len(), 4);
+    let g = &c.servers[&ServerId::parse("g").unwrap()];
+    assert!(!g.enabled);
+    match &c.servers[&ServerId::parse("fs").unwrap()].transport {
+        Transport::Stdio(t) => assert_eq!(t.env["K"], EnvValue::Env { env: "HOME".into() }),
+        other => panic!("{other:?}"),
+    }
+    // Written back under "servers".
+    assert!(c.to_json().contains("\"servers\""));
+    let (_, _, m, f) = invalid(r#"{"servers": {}, "mcpServers": {}}"#);
+    assert!(m.contains("both \"servers\" and \"mcpServers\""), "{m}");
+    assert!(f.contains("keep one list"), "{f}");
+}
+
+/// `start`, `idle_stop_secs` and `defaults`: an entry's own word wins, then `defaults`, then at
+/// launch; bounds refused with the fix; written back only when said.
+#[test]
+fn start_on_demand_and_defaults() {
+    let c = parse(r#"{"servers": {"a": {"command": "x"}, "b": {"command": "y", "start": "at_launch", "idle_stop_secs": 30}},
+                      "defaults": {"start": "on_demand"}}"#)
+    .unwrap();
+    let a = &c.servers[&ServerId::parse("a").unwrap()];
+    let b = &c.servers[&ServerId::parse("b").unwrap()];
+    assert_eq!(a.effective_start, StartMode::OnDemand);
+    assert_eq!(a.start, None);
+    assert_eq!(b.effective_start, StartMode::AtLaunch);
+    assert_eq!(b.idle_stop_secs, 30);
+    assert_eq!(a.idle_stop_secs, DEFAULT_IDLE_STOP_SECS);
+    assert_eq!(parse(&c.to_json()).unwrap(), c);
+    let (_, _, m, f) = bad_entry(r#"{"servers": {"a": {"command": "x", "start": "lazily"}}}"#);
+    assert!(m.contains("unknown variant `lazily`"), "{m}");
+    assert!(
+        f.contains("\"at_launch\"") && f.contains("\"on_demand\""),
+        "{f}"
+    );
+    let (_, _, m, _) = bad_entry(r#"{"servers": {"a": {"command": "x", "idle_stop_secs": 0}}}"#);
+    assert!(m.contains("idle_stop_secs"), "{m}");
+}
+
+/// The two refusals that ended with "see examples/gatehouse.json": each names the change now.
+#[test]
+fn approval_refusals_name_the_change() {
+    let (_, _, m, f) = invalid(r#"{"approval": {"default": "flaged-only"}}"#);
+    assert!(m.contains("unknown variant `flaged-only`"), "{m}");
+    assert!(
+        f.starts_with("change \"flaged-only\" to \"flagged-only\""),
+        "{f}"
+    );
+    let (_, _, m, f) = invalid(r#"{"approval": {"timeout_secs": -5}}"#);
+    assert!(m.contains("-5"), "{m}");
+    assert!(f.contains("0 or more"), "{f}");
+    assert!(!f.contains("examples/gatehouse.json"), "{f}");
 }

@@ -168,8 +168,27 @@ pub(super) fn fix_for(message: &str, class: serde_json::error::Category) -> Stri
                 .and_then(|r| r.split('`').next())
             {
                 format!("add \"{field}\"")
+            } else if let Some(rest) = message.strip_prefix("unknown variant `") {
+                // `approval.default`, `start`, `sandbox`…: the allowed values, the nearest first.
+                let given = rest.split('`').next().unwrap_or("");
+                let allowed: Vec<&str> = rest
+                    .split("expected ")
+                    .nth(1)
+                    .map(|e| e.split('`').skip(1).step_by(2).collect())
+                    .unwrap_or_default();
+                let quoted: Vec<String> = allowed.iter().map(|a| format!("\"{a}\"")).collect();
+                match closest(given, &allowed) {
+                    Some(best) => format!("change \"{given}\" to \"{best}\" (allowed: {})", quoted.join(", ")),
+                    None => format!("change \"{given}\" to one of {}", quoted.join(", ")),
+                }
+            } else if message.starts_with("invalid value: integer `-") {
+                "change it to a whole number of 0 or more (no minus sign)".into()
+            } else if message.starts_with("invalid value: floating point") {
+                "change it to a whole number (no decimal point)".into()
+            } else if message.starts_with("invalid length") {
+                "give the number of items the message above names".into()
             } else {
-                "see examples/gatehouse.json for the expected shape".into()
+                "change the value at that position to the type the message above names".into()
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Writing a config: the file format back out, atomic saves that keep the last good copy, and
 //! edits of one server entry (validated as a load would validate them).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -114,6 +115,47 @@ impl Serialize for ServerConfig {
         if self.validate_arguments {
             m.serialize_entry("validate_arguments", &true)?;
         }
+        if let Some(start) = self.start {
+            m.serialize_entry("start", &start)?;
+        }
+        if self.idle_stop_secs != super::DEFAULT_IDLE_STOP_SECS {
+            m.serialize_entry("idle_stop_secs", &self.idle_stop_secs)?;
+        }
+        if !self.unmasked_secrets.is_empty() {
+            m.serialize_entry("unmasked_secrets", &self.unmasked_secrets)?;
+        }
+        m.end()
+    }
+}
+
+/// The file format: every server under `"servers"` — the readable ones as they are now, the
+/// invalid ones exactly as they were written — then the sections that say something.
+impl Serialize for Config {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        let mut servers: BTreeMap<&str, serde_json::Value> = BTreeMap::new();
+        for (id, server) in &self.servers {
+            servers.insert(
+                id.as_str(),
+                serde_json::to_value(server).map_err(S::Error::custom)?,
+            );
+        }
+        for (key, entry) in &self.invalid {
+            servers.insert(key.as_str(), entry.raw.clone());
+        }
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("servers", &servers)?;
+        m.serialize_entry("approval", &self.approval)?;
+        m.serialize_entry("gateway", &self.gateway)?;
+        if !self.clients.is_empty() {
+            m.serialize_entry("clients", &self.clients)?;
+        }
+        if !self.registry.is_default() {
+            m.serialize_entry("registry", &self.registry)?;
+        }
+        if !self.defaults.is_default() {
+            m.serialize_entry("defaults", &self.defaults)?;
+        }
         m.end()
     }
 }
@@ -172,13 +214,18 @@ impl Config {
             .map_err(|e| e.to_string())?;
         let new_id = ServerId::parse(id)?;
         let mut next = self.clone();
-        if let Some(orig) = original.and_then(|o| ServerId::parse(o).ok()) {
-            next.servers.remove(&orig);
-            if orig.as_str() != id {
-                next.rename_in_clients(orig.as_str(), Some(&new_id));
+        if let Some(orig) = original {
+            // An invalid entry edited in the form becomes a readable one.
+            next.invalid.remove(orig);
+            if let Ok(orig) = ServerId::parse(orig) {
+                next.servers.remove(&orig);
+                if orig.as_str() != id {
+                    next.rename_in_clients(orig.as_str(), Some(&new_id));
+                }
             }
         }
         next.servers.insert(new_id, server);
+        next.settle();
         Ok(next)
     }
 
@@ -211,7 +258,7 @@ impl Config {
                 "remove this entry and connect your clients to Gatehouse instead (`gatehouse client-config NAME`)",
             ));
         }
-        if let Some(orig) = original {
+        if let Some(orig) = original.filter(|o| !self.invalid.contains_key(*o)) {
             let orig_id = ServerId::check(orig).map_err(|(p, f)| at("id", p, f))?;
             if !self.servers.contains_key(&orig_id) {
                 return Err(EntryError {
@@ -221,7 +268,7 @@ impl Config {
                 });
             }
         }
-        if original != Some(id) && self.servers.contains_key(&new_id) {
+        if original != Some(id) && self.has_entry(new_id.as_str()) {
             return Err(at(
                 "id",
                 format!("a server \"{id}\" already exists"),
@@ -283,6 +330,11 @@ impl Config {
         let key = ServerId::parse(id)?;
         match next.servers.get_mut(&key) {
             Some(s) => s.enabled = enabled,
+            None if self.invalid.contains_key(id) => {
+                return Err(format!(
+                    "server \"{id}\" cannot be read, so it cannot be started or stopped: fix its entry first (`gatehouse status {id}` says what is wrong)"
+                ))
+            }
             None => return Err(self.unknown_server(id)),
         }
         Ok(next)
@@ -290,7 +342,9 @@ impl Config {
 
     /// "There is no server X", naming the servers there are.
     pub fn unknown_server(&self, id: &str) -> String {
-        let known: Vec<&str> = self.servers.keys().map(ServerId::as_str).collect();
+        let mut known: Vec<&str> = self.servers.keys().map(ServerId::as_str).collect();
+        known.extend(self.invalid.keys().map(String::as_str));
+        known.sort_unstable();
         let known = if known.is_empty() {
             "(none configured)".to_owned()
         } else {
@@ -302,6 +356,10 @@ impl Config {
     /// This config without server `id`.
     pub fn without_server(&self, id: &str) -> Result<Config, String> {
         let mut next = self.clone();
+        if next.invalid.remove(id).is_some() {
+            next.rename_in_clients(id, None);
+            return Ok(next);
+        }
         let key = ServerId::parse(id)?;
         if next.servers.remove(&key).is_none() {
             return Err(self.unknown_server(id));

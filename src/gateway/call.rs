@@ -30,6 +30,8 @@ pub(super) struct Upstream<'a> {
     pub our_token: Option<String>,
     /// The client's progress token (raw JSON).
     pub client_token: Option<&'a str>,
+    /// The secrets this server may hand over unmasked (`unmasked_secrets`).
+    pub keep: &'a [String],
 }
 
 /// What the call phase ends with, for the answer phase.
@@ -171,6 +173,7 @@ impl Gateway {
                         ev => ev,
                     };
                     if let Some(line) = self.relay(session, up.server, ev, up.client_token) {
+                        let line = self.inner.hub.redactions().mask_line(line, up.keep);
                         // A client that stops reading loses this call's stream, never the hub's
                         // memory.
                         match tokio::time::timeout(CLIENT_STALL, tx.send(Out::Event(line))).await {

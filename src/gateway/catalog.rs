@@ -9,7 +9,7 @@ use std::sync::Arc;
 use crate::config::{Config, ServerId};
 use crate::hub::HubHandle;
 use crate::naming::exposed_name;
-use crate::supervisor::status::{State, ToolDef};
+use crate::supervisor::status::ToolDef;
 
 /// One exposed tool: its server and its definition as the server listed it.
 #[derive(Debug, Clone)]
@@ -50,7 +50,7 @@ impl Catalog {
         let mut ordered = Vec::new();
         let mut ui_refs = HashMap::new();
         for server in hub.servers() {
-            if server.status().state != State::Running {
+            if !server.status().state.offers_tools() {
                 continue;
             }
             let policy = config.servers.get(server.id());
@@ -68,7 +68,9 @@ impl Catalog {
                     tracing::warn!(tool = %tool.name, server = %server.id(), exposed = %name, "exposed tool name collision; tool hidden");
                     continue;
                 }
-                let Some(def) = rename(tool.raw.get(), &name) else {
+                let Some(def) =
+                    rename(tool.raw.get(), &name).and_then(|d| tagged(&d, server.id().as_str()))
+                else {
                     continue;
                 };
                 if let Some(uri) = super::apps::resource_uri(tool.raw.get()) {
@@ -137,10 +139,8 @@ impl Catalog {
                 .filter(|(_, (_, uri))| shared.contains(uri))
                 .filter_map(|(name, (server, uri))| {
                     let raw = self.by_name.get(name)?.tool.raw.get();
-                    Some((
-                        name.as_str(),
-                        super::apps::with_alias(raw, server.as_str(), uri)?,
-                    ))
+                    let aliased = super::apps::with_alias(raw, server.as_str(), uri)?;
+                    Some((name.as_str(), tagged(&aliased, server.as_str())?))
                 })
                 .collect();
             let seen: Vec<super::names::Seen<'_>> = self
@@ -149,15 +149,14 @@ impl Catalog {
                 .filter(|(name, server, _)| {
                     profile.is_none_or(|p| p.sees_tool(server.as_str(), name))
                 })
-                .filter_map(|(name, server, _)| {
+                .filter_map(|(name, server, def)| {
                     let e = self.by_name.get(name)?;
                     Some(super::names::Seen {
                         canonical: name,
                         server: server.as_str(),
                         own: &e.tool.name,
-                        raw: aliased
-                            .get(name.as_str())
-                            .map_or(e.tool.raw.get(), String::as_str),
+                        // As listed: the server's tag in its description.
+                        raw: aliased.get(name.as_str()).map_or(&**def, String::as_str),
                     })
                 })
                 .collect();
@@ -221,9 +220,44 @@ pub fn rename(raw_object: &str, name: &str) -> Option<String> {
     crate::jsonrpc::set_member(raw_object, "name", &crate::jsonrpc::json_string(name))
 }
 
+/// A tool's definition as a client sees it, its description starting with the server's tag
+/// (`[wiki] Searches pages`): the model can tell which server a tool comes from, whatever its
+/// name. The definition the pins hash is the server's own, untouched.
+pub fn tagged(def: &str, server: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Described {
+        description: Option<String>,
+    }
+    let tag = format!("[{server}]");
+    let described = match serde_json::from_str::<Described>(def).ok()?.description {
+        Some(d) if d.starts_with(&tag) => return Some(def.to_owned()),
+        Some(d) if !d.is_empty() => format!("{tag} {d}"),
+        _ => tag,
+    };
+    crate::jsonrpc::set_member(def, "description", &crate::jsonrpc::json_string(&described))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The server's tag opens the description (once), and only the description changes.
+    #[test]
+    fn a_description_says_its_server() {
+        let out = tagged(
+            r#"{"name":"search","description":"Finds pages","f":0.1}"#,
+            "wiki",
+        )
+        .unwrap();
+        assert!(
+            out.contains(r#""description":"[wiki] Finds pages""#),
+            "{out}"
+        );
+        assert!(out.contains(r#""f":0.1"#), "{out}");
+        assert_eq!(tagged(&out, "wiki").unwrap(), out);
+        let bare = tagged(r#"{"name":"x"}"#, "t").unwrap();
+        assert!(bare.contains(r#""description":"[t]""#), "{bare}");
+    }
 
     #[test]
     fn rename_keeps_other_members_byte_exact() {

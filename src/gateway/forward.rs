@@ -140,12 +140,21 @@ impl Gateway {
                 };
                 audit.sent(decision, by);
                 // Call: the rounds, the relay, a parked call's retry taking it over.
+                let keep = gw
+                    .inner
+                    .hub
+                    .config()
+                    .servers
+                    .get(server.id())
+                    .map(|c| c.unmasked_secrets.clone())
+                    .unwrap_or_default();
                 let up = Upstream {
                     server: &server,
                     method,
                     sink,
                     our_token,
                     client_token: client_token.as_deref(),
+                    keep: &keep,
                 };
                 let mut to = Attach { client_id, tx };
                 let called_at = crate::logs::now_ms();
@@ -180,6 +189,8 @@ impl Gateway {
                     || server.logs().stderr_since(40, called_at),
                 );
                 audit.error = error;
+                // A secret Gatehouse handed the server never reaches the client in its answer.
+                let line = gw.inner.hub.redactions().mask_line(line, &keep);
                 let _ = tokio::time::timeout(CLIENT_STALL, to.tx.send(Out::Final(line))).await;
                 // After the answer is on its way: logging never delays a call.
                 audit.finish(decision, by, outcome);

@@ -297,7 +297,7 @@ impl Gateway {
             let Some(cfg) = config.servers.get(server.id()) else {
                 continue;
             };
-            if server.status().state == crate::supervisor::State::Running {
+            if server.status().state.offers_tools() {
                 let tools = server.tools();
                 let origin = cfg.origin();
                 let mut listed = lock(&self.inner.listed);
@@ -448,7 +448,7 @@ impl Gateway {
         // A name stays reserved for a tool whose server is configured but not running now.
         let kept = |server: &str| {
             hub.server(server)
-                .is_ok_and(|h| h.status().state != crate::supervisor::State::Running)
+                .is_ok_and(|h| !h.status().state.offers_tools())
         };
         self.catalog().view(
             profile.unwrap_or(names::DEFAULT_PROFILE),

@@ -13,7 +13,8 @@ use crate::jsonrpc::{self, ErrorCode, Kind, Line, NULL_ID};
 /// Requests of the stdio client handled at once at most; more are answered with an error.
 pub const MAX_IN_FLIGHT: usize = 256;
 
-/// Serves until the client closes its input or `shutdown` is cancelled.
+/// Serves until the client closes its input (then answers what it already received) or
+/// `shutdown` is cancelled.
 pub async fn serve<R, W>(gw: Gateway, input: R, output: W, shutdown: CancellationToken)
 where
     R: AsyncRead + Unpin,
@@ -30,6 +31,7 @@ where
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let mut opened = Opened::No;
     let mut input = jsonrpc::LineReader::new(input, jsonrpc::MAX_LINE_BYTES);
+    let mut ended = false;
     loop {
         let line = tokio::select! {
             _ = shutdown.cancelled() => break,
@@ -118,9 +120,24 @@ where
                     ))
                     .await;
             }
-            Ok(Line::Eof) | Err(_) => break,
+            Ok(Line::Eof) | Err(_) => {
+                ended = true;
+                break;
+            }
         }
         while tasks.try_join_next().is_some() {}
+    }
+    if ended {
+        // The client closed its input: every request already received is answered first,
+        // each within its own deadline (a call's `call_timeout_secs`, an approval's timeout),
+        // as a stdio server finishes what it was asked before it exits. A stop signal meanwhile
+        // ends the wait.
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                next = tasks.join_next() => if next.is_none() { break },
+            }
+        }
     }
     gw.close_session(&session.id);
     tasks.shutdown().await;

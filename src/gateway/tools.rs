@@ -39,6 +39,51 @@ impl Gateway {
         id: &RawValue,
         params: Option<&RawValue>,
     ) -> Outcome {
+        self.call_tool_once(s, id, params, false)
+    }
+
+    /// An idle on-demand server's call (or a starting server's): the server is started and
+    /// waited for (within its startup timeout), then the call is taken again from the top —
+    /// looked up, admitted and forwarded as any other.
+    fn start_then_call(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        server: ServerHandle,
+    ) -> Outcome {
+        let (tx, rx) = tokio::sync::mpsc::channel(super::session::OUT_QUEUE);
+        let (gw, s, id) = (self.clone(), s.clone(), id.to_owned());
+        let params = params.map(ToOwned::to_owned);
+        tokio::spawn(async move {
+            if let Err(why) = server.demand().await {
+                tracing::info!(server = %server.id(), "started for a call, but: {why}");
+            }
+            gw.refresh_catalog();
+            match gw.call_tool_once(&s, &id, params.as_deref(), true) {
+                Outcome::Reply(line) => {
+                    let _ = tx.send(super::Out::Final(line)).await;
+                }
+                Outcome::Stream(mut more) => {
+                    while let Some(out) = more.recv().await {
+                        if tx.send(out).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                Outcome::Accepted => {}
+            }
+        });
+        Outcome::Stream(rx)
+    }
+
+    fn call_tool_once(
+        &self,
+        s: &Arc<ClientSession>,
+        id: &RawValue,
+        params: Option<&RawValue>,
+        started: bool,
+    ) -> Outcome {
         let (mut p, name) = match member_params(id, params, "tools/call", "name") {
             Ok(x) => x,
             Err(reply) => return reply,
@@ -84,6 +129,14 @@ impl Gateway {
                 .is_none_or(|p| p.sees_tool(e.server.as_str(), &name))
         };
         let Some(entry) = self.catalog().lookup(&name).filter(|e| visible(e)).cloned() else {
+            // Its server is starting (at launch, or restarting): the call waits for it, then is
+            // taken again (a client that calls at once, `printf … | serve --stdio`, is answered).
+            let starting = split_server(&name)
+                .and_then(|(srv, _)| self.inner.hub.server(srv).ok())
+                .filter(|h| h.status().state == crate::supervisor::State::Starting);
+            if let Some(server) = starting.filter(|_| !started) {
+                return self.start_then_call(s, id, params, server);
+            }
             if profile.is_some() {
                 // Outside a client's profile a tool does not exist for it: nothing more is said.
                 return Outcome::Reply(jsonrpc::error_line(
@@ -104,6 +157,15 @@ impl Gateway {
                 ))
             }
         };
+        // An idle on-demand server starts first: the call then runs against its live
+        // definitions (a definition changed while it was idle is asked about again).
+        let waits = matches!(
+            server.status().state,
+            crate::supervisor::State::Idle | crate::supervisor::State::Starting
+        );
+        if waits && !started {
+            return self.start_then_call(s, id, params, server);
+        }
         let meta = CallMeta::new(&server, &entry.tool.name, arguments);
         if server.status().state != crate::supervisor::State::Running {
             let text = tool_error(&not_running(&server, &name));
@@ -470,14 +532,15 @@ impl Gateway {
         let Some(entry) = self.catalog().lookup(exposed).cloned() else {
             // Disabled tools leave the catalog; so do a stopped server's.
             return match server.status().state {
-                crate::supervisor::State::Running => gone(Decision::Disabled),
+                st if st.offers_tools() => gone(Decision::Disabled),
                 _ => Recheck::Refused(not_running(server, exposed), Decision::NotRunning),
             };
         };
         if &entry.server != server.id() {
             return gone(Decision::Disabled);
         }
-        if server.status().state != crate::supervisor::State::Running {
+        // An on-demand server that idled while the call waited starts again when it is sent.
+        if !server.status().state.offers_tools() {
             return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
         }
         if entry.tool.hash() == asked {

@@ -19,7 +19,7 @@ impl HubHandle {
         let count = |profile: &crate::config::ClientProfile| {
             self.servers()
                 .iter()
-                .filter(|h| h.status().state == crate::supervisor::State::Running)
+                .filter(|h| h.status().state.offers_tools())
                 .map(|h| {
                     let server_cfg = config.servers.get(h.id());
                     h.tools()

@@ -29,6 +29,8 @@ pub(super) enum Control {
     /// List the tools again; answered once a listing that began after the request has ended
     /// (dropped when the server is not running).
     Refresh(oneshot::Sender<()>),
+    /// A call needs this on-demand server: start it if it is idle (answered once it began).
+    Demand(oneshot::Sender<()>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -37,6 +39,7 @@ enum Wake {
     Exited,
     Session(u64, SessionEvent),
     Retry,
+    Idle,
 }
 
 pub(super) struct Actor {
@@ -56,9 +59,17 @@ pub(super) struct Actor {
     /// Whether the handshake probes `server/discover` first; off for good once the server died
     /// of the probe (a strict 2025 server that exits on a method it does not know).
     probe: bool,
+    /// When an on-demand server running without calls is next checked for idleness.
+    idle_at: Option<tokio::time::Instant>,
+    /// Its last known tool definitions (offered while it is idle).
+    known: Arc<Vec<Arc<super::status::ToolDef>>>,
+    /// Started only to learn its tools (no call asked for it): stopped once it listed them.
+    learning: bool,
 }
 
+mod demand;
 mod expect;
+mod states;
 
 impl Actor {
     pub fn new(
@@ -81,6 +92,9 @@ impl Actor {
             retry_at: None,
             cleanup: JoinSet::new(),
             probe: true,
+            idle_at: None,
+            known: Arc::new(Vec::new()),
+            learning: false,
         }
     }
 
@@ -88,12 +102,13 @@ impl Actor {
     /// shut down (or every handle is gone).
     pub async fn run(mut self) {
         if self.cfg.enabled {
-            self.begin_start().await;
+            self.launch_or_idle().await;
         }
         loop {
             let wake = {
                 let exit_rx = self.session.as_ref().map(|s| s.exit.clone());
                 let retry_at = self.retry_at;
+                let idle_at = self.idle_at;
                 tokio::select! {
                     c = self.ctl.recv() => Wake::Control(c),
                     _ = async move {
@@ -109,6 +124,12 @@ impl Actor {
                             None => std::future::pending::<()>().await,
                         }
                     } => Wake::Retry,
+                    _ = async move {
+                        match idle_at {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending::<()>().await,
+                        }
+                    } => Wake::Idle,
                 }
             };
             match wake {
@@ -134,6 +155,7 @@ impl Actor {
                     self.update_status(|s| s.restarts += 1);
                     self.begin_start().await;
                 }
+                Wake::Idle => self.on_idle_check().await,
             }
         }
         // Every handle dropped: the hub is shutting down.
@@ -151,15 +173,25 @@ impl Actor {
             Control::Start(done) => {
                 if matches!(
                     self.state(),
-                    State::Stopped | State::Failed | State::Restarting | State::NeedsSignIn
+                    State::Stopped
+                        | State::Failed
+                        | State::Restarting
+                        | State::NeedsSignIn
+                        | State::Idle
                 ) {
+                    self.learning = false;
                     self.clear_failures();
                     self.begin_start().await;
                 }
                 let _ = done.send(());
             }
+            Control::Demand(done) => {
+                self.on_demand().await;
+                let _ = done.send(());
+            }
             Control::Stop(done) => {
                 self.retry_at = None;
+                self.idle_at = None;
                 self.end_session("the server was stopped").await;
                 self.set_state(State::Stopped, |s| s.next_retry_ms = None);
                 let _ = done.send(());
@@ -188,31 +220,43 @@ impl Actor {
                 self.shared
                     .call_timeout_secs
                     .store(cfg.call_timeout_secs, std::sync::atomic::Ordering::Relaxed);
+                self.shared.startup_timeout_secs.store(
+                    cfg.startup_timeout_secs,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 self.cfg = *cfg;
-                let (enabled, name, command, sandbox) = (
+                let (enabled, name, command, sandbox, start) = (
                     self.cfg.enabled,
                     self.cfg.name.clone(),
                     self.cfg.describe(),
                     self.cfg.sandbox_report(),
+                    self.cfg.effective_start,
                 );
                 self.update_status(|s| {
                     s.enabled = enabled;
                     s.name = name;
                     s.command = command;
                     s.sandbox = sandbox;
+                    s.start = start;
                 });
                 if self.state() == State::Running {
                     self.check_expectations();
                 }
+                let idle = self.state() == State::Idle;
                 if relaunch || matches!(self.state(), State::Failed | State::NeedsSignIn) {
                     self.retry_at = None;
                     self.end_session("the server's configuration changed").await;
                     self.clear_failures();
-                    if self.cfg.enabled {
-                        self.begin_start().await;
-                    } else {
+                    if !self.cfg.enabled {
                         self.set_state(State::Stopped, |_| {});
+                    } else if idle && self.on_demand_mode() {
+                        // Idle stays idle: the next call starts it with the new settings.
+                        self.go_idle();
+                    } else {
+                        self.launch_or_idle().await;
                     }
+                } else {
+                    self.start_mode_changed().await;
                 }
                 let _ = done.send(());
             }
@@ -225,18 +269,6 @@ impl Actor {
 
     fn state(&self) -> State {
         self.shared.status.borrow().state
-    }
-
-    fn clear_failures(&mut self) {
-        self.update_status(|s| {
-            s.consecutive_failures = 0;
-            s.last_error = None;
-            s.next_retry_ms = None;
-        });
-    }
-
-    fn note(&self, line: String) {
-        self.shared.log(&self.ctx.bus, LogStream::Gatehouse, line);
     }
 
     fn log_fn(&self) -> super::launch::LogFn {
@@ -352,6 +384,7 @@ impl Actor {
                     tools: count,
                 });
                 self.check_expectations();
+                self.listed();
                 if refresh {
                     self.refresh_tools();
                 }
@@ -391,6 +424,7 @@ impl Actor {
                 let count = tools.len();
                 *lock(&self.shared.tools) = Arc::new(tools);
                 self.update_status(|s| s.tools = count);
+                self.listed();
                 self.ctx.bus.publish(Event::ToolsChanged {
                     server: self.shared.id.to_string(),
                     tools: count,
@@ -494,89 +528,6 @@ impl Actor {
         }
     }
 
-    /// A remote server that wants the person to sign in: no restart until they do (a sign-in,
-    /// a restart, or a config change starts it again).
-    fn needs_sign_in(&mut self, why: String) {
-        let why = self.ctx.redactions.mask(&why);
-        self.retry_at = None;
-        let id = self.shared.id.to_string();
-        let text = format!(
-            "needs a sign-in: {why}; sign in from the Servers view or run `gatehouse auth login {id}`"
-        );
-        self.note(text.clone());
-        self.set_state(State::NeedsSignIn, |s| {
-            s.last_error = Some(text);
-            s.next_retry_ms = None;
-            s.pid = None;
-            s.consecutive_failures = 0;
-        });
-        self.ctx.bus.publish(Event::SignInNeeded {
-            server: id,
-            reason: why,
-        });
-    }
-
-    /// Records a failure and decides between `restarting` (with backoff) and `failed`.
-    fn fail(&mut self, msg: String, fatal: bool, uptime: Option<Duration>) {
-        // Error texts quote the server (its stderr, its error objects): masked before shown.
-        let mut msg = self.ctx.redactions.mask(&msg);
-        // A confined server's failure that may be the sandbox's doing says so, with the path
-        // and the line that allows it (its recent stderr read too: a refusal is often said
-        // before the last lines).
-        if let Some(c) = lock(&self.shared.confined).clone() {
-            let recent = self.shared.logs.stderr_since(40, c.launched_ms);
-            let said = format!("{msg}\n{recent}");
-            if let Some(b) = crate::sandbox::blame::blame(&said, &c, self.shared.id.as_str()) {
-                msg = format!("{msg} — {}", self.ctx.redactions.mask(&b));
-            }
-        }
-        let tuning = self.ctx.tuning.clone();
-        let mut failures = self.shared.status.borrow().consecutive_failures;
-        if uptime.is_some_and(|u| u >= tuning.reset_after) {
-            failures = 0;
-        }
-        failures += 1;
-        tracing::warn!(server = %self.shared.id, failures, error = %msg, "server failed");
-        if fatal || failures >= tuning.max_failures || !self.cfg.enabled {
-            let last_error = if !fatal && failures >= tuning.max_failures {
-                format!("gave up after {failures} consecutive failures; last: {msg}")
-            } else {
-                msg
-            };
-            self.note(format!("failed: {last_error}"));
-            self.retry_at = None;
-            self.set_state(State::Failed, |s| {
-                s.consecutive_failures = failures;
-                s.last_crash = Some(last_error.clone());
-                s.last_crash_ms = Some(now_ms());
-                s.last_error = Some(last_error);
-                s.next_retry_ms = None;
-                s.pid = None;
-            });
-        } else {
-            let delay = backoff::delay(
-                tuning.backoff_base,
-                tuning.backoff_max,
-                failures,
-                fastrand::f64(),
-            );
-            self.retry_at = Some(tokio::time::Instant::now() + delay);
-            self.note(format!(
-                "restarting in {:.1} s (failure {failures} of {})",
-                delay.as_secs_f64(),
-                tuning.max_failures
-            ));
-            self.set_state(State::Restarting, |s| {
-                s.consecutive_failures = failures;
-                s.last_crash = Some(msg.clone());
-                s.last_crash_ms = Some(now_ms());
-                s.last_error = Some(msg);
-                s.next_retry_ms = Some(now_ms() + delay.as_millis() as u64);
-                s.pid = None;
-            });
-        }
-    }
-
     /// Stops the current session, if any, with the whole stop sequence.
     async fn end_session(&mut self, reason: &str) {
         // A listing will not end now: whoever waits for one hears so (the handle's error).
@@ -595,48 +546,5 @@ impl Actor {
         if is_child {
             self.update_status(|st| st.last_exit = info);
         }
-    }
-
-    fn update_status(&self, f: impl FnOnce(&mut ServerStatus)) {
-        let mut changed = false;
-        self.shared.status.send_if_modified(|s| {
-            let before = s.clone();
-            f(s);
-            changed = *s != before;
-            changed
-        });
-        if changed {
-            self.ctx
-                .bus
-                .publish(Event::Status(self.shared.status.borrow().clone()));
-        }
-    }
-
-    fn set_state(&self, state: State, f: impl FnOnce(&mut ServerStatus)) {
-        if state == State::Starting {
-            // Warnings describe one run of the server; a new one starts without them.
-            lock(&self.shared.warnings).clear();
-        }
-        if state != State::Running {
-            // Tools of a server that is not running are offered to no one.
-            *lock(&self.shared.tools) = Arc::new(Vec::new());
-            *lock(&self.shared.capabilities) = None;
-        }
-        self.update_status(|s| {
-            if s.state != state {
-                s.state = state;
-                s.since_ms = now_ms();
-            }
-            if !matches!(state, State::Running | State::Starting | State::Stopping) {
-                s.pid = None;
-            }
-            if state != State::Running {
-                s.tools = 0;
-            }
-            if state == State::Starting {
-                s.warnings.clear();
-            }
-            f(s);
-        });
     }
 }

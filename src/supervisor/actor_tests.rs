@@ -31,6 +31,7 @@ fn server(fake: &Arc<FakeLauncher>) -> (ServerHandle, tokio::task::JoinHandle<()
         gateway_ports: Vec::new(),
         launcher: fake.clone(),
         sandbox: Default::default(),
+        known_tools_dir: None,
         oauth: Arc::new(crate::oauth::Manager::new(
             Arc::new(crate::oauth::NoVault),
             Arc::default(),

@@ -58,6 +58,9 @@ pub struct Context {
     pub oauth: Arc<crate::oauth::Manager>,
     /// What no sandboxed server may read, and where each one's own places are made.
     pub sandbox: super::confine::SandboxRoots,
+    /// Where each server's last known tool definitions are kept (`None`: nowhere; an
+    /// on-demand server then starts once per run to learn them).
+    pub known_tools_dir: Option<PathBuf>,
 }
 
 impl Context {
@@ -85,6 +88,7 @@ impl Context {
             gateway_ports,
             launcher: Arc::new(SystemLauncher),
             sandbox: super::confine::SandboxRoots::default(),
+            known_tools_dir: None,
         }
     }
 }

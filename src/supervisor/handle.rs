@@ -8,7 +8,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::config::{ServerConfig, ServerId, Transport};
 use crate::events::{Event, EventBus};
-use crate::logs::{now_ms, LogLine, LogStore};
+use crate::logs::{LogLine, LogStore};
 
 use super::actor::{Actor, Control};
 use super::context::Context;
@@ -37,33 +37,18 @@ impl ServerHandle {
         ctx: Arc<Context>,
     ) -> (ServerHandle, tokio::task::JoinHandle<()>) {
         let (ctl_tx, ctl_rx) = mpsc::channel(64);
-        let status = ServerStatus {
-            id: id.to_string(),
-            state: State::Stopped,
-            transport: match cfg.transport {
+        let mut status = ServerStatus::new(
+            id.as_str(),
+            match cfg.transport {
                 Transport::Stdio(_) => TransportKind::Stdio,
                 Transport::Remote(_) => TransportKind::Remote,
             },
-            enabled: cfg.enabled,
-            pid: None,
-            since_ms: now_ms(),
-            restarts: 0,
-            consecutive_failures: 0,
-            next_retry_ms: None,
-            last_exit: None,
-            last_error: None,
-            tools: 0,
-            server_name: None,
-            server_version: None,
-            protocol_version: None,
-            era: None,
-            last_crash: None,
-            last_crash_ms: None,
-            name: cfg.name.clone(),
-            command: cfg.describe(),
-            warnings: Vec::new(),
-            sandbox: cfg.sandbox_report(),
-        };
+        );
+        status.enabled = cfg.enabled;
+        status.name = cfg.name.clone();
+        status.command = cfg.describe();
+        status.sandbox = cfg.sandbox_report();
+        status.start = cfg.effective_start;
         let log_file = ctx.log_dir.as_ref().map(|d| d.join(format!("{id}.log")));
         let shared = Arc::new(Shared {
             id,
@@ -74,9 +59,12 @@ impl ServerHandle {
             logs: LogStore::new(log_file),
             redactions: ctx.redactions.clone(),
             call_timeout_secs: std::sync::atomic::AtomicU64::new(cfg.call_timeout_secs),
+            startup_timeout_secs: std::sync::atomic::AtomicU64::new(cfg.startup_timeout_secs),
             warnings: Mutex::new(Default::default()),
             bus: ctx.bus.clone(),
             confined: Mutex::new(None),
+            in_flight: Default::default(),
+            last_used_ms: Default::default(),
         });
         let join = tokio::spawn(Actor::new(shared.clone(), cfg, ctx, ctl_rx).run());
         (
@@ -226,6 +214,13 @@ impl ServerHandle {
         params: Option<&RawValue>,
         route: Option<CallRoute>,
     ) -> Result<Reply, CallError> {
+        let _in_use = super::shared::InUse::begin(&self.shared);
+        if self.status().state == State::Idle {
+            self.demand().await.map_err(|why| CallError::NotRunning {
+                server: self.shared.id.to_string(),
+                state: why,
+            })?;
+        }
         let peer = self.peer()?;
         let secs = self
             .shared
@@ -247,6 +242,36 @@ impl ServerHandle {
                 secs,
             }),
         }
+    }
+
+    /// Starts an idle on-demand server for a call and waits until it runs (within its startup
+    /// timeout); the error says why it did not (the state it ended in and its last error).
+    pub async fn demand(&self) -> Result<(), String> {
+        let _in_use = super::shared::InUse::begin(&self.shared);
+        let mut rx = self.shared.status.subscribe();
+        if rx.borrow().state == State::Idle {
+            self.send(Control::Demand)
+                .await
+                .map_err(|_| "Gatehouse is shutting down".to_owned())?;
+        }
+        let limit = std::time::Duration::from_secs(self.shared.startup_secs() + 5);
+        let settled = tokio::time::timeout(
+            limit,
+            rx.wait_for(|s| !matches!(s.state, State::Idle | State::Starting | State::Stopping)),
+        )
+        .await;
+        let s = match settled {
+            Ok(Ok(s)) => s.clone(),
+            Ok(Err(_)) => return Err("Gatehouse is shutting down".into()),
+            Err(_) => return Err(format!("still starting after {} s", limit.as_secs())),
+        };
+        if s.state == State::Running {
+            return Ok(());
+        }
+        Err(match s.last_error {
+            Some(e) => format!("{} ({e})", s.state),
+            None => s.state.to_string(),
+        })
     }
 
     /// The live connection, for answering server→client requests; fails unless running.

@@ -21,6 +21,7 @@ mod context;
 pub(crate) mod fake;
 mod handle;
 pub mod handshake;
+pub mod known;
 pub(crate) mod launch;
 pub mod process;
 pub mod remote;

@@ -24,15 +24,15 @@ use crate::oauth::{Credentials, Refused};
 use crate::protocol;
 
 mod address;
+mod liveness;
 mod streams;
 mod wire;
 
 pub use address::{check_address, AddressError};
 
+use liveness::{keepalive_probe, KEEPALIVE};
 use wire::*;
 
-/// How long an idle connection may go unchecked: a ping is sent when nothing else went out.
-const KEEPALIVE: Duration = Duration::from_secs(3);
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Whether `url` may be reached: https anywhere; plain http only on loopback unless allowed.
@@ -209,6 +209,8 @@ where
     let _tasks_end = tasks.clone().drop_guard();
     let _writer_ends = AbortOnDrop(writer.abort_handle());
     let mut mode: Option<Mode> = None;
+    // A modern server's liveness check: the handshake's own discovery request, under its own id.
+    let mut discover_again: Option<Arc<Vec<u8>>> = None;
     let mut from_peer = LineReader::new(from_peer, MAX_LINE);
     let mut last_sent = tokio::time::Instant::now();
     let reason = loop {
@@ -216,16 +218,17 @@ where
         tokio::select! {
             _ = stop.cancelled() => break None,
             Some(reason) = lost_rx.recv() => break Some(reason),
-            _ = keepalive, if mode.as_ref().is_some_and(|m| !matches!(m, Mode::Modern)) => {
+            _ = keepalive, if mode.is_some() => {
                 last_sent = tokio::time::Instant::now();
                 let b = bridge.clone();
                 let m = mode.clone();
                 let t = tasks.clone();
+                let probe = discover_again.clone();
                 tokio::spawn(async move {
                     if let Some(m) = m {
                         tokio::select! {
                             _ = t.cancelled() => {}
-                            _ = b.ping(&m) => {}
+                            _ = b.ping(&m, probe.as_deref().map(Vec::as_slice)) => {}
                         }
                     }
                 });
@@ -251,7 +254,10 @@ where
                         )
                         .await;
                         match probed {
-                            Ok(Ok(true)) => mode = Some(Mode::Modern),
+                            Ok(Ok(true)) => {
+                                mode = Some(Mode::Modern);
+                                discover_again = keepalive_probe(&msg).map(Arc::new);
+                            }
                             Ok(Ok(false)) => {}
                             Ok(Err(reason)) => break Some(reason),
                             Err(_) => bridge.not_modern(&msg, "no answer to server/discover in time").await,
@@ -572,39 +578,6 @@ impl Bridge {
                 .send(jsonrpc::error_line(id, ErrorCode::InternalError, why))
                 .await;
         }
-    }
-
-    async fn ping(&self, mode: &Mode) {
-        let msg = br#"{"jsonrpc":"2.0","id":"gatehouse-keepalive","method":"ping"}"#.to_vec();
-        let (url, session) = match mode {
-            Mode::Streamable { session } => (self.url.clone(), session.as_deref()),
-            // On the old transport the answer would arrive on the event stream, which the GET
-            // reader already watches; nothing to send. The modern revision has no ping.
-            Mode::Sse { .. } | Mode::Modern => return,
-        };
-        let sent = tokio::time::timeout(
-            Duration::from_secs(10),
-            self.execute(
-                reqwest::Method::POST,
-                url,
-                self.base_headers(session),
-                Some(msg.into()),
-            ),
-        )
-        .await;
-        let reason = match sent {
-            Ok(Ok(r)) if r.status().as_u16() == 404 && session.is_some() => {
-                "the server ended our session (HTTP 404)".to_owned()
-            }
-            Ok(Ok(r)) => {
-                // Drain the answer so the connection can be reused; it is not the peer's.
-                let _ = r.bytes().await;
-                return;
-            }
-            Ok(Err(f)) => f.reason("connection lost"),
-            Err(_) => "connection lost: no answer to a ping within 10 s".to_owned(),
-        };
-        let _ = self.lost.send(reason).await;
     }
 }
 

@@ -27,14 +27,46 @@ pub(super) struct Shared {
     pub redactions: Arc<Redactions>,
     /// The deadline of one request to the server in seconds (0: none); follows the config.
     pub call_timeout_secs: std::sync::atomic::AtomicU64,
+    /// How long its start may take (`startup_timeout_secs`); follows the config.
+    pub startup_timeout_secs: std::sync::atomic::AtomicU64,
     /// Warnings by key (what `status.warnings` shows). Guards one change.
     pub warnings: Mutex<std::collections::BTreeMap<String, String>>,
     pub bus: EventBus,
     /// The sandbox of the current (or last) launch, when confined. Guards one swap or read.
     pub confined: Mutex<Option<Arc<crate::sandbox::Confined>>>,
+    /// Requests in flight through handles: an on-demand server is never stopped under one.
+    pub in_flight: std::sync::atomic::AtomicUsize,
+    /// When the last request began or ended (ms since the epoch; 0: none yet).
+    pub last_used_ms: std::sync::atomic::AtomicU64,
+}
+
+/// One request in flight: counted while it lives, and the server's last use noted at both ends.
+pub(super) struct InUse<'a>(&'a Shared);
+
+impl<'a> InUse<'a> {
+    pub fn begin(shared: &'a Shared) -> InUse<'a> {
+        use std::sync::atomic::Ordering;
+        shared.in_flight.fetch_add(1, Ordering::Relaxed);
+        shared.last_used_ms.store(now_ms(), Ordering::Relaxed);
+        InUse(shared)
+    }
+}
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        self.0.last_used_ms.store(now_ms(), Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Shared {
+    /// How long its start may take, in seconds.
+    pub fn startup_secs(&self) -> u64 {
+        self.startup_timeout_secs
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Sets (or clears, with `None`) the warning under `key`; a change is published.
     pub fn warn(&self, key: &str, text: Option<String>) {
         let list: Vec<String> = {

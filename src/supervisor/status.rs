@@ -23,9 +23,21 @@ pub enum State {
     /// A remote server that wants an OAuth sign-in (no tokens yet, or they stopped working):
     /// waits for the person, never restarted on its own.
     NeedsSignIn,
+    /// An on-demand server not running, ready to start when a call needs it; its tools are
+    /// listed from their last known definitions.
+    Idle,
+    /// A config entry that cannot be read: `last_error` holds the problem and the fix. The
+    /// other servers run without it.
+    Invalid,
 }
 
 impl State {
+    /// Whether its tools are offered to clients: while it runs, and while an on-demand server
+    /// is idle (its last known tools; a call starts it).
+    pub fn offers_tools(self) -> bool {
+        matches!(self, State::Running | State::Idle)
+    }
+
     /// The state's name, as the CLI and the UI show it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -36,6 +48,8 @@ impl State {
             State::Restarting => "restarting",
             State::Failed => "failed",
             State::NeedsSignIn => "needs_sign_in",
+            State::Idle => "idle",
+            State::Invalid => "invalid",
         }
     }
 }
@@ -160,6 +174,68 @@ pub struct ServerStatus {
     /// A stdio server's sandbox: its policy and what enforces it (`None` for a remote server).
     #[serde(default)]
     pub sandbox: Option<crate::sandbox::SandboxReport>,
+    /// When it starts: `at_launch` or `on_demand`.
+    #[serde(default)]
+    pub start: crate::config::StartMode,
+}
+
+impl ServerStatus {
+    /// A server as it is before anything happened to it.
+    pub fn new(id: &str, transport: TransportKind) -> ServerStatus {
+        ServerStatus {
+            id: id.to_owned(),
+            state: State::Stopped,
+            transport,
+            enabled: true,
+            pid: None,
+            since_ms: crate::logs::now_ms(),
+            restarts: 0,
+            consecutive_failures: 0,
+            next_retry_ms: None,
+            last_exit: None,
+            last_error: None,
+            tools: 0,
+            server_name: None,
+            server_version: None,
+            protocol_version: None,
+            era: None,
+            last_crash: None,
+            last_crash_ms: None,
+            name: None,
+            command: String::new(),
+            warnings: Vec::new(),
+            sandbox: None,
+            start: crate::config::StartMode::AtLaunch,
+        }
+    }
+
+    /// The row of a config entry that cannot be read (`key` as the file writes it).
+    pub fn invalid(key: &str, entry: &crate::config::InvalidEntry) -> ServerStatus {
+        let remote = entry.raw.get("url").is_some()
+            || entry.raw.get("serverUrl").is_some()
+            || entry.raw.get("httpUrl").is_some();
+        let mut s = ServerStatus::new(
+            key,
+            if remote {
+                TransportKind::Remote
+            } else {
+                TransportKind::Stdio
+            },
+        );
+        s.state = State::Invalid;
+        s.enabled = entry
+            .raw
+            .get("enabled")
+            .and_then(serde_json::Value::as_bool)
+            != Some(false);
+        s.last_error = Some(entry.reason());
+        s.name = entry
+            .raw
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned);
+        s
+    }
 }
 
 pub use crate::tool::{definition_hash, read_only_hint, ToolDef, ToolMeta};

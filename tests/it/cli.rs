@@ -111,38 +111,19 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// A file that cannot be read as a whole (its syntax, a section of its own, the address) stops
+/// `serve` with exit 2, the file and position named with the fix, nothing started and the file
+/// untouched. A broken server entry does not: see the next test.
 #[test]
 fn bad_configs_exit_2_with_position_and_fix_and_start_nothing() {
     let cases: &[(&str, &str, &[&str])] = &[
         (
-            "a duration too large for a deadline",
-            "{\"servers\": {\"a\": {\"command\": \"x\",\n  \"startup_timeout_secs\": 18446744073709551615}}}",
-            &[":2:", "\"startup_timeout_secs\" is 18446744073709551615", "between 1 and 3600"],
-        ),
-        (
             "an approval timeout too large for a deadline",
             "{\"approval\": {\"timeout_secs\": 18446744073709551615}}",
-            &["\"timeout_secs\" is 18446744073709551615", "between 1 and 3600"],
-        ),
-        (
-            "unknown key",
-            "{\"servers\": {\n  \"a\": {\"comand\": \"x\"}}}",
-            &[":2:", "unknown field `comand`", "did you mean \"command\""],
-        ),
-        (
-            "bad id",
-            "{\"servers\": {\n\"Bad_Id\": {\"command\": \"x\"}}}",
-            &[":2:", "invalid server id \"Bad_Id\"", "bad-id"],
-        ),
-        (
-            "missing command",
-            "{\"servers\": {\"a\": {\"args\": [\"x\"]}}}",
-            &[":1:", "neither \"command\" nor \"url\"", "fix: add \"command\""],
-        ),
-        (
-            "wrong type",
-            "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": \"-y\"}}}",
-            &[":1:", "invalid type", "fix:"],
+            &[
+                "\"timeout_secs\" is 18446744073709551615",
+                "between 1 and 3600",
+            ],
         ),
         (
             "syntax",
@@ -153,6 +134,11 @@ fn bad_configs_exit_2_with_position_and_fix_and_start_nothing() {
             "non-loopback",
             "{\"gateway\": {\"listen\": \"0.0.0.0:7723\"}}",
             &["not a loopback"],
+        ),
+        (
+            "an unknown top-level key",
+            "{\"servers\": {},\n \"sevrers\": {}}",
+            &[":2:", "unknown field `sevrers`", "did you mean \"servers\""],
         ),
     ];
     for (name, text, wants) in cases {
@@ -191,6 +177,66 @@ fn bad_configs_exit_2_with_position_and_fix_and_start_nothing() {
         "{}",
         stderr(&out)
     );
+}
+
+/// A broken server entry costs that server only: `serve` runs the others, and the entry is a
+/// row in state `invalid` whose `last_error` names its line, the problem and the fix.
+#[test]
+fn a_broken_entry_is_an_invalid_row_with_its_line_and_fix() {
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "a duration too large for a deadline",
+            "{\"servers\": {\"a\": {\"command\": \"x\",\n  \"startup_timeout_secs\": 18446744073709551615}}}",
+            &["line 1", "\"startup_timeout_secs\" is 18446744073709551615", "between 1 and 3600"],
+        ),
+        (
+            "unknown key",
+            "{\"servers\": {\n  \"a\": {\"comand\": \"x\"}}}",
+            &["line 2", "unknown setting `comand`", "did you mean \"command\""],
+        ),
+        (
+            "bad id",
+            "{\"servers\": {\n\"Bad_Id\": {\"command\": \"x\"}}}",
+            &["line 2", "invalid server id \"Bad_Id\"", "bad-id"],
+        ),
+        (
+            "missing command",
+            "{\"servers\": {\"a\": {\"args\": [\"x\"]}}}",
+            &["line 1", "neither \"command\" nor \"url\"", "add \"command\""],
+        ),
+        (
+            "wrong type",
+            "{\"servers\": {\"a\": {\"command\": \"x\", \"args\": \"-y\"}}}",
+            &["line 1", "invalid type"],
+        ),
+    ];
+    for (name, text, wants) in cases {
+        let env = Env::new();
+        let with_good = text.replacen(
+            "{\"servers\": {",
+            &format!(
+                "{{\"servers\": {{\"good\": {{\"command\": {}}}, ",
+                serde_json::to_string(FIXTURE).unwrap()
+            ),
+            1,
+        );
+        let path = env.write_config(&with_good);
+        let mut hub = env.serve(&path);
+        env.wait("good", "running", |s| s["state"] == "running");
+        let id = if name == &"bad id" { "Bad_Id" } else { "a" };
+        let row = env.wait(id, "invalid", |s| s["state"] == "invalid");
+        let err = row["last_error"].as_str().unwrap_or("");
+        for w in *wants {
+            assert!(err.contains(w), "{name}: expected {w:?} in {err}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            with_good,
+            "{name}: the file is untouched"
+        );
+        let _ = hub.kill();
+        let _ = hub.wait();
+    }
 }
 
 #[test]

@@ -570,7 +570,8 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
             Some((gatehouse::State::Failed, Some(e1))),
             Some((gatehouse::State::Failed, Some(e2))),
             Some((gatehouse::State::Failed, Some(e3))),
-            Some((gatehouse::State::Running, _)),
+            // Imported: started on demand, idle once its tools are learned.
+            Some((gatehouse::State::Running | gatehouse::State::Idle, _)),
         ) = (
             state("loop"),
             state("bridge"),

@@ -438,7 +438,12 @@ async fn pasted_files_env_references_and_the_protocol_trace() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cfg = d.join("gatehouse.json");
-    std::fs::write(&cfg, r#"{"mcpServers": {"fs": {"command": "npx"}}}"#).unwrap();
+    // A client's whole file (Claude Code's, with its other keys) is not Gatehouse's config.
+    std::fs::write(
+        &cfg,
+        r#"{"numStartups": 3, "mcpServers": {"fs": {"command": "npx"}}}"#,
+    )
+    .unwrap();
     let out = Command::new(GATEHOUSE)
         .args(["serve", "--config", cfg.to_str().unwrap(), "--data-dir"])
         .arg(d.join("data"))
@@ -480,8 +485,19 @@ async fn pasted_files_env_references_and_the_protocol_trace() {
     let body = c
         .post(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"set__getenv","arguments":{"name":"TOKEN"}}}))
         .await;
-    // The value reached the server (results pass through untouched).
-    assert!(body.contains("token-from-env-123"), "{body}");
+    // The value reached the server, and is masked in what the server says back.
+    assert!(body.contains("[secret:env:GH_TEST_TOKEN]"), "{body}");
+    assert!(!body.contains("token-from-env-123"), "{body}");
+    let hash = c
+        .post(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"set__envhash","arguments":{"name":"TOKEN"}}}))
+        .await;
+    let sha: String = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(
+        b"token-from-env-123",
+    ))
+    .iter()
+    .map(|b| format!("{b:02x}"))
+    .collect();
+    assert!(hash.contains(&sha), "{hash}");
     c.post(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"set__echo","arguments":{"text":"argument-value-xyz"}}}))
         .await;
     let log = std::fs::read_to_string(&served.log).unwrap();

@@ -245,9 +245,16 @@ async fn profiles_are_listed_added_and_removed_from_the_cli() {
         &["client-config", "claude-desktop", "--client", "cursor"],
     );
     let snippet: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // This hub runs on a control socket of its own: the bridge entry carries it.
     assert_eq!(
         snippet["mcpServers"]["gatehouse"]["args"],
-        json!(["connect", "--client", "cursor"])
+        json!([
+            "--control",
+            d.join("control.sock"),
+            "connect",
+            "--client",
+            "cursor"
+        ])
     );
 
     let out = gh(d, &["clients", "remove", "cursor"]);

@@ -510,3 +510,63 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
     d.shot("connect").await;
     d.quit().await;
 }
+
+/// One mistake in the config costs one server: the broken entry is a row of its own that says
+/// it cannot be read and why, the others run; its Fix… opens the form with the problem above
+/// it and the misspelt setting read as the one meant; saved, it runs.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn a_broken_entry_is_a_row_fixed_in_its_form() {
+    let _serial = lock().await;
+    let cmd = fixture()["command"].clone();
+    let d = Desktop::launch(json!({ "alpha": fixture(), "broken": { "comand": cmd } })).await;
+    d.wait_state("alpha", "running").await;
+    let row = d
+        .wait_js(
+            "the broken row",
+            "const r = document.querySelector('article.server[data-id=broken]');
+             if (!r || r.dataset.state !== 'invalid') return null;
+             return { badge: r.querySelector('.badge').textContent,
+                      error: r.querySelector('.last-error').textContent,
+                      shown: !r.querySelector('.last-error').hidden,
+                      act: r.querySelector('.primary-act').textContent };",
+        )
+        .await;
+    assert_eq!(row["badge"], "cannot be read", "{row}");
+    assert_eq!(row["act"], "Fix…", "{row}");
+    assert!(
+        row["shown"] == true && row["error"].as_str().unwrap_or("").contains("comand"),
+        "{row}"
+    );
+    d.shot("servers-invalid").await;
+    d.click("article.server[data-id=broken] .primary-act").await;
+    let form = d
+        .wait_js(
+            "the form on the broken entry",
+            "const box = document.getElementById('server-form-error');
+             const f = document.querySelector('#server-form').elements;
+             if (box.hidden || !document.getElementById('server-dialog').open) return null;
+             return { problem: box.textContent, command: f.command.value, id: f.id.value };",
+        )
+        .await;
+    assert_eq!(form["command"], cmd, "{form}");
+    assert_eq!(form["id"], "broken", "{form}");
+    assert!(
+        form["problem"]
+            .as_str()
+            .unwrap_or("")
+            .contains("\"comand\" read as \"command\""),
+        "{form}"
+    );
+    d.click("#server-save").await;
+    d.wait_state("broken", "running").await;
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
+            .expect("json");
+    assert_eq!(saved["servers"]["broken"]["command"], cmd, "{saved}");
+    assert!(
+        saved["servers"]["broken"].get("comand").is_none(),
+        "{saved}"
+    );
+    d.quit().await;
+}

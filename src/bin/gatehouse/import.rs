@@ -293,7 +293,8 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
                 .and_then(|all| all.into_iter().find(|s| s.id == *id))
                 .map(|s| s.state);
             match state {
-                Some(State::Running) => {
+                // Running, or idle (on demand) with its tools learned.
+                Some(State::Running | State::Idle) => {
                     break control
                         .request::<Vec<ToolInfo>>(&Request::Tools {
                             id: Some(id.clone()),

@@ -277,6 +277,18 @@ fn report(s: &ServerStatus) {
             s.id
         ),
         gatehouse::State::Stopped => say!("{} is stopped", s.id),
+        gatehouse::State::Idle => say!(
+            "{} is idle with {} tool{}: it starts when a call needs it",
+            s.id,
+            s.tools,
+            if s.tools == 1 { "" } else { "s" }
+        ),
+        gatehouse::State::Invalid => {
+            say!("{} cannot be read", s.id);
+            if let Some(e) = &s.last_error {
+                say!("  {e}");
+            }
+        }
         gatehouse::State::NeedsSignIn => {
             say!("{} needs a sign-in", s.id);
             if let Some(e) = &s.last_error {

@@ -113,7 +113,21 @@ pub fn reload_changes(before: &[ServerStatus], after: &[ServerStatus]) {
     let find = |rows: &[ServerStatus], id: &str| rows.iter().find(|s| s.id == id).cloned();
     let mut lines = Vec::new();
     for a in after {
-        match find(before, &a.id) {
+        // An entry that cannot be read is said with its problem and fix; the rest applied.
+        if a.state == State::Invalid {
+            let was = find(before, &a.id);
+            if was.as_ref().map(|b| (b.state, &b.last_error)) != Some((a.state, &a.last_error)) {
+                lines.push(format!(
+                    "not applied {}: {}",
+                    a.id,
+                    a.last_error
+                        .as_deref()
+                        .unwrap_or("its entry cannot be read")
+                ));
+            }
+            continue;
+        }
+        match find(before, &a.id).filter(|b| b.state != State::Invalid) {
             None => lines.push(format!("added {}", a.id)),
             Some(b) => {
                 let mut what = Vec::new();
