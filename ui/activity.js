@@ -7,6 +7,7 @@ import { $, el, clock, toast, viewError, setTitle } from './dom.js';
 
 const servers = new Set();
 const open = new Set(); // keys of rows whose detail is shown (kept across refreshes)
+const made = new Map(); // key → { sig, tr, detail }: the rows on the page, reused while unchanged
 let poller = null;
 
 const keyOf = (r) => `${r.time_ms}|${r.session}|${r.server}|${r.tool}`;
@@ -32,7 +33,7 @@ function detail(r) {
       r.imitates && el('dd', { class: 'warning', text: `the client's name imitates “${r.imitates}”` }),
       r.hidden_characters && el('dt', { text: 'Warning' }),
       r.hidden_characters && el('dd', { class: 'warning', text: 'contains hidden characters, shown as ⟨U+XXXX⟩' }),
-      el('dt', { text: 'Outcome' }), el('dd', { text: label(r.outcome) }),
+      el('dt', { text: 'Outcome' }), el('dd', { text: outcomeText(r) }),
       // Why it failed, as the server or Gatehouse said it (the sandbox named when it may be why).
       r.error && el('dt', { text: 'Error' }),
       r.error && el('dd', { class: 'call-error', lines: r.error })),
@@ -74,6 +75,46 @@ function label(decision) {
   return decision.replace(/_/g, ' ');
 }
 
+/** How a call ended, in words: what happened, never a protocol term; a failure the sandbox may
+ * have caused says so. */
+function outcomeText(r) {
+  const said = {
+    ok: 'answered',
+    is_error: 'the tool reported an error',
+    protocol_error: 'the server answered with an error',
+    lost: 'the server went away',
+    not_run: 'not run',
+    cancelled: 'cancelled by the client',
+    timed_out: 'timed out',
+  }[r.outcome] ?? label(r.outcome);
+  return r.error?.includes('the sandbox may have caused this') ? `${said} — the sandbox may be why` : said;
+}
+
+/** One call's row; a click or Enter shows or hides its detail. */
+function row(r, key) {
+  const by = { ui: ' by you (app)', cli: ' by you (CLI)' }[r.decided_by] ?? '';
+  // Each cell's content in one box and its column's name on it: a narrow pane shows a call
+  // as labelled fields instead of columns running out of the window.
+  const cell = (name, ...content) => el('td', { dataset: { label: name } }, el('span', {}, ...content));
+  const tr = el('tr', { class: `decision-${r.decision}` },
+    cell('Time', clock(r.time_ms)),
+    cell('Client', r.profile ? `${r.client ?? '—'} (${r.profile})` : (r.client ?? '—')),
+    cell('Tool', el('code', { text: `${r.server}__${r.tool}` })),
+    cell('Decision', el('span', { class: `badge decision ${r.group}`, text: label(r.decision) }), by),
+    cell('Duration', `${r.duration_ms} ms`),
+    cell('Outcome', outcomeText(r)));
+  setTitle(tr, 'Show the details');
+  tr.tabIndex = 0;
+  tr.dataset.key = key;
+  const toggle = () => {
+    if (open.has(key)) open.delete(key); else open.add(key);
+    load();
+  };
+  tr.addEventListener('click', toggle);
+  tr.addEventListener('keydown', (e) => { if (e.key === 'Enter') toggle(); });
+  return tr;
+}
+
 async function load() {
   const server = $('#activity-server').value;
   const client = $('#activity-client').value;
@@ -102,28 +143,34 @@ async function load() {
     }
   } catch { /* the hub is not running: the error line above says so */ }
   if (group) rows = rows.filter((r) => r.group === group);
+  // Rows already made are kept and reused while their call reads the same: a refresh every 4 s
+  // of up to 300 calls makes only what is new (a window left open all day keeps its memory).
+  // Two calls alike in the same millisecond are told apart by their order.
+  const seen = new Map();
+  const keys = rows.map((r) => {
+    const k = keyOf(r);
+    const n = seen.get(k) ?? 0;
+    seen.set(k, n + 1);
+    return n ? `${k}#${n}` : k;
+  });
+  const nodes = rows.flatMap((r, i) => {
+    const key = keys[i];
+    const sig = JSON.stringify(r);
+    let m = made.get(key);
+    if (!m || m.sig !== sig) {
+      m = { sig, tr: row(r, key), detail: null };
+      made.set(key, m);
+    }
+    if (!open.has(key)) return [m.tr];
+    m.detail ??= detail(r);
+    return [m.tr, m.detail];
+  });
+  const keep = new Set(keys);
+  for (const key of made.keys()) if (!keep.has(key)) made.delete(key);
+  for (const key of open) if (!keep.has(key)) open.delete(key);
   const body = $('#activity-table tbody');
-  body.replaceChildren(...rows.flatMap((r) => {
-    const by = { ui: ' by you (app)', cli: ' by you (CLI)' }[r.decided_by] ?? '';
-    const tr = el('tr', { class: `decision-${r.decision}` },
-      el('td', { text: clock(r.time_ms) }),
-      el('td', { text: r.profile ? `${r.client ?? '—'} (${r.profile})` : (r.client ?? '—') }),
-      el('td', {}, el('code', { text: `${r.server}__${r.tool}` })),
-      el('td', {}, el('span', { class: `badge decision ${r.group}`, text: label(r.decision) }), by),
-      el('td', { text: `${r.duration_ms} ms` }),
-      el('td', { text: label(r.outcome) }));
-    setTitle(tr, 'Show the details');
-    tr.tabIndex = 0;
-    const key = keyOf(r);
-    tr.dataset.key = key;
-    const toggle = () => {
-      if (open.has(key)) open.delete(key); else open.add(key);
-      load();
-    };
-    tr.addEventListener('click', toggle);
-    tr.addEventListener('keydown', (e) => { if (e.key === 'Enter') toggle(); });
-    return open.has(key) ? [tr, detail(r)] : [tr];
-  }));
+  const same = body.children.length === nodes.length && nodes.every((n, i) => body.children[i] === n);
+  if (!same) body.replaceChildren(...nodes);
   const empty = rows.length === 0;
   $('#activity-empty').hidden = !empty;
   $('#activity-table').hidden = empty;

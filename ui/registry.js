@@ -90,7 +90,7 @@ async function search(text) {
       return el('li', {},
         b,
         el('p', { class: 'hint', lines: f.description }),
-        el('p', { class: 'hint', text: `Runs as: ${f.transports.join(', ') || 'nothing it can run'}${f.needs.length ? ` · needs ${f.needs.join(', ')}` : ''}` }),
+        el('p', { class: 'hint', text: `Runs as: ${f.transports.join(', ') || 'nothing it can run'}${f.needs.length ? ` · needs ${f.needs.join(', ')}` : ''}${f.optional.length ? ` · can take ${f.optional.join(', ')}` : ''}` }),
         f.missing && el('p', { class: 'hint warning', text: `Cannot run here yet: ${f.missing}` }));
     }));
   } catch (x) {

@@ -19,6 +19,15 @@ export function initForm(onChange) {
   $('#server-test').addEventListener('click', () => testCurrent());
   $('#server-compare').addEventListener('click', () => testCurrent(true));
   form.elements.command.addEventListener('change', () => splitPasted(form).catch(() => {}));
+  // A paste is read at once: a JSON snippet fills the form (never sitting flattened in the
+  // one-line field), a command line is split.
+  form.elements.command.addEventListener('paste', (e) => {
+    const text = e.clipboardData?.getData('text') ?? '';
+    if (!text.trim()) return;
+    e.preventDefault();
+    form.elements.command.value = text.trim();
+    splitPasted(form).catch((err) => showError(form, err));
+  });
   form.addEventListener('input', (e) => clearFieldError(form, e.target.name));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();

@@ -132,6 +132,7 @@ function buildRow(id) {
     el('p', { class: 'recovered hint', hidden: true }),
     el('code', { class: 'target' }),
     el('p', { class: 'last-error', hidden: true }),
+    el('button', { type: 'button', class: 'link error-more', hidden: true }, 'show all'),
     el('ul', { class: 'warnings', hidden: true }),
     el('div', { class: 'details', hidden: true },
       el('h3', {}, el('span', { class: 'tools-title', text: 'Tools' }), ' ',
@@ -146,6 +147,12 @@ function buildRow(id) {
   node.querySelector('.expand').addEventListener('click', () => toggle(id));
   node.querySelector('.primary-act').addEventListener('click', (e) => action(id, e.target.dataset.act, e.target));
   node.querySelector('.refresh-tools').addEventListener('click', (e) => refreshTools(id, e.target));
+  node.querySelector('.error-more').addEventListener('click', () => {
+    const row = rows.get(id);
+    if (!row) return;
+    row.errorOpen = !row.errorOpen;
+    render(row);
+  });
   node.querySelector('.tools-filter').addEventListener('input', (e) => filterTools(node, e.target.value));
   return node;
 }
@@ -185,8 +192,23 @@ function render(row) {
   const err = n.querySelector('.last-error');
   const showErr = s.last_error && !['running', 'stopped', 'idle'].includes(s.state);
   err.hidden = !showErr && !(s.state === 'failed');
-
-  setText(err, s.last_error || '', true);
+  // Waiting for a sign-in is not an error: said in the app's words, beside its Sign in button.
+  const waiting = s.state === 'needs_sign_in';
+  err.classList.toggle('waiting', waiting);
+  if (waiting) {
+    const why = (s.last_error ?? '').replace(/^needs a sign-in: /, '').split('; sign in from')[0];
+    setText(err, `Waiting for you to sign in: press Sign in and finish in your browser.${why ? ` (${why})` : ''}`);
+  } else {
+    // A long error (a stderr tail, a PATH dump) is one line until the person asks for all of it.
+    const full = s.last_error || '';
+    const long = full.includes('\n') || full.length > 240;
+    const more = n.querySelector('.error-more');
+    more.hidden = err.hidden || !long;
+    setText(more, row.errorOpen ? 'show less' : 'show all');
+    more.setAttribute('aria-expanded', String(!!row.errorOpen));
+    setText(err, long && !row.errorOpen ? `${full.split('\n')[0].slice(0, 240)} …` : full, true);
+  }
+  if (waiting) n.querySelector('.error-more').hidden = true;
 
   // A crash the server recovered from stays visible for this run.
   const rec = n.querySelector('.recovered');
@@ -200,17 +222,22 @@ function render(row) {
   warnings.hidden = list.length === 0;
   warnings.replaceChildren(...list.map((w) => el('li', { text: w })));
   setText(n.querySelector('.display-name'), s.name ? s.name : '');
-  // The one action that fits: Sign in when it waits for one, Restart while it runs (or tries
-  // to), Start otherwise. The menu holds the rest, each shown only where it applies.
+  // The one action that fits, when one does: Sign in when it waits for one, Fix… for an entry
+  // that cannot be read, Start when it is stopped or failed. A server that runs (or is on its
+  // way) needs nothing: its actions — each one disruptive — are in the menu, a deliberate
+  // second click, never the row's default.
   const running = s.state === 'running' || s.state === 'starting' || s.state === 'restarting';
-  // An entry that cannot be read is fixed in its form; nothing else applies to it.
   const invalid = s.state === 'invalid';
-  const primary = invalid ? 'edit' : s.state === 'needs_sign_in' ? 'sign-in' : running ? 'restart' : 'start';
+  const primary = invalid ? 'edit'
+    : s.state === 'needs_sign_in' ? 'sign-in'
+      : running || s.state === 'stopping' ? null
+        : 'start';
   const main = n.querySelector('.primary-act');
   // Left alone while a sign-in waits for the browser (it says so on the button).
   if (!main.dataset.busy) {
-    main.dataset.act = primary;
-    setText(main, { 'sign-in': 'Sign in', restart: 'Restart', start: 'Start', edit: 'Fix…' }[primary]);
+    main.hidden = !primary;
+    main.dataset.act = primary ?? '';
+    setText(main, { 'sign-in': 'Sign in', start: 'Start', edit: 'Fix…' }[primary] ?? '');
     main.classList.toggle('primary', primary === 'sign-in' || primary === 'edit');
     main.setAttribute('aria-label', `${main.textContent} ${s.id}`);
     main.disabled = false;
@@ -218,7 +245,7 @@ function render(row) {
   const item = (act) => n.querySelector(`.menu [data-act=${act}]`);
   item('start').hidden = primary === 'start' || running || invalid;
   item('stop').hidden = s.state === 'stopped' || s.state === 'idle' || invalid;
-  item('restart').hidden = primary === 'restart' || (!s.enabled && s.state === 'stopped') || invalid || s.state === 'idle';
+  item('restart').hidden = (!s.enabled && s.state === 'stopped') || invalid || s.state === 'idle';
   item('sign-in').hidden = primary === 'sign-in' || s.state !== 'needs_sign_in';
   item('edit').hidden = invalid;
   item('disable').hidden = !s.enabled || invalid;
@@ -309,6 +336,8 @@ async function toggle(id) {
   } else {
     row.stopLogs?.();
     row.stopLogs = null;
+    // A closed log keeps no lines (up to 1000 a row): they are read again when it opens.
+    row.node.querySelector('.log').replaceChildren();
   }
 }
 
@@ -344,6 +373,12 @@ function description(text) {
     more.setAttribute('aria-expanded', String(open));
   });
   return el('div', {}, body, more);
+}
+
+/** A tool name as text with a break opportunity after each underscore: a narrow table wraps it
+ * between its words, never inside one. */
+function breakable(name) {
+  return name.split(/(?<=_)/).flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
 }
 
 /** Revokes an "always" answer from the tools table; the table is listed again. */
@@ -398,7 +433,7 @@ async function loadTools(row) {
       : [el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] })];
     // The name the gateway token's clients see (the server's own where it is unique).
     return el('tr', { dataset: { tool: t.tool } },
-      el('td', {}, el('code', { text: t.shown ?? t.name, title: t.shown && t.shown !== t.name ? `also ${t.name}` : '' })),
+      el('td', {}, el('code', { title: t.shown && t.shown !== t.name ? `also ${t.name}` : '' }, ...breakable(t.shown ?? t.name))),
       el('td', {}, description(t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? ''))),
       el('td', { class: 'calls' }, ...flags, select));
   }));

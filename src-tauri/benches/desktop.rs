@@ -1,7 +1,8 @@
 //! Desktop benchmark (prints figures): cold start to the first paint of the Servers panel, RSS and
 //! PSS of the app plus its WebKit processes idle with 5 servers, the approval round trip (request
 //! published → modal visible), then PSS with the window closed to the tray and the approval
-//! round trip from there (a new webview each time). With each PSS, the app's largest shares by
+//! round trip from there (a new webview each time), an hour of use compressed, and a working day
+//! in real time driven through the window (`desktop/day.rs`). With each PSS, the app's largest shares by
 //! mapping (which libraries it carries). Needs a display: `make bench` runs it under Xvfb.
 //!
 //! The app reports the two UI moments itself (`servers panel painted`, `approval modal visible`
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use gatehouse::control::{ControlClient, Request};
 
+#[path = "desktop/day.rs"]
+mod day;
 #[path = "desktop/use_.rs"]
 mod use_;
 
@@ -54,6 +57,12 @@ fn main() {
     let config_path = dir.join("gatehouse.json");
     std::fs::write(&config_path, config.to_string()).expect("config");
     println!("desktop bench: {} (5 fixture servers)", app.display());
+    // `GATEHOUSE_BENCH_ONLY=day`: the continuous use alone (a long run without the rest).
+    if std::env::var("GATEHOUSE_BENCH_ONLY").as_deref() == Ok("day") {
+        day::day(&app, &config_path, &dir, port);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
 
     // 1. Cold start → first paint (a fresh process each time; data dir reused after the first).
     let mut starts = Vec::new();
@@ -94,6 +103,8 @@ fn main() {
             run.quit();
         }
     }
+    // 7. A working day with the window open, in real time, driven through the window.
+    day::day(&app, &config_path, &dir, port);
     starts.sort();
     println!(
         "cold start → Servers panel painted: p50 {} ms, min {} ms, max {} ms ({STARTS} starts)",
@@ -444,8 +455,12 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// The directory holding this bench's build of `gatehouse-app` (target/release under `cargo bench`).
+/// The directory holding this bench's build of `gatehouse-app` (target/release under `cargo bench`;
+/// `GATEHOUSE_BENCH_BIN_DIR` names another, e.g. a debug build while looking for a leak).
 fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GATEHOUSE_BENCH_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
     let exe = std::env::current_exe().expect("bench exe");
     exe.parent()
         .and_then(Path::parent)

@@ -62,18 +62,31 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
             enabled: false,
         });
     }
-    for (id, state) in servers {
-        // Menus cannot colour text: the state leads with a mark of its own.
+    if !servers.is_empty() {
+        out.push(Entry::Item {
+            id: "summary".into(),
+            text: summary(servers),
+            enabled: false,
+        });
+    }
+    // The ones that need the person first (cannot be read, failed, waiting for a sign-in),
+    // then the rest, each group by id.
+    let mut ordered: Vec<&(String, String)> = servers.iter().collect();
+    ordered.sort_by_key(|(id, state)| (!needs_you(state), id.clone()));
+    for (id, state) in ordered {
+        // Menus cannot colour text: the state leads with a mark of its own, said in words.
         let (mark, actions): (&str, Vec<(&'static str, &'static str)>) = match state.as_str() {
             "running" => ("●", vec![("restart", "Restart"), ("stop", "Stop")]),
-            "failed" => ("✕", vec![("start", "Start")]),
+            "idle" => ("○", vec![("start", "Start now")]),
+            "failed" => ("✕", vec![("start", "Start again")]),
             "needs_sign_in" => ("⚠", vec![("sign-in", "Sign in…")]),
+            "invalid" => ("✕", vec![("fix", "Fix in Gatehouse…")]),
             "stopped" => ("○", vec![("start", "Start")]),
             _ => ("◌", vec![("stop", "Stop")]),
         };
         out.push(Entry::Server {
             id: id.clone(),
-            text: format!("{mark} {id} — {state}"),
+            text: format!("{mark} {id} — {}", words(state)),
             actions,
         });
     }
@@ -84,6 +97,42 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
         enabled: true,
     });
     out
+}
+
+/// Whether a server in `state` needs the person.
+fn needs_you(state: &str) -> bool {
+    matches!(state, "failed" | "needs_sign_in" | "invalid")
+}
+
+/// A state as the app says it.
+fn words(state: &str) -> &str {
+    match state {
+        "needs_sign_in" => "waiting for you to sign in",
+        "idle" => "idle, starts when called",
+        "invalid" => "its entry cannot be read",
+        "failed" => "failed",
+        other => other,
+    }
+}
+
+/// One line on every server: how many run, and how many need the person, in words.
+fn summary(servers: &[(String, String)]) -> String {
+    let count = |st: &str| servers.iter().filter(|(_, s)| s == st).count();
+    let mut parts = vec![format!("{} running", count("running"))];
+    for (state, text) in [
+        ("idle", "idle"),
+        ("failed", "failed"),
+        ("needs_sign_in", "waiting for a sign-in"),
+        ("invalid", "cannot be read"),
+        ("restarting", "restarting"),
+        ("stopped", "stopped"),
+    ] {
+        let n = count(state);
+        if n > 0 {
+            parts.push(format!("{n} {text}"));
+        }
+    }
+    parts.join(" · ")
 }
 
 /// What a click in the tray menu asks for.
@@ -116,6 +165,8 @@ pub fn action(id: &str) -> Option<TrayAction> {
                 "start" => Some(TrayAction::Start(id)),
                 "stop" => Some(TrayAction::Stop(id)),
                 "sign-in" => Some(TrayAction::SignIn(id)),
+                // An entry that cannot be read is fixed in the app's form.
+                "fix" => Some(TrayAction::Open),
                 _ => None,
             }
         }
@@ -150,6 +201,7 @@ pub fn refresh<R: Runtime>(app: &AppHandle<R>) {
     let pending = pending_count(app);
     match render(app, &model) {
         Ok(menu) => {
+            dump(&menu);
             let _ = tray.set_menu(Some(menu));
         }
         Err(e) => tracing::warn!(error = %e, "cannot update the tray menu"),
@@ -189,6 +241,32 @@ fn current_model<R: Runtime>(app: &AppHandle<R>) -> Vec<Entry> {
         Err(_) => (0, Vec::new()),
     };
     model(pending, &servers, failed)
+}
+
+/// For the desktop e2e tests (`GATEHOUSE_E2E_TRAY_TEXT=FILE`): the menu's entries as the
+/// toolkit holds them, one per line (a submenu's own entries indented), written on every refresh.
+fn dump<R: Runtime>(menu: &Menu<R>) {
+    let Some(path) = std::env::var_os("GATEHOUSE_E2E_TRAY_TEXT") else {
+        return;
+    };
+    let mut out = Vec::new();
+    for item in menu.items().unwrap_or_default() {
+        if let Some(i) = item.as_menuitem() {
+            out.push(i.text().unwrap_or_default());
+        } else if let Some(sub) = item.as_submenu() {
+            out.push(sub.text().unwrap_or_default());
+            for inner in sub.items().unwrap_or_default() {
+                if let Some(i) = inner.as_menuitem() {
+                    out.push(format!("  {}", i.text().unwrap_or_default()));
+                }
+            }
+        } else {
+            out.push("---".into());
+        }
+    }
+    if let Err(e) = std::fs::write(&path, out.join("\n")) {
+        tracing::warn!(error = %e, "the tray's text was not written");
+    }
 }
 
 fn render<R: Runtime>(app: &AppHandle<R>, model: &[Entry]) -> tauri::Result<Menu<R>> {
@@ -236,6 +314,11 @@ mod tests {
             text: "◌ time — restarting".into(),
             actions: vec![("stop", "Stop")],
         }));
+        assert!(m.contains(&Entry::Item {
+            id: "summary".into(),
+            text: "1 running · 1 restarting".into(),
+            enabled: false
+        }));
         assert_eq!(
             m.last(),
             Some(&Entry::Item {
@@ -282,11 +365,18 @@ mod tests {
     /// marked at the front.
     #[test]
     fn each_server_offers_the_actions_that_fit_its_state() {
-        let servers: Vec<(String, String)> =
-            ["running", "stopped", "failed", "starting", "needs_sign_in"]
-                .iter()
-                .map(|s| (format!("s-{s}"), (*s).to_owned()))
-                .collect();
+        let servers: Vec<(String, String)> = [
+            "running",
+            "stopped",
+            "failed",
+            "starting",
+            "needs_sign_in",
+            "idle",
+            "invalid",
+        ]
+        .iter()
+        .map(|s| (format!("s-{s}"), (*s).to_owned()))
+        .collect();
         let m = model(0, &servers, false);
         let of = |id: &str| {
             m.iter()
@@ -306,7 +396,43 @@ mod tests {
         );
         assert!(of("s-running").0.starts_with('●'));
         assert_eq!(of("s-stopped").1, vec![("start", "Start")]);
-        assert_eq!(of("s-failed").1, vec![("start", "Start")]);
+        assert_eq!(of("s-failed").1, vec![("start", "Start again")]);
+        assert_eq!(of("s-idle").1, vec![("start", "Start now")]);
+        assert_eq!(of("s-invalid").1, vec![("fix", "Fix in Gatehouse…")]);
+        assert_eq!(action("fix:s-invalid"), Some(TrayAction::Open));
+        // Words, not state names.
+        assert_eq!(
+            of("s-needs_sign_in").0,
+            "⚠ s-needs_sign_in — waiting for you to sign in"
+        );
+        assert!(m
+            .iter()
+            .all(|e| !matches!(e, Entry::Server { text, .. } if text.ends_with("needs_sign_in"))));
+        // Those that need the person first, then the others by id.
+        let order: Vec<&str> = m
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Server { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "s-failed",
+                "s-invalid",
+                "s-needs_sign_in",
+                "s-idle",
+                "s-running",
+                "s-starting",
+                "s-stopped"
+            ]
+        );
+        assert!(m.contains(&Entry::Item {
+            id: "summary".into(),
+            text: "1 running · 1 idle · 1 failed · 1 waiting for a sign-in · 1 cannot be read · 1 stopped".into(),
+            enabled: false
+        }));
         assert!(of("s-failed").0.starts_with('✕'));
         assert_eq!(of("s-starting").1, vec![("stop", "Stop")]);
         assert_eq!(

@@ -20,8 +20,10 @@ pub struct Found {
     description: String,
     /// `npm`, `pypi`, `oci`, `remote`…
     transports: Vec<String>,
-    /// What it needs: variable names, secrets and optional ones marked.
+    /// The variables it needs (secrets marked).
     needs: Vec<String>,
+    /// The ones it can take but does without (secrets marked).
+    optional: Vec<String>,
     /// What to install before it can run here, when something is missing.
     missing: Option<String>,
 }
@@ -73,17 +75,17 @@ fn found(d: &ServerDetail) -> Found {
     if !d.remotes.is_empty() {
         transports.push("remote".into());
     }
-    let needs = d
+    let said = |v: &&gatehouse::registry::model::KeyValue| match v.is_secret {
+        true => format!("{} (secret)", v.name),
+        false => v.name.clone(),
+    };
+    let vars: Vec<_> = d
         .packages
         .iter()
         .flat_map(|p| p.environment_variables.iter())
-        .map(|v| match (v.is_secret, v.is_required) {
-            (true, true) => format!("{} (secret)", v.name),
-            (true, false) => format!("{} (secret, optional)", v.name),
-            (false, true) => v.name.clone(),
-            (false, false) => format!("{} (optional)", v.name),
-        })
         .collect();
+    let needs = vars.iter().filter(|v| v.is_required).map(said).collect();
+    let optional = vars.iter().filter(|v| !v.is_required).map(said).collect();
     let missing = plan_for(d, &Inputs::default()).ok().and_then(|p| {
         p.command
             .first()
@@ -95,6 +97,7 @@ fn found(d: &ServerDetail) -> Found {
         description: d.description.clone(),
         transports,
         needs,
+        optional,
         missing,
     }
 }

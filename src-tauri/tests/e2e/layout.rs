@@ -208,13 +208,17 @@ async fn a_server_waiting_for_a_sign_in_is_signed_in_from_its_row() {
     let d =
         Desktop::launch(json!({ "web": { "url": format!("http://127.0.0.1:{port}/mcp") } })).await;
     let row = d.wait_state("web", "needs_sign_in").await;
+    // The app's own words beside its own button: no CLI advice, not in error red.
+    let said = row["error"].as_str().unwrap_or("");
     assert!(
-        row["error"]
-            .as_str()
-            .unwrap_or("")
-            .contains("gatehouse auth login web"),
+        said.starts_with("Waiting for you to sign in: press Sign in")
+            && !said.contains("gatehouse auth"),
         "{row}"
     );
+    let calm = d
+        .js("return document.querySelector('article.server[data-id=\"web\"] .last-error').classList.contains('waiting');")
+        .await;
+    assert_eq!(calm, json!(true), "a sign-in row is not shown as an error");
     let button = "article.server[data-id=\"web\"] .primary-act[data-act=sign-in]";
     let visible = d
         .js(&format!(

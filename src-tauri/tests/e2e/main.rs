@@ -13,6 +13,7 @@ mod seen;
 mod servers;
 mod support;
 mod tray;
+mod window;
 mod xproc;
 
 use serde_json::{json, Value};

@@ -123,6 +123,8 @@ impl Desktop {
             .env("GATEHOUSE_LOG", "info")
             // The native prompt writes the text it shows here (what a person reads).
             .env("GATEHOUSE_E2E_PROMPT_TEXT", dir.path().join("prompt.txt"))
+            // The tray menu writes its entries here on every change.
+            .env("GATEHOUSE_E2E_TRAY_TEXT", dir.path().join("tray.txt"))
             // Sign-in pages are "opened" by a stand-in browser that follows them back.
             .env("GATEHOUSE_BROWSER", repo().join("tests/clients/browser.py"))
             .env("HOME", dir.path())
@@ -417,6 +419,29 @@ impl Desktop {
             .args(args)
             .output()
             .expect("run gatehouse");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Like `cli`, with `input` on its stdin (a secret's value).
+    pub fn cli_stdin(&self, args: &[&str], input: &str) -> (i32, String, String) {
+        use std::io::Write;
+        let mut child = Command::new(bin("gatehouse"))
+            .arg("--control")
+            .arg(&self.control)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run gatehouse");
+        if let Some(mut i) = child.stdin.take() {
+            let _ = i.write_all(input.as_bytes());
+        }
+        let out = child.wait_with_output().expect("gatehouse output");
         (
             out.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&out.stdout).into_owned(),

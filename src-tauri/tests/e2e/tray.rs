@@ -401,3 +401,50 @@ async fn the_notification_allows_or_denies_a_held_call() {
     }
     d.quit().await;
 }
+
+/// The tray says how things are in one line and puts what needs the person first, in words:
+/// a summary ("1 running · 1 failed · 1 cannot be read"), the failed server and the unreadable
+/// entry above the running one, never a raw state name.
+#[tokio::test]
+#[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
+async fn the_tray_summarises_and_puts_what_needs_you_first() {
+    let _serial = lock().await;
+    let d = Desktop::launch(json!({
+        "alpha": fixture(),
+        "zulu": { "command": "/nonexistent/server" },
+        "oops": { "comand": "x" }
+    }))
+    .await;
+    d.wait_state("alpha", "running").await;
+    d.wait_state("zulu", "failed").await;
+    let tray = d.dir.path().join("tray.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let text = loop {
+        let t = std::fs::read_to_string(&tray).unwrap_or_default();
+        if t.contains("1 failed") || std::time::Instant::now() > deadline {
+            break t;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.contains(&"1 running · 1 failed · 1 cannot be read"),
+        "{text}"
+    );
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or(usize::MAX)
+    };
+    assert!(at("zulu — failed") < at("alpha — running"), "{text}");
+    assert!(
+        at("oops — its entry cannot be read") < at("alpha — running"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("needs_sign_in") && !text.contains("invalid"),
+        "{text}"
+    );
+    d.quit().await;
+}
