@@ -464,7 +464,7 @@ impl Config {
             }
         })?;
         for (key, entry) in config.invalid.iter_mut() {
-            entry.line = super::entries::line_of(text, key);
+            entry.line = refusal::line_of(text, key);
         }
         if let Err((message, fix)) = config.check_clients() {
             return Err(ConfigError::Invalid {

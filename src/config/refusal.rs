@@ -217,3 +217,26 @@ pub(super) fn levenshtein(a: &str, b: &str) -> usize {
     }
     prev[b.len()]
 }
+
+/// The line of `text` on which server `key` is listed: the first `"key":` after the list's own
+/// key (`"servers"` or `"mcpServers"`), or 0.
+pub(super) fn line_of(text: &str, key: &str) -> usize {
+    let Ok(quoted) = serde_json::to_string(key) else {
+        return 0;
+    };
+    let start = ["\"servers\"", "\"mcpServers\""]
+        .iter()
+        .filter_map(|k| text.find(k))
+        .min()
+        .unwrap_or(0);
+    let mut from = start;
+    while let Some(i) = text[from..].find(&quoted) {
+        let at = from + i;
+        let after = text[at + quoted.len()..].trim_start();
+        if after.starts_with(':') {
+            return text[..at].matches('\n').count() + 1;
+        }
+        from = at + quoted.len();
+    }
+    0
+}

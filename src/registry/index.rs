@@ -8,7 +8,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::pin::Index;
+/// Which index a runner fetches from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Index {
+    /// npm (`npx`, `pnpx`, `bunx`).
+    Npm,
+    /// PyPI (`uvx`, `pipx run`).
+    Pypi,
+}
 
 /// The most an index's answer about one package may hold.
 pub const MAX_BODY: usize = 8 << 20;

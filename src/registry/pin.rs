@@ -5,16 +5,8 @@
 //! the argument to `pkg@1.4.2` / `pkg==1.4.2` and records `"pin": {version, integrity}`; at each
 //! start, [`verify`] refuses an artifact other than the one pinned.
 
+pub use super::index::Index;
 use super::index::{Release, Releases};
-
-/// Which index a runner fetches from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Index {
-    /// npm (`npx`, `pnpx`, `bunx`).
-    Npm,
-    /// PyPI (`uvx`, `pipx run`).
-    Pypi,
-}
 
 /// The package argument of a runner's command line.
 #[derive(Debug, Clone, PartialEq, Eq)]

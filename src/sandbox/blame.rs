@@ -108,9 +108,9 @@ pub fn blame(text: &str, c: &Confined, id: &str) -> Option<String> {
     // unless it is `/` or the home directory, which every path is under).
     let root_or_home = |p: &Path| p == Path::new("/") || home.is_some_and(|h| real(h) == p);
     let left = c.left_out.iter().find(|l| {
-        let target = real(&super::plan::expand(&l.path, home));
+        let target = real(&super::paths::expand(&l.path, home));
         named.iter().any(|n| {
-            let p = real(&super::plan::expand(n, home));
+            let p = real(&super::paths::expand(n, home));
             p == target || (p.parent() == Some(target.as_path()) && !root_or_home(&target))
         }) || (!root_or_home(&target) && l.path.len() > 2 && text.contains(&l.path))
     });
@@ -124,8 +124,8 @@ pub fn blame(text: &str, c: &Confined, id: &str) -> Option<String> {
         return None;
     }
     let closed = named.iter().find_map(|n| {
-        let p = real(&super::plan::expand(n, home));
-        (!c.plan.writes(&p)).then_some((p, c.plan.reads(&super::plan::expand(n, home))))
+        let p = real(&super::paths::expand(n, home));
+        (!c.plan.writes(&p)).then_some((p, c.plan.reads(&super::paths::expand(n, home))))
     });
     match closed {
         Some((p, readable)) => {

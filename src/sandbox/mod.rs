@@ -11,6 +11,7 @@
 //! `/proc/PID/environ` included). When it fails, [`blame`] says whether the sandbox may be why.
 
 pub mod blame;
+pub mod paths;
 pub mod places;
 pub mod plan;
 pub mod policy;

@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::CREDENTIAL_STORES;
+use super::paths::CREDENTIAL_STORES;
 
 /// Whole trees of the system: nothing beneath them is written from an argument.
 const SYSTEM_TREES: &[&str] = &[
@@ -209,7 +209,7 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
     let mut out = Opened::default();
     let real_home = home.and_then(|h| std::fs::canonicalize(h).ok());
     for n in named {
-        let path = resolved(&super::plan::expand(&n.written, home));
+        let path = resolved(&super::paths::expand(&n.written, home));
         let allow = |p: &str| format!("\"sandbox\": {{\"write\": [\"{p}\"]}}");
         let mut left = |why: String, allow: String| {
             if !out.left_out.iter().any(|l| l.path == n.written) {

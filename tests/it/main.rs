@@ -19,6 +19,7 @@ mod contracts_gateway;
 mod fairness;
 mod gateway;
 mod import;
+mod import_own;
 mod isolation;
 mod liveness;
 mod load;

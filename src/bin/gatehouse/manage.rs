@@ -316,7 +316,7 @@ pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
     let mut entry = entry(&a)?;
     let id = a.id.clone().unwrap_or_default();
     if a.pin {
-        let min_age = crate::registry::min_age_days(client, a.config.as_deref()).await;
+        let min_age = min_age_days(client, a.config.as_deref()).await;
         pin_new(&id, &mut entry, min_age).await;
     }
     save(client, id, entry, a.config).await
@@ -548,4 +548,28 @@ pub async fn pin_new(id: &str, entry: &mut Value, min_age_days: u64) {
             "warning: {e}; {id} runs whatever version is newest until you `gatehouse pin {id}`"
         ),
     }
+}
+
+/// The config file that counts: the running hub's, else the one given, else the platform's.
+pub async fn config_path(
+    client: &ControlClient,
+    given: Option<&std::path::Path>,
+) -> std::path::PathBuf {
+    match client
+        .request::<Option<std::path::PathBuf>>(&gatehouse::control::Request::ConfigPath)
+        .await
+    {
+        Ok(Some(p)) => p,
+        _ => given
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(gatehouse::config::default_config_path),
+    }
+}
+
+/// The supply-chain cool-down (`registry.min_age_days`) of the config that counts.
+pub async fn min_age_days(client: &ControlClient, given: Option<&std::path::Path>) -> u64 {
+    let path = config_path(client, given).await;
+    gatehouse::config::Config::load(&path)
+        .map(|c| c.registry.min_age_days())
+        .unwrap_or(gatehouse::config::DEFAULT_MIN_AGE_DAYS)
 }

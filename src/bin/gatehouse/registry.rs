@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use gatehouse::config::{self, Config};
+use gatehouse::config::Config;
 use gatehouse::control::ControlClient;
 use gatehouse::registry::entry::{self, Inputs};
 use gatehouse::registry::model::{ServerDetail, ServerResponse};
@@ -16,31 +16,7 @@ use gatehouse::registry::Registry;
 use serde_json::Value;
 
 use crate::args::RegistryCmd;
-use crate::manage::AddArgs;
-
-/// The config file that counts: the running hub's, else the one given, else the platform's.
-async fn config_path(
-    client: &ControlClient,
-    given: Option<&std::path::Path>,
-) -> std::path::PathBuf {
-    match client
-        .request::<Option<std::path::PathBuf>>(&gatehouse::control::Request::ConfigPath)
-        .await
-    {
-        Ok(Some(p)) => p,
-        _ => given
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_else(config::default_config_path),
-    }
-}
-
-/// The supply-chain cool-down (`registry.min_age_days`) of the config that counts.
-pub async fn min_age_days(client: &ControlClient, given: Option<&std::path::Path>) -> u64 {
-    let path = config_path(client, given).await;
-    Config::load(&path)
-        .map(|c| c.registry.min_age_days())
-        .unwrap_or(config::DEFAULT_MIN_AGE_DAYS)
-}
+use crate::manage::{config_path, min_age_days, AddArgs};
 
 /// A registry's text, for the terminal: hidden characters and escapes as code points.
 fn r(text: &str) -> std::borrow::Cow<'_, str> {
