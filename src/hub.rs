@@ -18,6 +18,7 @@ use crate::events::{Event, EventBus};
 use crate::naming::exposed_name;
 use crate::secrets::{NoSecretStore, Redactions, SecretSource};
 use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
+use crate::token::{OWN_TOKEN, OWN_TOKEN_GATEWAY};
 
 /// How to start a hub.
 pub struct HubOptions {
@@ -125,10 +126,6 @@ pub struct ToolInfo {
 /// Per client profile, each canonical tool name and the name that profile was shown.
 pub type ClientNames =
     std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>;
-
-/// The name prefix under which Gatehouse's own tokens are known to the redactions.
-pub const OWN_TOKEN: &str = "gatehouse-token:";
-const OWN_TOKEN_GATEWAY: &str = "gatehouse-token:gateway";
 
 /// Every client profile's token, known to the redactions (replacing the previous set).
 fn register_client_tokens(redactions: &Redactions, tokens: &crate::profiles::ClientTokens) {

@@ -549,10 +549,6 @@ pub fn apply(config: &Config, prepared: &[Prepared]) -> Result<Config, String> {
     Ok(next)
 }
 
-/// Copies `path` to `PATH.TIMESTAMP.bak` beside it (0600, never over another copy, at most
-/// [`crate::client_file::backup::KEEP`] kept); returns its path.
-pub use crate::client_file::backup::backup;
-
 #[cfg(test)]
 #[path = "import_tests.rs"]
 mod tests;

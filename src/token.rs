@@ -4,6 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+/// The name prefix under which Gatehouse's own tokens are known to the redactions (a server's
+/// environment holding one is refused; the names say whose).
+pub const OWN_TOKEN: &str = "gatehouse-token:";
+/// The gateway token's name among them.
+pub const OWN_TOKEN_GATEWAY: &str = "gatehouse-token:gateway";
+
 /// Env var that overrides the stored token.
 pub const TOKEN_ENV: &str = "GATEHOUSE_TOKEN";
 const TOKEN_FILE: &str = "gateway-token";

@@ -313,10 +313,10 @@ pub fn answer_approval(
     state: AppStateRef<'_>,
     id: String,
     digest: String,
-    decision: String,
+    decision: crate::state::Choice,
     reason: Option<String>,
 ) -> CommandResult<()> {
-    state.answer(&id, &digest, &decision, reason)
+    state.answer(&id, &digest, decision, reason)
 }
 
 /// The code points the core shows as `⟨U+XXXX⟩` (`gatehouse::text::hidden_ranges`), as

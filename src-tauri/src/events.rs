@@ -13,8 +13,10 @@ use tokio::sync::broadcast::{error::RecvError, Receiver};
 
 use crate::state::{AppState, PhaseView};
 
-/// Everything the UI is told without asking.
-#[derive(Debug, Clone)]
+/// Everything the UI is told without asking. Serialised by derive: the variant's name in kebab
+/// case is the event's name in the webview (`api.on(name, …)`), its fields the payload.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "name", content = "payload", rename_all = "kebab-case")]
 pub enum UiEvent {
     /// The hub is starting, running, failed to start or stopping.
     HubPhase(PhaseView),
@@ -36,57 +38,21 @@ pub enum UiEvent {
     Resync,
 }
 
-#[derive(Serialize, Clone)]
-struct ToolsChanged<'a> {
-    server: &'a str,
-    tools: usize,
-}
-
-#[derive(Serialize, Clone)]
-struct Resolved<'a> {
-    id: &'a str,
-    outcome: Resolution,
-    by: Option<Decider>,
-}
-
 impl UiEvent {
-    /// The event's name in the webview (`api.on(name, …)`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            UiEvent::HubPhase(_) => "hub-phase",
-            UiEvent::ServerStatus(_) => "server-status",
-            UiEvent::ToolsChanged { .. } => "tools-changed",
-            UiEvent::ApprovalRequested(_) => "approval-requested",
-            UiEvent::ApprovalUpdated(_) => "approval-updated",
-            UiEvent::ApprovalResolved { .. } => "approval-resolved",
-            UiEvent::Resync => "resync",
-        }
+    /// The event's name and payload, as the derive spells them.
+    fn parts(&self) -> Option<(String, serde_json::Value)> {
+        let serde_json::Value::Object(mut m) = serde_json::to_value(self).ok()? else {
+            return None;
+        };
+        let name = m.remove("name")?.as_str()?.to_owned();
+        Some((name, m.remove("payload").unwrap_or(serde_json::Value::Null)))
     }
 
     /// Sends it to the webview (a closed window just misses it).
     pub fn emit<R: Runtime>(&self, app: &AppHandle<R>) {
-        let name = self.name();
-        let _ = match self {
-            UiEvent::HubPhase(p) => app.emit(name, p),
-            UiEvent::ServerStatus(s) => app.emit(name, s),
-            UiEvent::ToolsChanged { server, tools } => app.emit(
-                name,
-                ToolsChanged {
-                    server,
-                    tools: *tools,
-                },
-            ),
-            UiEvent::ApprovalRequested(r) | UiEvent::ApprovalUpdated(r) => app.emit(name, r),
-            UiEvent::ApprovalResolved { id, outcome, by } => app.emit(
-                name,
-                Resolved {
-                    id,
-                    outcome: *outcome,
-                    by: *by,
-                },
-            ),
-            UiEvent::Resync => app.emit(name, ()),
-        };
+        if let Some((name, payload)) = self.parts() {
+            let _ = app.emit(&name, payload);
+        }
     }
 }
 
@@ -163,5 +129,58 @@ fn bring_forward<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest) {
     } else {
         crate::prompt::request(app);
         crate::notify::approval(app, req);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names the webview listens for (`api.on` in `ui/`) are the derive's: every one of
+    /// them is an event's name, and the payload is the variant's fields.
+    #[test]
+    fn every_name_the_ui_listens_for_is_an_event() {
+        let resolved = UiEvent::ApprovalResolved {
+            id: "apr-1-1".into(),
+            outcome: Resolution::TimedOut,
+            by: None,
+        };
+        let (name, payload) = resolved.parts().expect("parts");
+        assert_eq!(name, "approval-resolved");
+        assert_eq!(payload["id"], "apr-1-1");
+        let (name, payload) = UiEvent::Resync.parts().expect("parts");
+        assert_eq!(
+            (name.as_str(), payload),
+            ("resync", serde_json::Value::Null)
+        );
+        let tools = UiEvent::ToolsChanged {
+            server: "a".into(),
+            tools: 3,
+        };
+        assert_eq!(
+            tools.parts().map(|(n, p)| (n, p["tools"].clone())),
+            Some(("tools-changed".into(), serde_json::json!(3)))
+        );
+        let names = [
+            "hub-phase",
+            "server-status",
+            "tools-changed",
+            "approval-requested",
+            "approval-updated",
+            "approval-resolved",
+            "resync",
+        ];
+        let ui = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui");
+        for f in std::fs::read_dir(ui).expect("ui/").flatten() {
+            let text = std::fs::read_to_string(f.path()).unwrap_or_default();
+            for listened in text.split("api.on('").skip(1) {
+                let name = listened.split('\'').next().unwrap_or("");
+                assert!(
+                    names.contains(&name),
+                    "{} listens for \"{name}\", which no event is",
+                    f.path().display()
+                );
+            }
+        }
     }
 }

@@ -109,6 +109,8 @@ mod linux {
     use notify_rust::{Notification, Timeout};
     use tauri::{AppHandle, Manager, Runtime};
 
+    use crate::state::Choice;
+
     use super::MAX_ACTIONABLE;
     use crate::state::AppState;
 
@@ -185,8 +187,8 @@ mod linux {
         let whole = notice.whole;
         handle.wait_for_action(|action| {
             let decision = match action {
-                "allow" if whole => "once",
-                "deny" => "deny",
+                "allow" if whole => Choice::Once,
+                "deny" => Choice::Deny,
                 "open" => {
                     crate::window::show_main(app);
                     return;

@@ -108,12 +108,10 @@ impl AppState {
         &self,
         id: &str,
         digest: &str,
-        decision: &str,
+        choice: Choice,
         reason: Option<String>,
     ) -> Result<(), CommandError> {
-        let answer =
-            gatehouse::approval::Answer::parse(decision, reason, "denied in the Gatehouse app")
-                .map_err(CommandError::invalid)?;
+        let answer = choice.answer(reason);
         self.hub()?
             .approvals()
             .answer_via(
@@ -194,6 +192,35 @@ impl AppState {
             .collect();
         for t in all {
             t.cancel();
+        }
+    }
+}
+
+/// What the person chose in the app — the modal's buttons, the native prompt's, a
+/// notification's — typed where it arrives (`once`, `session`, `always`, `deny` on the wire; any
+/// other word is refused by the command's own deserialiser).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Choice {
+    Once,
+    Session,
+    Always,
+    Deny,
+}
+
+impl Choice {
+    /// The core's answer: allow for a scope, or deny with the reason given (else the app's own).
+    pub fn answer(self, reason: Option<String>) -> gatehouse::approval::Answer {
+        use gatehouse::approval::{Answer, Scope};
+        match self {
+            Choice::Once => Answer::Allow(Scope::Once),
+            Choice::Session => Answer::Allow(Scope::Session),
+            Choice::Always => Answer::Allow(Scope::Always),
+            Choice::Deny => Answer::Deny(Some(
+                reason
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| "denied in the Gatehouse app".into()),
+            )),
         }
     }
 }

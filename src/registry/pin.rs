@@ -197,6 +197,20 @@ pub fn apply(entry: &mut serde_json::Value, spec: &Spec, r: &Release) {
     entry["pin"] = pin;
 }
 
+/// An entry's program and its arguments (those that are strings).
+fn command_line(entry: &serde_json::Value) -> (String, Vec<String>) {
+    let command = entry["command"].as_str().unwrap_or_default().to_owned();
+    let args = entry["args"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (command, args)
+}
+
 /// A new entry's `npx`/`uvx` package pinned (every way of adding does this: the CLI's `add`, the
 /// app's form and paste, import): the newest release at least `min_age_days` old — the newest
 /// overall when none is, said so. `Ok(None)`: it runs no package from an index. The sentence
@@ -205,15 +219,7 @@ pub async fn pin_new(
     entry: &mut serde_json::Value,
     min_age_days: u64,
 ) -> Result<Option<String>, String> {
-    let command = entry["command"].as_str().unwrap_or_default().to_owned();
-    let args: Vec<String> = entry["args"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (command, args) = command_line(entry);
     if let Some(problem) = not_a_package(&command, &args) {
         return Err(problem);
     }
@@ -256,15 +262,7 @@ pub async fn record(
     entry: &mut serde_json::Value,
     min_age_days: u64,
 ) -> Result<Option<String>, String> {
-    let command = entry["command"].as_str().unwrap_or_default().to_owned();
-    let args: Vec<String> = entry["args"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let (command, args) = command_line(entry);
     let Some(spec) = spec(&command, &args) else {
         return Ok(None);
     };

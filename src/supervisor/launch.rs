@@ -424,8 +424,8 @@ pub(crate) async fn resolve_env(
     // Whatever way a value came (plain, a secret, the environment): none may hold one of
     // Gatehouse's own tokens, which would let the server call every tool without asking.
     for (key, value) in &resolved {
-        if let Some(which) = redactions.holds(crate::hub::OWN_TOKEN, value) {
-            let whose = match which.strip_prefix(crate::hub::OWN_TOKEN) {
+        if let Some(which) = redactions.holds(crate::token::OWN_TOKEN, value) {
+            let whose = match which.strip_prefix(crate::token::OWN_TOKEN) {
                 Some("gateway") => "the gateway's token".to_owned(),
                 Some(rest) => format!(
                     "the token of client profile \"{}\"",

@@ -121,7 +121,7 @@ pub async fn import_servers(
         &own_port(&state),
     );
     if let Some(config_path) = hub.config_path() {
-        gatehouse::import::backup(&config_path).map_err(CommandError::failed)?;
+        gatehouse::client_file::backup::backup(&config_path).map_err(CommandError::failed)?;
     }
     let chosen: Vec<_> = plan
         .into_iter()

@@ -11,7 +11,7 @@ use gtk::prelude::*;
 use tauri::{AppHandle, Manager, Runtime};
 
 use super::{countdown, Facts, GUARD};
-use crate::state::AppState;
+use crate::state::{AppState, Choice};
 
 /// The prompt's window, made once and kept hidden between calls (a GTK window costs little, and
 /// reusing it paints sooner).
@@ -157,13 +157,13 @@ fn new_window<R: Runtime>(app: &AppHandle<R>) -> gtk::Window {
     // the guard after a call appears: that key or click was meant for what was there).
     let on_close = app.clone();
     window.connect_delete_event(move |_, _| {
-        answer_front(&on_close, "deny");
+        answer_front(&on_close, Choice::Deny);
         glib::Propagation::Stop
     });
     let on_key = app.clone();
     window.connect_key_press_event(move |_, ev| {
         if ev.keyval() == gtk::gdk::keys::constants::Escape {
-            answer_front(&on_key, "deny");
+            answer_front(&on_key, Choice::Deny);
             return glib::Propagation::Stop;
         }
         glib::Propagation::Proceed
@@ -255,20 +255,20 @@ fn content<R: Runtime>(
     let mut answers = Vec::new();
     // Packed from the right: Always, Session, Once, Deny (Deny leftmost of the answers).
     for (text, decision) in [
-        ("_Always allow", "always"),
-        ("Allow for this _session", "session"),
-        ("Allow _once", "once"),
-        ("_Deny", "deny"),
+        ("_Always allow", Choice::Always),
+        ("Allow for this _session", Choice::Session),
+        ("Allow _once", Choice::Once),
+        ("_Deny", Choice::Deny),
     ] {
         let b = gtk::Button::with_mnemonic(text);
         let handle = app.clone();
         let (id, digest) = (req.id.clone(), req.digest.clone());
         b.connect_clicked(move |_| answer(&handle, &id, &digest, decision));
         answers.push(b.clone());
-        if decision == "deny" {
+        if decision == Choice::Deny {
             b.style_context().add_class("destructive-action");
             deny = Some(b.clone());
-        } else if decision == "once" {
+        } else if decision == Choice::Once {
             b.style_context().add_class("suggested-action");
         }
         buttons.pack_end(&b, false, false, 0);
@@ -357,7 +357,7 @@ fn label(text: &str) -> gtk::Label {
 
 /// Esc or the close button: deny the call shown — unless it appeared within the guard, when the
 /// key or click was meant for what was there and answers nothing.
-fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: &str) {
+fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: Choice) {
     let shown = PROMPT.with(|p| {
         p.borrow().as_ref().and_then(|p| {
             let live = std::time::Instant::now() >= p.live_at;
@@ -373,7 +373,7 @@ fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: &str) {
 
 /// Answers `id` (the call shown, with its digest) as the person chose, then shows what is next
 /// (the hub's resolution event would too; this is at once).
-fn answer<R: Runtime>(app: &AppHandle<R>, id: &str, digest: &str, decision: &str) {
+fn answer<R: Runtime>(app: &AppHandle<R>, id: &str, digest: &str, decision: Choice) {
     if let Err(e) = app
         .state::<Arc<AppState>>()
         .answer(id, digest, decision, None)

@@ -5,6 +5,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::lock;
+use crate::registry::RegistryStandIn;
 use crate::support::*;
 
 #[tokio::test]
@@ -248,17 +249,7 @@ async fn a_server_waiting_for_a_sign_in_is_signed_in_from_its_row() {
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn a_server_is_found_in_the_registry_and_added_pinned() {
     let _serial = lock().await;
-    let mut registry = std::process::Command::new("python3")
-        .arg(repo().join("tests/clients/registry_server.py"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("registry stand-in");
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(registry.stdout.take().expect("stdout")),
-        &mut port,
-    )
-    .expect("port");
+    let registry = RegistryStandIn::start();
     // The app's HOME is the test's: npm's cache (where install-peers put the package) is lent.
     let d = Desktop::launch_with(json!({}), |home| {
         let cache =
@@ -267,13 +258,7 @@ async fn a_server_is_found_in_the_registry_and_added_pinned() {
     })
     .await;
     // Point the running app at the stand-in, as a company points it at its own registry.
-    let mut cfg: Value =
-        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
-            .expect("json");
-    cfg["registry"] = json!({ "url": format!("http://127.0.0.1:{}", port.trim()) });
-    std::fs::write(&d.config_path, cfg.to_string()).expect("config");
-    let (code, out, err) = d.cli(&["reload"]);
-    assert_eq!(code, 0, "{out}{err}");
+    d.point_at(&registry);
     let offers = d
         .wait_js(
             "the empty state's offers",
@@ -350,8 +335,7 @@ async fn a_server_is_found_in_the_registry_and_added_pinned() {
         !saved.contains("sk-e2e-canary") && saved.contains("server-everything@2026.8.31"),
         "{saved}"
     );
-    let _ = registry.kill();
-    let _ = registry.wait();
+    drop(registry);
 }
 
 /// Settings says where the gateway listens now and why that is not the address in the config
@@ -392,25 +376,9 @@ async fn settings_says_when_listen_is_overridden() {
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn a_hostile_registry_entry_is_refused_in_the_app() {
     let _serial = lock().await;
-    let mut registry = std::process::Command::new("python3")
-        .arg(repo().join("tests/clients/registry_server.py"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("registry stand-in");
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(registry.stdout.take().expect("stdout")),
-        &mut port,
-    )
-    .expect("port");
+    let registry = RegistryStandIn::start();
     let d = Desktop::launch(json!({})).await;
-    let mut cfg: Value =
-        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
-            .expect("json");
-    cfg["registry"] = json!({ "url": format!("http://127.0.0.1:{}", port.trim()) });
-    std::fs::write(&d.config_path, cfg.to_string()).expect("config");
-    let (code, out, err) = d.cli(&["reload"]);
-    assert_eq!(code, 0, "{out}{err}");
+    d.point_at(&registry);
     let before = std::fs::read(&d.config_path).expect("config");
     d.click("#find-server-empty").await;
     d.type_into("#registry-form input[name=q]", "io.evil").await;
@@ -466,7 +434,6 @@ async fn a_hostile_registry_entry_is_refused_in_the_app() {
         before,
         "the config changed"
     );
-    let _ = registry.kill();
-    let _ = registry.wait();
+    drop(registry);
     d.quit().await;
 }

@@ -9,6 +9,7 @@ mod approvals;
 mod clients;
 mod layout;
 mod notices;
+mod registry;
 mod seen;
 mod servers;
 mod support;

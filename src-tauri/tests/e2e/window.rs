@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::lock;
+use crate::registry::RegistryStandIn;
 use crate::support::*;
 
 /// Installed in the page: the texts of `scope` that are cut (measured from element boxes and
@@ -173,24 +174,8 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
     .await;
     found.extend(sweep(&d, "#server-dialog", "server form").await);
     d.click("#server-cancel").await;
-    let mut registry = std::process::Command::new("python3")
-        .arg(repo().join("tests/clients/registry_server.py"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("registry stand-in");
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(registry.stdout.take().expect("stdout")),
-        &mut port,
-    )
-    .expect("port");
-    let mut cfg: Value =
-        serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
-            .expect("json");
-    cfg["registry"] = json!({ "url": format!("http://127.0.0.1:{}", port.trim()) });
-    std::fs::write(&d.config_path, cfg.to_string()).expect("config");
-    let (code, out, err) = d.cli(&["reload"]);
-    assert_eq!(code, 0, "{out}{err}");
+    let registry = RegistryStandIn::start();
+    d.point_at(&registry);
     d.click("#add-server").await;
     d.click("#find-server-form").await;
     d.type_into("#registry-form input[name=q]", "e").await;
@@ -200,8 +185,7 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
     )
     .await;
     found.extend(sweep(&d, "#registry-dialog", "registry").await);
-    let _ = registry.kill();
-    let _ = registry.wait();
+    drop(registry);
     d.js("document.getElementById('registry-dialog').close(); return true;")
         .await;
     assert!(

@@ -227,7 +227,7 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         let (path, backup) = (config_path.clone(), backup.clone());
         tokio::task::spawn_blocking(move || {
             config::edit(&path, |current| {
-                let bak = import::backup(&path)
+                let bak = gatehouse::client_file::backup::backup(&path)
                     .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
                 *backup.lock().unwrap_or_else(|e| e.into_inner()) = bak;
                 import::apply(current, &prepared)
