@@ -1,5 +1,5 @@
-//! The house keeps its shape by itself: `cargo test` fails when a source file passes 650 lines
-//! or a module imports one that imports it back. Read from the files as text (the `mod`
+//! The house keeps its shape by itself: `cargo test` fails when a source file passes 650 lines,
+//! a module imports one that imports it back, or a module with children is a `mod.rs`. Read from the files as text (the `mod`
 //! declarations that make each crate's tree, and the `crate::`/`super::`/`self::` paths a module
 //! names outside its tests), so it stays fast.
 
@@ -77,6 +77,26 @@ fn no_source_file_is_over_650_lines() {
         over.is_empty(),
         "over {MAX_LINES} lines — split each along its seam: {}",
         over.join(", ")
+    );
+}
+
+/// One convention for a module with children: `foo.rs` beside `foo/`, never `foo/mod.rs`.
+#[test]
+fn a_module_with_children_is_a_file_beside_its_folder() {
+    let root = repo();
+    let mut all = Vec::new();
+    for d in ["src", "src-tauri/src"] {
+        files(&root.join(d), &mut all);
+    }
+    let mod_rs: Vec<String> = all
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "mod.rs"))
+        .map(|p| p.strip_prefix(&root).unwrap_or(p).display().to_string())
+        .collect();
+    assert!(
+        mod_rs.is_empty(),
+        "move each to the folder's name plus .rs, beside the folder: {}",
+        mod_rs.join(", ")
     );
 }
 
