@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -41,16 +41,7 @@ pub enum Cmd {
         deny_unattended: bool,
     },
     /// List calls waiting for approval (or revoke remembered approvals with --forget)
-    Approvals {
-        #[arg(long)]
-        json: bool,
-        /// Revoke "session" and "always" approvals of SERVER or SERVER__TOOL
-        #[arg(long, value_name = "SERVER[__TOOL]")]
-        forget: Option<String>,
-        /// List the remembered answers ("always" and "session") instead of waiting calls
-        #[arg(long, conflicts_with = "forget")]
-        grants: bool,
-    },
+    Approvals(ApprovalsArgs),
     /// Allow a waiting call
     Approve {
         id: String,
@@ -73,24 +64,7 @@ pub enum Cmd {
         cmd: AuthCmd,
     },
     /// Show recent routed calls: decision, who decided, duration, outcome
-    Activity {
-        #[arg(long, conflicts_with = "csv")]
-        json: bool,
-        /// Print CSV (RFC 4180, with the two durations; cells a spreadsheet would run are
-        /// written as text) — e.g. `gatehouse activity --csv --limit 100000 > calls.csv`
-        #[arg(long)]
-        csv: bool,
-        /// Only calls whose decision is in this group
-        #[arg(long, value_name = "GROUP", value_parser = gatehouse::activity::DecisionGroup::ALL.map(|g| g.as_str()))]
-        decision: Option<String>,
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        #[arg(long, value_name = "ID")]
-        server: Option<String>,
-        /// Only the calls of this client profile (`default`: the gateway token's)
-        #[arg(long, value_name = "ID")]
-        client: Option<String>,
-    },
+    Activity(ActivityArgs),
     /// Deny a waiting call; the client gets an error result with the reason
     Deny {
         id: String,
@@ -155,59 +129,7 @@ pub enum Cmd {
     },
     /// Add a server: `add ID [OPTIONS] -- COMMAND [ARGS...]`, `add ID --url URL`, or
     /// `add [ID] --registry NAME[@VERSION]`
-    Add {
-        #[arg(required_unless_present = "registry")]
-        id: Option<String>,
-        /// A server from the MCP Registry, pinned to its exact version (latest unless given)
-        #[arg(long, value_name = "NAME[@VERSION]", conflicts_with_all = ["url", "command"])]
-        registry: Option<String>,
-        /// A remote server's URL (instead of a command)
-        #[arg(long, value_name = "URL")]
-        url: Option<String>,
-        /// An environment variable for the server (repeatable)
-        #[arg(long = "env", value_name = "K=V")]
-        env: Vec<String>,
-        /// An environment variable taken from a keychain secret (repeatable)
-        #[arg(long = "secret-env", value_name = "K=SECRET_NAME")]
-        secret_env: Vec<String>,
-        /// A header for a remote server (repeatable)
-        #[arg(long = "header", value_name = "K=V")]
-        header: Vec<String>,
-        /// A header taken from a keychain secret (repeatable)
-        #[arg(long = "secret-header", value_name = "K=SECRET_NAME")]
-        secret_header: Vec<String>,
-        /// The server's working directory
-        #[arg(long, value_name = "DIR")]
-        cwd: Option<String>,
-        /// ask: every call asks first; default: follow approval.default
-        #[arg(long, value_name = "ask|default", default_value = "default")]
-        approval: String,
-        /// How the local server is confined: default, strict or off
-        #[arg(long, value_name = "default|strict|off")]
-        sandbox: Option<String>,
-        /// A path the sandboxed server may read (repeatable)
-        #[arg(long = "allow-read", value_name = "PATH")]
-        allow_read: Vec<String>,
-        /// A path the sandboxed server may read and write (repeatable)
-        #[arg(long = "allow-write", value_name = "PATH")]
-        allow_write: Vec<String>,
-        /// Take the network away from the sandboxed server
-        #[arg(long)]
-        no_network: bool,
-        /// Leave an `npx`/`uvx` package unpinned (it then runs whatever version is newest)
-        #[arg(long)]
-        no_pin: bool,
-        /// With --registry: allow this variable although it changes how a runtime loads code or
-        /// where it fetches packages (repeatable; each is shown with its value first)
-        #[arg(long = "allow-env", value_name = "NAME", requires = "registry")]
-        allow_env: Vec<String>,
-        /// The config file when no hub is running (default: the platform config)
-        #[arg(long, value_name = "PATH")]
-        config: Option<PathBuf>,
-        /// The command and its arguments, after `--`
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    Add(AddArgs),
     /// Remove a server from the config (and stop it)
     Remove {
         id: String,
@@ -227,24 +149,7 @@ pub enum Cmd {
         config: Option<PathBuf>,
     },
     /// Start a server on its own and report what it offers: `test ID` or `test -- COMMAND [ARGS...]`
-    Test {
-        id: Option<String>,
-        /// How long it may take to be ready, in seconds
-        #[arg(long, default_value_t = 30)]
-        timeout: u64,
-        /// The config file to find ID in (default: the platform config)
-        #[arg(long, value_name = "PATH")]
-        config: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-        /// Start it confined and with the sandbox off, and say the difference (prints a
-        /// `confined: …` and an `unconfined: …` line; exit 0 when both run)
-        #[arg(long)]
-        compare: bool,
-        /// A command not in the config yet, after `--`
-        #[arg(last = true, value_name = "COMMAND")]
-        command: Vec<String>,
-    },
+    Test(TestArgs),
     /// Show a server's recent stderr and Gatehouse's notes about it
     Logs {
         id: String,
@@ -256,54 +161,184 @@ pub enum Cmd {
         lines: Option<usize>,
     },
     /// List the tools of running servers with their exposed names
-    Tools {
-        id: Option<String>,
-        #[arg(long)]
-        json: bool,
-        /// List the server's tools again first (without restarting it)
-        #[arg(long, requires = "id")]
-        refresh: bool,
-        /// Only what this client profile sees, with what a call from it does
-        #[arg(long)]
-        client: Option<String>,
-    },
+    Tools(ToolsArgs),
     /// Re-read the config file of the running hub
     Reload,
     /// Import servers from Claude Desktop, Claude Code, Cursor, VS Code or a Gremia manifest
-    Import {
-        /// claude-desktop, claude-code, cursor, vscode, or a file (default: every client found)
-        #[arg(long, value_name = "CLIENT|PATH")]
-        from: Option<String>,
-        /// The Gatehouse config to add them to (default: the platform config)
-        #[arg(long, value_name = "PATH")]
-        config: Option<PathBuf>,
-        /// Show what would be imported; write nothing
-        #[arg(long)]
-        dry_run: bool,
-        /// Move credential-looking env/header values (*_TOKEN, *_KEY, *_SECRET, PASSWORD…) into the keychain
-        #[arg(long)]
-        move_secrets: bool,
-        /// Import a server under another id (repeatable)
-        #[arg(long, value_name = "OLD=NEW")]
-        rename: Vec<String>,
-    },
+    Import(ImportArgs),
     /// Print the config that connects a client to Gatehouse (or merge it into the client's file)
-    ClientConfig {
-        /// claude-desktop, claude-code, cursor or vscode
-        target: String,
-        /// Merge it into the client's file (a timestamped backup is kept)
-        #[arg(long)]
-        write: bool,
-        /// With --write: also remove the client's entries for servers Gatehouse now runs
-        #[arg(long)]
-        replace_imported: bool,
-        /// With --write: the client's file, if not in its usual place
-        #[arg(long, value_name = "PATH")]
-        file: Option<PathBuf>,
-        /// Use this client profile's token (and, for stdio clients, `connect --client ID`)
-        #[arg(long, value_name = "ID")]
-        client: Option<String>,
-    },
+    ClientConfig(ClientConfigArgs),
+}
+
+/// `approvals`: waiting calls, remembered answers, or forgetting them.
+#[derive(Args)]
+pub struct ApprovalsArgs {
+    #[arg(long)]
+    pub json: bool,
+    /// Revoke "session" and "always" approvals of SERVER or SERVER__TOOL
+    #[arg(long, value_name = "SERVER[__TOOL]")]
+    pub forget: Option<String>,
+    /// List the remembered answers ("always" and "session") instead of waiting calls
+    #[arg(long, conflicts_with = "forget")]
+    pub grants: bool,
+}
+
+/// `activity`: which calls, and how they are printed.
+#[derive(Args)]
+pub struct ActivityArgs {
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (RFC 4180, with the two durations; cells a spreadsheet would run are
+    /// written as text) — e.g. `gatehouse activity --csv --limit 100000 > calls.csv`
+    #[arg(long)]
+    pub csv: bool,
+    /// Only calls whose decision is in this group
+    #[arg(long, value_name = "GROUP", value_parser = gatehouse::activity::DecisionGroup::ALL.map(|g| g.as_str()))]
+    pub decision: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    #[arg(long, value_name = "ID")]
+    pub server: Option<String>,
+    /// Only the calls of this client profile (`default`: the gateway token's)
+    #[arg(long, value_name = "ID")]
+    pub client: Option<String>,
+}
+
+/// `tools`: whose tools, as seen by whom.
+#[derive(Args)]
+pub struct ToolsArgs {
+    pub id: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+    /// List the server's tools again first (without restarting it)
+    #[arg(long, requires = "id")]
+    pub refresh: bool,
+    /// Only what this client profile sees, with what a call from it does
+    #[arg(long)]
+    pub client: Option<String>,
+}
+
+/// `test`: one server started on its own.
+#[derive(Args)]
+pub struct TestArgs {
+    pub id: Option<String>,
+    /// How long it may take to be ready, in seconds
+    #[arg(long, default_value_t = 30)]
+    pub timeout: u64,
+    /// The config file to find ID in (default: the platform config)
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+    /// Start it confined and with the sandbox off, and say the difference (prints a
+    /// `confined: …` and an `unconfined: …` line; exit 0 when both run)
+    #[arg(long)]
+    pub compare: bool,
+    /// A command not in the config yet, after `--`
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `import`: which client's servers, into which config.
+#[derive(Args)]
+pub struct ImportArgs {
+    /// claude-desktop, claude-code, cursor, vscode, or a file (default: every client found)
+    #[arg(long, value_name = "CLIENT|PATH")]
+    pub from: Option<String>,
+    /// The Gatehouse config to add them to (default: the platform config)
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Show what would be imported; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Move credential-looking env/header values (*_TOKEN, *_KEY, *_SECRET, PASSWORD…) into the keychain
+    #[arg(long)]
+    pub move_secrets: bool,
+    /// Import a server under another id (repeatable)
+    #[arg(long = "rename", value_name = "OLD=NEW")]
+    pub renames: Vec<String>,
+}
+
+/// `client-config`: the entry connecting a client, printed or merged into its file.
+#[derive(Args)]
+pub struct ClientConfigArgs {
+    /// claude-desktop, claude-code, cursor or vscode
+    pub target: String,
+    /// Merge it into the client's file (a timestamped backup is kept)
+    #[arg(long)]
+    pub write: bool,
+    /// With --write: also remove the client's entries for servers Gatehouse now runs
+    #[arg(long)]
+    pub replace_imported: bool,
+    /// With --write: the client's file, if not in its usual place
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Use this client profile's token (and, for stdio clients, `connect --client ID`)
+    #[arg(long, value_name = "ID")]
+    pub client: Option<String>,
+}
+
+/// What `add` was given.
+#[derive(Args)]
+pub struct AddArgs {
+    #[arg(required_unless_present = "registry")]
+    pub id: Option<String>,
+    /// A server from the MCP Registry, pinned to its exact version (latest unless given)
+    #[arg(long, value_name = "NAME[@VERSION]", conflicts_with_all = ["url", "command"])]
+    pub registry: Option<String>,
+    /// A remote server's URL (instead of a command)
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// An environment variable for the server (repeatable)
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// An environment variable taken from a keychain secret (repeatable)
+    #[arg(long = "secret-env", value_name = "K=SECRET_NAME")]
+    pub secret_env: Vec<String>,
+    /// A header for a remote server (repeatable)
+    #[arg(long = "header", value_name = "K=V")]
+    pub header: Vec<String>,
+    /// A header taken from a keychain secret (repeatable)
+    #[arg(long = "secret-header", value_name = "K=SECRET_NAME")]
+    pub secret_header: Vec<String>,
+    /// The server's working directory
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// ask: every call asks first; default: follow approval.default
+    #[arg(long, value_name = "ask|default", default_value = "default")]
+    pub approval: String,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Leave an `npx`/`uvx` package unpinned (it then runs whatever version is newest)
+    #[arg(long = "no-pin", action = ArgAction::SetFalse)]
+    pub pin: bool,
+    /// With --registry: allow this variable although it changes how a runtime loads code or
+    /// where it fetches packages (repeatable; each is shown with its value first)
+    #[arg(long = "allow-env", value_name = "NAME", requires = "registry")]
+    pub allow_env: Vec<String>,
+    /// The config file when no hub is running (default: the platform config)
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The command and its arguments, after `--`
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `add`'s sandbox flags.
+#[derive(Args)]
+pub struct SandboxArgs {
+    /// How the local server is confined: default, strict or off
+    #[arg(long = "sandbox", value_name = "default|strict|off")]
+    pub level: Option<String>,
+    /// A path the sandboxed server may read (repeatable)
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub read: Vec<String>,
+    /// A path the sandboxed server may read and write (repeatable)
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub write: Vec<String>,
+    /// Take the network away from the sandboxed server
+    #[arg(long)]
+    pub no_network: bool,
 }
 
 #[derive(Subcommand)]

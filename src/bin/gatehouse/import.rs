@@ -11,13 +11,7 @@ use gatehouse::hub::ToolInfo;
 use gatehouse::import::{self, Candidate, Outcome};
 use gatehouse::{ServerStatus, State};
 
-pub struct ImportArgs {
-    pub from: Option<String>,
-    pub config: Option<PathBuf>,
-    pub dry_run: bool,
-    pub move_secrets: bool,
-    pub renames: Vec<String>,
-}
+use crate::args::{ClientConfigArgs, ImportArgs};
 
 /// A client's files: its user file and, where it has one, the project file of the current
 /// directory — (label, path, scope) for each that exists.
@@ -334,14 +328,6 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
             }
         }
     }
-}
-
-pub struct ClientConfigArgs {
-    pub target: String,
-    pub client: Option<String>,
-    pub write: bool,
-    pub replace_imported: bool,
-    pub file: Option<PathBuf>,
 }
 
 /// Prints (or merges into the client's file) the entry connecting a client to Gatehouse.

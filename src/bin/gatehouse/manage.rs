@@ -10,33 +10,7 @@ use gatehouse::control::{ControlClient, ControlError, Request};
 use gatehouse::ServerStatus;
 use serde_json::{json, Map, Value};
 
-/// What `add` was given.
-pub struct AddArgs {
-    pub id: Option<String>,
-    pub registry: Option<String>,
-    pub url: Option<String>,
-    pub env: Vec<String>,
-    pub secret_env: Vec<String>,
-    pub header: Vec<String>,
-    pub secret_header: Vec<String>,
-    pub cwd: Option<String>,
-    pub approval: String,
-    pub sandbox: SandboxArgs,
-    pub config: Option<PathBuf>,
-    pub command: Vec<String>,
-    /// Pin an `npx`/`uvx` package to its newest version now.
-    pub pin: bool,
-    /// `--allow-env NAME`: risky variables a registry entry may set.
-    pub allow_env: Vec<String>,
-}
-
-/// `add`'s sandbox flags.
-pub struct SandboxArgs {
-    pub level: Option<String>,
-    pub read: Vec<String>,
-    pub write: Vec<String>,
-    pub no_network: bool,
-}
+pub use crate::args::{AddArgs, SandboxArgs};
 
 impl SandboxArgs {
     fn given(&self) -> bool {

@@ -8,16 +8,7 @@ use gatehouse::config::{self, Config};
 use gatehouse::control::{ControlClient, Request};
 use serde_json::json;
 
-/// What `test` was given.
-pub struct TestArgs {
-    pub id: Option<String>,
-    pub timeout: u64,
-    pub config: Option<PathBuf>,
-    pub json: bool,
-    pub command: Vec<String>,
-    /// Run it confined and unconfined, and say the difference.
-    pub compare: bool,
-}
+pub use crate::args::TestArgs;
 
 /// Why `test` did not run: bad usage (exit 2) or a server that is not there (exit 1).
 pub enum TestError {

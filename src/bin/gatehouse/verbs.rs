@@ -13,287 +13,49 @@ use gatehouse::hub::ToolInfo;
 use gatehouse::logs::LogLine;
 use gatehouse::ServerStatus;
 
-use crate::args::{Cmd, SecretCmd};
+use crate::args::{ActivityArgs, AddArgs, ApprovalsArgs, Cmd, SecretCmd, TestArgs, ToolsArgs};
 use crate::import;
 use crate::manage;
 use crate::print;
 use crate::probe;
 
+/// One line per verb: each names the function that does it.
 pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
     let client = ControlClient::new(control_path);
+    let client = &client;
     let result = match verb {
         Cmd::Serve { .. } | Cmd::Connect { .. } => return ExitCode::from(2),
-        Cmd::Import {
-            from,
-            config,
-            dry_run,
-            move_secrets,
-            rename,
-        } => {
-            let args = import::ImportArgs {
-                from,
-                config,
-                dry_run,
-                move_secrets,
-                renames: rename,
-            };
-            import::import(args, &client).await
-        }
-        Cmd::ClientConfig {
-            target,
-            write,
-            replace_imported,
-            file,
-            client: profile,
-        } => {
-            let args = import::ClientConfigArgs {
-                target,
-                client: profile,
-                write,
-                replace_imported,
-                file,
-            };
-            import::client_config(args, &client).await
-        }
-        Cmd::Approvals {
-            json,
-            forget: Some(target),
-            ..
-        } => ask::<Forgotten>(&client, Request::Forget { target })
-            .await
-            .map(|f| {
-                if json {
-                    print::json(&f);
-                } else {
-                    say!("forgot {} remembered approval(s)", f.forgotten);
-                }
-            }),
-        Cmd::Approvals {
-            json, grants: true, ..
-        } => ask::<Vec<gatehouse::approval::Grant>>(&client, Request::Grants)
-            .await
-            .map(|rows| {
-                if json {
-                    print::json(&rows);
-                } else {
-                    print::grants(&rows);
-                }
-            }),
-        Cmd::Approvals { json, .. } => ask::<Vec<ApprovalRequest>>(&client, Request::Approvals)
-            .await
-            .map(|rows| {
-                if json {
-                    print::json(&rows);
-                } else {
-                    print::approvals(&rows);
-                }
-            }),
-        Cmd::Secret { cmd } => secret(&client, cmd).await,
-        Cmd::Auth { cmd } => auth(&client, cmd).await,
-        Cmd::Clients { cmd, json } => manage::clients(&client, cmd, json).await,
-        Cmd::Activity {
-            json,
-            csv,
-            decision,
-            limit,
-            server,
-            client: profile,
-        } => ask::<Vec<CallRecord>>(
-            &client,
-            Request::Activity {
-                limit: Some(limit),
-                server,
-                client: profile,
-            },
-        )
-        .await
-        .map(|mut rows| {
-            if let Some(group) = decision {
-                rows.retain(|r| r.decision.group().as_str() == group);
-            }
-            if json {
-                print::json(&rows);
-            } else if csv {
-                print::out(&gatehouse::activity::export::csv(&rows));
-            } else {
-                print::activity(&rows);
-            }
-        }),
-        Cmd::Approve { id, scope, digest } => ask::<ApprovalRequest>(
-            &client,
-            Request::Approve {
-                id,
-                scope: Some(scope),
-                digest,
-            },
-        )
-        .await
-        .map(|r| {
-            say!(
-                "allowed {} ({scope:?})",
-                gatehouse::text::reveal(&r.exposed)
-            )
-        }),
-        Cmd::Deny { id, reason, digest } => {
-            ask::<ApprovalRequest>(&client, Request::Deny { id, reason, digest })
-                .await
-                .map(|r| say!("denied {}", gatehouse::text::reveal(&r.exposed)))
-        }
-        Cmd::Status { json } => ask::<Vec<ServerStatus>>(&client, Request::Status)
-            .await
-            .map(|rows| {
-                if json {
-                    print::json(&rows);
-                } else {
-                    print::status_table(&rows);
-                }
-            }),
-        Cmd::Start { id } => ask(&client, Request::Start { id }).await.map(print::one),
-        Cmd::Stop { id } => ask(&client, Request::Stop { id }).await.map(print::one),
+        Cmd::Import(args) => import::import(args, client).await,
+        Cmd::ClientConfig(args) => import::client_config(args, client).await,
+        Cmd::Approvals(args) => approvals(client, args).await,
+        Cmd::Secret { cmd } => secret(client, cmd).await,
+        Cmd::Auth { cmd } => auth(client, cmd).await,
+        Cmd::Clients { cmd, json } => manage::clients(client, cmd, json).await,
+        Cmd::Activity(args) => activity(client, args).await,
+        Cmd::Approve { id, scope, digest } => approve(client, id, scope, digest).await,
+        Cmd::Deny { id, reason, digest } => deny(client, id, reason, digest).await,
+        Cmd::Status { json } => status(client, json).await,
+        Cmd::Start { id } => ask(client, Request::Start { id }).await.map(print::one),
+        Cmd::Stop { id } => ask(client, Request::Stop { id }).await.map(print::one),
         Cmd::Restart { id: Some(id), .. } => {
-            ask(&client, Request::Restart { id }).await.map(print::one)
+            ask(client, Request::Restart { id }).await.map(print::one)
         }
-        Cmd::Restart { id: None, .. } => manage::restart_all(&client).await,
-        Cmd::Add {
-            id,
-            registry,
-            url,
-            env,
-            secret_env,
-            header,
-            secret_header,
-            cwd,
-            approval,
-            sandbox,
-            allow_read,
-            allow_write,
-            no_network,
-            no_pin,
-            allow_env,
-            config,
-            command,
-        } => {
-            let args = manage::AddArgs {
-                sandbox: manage::SandboxArgs {
-                    level: sandbox,
-                    read: allow_read,
-                    write: allow_write,
-                    no_network,
-                },
-                id,
-                registry,
-                url,
-                env,
-                secret_env,
-                header,
-                secret_header,
-                cwd,
-                approval,
-                config,
-                command,
-                pin: !no_pin,
-                allow_env,
-            };
-            match args.registry.clone() {
-                Some(spec) => crate::registry::add(&client, args, &spec).await,
-                None => manage::add(&client, args).await,
-            }
-        }
-        Cmd::Registry { cmd } => crate::registry::run(&client, cmd).await,
+        Cmd::Restart { id: None, .. } => manage::restart_all(client).await,
+        Cmd::Add(args) => add(client, args).await,
+        Cmd::Registry { cmd } => crate::registry::run(client, cmd).await,
         Cmd::Pin {
             id,
             update,
             now,
             config,
-        } => crate::registry::pin(&client, &id, (update, now), config).await,
-        Cmd::Remove { id, config } => manage::remove(&client, id, config).await,
-        Cmd::Enable { id, config } => manage::set_enabled(&client, id, true, config).await,
-        Cmd::Disable { id, config } => manage::set_enabled(&client, id, false, config).await,
-        Cmd::Test {
-            id,
-            timeout,
-            config,
-            json,
-            compare,
-            command,
-        } => {
-            let args = probe::TestArgs {
-                id,
-                timeout,
-                config,
-                json,
-                command,
-                compare,
-            };
-            return match probe::test(&client, args).await {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::from(1),
-                Err(probe::TestError::Unknown(msg)) => {
-                    eprintln!("gatehouse: {msg}");
-                    ExitCode::from(1)
-                }
-                Err(probe::TestError::Usage(msg)) => {
-                    eprintln!("gatehouse: {msg}");
-                    ExitCode::from(2)
-                }
-            };
-        }
-        Cmd::Reload => {
-            let before = ask::<Vec<ServerStatus>>(&client, Request::Status).await;
-            ask::<Vec<ServerStatus>>(&client, Request::Reload)
-                .await
-                .map(|after| {
-                    if let Ok(before) = before {
-                        print::reload_changes(&before, &after);
-                    }
-                    print::status_table(&after);
-                })
-        }
-        Cmd::Tools {
-            id,
-            json,
-            refresh,
-            client: profile,
-        } => {
-            let one = id.clone();
-            let shown_for = profile.clone();
-            let req = match (refresh, id, profile) {
-                (true, Some(id), None) => Request::RefreshTools { id },
-                (refresh, id, profile) => {
-                    if let (true, Some(id)) = (refresh, &id) {
-                        let again = Request::RefreshTools { id: id.clone() };
-                        if let Err(e) = ask::<Vec<ToolInfo>>(&client, again).await {
-                            eprintln!("gatehouse: {e}");
-                            return ExitCode::from(1);
-                        }
-                    }
-                    Request::Tools {
-                        id,
-                        client: profile,
-                    }
-                }
-            };
-            match ask::<Vec<ToolInfo>>(&client, req).await {
-                Ok(rows) if json => {
-                    print::json(&rows);
-                    Ok(())
-                }
-                Ok(rows) => {
-                    // One server's tools: what it speaks, first.
-                    if let Some(id) = one {
-                        if let Ok(all) = ask::<Vec<ServerStatus>>(&client, Request::Status).await {
-                            if let Some(s) = all.iter().find(|s| s.id == id) {
-                                print::protocol_line(s);
-                            }
-                        }
-                    }
-                    print::tools_table(&rows, shown_for.as_deref());
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            }
-        }
-        Cmd::Logs { id, follow, lines } => logs(&client, id, follow, lines).await,
+        } => crate::registry::pin(client, &id, (update, now), config).await,
+        Cmd::Remove { id, config } => manage::remove(client, id, config).await,
+        Cmd::Enable { id, config } => manage::set_enabled(client, id, true, config).await,
+        Cmd::Disable { id, config } => manage::set_enabled(client, id, false, config).await,
+        Cmd::Test(args) => return test(client, args).await,
+        Cmd::Reload => reload(client).await,
+        Cmd::Tools(args) => tools(client, args).await,
+        Cmd::Logs { id, follow, lines } => logs(client, id, follow, lines).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -302,6 +64,172 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `approvals`: the waiting calls, the remembered answers (`--grants`), or `--forget`.
+async fn approvals(client: &ControlClient, a: ApprovalsArgs) -> Result<(), String> {
+    let json = a.json;
+    if let Some(target) = a.forget {
+        return ask::<Forgotten>(client, Request::Forget { target })
+            .await
+            .map(|f| {
+                if json {
+                    print::json(&f);
+                } else {
+                    say!("forgot {} remembered approval(s)", f.forgotten);
+                }
+            });
+    }
+    if a.grants {
+        return ask::<Vec<gatehouse::approval::Grant>>(client, Request::Grants)
+            .await
+            .map(|rows| {
+                if json {
+                    print::json(&rows)
+                } else {
+                    print::grants(&rows)
+                }
+            });
+    }
+    ask::<Vec<ApprovalRequest>>(client, Request::Approvals)
+        .await
+        .map(|rows| {
+            if json {
+                print::json(&rows)
+            } else {
+                print::approvals(&rows)
+            }
+        })
+}
+
+/// `activity`: recent calls, filtered, as a table, JSON or CSV.
+async fn activity(client: &ControlClient, a: ActivityArgs) -> Result<(), String> {
+    let req = Request::Activity {
+        limit: Some(a.limit),
+        server: a.server,
+        client: a.client,
+    };
+    let mut rows = ask::<Vec<CallRecord>>(client, req).await?;
+    if let Some(group) = a.decision {
+        rows.retain(|r| r.decision.group().as_str() == group);
+    }
+    if a.json {
+        print::json(&rows);
+    } else if a.csv {
+        print::out(&gatehouse::activity::export::csv(&rows));
+    } else {
+        print::activity(&rows);
+    }
+    Ok(())
+}
+
+async fn approve(
+    client: &ControlClient,
+    id: String,
+    scope: gatehouse::approval::Scope,
+    digest: Option<String>,
+) -> Result<(), String> {
+    let req = Request::Approve {
+        id,
+        scope: Some(scope),
+        digest,
+    };
+    let r = ask::<ApprovalRequest>(client, req).await?;
+    say!(
+        "allowed {} ({scope:?})",
+        gatehouse::text::reveal(&r.exposed)
+    );
+    Ok(())
+}
+
+async fn deny(
+    client: &ControlClient,
+    id: String,
+    reason: Option<String>,
+    digest: Option<String>,
+) -> Result<(), String> {
+    let r = ask::<ApprovalRequest>(client, Request::Deny { id, reason, digest }).await?;
+    say!("denied {}", gatehouse::text::reveal(&r.exposed));
+    Ok(())
+}
+
+async fn status(client: &ControlClient, json: bool) -> Result<(), String> {
+    let rows = ask::<Vec<ServerStatus>>(client, Request::Status).await?;
+    if json {
+        print::json(&rows);
+    } else {
+        print::status_table(&rows);
+    }
+    Ok(())
+}
+
+/// `add`: from the MCP Registry, or a command line or URL.
+async fn add(client: &ControlClient, args: AddArgs) -> Result<(), String> {
+    match args.registry.clone() {
+        Some(spec) => crate::registry::add(client, args, &spec).await,
+        None => manage::add(client, args).await,
+    }
+}
+
+/// `test`: exit 0 when it ran, 1 when it did not (or is not there), 2 on bad usage.
+async fn test(client: &ControlClient, args: TestArgs) -> ExitCode {
+    match probe::test(client, args).await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(probe::TestError::Unknown(msg)) => {
+            eprintln!("gatehouse: {msg}");
+            ExitCode::from(1)
+        }
+        Err(probe::TestError::Usage(msg)) => {
+            eprintln!("gatehouse: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `reload`: what changed, then every server's status.
+async fn reload(client: &ControlClient) -> Result<(), String> {
+    let before = ask::<Vec<ServerStatus>>(client, Request::Status).await;
+    let after = ask::<Vec<ServerStatus>>(client, Request::Reload).await?;
+    if let Ok(before) = before {
+        print::reload_changes(&before, &after);
+    }
+    print::status_table(&after);
+    Ok(())
+}
+
+/// `tools`: the tools of every server or one (listed again first with `--refresh`), as a
+/// profile sees them with `--client`.
+async fn tools(client: &ControlClient, a: ToolsArgs) -> Result<(), String> {
+    let (one, shown_for) = (a.id.clone(), a.client.clone());
+    let req = match (a.refresh, a.id, a.client) {
+        (true, Some(id), None) => Request::RefreshTools { id },
+        (refresh, id, profile) => {
+            if let (true, Some(id)) = (refresh, &id) {
+                let again = Request::RefreshTools { id: id.clone() };
+                ask::<Vec<ToolInfo>>(client, again).await?;
+            }
+            Request::Tools {
+                id,
+                client: profile,
+            }
+        }
+    };
+    let rows = ask::<Vec<ToolInfo>>(client, req).await?;
+    if a.json {
+        print::json(&rows);
+        return Ok(());
+    }
+    // One server's tools: what it speaks, first.
+    if let Some(id) = one {
+        if let Ok(all) = ask::<Vec<ServerStatus>>(client, Request::Status).await {
+            if let Some(s) = all.iter().find(|s| s.id == id) {
+                print::protocol_line(s);
+            }
+        }
+    }
+    print::tools_table(&rows, shown_for.as_deref());
+    Ok(())
 }
 
 /// One request, its answer as `T`; any failure as the sentence to print.
