@@ -148,192 +148,247 @@ async fn handle_conn(
             return;
         }
     };
-    let resp = match req {
+    match req {
+        // The two answers that stream: each keeps the connection.
+        Request::AuthLogin { id } => sign_in(&mut w, &hub, &id, &stop).await,
+        Request::Logs { id, follow, lines } => logs(&mut w, &hub, id, follow, lines, &stop).await,
+        req => {
+            let resp = answer(req, &hub, gateway, caller).await;
+            let _ = write_line(&mut w, &resp).await;
+        }
+    }
+}
+
+/// One line per request: the one answer of every request that is answered once.
+#[cfg(unix)]
+async fn answer(
+    req: Request,
+    hub: &HubHandle,
+    gateway: Option<GatewayInfo>,
+    caller: Option<String>,
+) -> Response {
+    use crate::approval::{Answer, Scope};
+    match req {
         Request::Status => Response::ok(hub.status()),
-        Request::Start { id } => done(hub.start_server(&id).await, &hub, &id),
-        Request::Stop { id } => done(hub.stop_server(&id).await, &hub, &id),
-        Request::Restart { id } => done(hub.restart_server(&id).await, &hub, &id),
-        Request::Tools { id, client } => match hub.tools_for(id.as_deref(), client.as_deref()) {
-            Ok(t) => Response::ok(t),
-            Err(e) => Response::from_hub(e),
-        },
-        Request::Gateway { client } => match gateway {
-            None => Response::err(
-                ErrorKind::NoGateway,
-                "this hub serves one client on stdio and has no HTTP endpoint".into(),
-            ),
-            Some(g) => match hub.profile_token(client.as_deref()) {
-                Ok(None) => Response::ok(g),
-                Ok(Some(token)) => Response::ok(GatewayInfo { url: g.url, token }),
-                Err(e) => Response::from_hub(e),
-            },
-        },
+        Request::Start { id } => done(hub.start_server(&id).await, hub, &id),
+        Request::Stop { id } => done(hub.stop_server(&id).await, hub, &id),
+        Request::Restart { id } => done(hub.restart_server(&id).await, hub, &id),
+        Request::Tools { id, client } => reply(hub.tools_for(id.as_deref(), client.as_deref())),
+        Request::Gateway { client } => gateway_for(hub, gateway, client.as_deref()),
         Request::Clients => Response::ok(hub.clients()),
-        Request::SaveClient { id, servers } => match hub.set_client_servers(&id, servers).await {
-            Ok(()) => Response::ok(hub.clients()),
-            Err(e) => Response::from_hub(e),
-        },
-        Request::RemoveClient { id } => match hub.remove_client(&id).await {
-            Ok(()) => Response::ok(hub.clients()),
-            Err(e) => Response::from_hub(e),
-        },
-        Request::RotateClientToken { id } => match hub.rotate_client_token(&id).await {
-            Ok(_) => Response::ok(hub.clients()),
-            Err(e) => Response::from_hub(e),
-        },
+        Request::SaveClient { id, servers } => {
+            then(hub.set_client_servers(&id, servers).await, || hub.clients())
+        }
+        Request::RemoveClient { id } => then(hub.remove_client(&id).await, || hub.clients()),
+        Request::RotateClientToken { id } => {
+            then(hub.rotate_client_token(&id).await.map(drop), || {
+                hub.clients()
+            })
+        }
         Request::Approvals => Response::ok(hub.approvals().pending()),
         Request::Grants => Response::ok(hub.approvals().grants()),
-        Request::Revoke { grant } => {
-            if hub.approvals().revoke(&grant) {
-                Response::ok(hub.approvals().grants())
-            } else {
-                Response::err(
-                    ErrorKind::UnknownApproval,
-                    "no such remembered answer (it may have been revoked already)".into(),
-                )
-            }
-        }
+        Request::Revoke { grant } => revoke(hub, &grant),
         Request::Secrets => Response::ok(hub.secret_names()),
         Request::SecretChanged { name } => Response::ok(hub.secret_changed(&name).await),
         Request::Activity {
             limit,
             server,
             client,
-        } => {
-            match hub
-                .activity()
-                .recent_of(limit.unwrap_or(50), server, client)
-                .await
-            {
-                Ok(rows) => Response::ok(rows),
-                Err(e) => Response::err(ErrorKind::Activity, e),
-            }
-        }
-        Request::Approve { id, scope, digest } => {
-            let scope = scope.unwrap_or(crate::approval::Scope::Once);
-            match hub.approvals().answer_via(
-                &id,
-                digest.as_deref(),
-                crate::approval::Answer::Allow(scope),
-                crate::approval::Decider::Cli,
-                caller,
-            ) {
-                Ok(r) => Response::ok(r),
-                Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
-            }
-        }
+        } => activity(hub, limit, server, client).await,
+        Request::Approve { id, scope, digest } => decide(
+            hub,
+            &id,
+            digest,
+            Answer::Allow(scope.unwrap_or(Scope::Once)),
+            caller,
+        ),
+        // The reason goes to the client in its error and into the activity log: bounded.
         Request::Deny { id, reason, digest } => {
-            // The reason goes to the client in its error and into the activity log: bounded.
             let reason = reason.map(|r| crate::text::cut(&r, MAX_REASON_CHARS));
-            match hub.approvals().answer_via(
-                &id,
-                digest.as_deref(),
-                crate::approval::Answer::Deny(reason),
-                crate::approval::Decider::Cli,
-                caller,
-            ) {
-                Ok(r) => Response::ok(r),
-                Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
-            }
+            decide(hub, &id, digest, Answer::Deny(reason), caller)
         }
-        Request::Forget { target } => match hub.forget(&target) {
-            Ok(forgotten) => Response::ok(super::Forgotten { forgotten }),
-            Err(e) => Response::from_hub(e),
-        },
+        Request::Forget { target } => reply(
+            hub.forget(&target)
+                .map(|forgotten| super::Forgotten { forgotten }),
+        ),
         Request::SaveServer {
             original,
             id,
             entry,
         } => done(
             hub.save_server(original.as_deref(), &id, &entry).await,
-            &hub,
+            hub,
             &id,
         ),
-        Request::RemoveServer { id } => match hub.remove_server(&id).await {
-            Ok(()) => Response::ok(hub.status()),
-            Err(e) => Response::from_hub(e),
-        },
-        Request::SetEnabled { id, enabled } => done(hub.set_enabled(&id, enabled).await, &hub, &id),
-        Request::RefreshTools { id } => match hub.refresh_tools(&id).await {
-            Ok(t) => Response::ok(t),
-            Err(e) => Response::from_hub(e),
-        },
-        Request::AuthLogout { id } => match hub.sign_out(&id).await {
-            Ok(revoked) => Response::ok(super::SignedOut { revoked }),
-            Err(e) => Response::from_hub(e),
-        },
-        Request::AuthLogin { id } => {
-            let started = match hub.sign_in(&id).await {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = write_line(&mut w, &Response::from_hub(e)).await;
-                    return;
-                }
-            };
-            if write_line(&mut w, &Response::ok(&started)).await.is_err() {
-                return;
-            }
-            let outcome = tokio::select! {
-                _ = stop.cancelled() => return,
-                r = hub.sign_in_wait(&id) => r,
-            };
-            let line = match outcome {
-                Ok(()) => super::SignInOutcome {
-                    ok: true,
-                    error: None,
-                },
-                Err(e) => super::SignInOutcome {
-                    ok: false,
-                    error: Some(e.to_string()),
-                },
-            };
-            let _ = write_line(&mut w, &line).await;
+        Request::RemoveServer { id } => then(hub.remove_server(&id).await, || hub.status()),
+        Request::SetEnabled { id, enabled } => done(hub.set_enabled(&id, enabled).await, hub, &id),
+        Request::RefreshTools { id } => reply(hub.refresh_tools(&id).await),
+        Request::AuthLogout { id } => reply(
+            hub.sign_out(&id)
+                .await
+                .map(|revoked| super::SignedOut { revoked }),
+        ),
+        Request::ConfigPath => Response::ok(hub.config_path()),
+        Request::Reload => then(hub.reload().await, || hub.status()),
+        Request::AuthLogin { .. } | Request::Logs { .. } => Response::err(
+            ErrorKind::BadRequest,
+            "this request streams its answer on its own connection".into(),
+        ),
+    }
+}
+
+/// A hub call's result as the answer.
+fn reply<T: serde::Serialize>(r: Result<T, HubError>) -> Response {
+    match r {
+        Ok(t) => Response::ok(t),
+        Err(e) => Response::from_hub(e),
+    }
+}
+
+/// A change's outcome answered with what it changed (`after`), or the refusal.
+fn then<T: serde::Serialize>(r: Result<(), HubError>, after: impl FnOnce() -> T) -> Response {
+    reply(r.map(|()| after()))
+}
+
+/// The gateway's address and the token of the profile asked for (the gateway token's by default).
+fn gateway_for(hub: &HubHandle, gateway: Option<GatewayInfo>, client: Option<&str>) -> Response {
+    let Some(g) = gateway else {
+        return Response::err(
+            ErrorKind::NoGateway,
+            "this hub serves one client on stdio and has no HTTP endpoint".into(),
+        );
+    };
+    match hub.profile_token(client) {
+        Ok(None) => Response::ok(g),
+        Ok(Some(token)) => Response::ok(GatewayInfo { url: g.url, token }),
+        Err(e) => Response::from_hub(e),
+    }
+}
+
+fn revoke(hub: &HubHandle, grant: &crate::approval::Grant) -> Response {
+    if hub.approvals().revoke(grant) {
+        Response::ok(hub.approvals().grants())
+    } else {
+        Response::err(
+            ErrorKind::UnknownApproval,
+            "no such remembered answer (it may have been revoked already)".into(),
+        )
+    }
+}
+
+async fn activity(
+    hub: &HubHandle,
+    limit: Option<usize>,
+    server: Option<String>,
+    client: Option<String>,
+) -> Response {
+    match hub
+        .activity()
+        .recent_of(limit.unwrap_or(50), server, client)
+        .await
+    {
+        Ok(rows) => Response::ok(rows),
+        Err(e) => Response::err(ErrorKind::Activity, e),
+    }
+}
+
+/// The person's answer from the CLI, kept with the process that gave it.
+fn decide(
+    hub: &HubHandle,
+    id: &str,
+    digest: Option<String>,
+    answer: crate::approval::Answer,
+    caller: Option<String>,
+) -> Response {
+    let answered = hub.approvals().answer_via(
+        id,
+        digest.as_deref(),
+        answer,
+        crate::approval::Decider::Cli,
+        caller,
+    );
+    match answered {
+        Ok(r) => Response::ok(r),
+        Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
+    }
+}
+
+/// `auth login`: the authorization URL at once, then the outcome when the browser is done.
+#[cfg(unix)]
+async fn sign_in<W: tokio::io::AsyncWrite + Unpin>(
+    w: &mut W,
+    hub: &HubHandle,
+    id: &str,
+    stop: &CancellationToken,
+) {
+    let started = match hub.sign_in(id).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = write_line(w, &Response::from_hub(e)).await;
             return;
         }
-        Request::ConfigPath => Response::ok(hub.config_path()),
-        Request::Reload => match hub.reload().await {
-            Ok(()) => Response::ok(hub.status()),
-            Err(e) => Response::from_hub(e),
+    };
+    if write_line(w, &Response::ok(&started)).await.is_err() {
+        return;
+    }
+    let outcome = tokio::select! {
+        _ = stop.cancelled() => return,
+        r = hub.sign_in_wait(id) => r,
+    };
+    let line = match outcome {
+        Ok(()) => super::SignInOutcome {
+            ok: true,
+            error: None,
         },
-        Request::Logs {
-            id,
-            follow,
-            lines: n,
-        } => {
-            let server = match hub.server(&id) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = write_line(&mut w, &Response::from_hub(e)).await;
-                    return;
-                }
-            };
-            let mut follower = server.follow_logs(n, hub.bus());
-            let snapshot = std::mem::take(&mut follower.snapshot);
-            if write_line(&mut w, &Response::ok(&snapshot)).await.is_err() || !follow {
-                return;
-            }
-            loop {
-                let next = tokio::select! {
-                    _ = stop.cancelled() => return,
-                    next = follower.next() => next,
-                };
-                let line = match next {
-                    Some(Followed::Line(line)) => line,
-                    Some(Followed::Skipped(n)) => crate::logs::LogLine {
-                        server: id.clone(),
-                        stream: crate::logs::LogStream::Gatehouse,
-                        time_ms: crate::logs::now_ms(),
-                        line: format!("({n} log lines skipped: the reader fell behind)"),
-                    },
-                    None => return,
-                };
-                if write_line(&mut w, &line).await.is_err() {
-                    return;
-                }
-            }
+        Err(e) => super::SignInOutcome {
+            ok: false,
+            error: Some(e.to_string()),
+        },
+    };
+    let _ = write_line(w, &line).await;
+}
+
+/// `logs`: the lines kept, then (with `follow`) each new one, until the client goes.
+#[cfg(unix)]
+async fn logs<W: tokio::io::AsyncWrite + Unpin>(
+    w: &mut W,
+    hub: &HubHandle,
+    id: String,
+    follow: bool,
+    n: Option<usize>,
+    stop: &CancellationToken,
+) {
+    let server = match hub.server(&id) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = write_line(w, &Response::from_hub(e)).await;
+            return;
         }
     };
-    let _ = write_line(&mut w, &resp).await;
+    let mut follower = server.follow_logs(n, hub.bus());
+    let snapshot = std::mem::take(&mut follower.snapshot);
+    if write_line(w, &Response::ok(&snapshot)).await.is_err() || !follow {
+        return;
+    }
+    loop {
+        let next = tokio::select! {
+            _ = stop.cancelled() => return,
+            next = follower.next() => next,
+        };
+        let line = match next {
+            Some(Followed::Line(line)) => line,
+            Some(Followed::Skipped(n)) => crate::logs::LogLine {
+                server: id.clone(),
+                stream: crate::logs::LogStream::Gatehouse,
+                time_ms: crate::logs::now_ms(),
+                line: format!("({n} log lines skipped: the reader fell behind)"),
+            },
+            None => return,
+        };
+        if write_line(w, &line).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Who is on the other end of a control connection: `pid N: /path/to/executable` (from
