@@ -203,7 +203,7 @@ impl<'de> Deserialize<'de> for ServerConfig {
 }
 
 impl RawServer {
-    fn validate(self) -> Result<ServerConfig, EntryError> {
+    fn validate(mut self) -> Result<ServerConfig, EntryError> {
         for kind in [&self.kind, &self.transport].into_iter().flatten() {
             check_kind(kind, self.command.is_some()).map_err(|(p, f)| at("kind", p, f))?;
         }
@@ -230,66 +230,15 @@ impl RawServer {
                 "give a short display name (it is shown next to the id), or leave it out",
             ));
         }
-        let transport = match (self.command, self.url) {
+        let transport = match (self.command.take(), self.url.take()) {
             (Some(_), Some(_)) => {
                 return Err(at("url", "a server has both \"command\" and \"url\"", "keep \"command\" for a local (stdio) server or \"url\" for a remote one"))
             }
             (None, None) => {
                 return Err(at("command", "the server has neither \"command\" nor \"url\"", "add \"command\" with the program to run for a local (stdio) server, or \"url\" with the address of a remote one"))
             }
-            (Some(command), None) => {
-                if command.trim().is_empty() {
-                    return Err(at("command", "\"command\" is empty", "give the program to run, for example npx"));
-                }
-                if self.headers.is_some() || self.allow_insecure.is_some() || self.allow_private.is_some() {
-                    return Err(at("headers", "\"headers\", \"allow_insecure\" and \"allow_private\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
-                }
-                if let Some(p) = &self.pin {
-                    let ok = crate::registry::check::npm_version(&p.version).is_ok()
-                        || crate::registry::check::pypi_version(&p.version).is_ok();
-                    if !ok {
-                        return Err(at("pin", format!("\"pin\" names {:?}, which is not an exact version", p.version), "pin it again with `gatehouse pin ID`"));
-                    }
-                }
-                if self.auth.is_some() || self.oauth.is_some() {
-                    return Err(at("auth", "\"auth\" and \"oauth\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
-                }
-                let sandbox = self.sandbox.unwrap_or_default();
-                let mut env = self.env.unwrap_or_default();
-                super::values::check_env(&mut env)?;
-                Transport::Stdio(StdioTransport {
-                    command,
-                    args: self.args.unwrap_or_default(),
-                    env,
-                    cwd: self.cwd,
-                    sandbox,
-                    pin: self.pin,
-                })
-            }
-            (None, Some(url)) => {
-                if self.sandbox.is_some() {
-                    return Err(at("sandbox", "\"sandbox\" applies to local (\"command\") servers only: a remote server runs elsewhere", "remove it from this remote server"));
-                }
-                if self.pin.is_some() {
-                    return Err(at("pin", "\"pin\" applies to local (\"command\") servers that run a package", "remove it from this remote server"));
-                }
-                if self.args.is_some() || self.env.is_some() || self.cwd.is_some() {
-                    return Err(at("args", "\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only", "remove them from this remote server"));
-                }
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(at("url", format!("invalid url \"{url}\""), "use an http:// or https:// address, for example https://example.com/mcp"));
-                }
-                let auth = remote_auth(self.auth.as_deref(), self.oauth)?;
-                let mut headers = self.headers.unwrap_or_default();
-                super::values::check_headers(&mut headers)?;
-                Transport::Remote(RemoteTransport {
-                    url,
-                    headers,
-                    allow_insecure: self.allow_insecure.unwrap_or(false),
-                    allow_private: self.allow_private.unwrap_or(false),
-                    auth,
-                })
-            }
+            (Some(command), None) => self.stdio(command)?,
+            (None, Some(url)) => self.remote(url)?,
         };
         let startup_timeout_secs = bounded(
             "startup_timeout_secs",
@@ -333,6 +282,90 @@ impl RawServer {
             idle_stop_secs,
             unmasked_secrets,
         })
+    }
+
+    /// A local (stdio) server's transport: what only a remote one may have refused.
+    fn stdio(&mut self, command: String) -> Result<Transport, EntryError> {
+        if command.trim().is_empty() {
+            return Err(at(
+                "command",
+                "\"command\" is empty",
+                "give the program to run, for example npx",
+            ));
+        }
+        if self.headers.is_some() || self.allow_insecure.is_some() || self.allow_private.is_some() {
+            return Err(at("headers", "\"headers\", \"allow_insecure\" and \"allow_private\" apply to remote (\"url\") servers only", "remove them from this stdio server"));
+        }
+        if let Some(p) = &self.pin {
+            let ok = crate::registry::check::npm_version(&p.version).is_ok()
+                || crate::registry::check::pypi_version(&p.version).is_ok();
+            if !ok {
+                return Err(at(
+                    "pin",
+                    format!(
+                        "\"pin\" names {:?}, which is not an exact version",
+                        p.version
+                    ),
+                    "pin it again with `gatehouse pin ID`",
+                ));
+            }
+        }
+        if self.auth.is_some() || self.oauth.is_some() {
+            return Err(at(
+                "auth",
+                "\"auth\" and \"oauth\" apply to remote (\"url\") servers only",
+                "remove them from this stdio server",
+            ));
+        }
+        let sandbox = self.sandbox.take().unwrap_or_default();
+        let mut env = self.env.take().unwrap_or_default();
+        super::values::check_env(&mut env)?;
+        Ok(Transport::Stdio(StdioTransport {
+            command,
+            args: self.args.take().unwrap_or_default(),
+            env,
+            cwd: self.cwd.take(),
+            sandbox,
+            pin: self.pin.take(),
+        }))
+    }
+
+    /// A remote server's transport: what only a local one may have refused, the address checked.
+    fn remote(&mut self, url: String) -> Result<Transport, EntryError> {
+        if self.sandbox.is_some() {
+            return Err(at("sandbox", "\"sandbox\" applies to local (\"command\") servers only: a remote server runs elsewhere", "remove it from this remote server"));
+        }
+        if self.pin.is_some() {
+            return Err(at(
+                "pin",
+                "\"pin\" applies to local (\"command\") servers that run a package",
+                "remove it from this remote server",
+            ));
+        }
+        if self.args.is_some() || self.env.is_some() || self.cwd.is_some() {
+            return Err(at(
+                "args",
+                "\"args\", \"env\" and \"cwd\" apply to stdio (\"command\") servers only",
+                "remove them from this remote server",
+            ));
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(at(
+                "url",
+                format!("invalid url \"{url}\""),
+                "use an http:// or https:// address, for example https://example.com/mcp",
+            ));
+        }
+        let auth = remote_auth(self.auth.as_deref(), self.oauth.take())?;
+        let mut headers = self.headers.take().unwrap_or_default();
+        super::values::check_headers(&mut headers)?;
+        Ok(Transport::Remote(RemoteTransport {
+            url,
+            headers,
+            allow_insecure: self.allow_insecure.unwrap_or(false),
+            allow_private: self.allow_private.unwrap_or(false),
+            auth,
+        }))
     }
 }
 
