@@ -119,8 +119,67 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         .ok()
         .and_then(|i| reqwest_port(&i.url));
     let plan = import::plan(&current, candidates, &renames, running.as_slice());
-    let mut chosen: Vec<Candidate> = Vec::new();
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let chosen = review(plan, &client_of, &current, interactive);
+    let keychain =
+        (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
+    let mut prepared =
+        tokio::task::spawn_blocking(move || import::prepare(chosen, keychain.as_ref()))
+            .await
+            .map_err(|e| e.to_string())??;
+    // Pinned as every way of adding pins (a dry run does not ask the index).
+    if !args.dry_run {
+        for line in import::pin_all(&mut prepared, current.registry.min_age_days()).await {
+            say!("  {line}");
+        }
+    }
+    report_credentials(&prepared, args.move_secrets, args.dry_run);
+    // Checked now so a dry run reports what the real run would refuse.
+    import::apply(&current, &prepared)?;
+    let added: Vec<String> = prepared.iter().map(|p| p.id.clone()).collect();
+    let checks: Vec<(String, Vec<String>)> = prepared
+        .iter()
+        .filter(|p| !p.tools_used.is_empty())
+        .map(|p| (p.id.clone(), p.tools_used.clone()))
+        .collect();
+    if added.is_empty() {
+        say!("nothing to import");
+        return Ok(());
+    }
+    if args.dry_run {
+        say!(
+            "dry run: would add {} to {}",
+            added.join(", "),
+            config_path.display()
+        );
+        return Ok(());
+    }
+    write(&config_path, prepared).await?;
+    say!("added {} to {}", added.join(", "), config_path.display());
+    // A running hub on this config picks the change up at once.
+    match control.request::<Vec<ServerStatus>>(&Request::Reload).await {
+        Ok(_) => {
+            say!("the running hub reloaded its config");
+            check_tools_used(control, &checks).await;
+        }
+        _ => {
+            if !checks.is_empty() {
+                say!("start Gatehouse to check the tools these servers are expected to have");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each server found, on a line naming its client, scope and file; an id already taken is asked
+/// again on a terminal, else skipped with why. What is left is imported.
+fn review(
+    plan: Vec<(Candidate, Outcome)>,
+    client_of: &BTreeMap<PathBuf, String>,
+    current: &Config,
+    interactive: bool,
+) -> Vec<Candidate> {
+    let mut chosen: Vec<Candidate> = Vec::new();
     for (mut c, outcome) in plan {
         let client = client_of.get(&c.file).map_or("file", String::as_str);
         let scope = match c.scope.as_str() {
@@ -143,7 +202,7 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         if let Outcome::Skip(why) = outcome {
             // On a terminal, ask for another id instead of skipping.
             match interactive
-                .then(|| ask_new_id(&c.id, &why, &current, &chosen))
+                .then(|| ask_new_id(&c.id, &why, current, &chosen))
                 .flatten()
             {
                 Some(id) => {
@@ -158,19 +217,13 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         }
         chosen.push(c);
     }
-    let keychain =
-        (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
-    let mut prepared =
-        tokio::task::spawn_blocking(move || import::prepare(chosen, keychain.as_ref()))
-            .await
-            .map_err(|e| e.to_string())??;
-    // Pinned as every way of adding pins (a dry run does not ask the index).
-    if !args.dry_run {
-        for line in import::pin_all(&mut prepared, current.registry.min_age_days()).await {
-            say!("  {line}");
-        }
-    }
-    for p in &prepared {
+    chosen
+}
+
+/// What became of each credential-looking value: moved to the keychain, or left in plain text
+/// and why.
+fn report_credentials(prepared: &[import::Prepared], move_secrets: bool, dry_run: bool) {
+    for p in prepared {
         for (var, name) in &p.moved {
             say!(
                 "  {}: {var}: moved to the keychain as secret \"{name}\"",
@@ -178,9 +231,9 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
             );
         }
         for var in &p.plaintext {
-            if args.move_secrets && args.dry_run {
+            if move_secrets && dry_run {
                 say!("  {}: {var}: would be moved to the keychain", p.id);
-            } else if args.move_secrets {
+            } else if move_secrets {
                 say!(
                     "  warning: {}: {var} is shorter than {} characters, too short to keep out of logs, so it stays in plain text in the config",
                     p.id,
@@ -194,31 +247,17 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
             }
         }
     }
-    // Checked now so a dry run reports what the real run would refuse.
-    import::apply(&current, &prepared)?;
-    let added: Vec<String> = prepared.iter().map(|p| p.id.clone()).collect();
-    let checks: Vec<(String, Vec<String>)> = prepared
-        .iter()
-        .filter(|p| !p.tools_used.is_empty())
-        .map(|p| (p.id.clone(), p.tools_used.clone()))
-        .collect();
-    if added.is_empty() {
-        say!("nothing to import");
-        return Ok(());
-    }
-    if args.dry_run {
-        say!(
-            "dry run: would add {} to {}",
-            added.join(", "),
-            config_path.display()
-        );
-        return Ok(());
-    }
-    // Under the config's edit lock: the file as it is now (another import or the app may have
-    // changed it since it was read above), a backup, the new servers, an atomic save.
+}
+
+/// Under the config's edit lock: the file as it is now (another import or the app may have
+/// changed it since it was read), a backup, the new servers, an atomic save.
+async fn write(
+    config_path: &std::path::Path,
+    prepared: Vec<import::Prepared>,
+) -> Result<(), String> {
     let backup = std::sync::Arc::new(std::sync::Mutex::new(None));
     let edited = {
-        let (path, backup) = (config_path.clone(), backup.clone());
+        let (path, backup) = (config_path.to_path_buf(), backup.clone());
         tokio::task::spawn_blocking(move || {
             config::edit(&path, |current| {
                 let bak = gatehouse::client_file::backup::backup(&path)
@@ -233,19 +272,6 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
     edited.map_err(|e| e.to_string())?;
     if let Some(bak) = backup.lock().unwrap_or_else(|e| e.into_inner()).take() {
         say!("backup: {}", bak.display());
-    }
-    say!("added {} to {}", added.join(", "), config_path.display());
-    // A running hub on this config picks the change up at once.
-    match control.request::<Vec<ServerStatus>>(&Request::Reload).await {
-        Ok(_) => {
-            say!("the running hub reloaded its config");
-            check_tools_used(control, &checks).await;
-        }
-        _ => {
-            if !checks.is_empty() {
-                say!("start Gatehouse to check the tools these servers are expected to have");
-            }
-        }
     }
     Ok(())
 }
