@@ -68,6 +68,96 @@ pub struct ProbeTool {
     pub destructive: Option<bool>,
 }
 
+impl ProbeReport {
+    /// The report before anything ran: the entry's command and its sandbox.
+    fn empty(id: &str, server: &ServerConfig) -> ProbeReport {
+        ProbeReport {
+            id: id.to_owned(),
+            command: server.describe(),
+            ok: false,
+            elapsed_ms: 0,
+            protocol_version: None,
+            era: None,
+            server_name: None,
+            server_version: None,
+            capabilities: None,
+            tools: Vec::new(),
+            prompts: None,
+            resources: None,
+            error: None,
+            fix: None,
+            stderr: Vec::new(),
+            warnings: Vec::new(),
+            sandbox: server.sandbox_report(),
+        }
+    }
+
+    /// What a running server offers: its capabilities, tools, and how many prompts and resources.
+    async fn read_running(&mut self, h: &crate::supervisor::ServerHandle) {
+        self.ok = true;
+        self.capabilities = h.capabilities().map(|c| (*c).clone());
+        self.tools = h
+            .tools()
+            .iter()
+            .map(|t| ProbeTool {
+                name: t.name.clone(),
+                read_only: t.read_only,
+                destructive: t
+                    .meta()
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("destructiveHint"))
+                    .and_then(serde_json::Value::as_bool),
+            })
+            .collect();
+        let declares = |what: &str| {
+            self.capabilities
+                .as_ref()
+                .is_some_and(|c| c.get(what).is_some())
+        };
+        let (prompts, resources) = (declares("prompts"), declares("resources"));
+        if prompts {
+            self.prompts = count(h, "prompts/list", "prompts").await;
+        }
+        if resources {
+            self.resources = count(h, "resources/list", "resources").await;
+        }
+    }
+}
+
+/// The server's state once it settled (running, failed, waiting for a sign-in, stopped with a
+/// reason, or a failure counted), or as it is at `deadline`.
+async fn settled(h: &crate::supervisor::ServerHandle, deadline: Instant) -> crate::ServerStatus {
+    loop {
+        let s = h.status();
+        // Stopped counts only once it has a reason: the server starts out stopped.
+        // A sign-in is not made by a probe (its private hub has no keychain of tokens: a
+        // refresh here would rotate the running hub's tokens away from it).
+        let done = matches!(s.state, State::Running | State::Failed | State::NeedsSignIn)
+            || (s.state == State::Stopped && s.last_error.is_some())
+            || s.consecutive_failures > 0;
+        if done || Instant::now() >= deadline {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The last 20 lines the server wrote to stderr, oldest first.
+fn stderr_tail(h: &crate::supervisor::ServerHandle) -> Vec<String> {
+    let mut lines: Vec<String> = h
+        .logs()
+        .tail(None)
+        .into_iter()
+        .filter(|l| l.stream == LogStream::Stderr)
+        .map(|l| l.line)
+        .rev()
+        .take(20)
+        .collect();
+    lines.reverse();
+    lines
+}
+
 /// Starts `server` on its own, waits at most `timeout` for it to be ready, reports, stops it.
 pub async fn probe(
     id: &str,
@@ -75,26 +165,7 @@ pub async fn probe(
     secrets: Arc<dyn SecretSource>,
     timeout: Duration,
 ) -> ProbeReport {
-    let command = server.describe();
-    let mut report = ProbeReport {
-        id: id.to_owned(),
-        command: command.clone(),
-        ok: false,
-        elapsed_ms: 0,
-        protocol_version: None,
-        era: None,
-        server_name: None,
-        server_version: None,
-        capabilities: None,
-        tools: Vec::new(),
-        prompts: None,
-        resources: None,
-        error: None,
-        fix: None,
-        stderr: Vec::new(),
-        warnings: Vec::new(),
-        sandbox: server.sandbox_report(),
-    };
+    let mut report = ProbeReport::empty(id, &server);
     let key = match ServerId::parse(id) {
         Ok(k) => k,
         Err(e) => {
@@ -128,19 +199,7 @@ pub async fn probe(
     let hub = Hub::start(config, opts);
     if let Ok(h) = hub.server(id) {
         let deadline = started + timeout + Duration::from_secs(2);
-        let status = loop {
-            let s = h.status();
-            // Stopped counts only once it has a reason: the server starts out stopped.
-            // A sign-in is not made by a probe (its private hub has no keychain of tokens: a
-            // refresh here would rotate the running hub's tokens away from it).
-            let done = matches!(s.state, State::Running | State::Failed | State::NeedsSignIn)
-                || (s.state == State::Stopped && s.last_error.is_some())
-                || s.consecutive_failures > 0;
-            if done || Instant::now() >= deadline {
-                break s;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let status = settled(&h, deadline).await;
         report.elapsed_ms = started.elapsed().as_millis() as u64;
         report.protocol_version = status.protocol_version.clone();
         report.era = status.era;
@@ -152,34 +211,7 @@ pub async fn probe(
             report.sandbox = status.sandbox.clone();
         }
         if status.state == State::Running {
-            report.ok = true;
-            report.capabilities = h.capabilities().map(|c| (*c).clone());
-            report.tools = h
-                .tools()
-                .iter()
-                .map(|t| ProbeTool {
-                    name: t.name.clone(),
-                    read_only: t.read_only,
-                    destructive: t
-                        .meta()
-                        .annotations
-                        .as_ref()
-                        .and_then(|a| a.get("destructiveHint"))
-                        .and_then(serde_json::Value::as_bool),
-                })
-                .collect();
-            let declares = |what: &str| {
-                report
-                    .capabilities
-                    .as_ref()
-                    .is_some_and(|c| c.get(what).is_some())
-            };
-            if declares("prompts") {
-                report.prompts = count(&h, "prompts/list", "prompts").await;
-            }
-            if declares("resources") {
-                report.resources = count(&h, "resources/list", "resources").await;
-            }
+            report.read_running(&h).await;
         } else {
             let error = status.last_error.clone().unwrap_or_else(|| {
                 format!(
@@ -191,18 +223,7 @@ pub async fn probe(
             report.fix = Some(fix_for(&error, &server));
             report.error = Some(error);
         }
-        report.stderr = h
-            .logs()
-            .tail(None)
-            .into_iter()
-            .filter(|l| l.stream == LogStream::Stderr)
-            .map(|l| l.line)
-            .rev()
-            .take(20)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
+        report.stderr = stderr_tail(&h);
     }
     hub.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
