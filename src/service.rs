@@ -91,22 +91,7 @@ impl Service {
         keychain: KeychainStore,
     ) -> Result<Service, ServiceError> {
         gateway::conns::raise_fd_limit();
-        // Temp files of a writer killed mid-write (kill -9 during an import) go first.
-        config::remove_stale_temps(&opts.config_path);
-        let mut config = Config::load(&opts.config_path)?;
-        if let Endpoint::Http { listen: Some(addr) } = opts.endpoint {
-            config.gateway.listen = addr;
-        }
-        if let Ok(text) = std::fs::read_to_string(&opts.config_path) {
-            if let Err(e) = config::keep_last_good(&opts.config_path, &text) {
-                tracing::warn!(error = %e, "could not keep a backup of the config");
-            }
-        }
-        crate::private::create_dir(&opts.data_dir).map_err(|source| ServiceError::DataDir {
-            path: opts.data_dir.clone(),
-            source,
-        })?;
-        secure_files(&opts.config_path, &opts.data_dir);
+        let config = Self::prepare(&opts)?;
         // Bind everything first: if another hub runs, nothing gets started.
         let control = match opts.endpoint {
             Endpoint::Http { .. } => Some(ControlServer::bind(&opts.control_path).await?),
@@ -119,50 +104,11 @@ impl Service {
             },
         };
         let http = match opts.endpoint {
-            Endpoint::Http { .. } => {
-                let listener = gateway::http::bind(config.gateway.listen).await?;
-                let token = {
-                    let dir = opts.data_dir.clone();
-                    let keychain = keychain.clone();
-                    tokio::task::spawn_blocking(move || {
-                        crate::token::load_or_create_in_keychain(&keychain, &dir)
-                    })
-                    .await
-                    .map_err(|e| {
-                        ServiceError::Internal(format!("reading the gateway token: {e}"))
-                    })??
-                };
-                let addr = listener.local_addr().map_err(|e| {
-                    ServiceError::Internal(format!("reading the gateway address: {e}"))
-                })?;
-                let info = GatewayInfo {
-                    url: format!("http://{addr}/mcp"),
-                    token,
-                };
-                Some((listener, info))
-            }
+            Endpoint::Http { .. } => Some(bind_gateway(&opts, &config, &keychain).await?),
             Endpoint::Stdio => None,
         };
         let origins = config.gateway.allowed_origins.clone();
-        let mut hub_opts = HubOptions::new(opts.data_dir.clone());
-        hub_opts.control_path = Some(opts.control_path.clone());
-        hub_opts.config_path = Some(opts.config_path.clone());
-        hub_opts.deny_unattended = opts.deny_unattended;
-        hub_opts.client_tokens = Some(std::sync::Arc::new(crate::profiles::ClientTokens::new(
-            Some(keychain.clone()),
-            opts.data_dir.clone(),
-        )));
-        hub_opts.gateway_token = http.as_ref().map(|(_, info)| info.token.clone());
-        hub_opts.vault = std::sync::Arc::new(keychain.clone());
-        hub_opts.secrets = std::sync::Arc::new(keychain);
-        if let Some((listener, _)) = &http {
-            hub_opts.gateway_ports = listener
-                .local_addr()
-                .map(|a| a.port())
-                .into_iter()
-                .collect();
-        }
-        let hub = Hub::start(config, hub_opts);
+        let hub = Hub::start(config, hub_options(&opts, keychain, http.as_ref()));
         let gw = Gateway::new(hub.clone());
         let shutdown = CancellationToken::new();
         let finished = CancellationToken::new();
@@ -207,6 +153,28 @@ impl Service {
             endpoint_task,
             control_task,
         })
+    }
+
+    /// The config read (a writer's stale temp files gone first, `--listen` applied, the last
+    /// good copy kept) and the data directory made private.
+    fn prepare(opts: &ServiceOptions) -> Result<Config, ServiceError> {
+        // Temp files of a writer killed mid-write (kill -9 during an import) go first.
+        config::remove_stale_temps(&opts.config_path);
+        let mut config = Config::load(&opts.config_path)?;
+        if let Endpoint::Http { listen: Some(addr) } = opts.endpoint {
+            config.gateway.listen = addr;
+        }
+        if let Ok(text) = std::fs::read_to_string(&opts.config_path) {
+            if let Err(e) = config::keep_last_good(&opts.config_path, &text) {
+                tracing::warn!(error = %e, "could not keep a backup of the config");
+            }
+        }
+        crate::private::create_dir(&opts.data_dir).map_err(|source| ServiceError::DataDir {
+            path: opts.data_dir.clone(),
+            source,
+        })?;
+        secure_files(&opts.config_path, &opts.data_dir);
+        Ok(config)
     }
 
     /// The hub.
@@ -330,4 +298,59 @@ pub fn init_tracing() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+/// The gateway's listener bound, and its address with the gateway token (keychain, else the
+/// 0600 file).
+async fn bind_gateway(
+    opts: &ServiceOptions,
+    config: &Config,
+    keychain: &KeychainStore,
+) -> Result<(tokio::net::TcpListener, GatewayInfo), ServiceError> {
+    let listener = gateway::http::bind(config.gateway.listen).await?;
+    let token = {
+        let dir = opts.data_dir.clone();
+        let keychain = keychain.clone();
+        tokio::task::spawn_blocking(move || {
+            crate::token::load_or_create_in_keychain(&keychain, &dir)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("reading the gateway token: {e}")))??
+    };
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ServiceError::Internal(format!("reading the gateway address: {e}")))?;
+    let info = GatewayInfo {
+        url: format!("http://{addr}/mcp"),
+        token,
+    };
+    Ok((listener, info))
+}
+
+/// What the hub is started with: its files, the keychain for secrets and tokens, the gateway's
+/// token and port (so no server is Gatehouse itself).
+fn hub_options(
+    opts: &ServiceOptions,
+    keychain: KeychainStore,
+    http: Option<&(tokio::net::TcpListener, GatewayInfo)>,
+) -> HubOptions {
+    let mut hub_opts = HubOptions::new(opts.data_dir.clone());
+    hub_opts.control_path = Some(opts.control_path.clone());
+    hub_opts.config_path = Some(opts.config_path.clone());
+    hub_opts.deny_unattended = opts.deny_unattended;
+    hub_opts.client_tokens = Some(std::sync::Arc::new(crate::profiles::ClientTokens::new(
+        Some(keychain.clone()),
+        opts.data_dir.clone(),
+    )));
+    hub_opts.gateway_token = http.map(|(_, info)| info.token.clone());
+    hub_opts.vault = std::sync::Arc::new(keychain.clone());
+    hub_opts.secrets = std::sync::Arc::new(keychain);
+    if let Some((listener, _)) = http {
+        hub_opts.gateway_ports = listener
+            .local_addr()
+            .map(|a| a.port())
+            .into_iter()
+            .collect();
+    }
+    hub_opts
 }
