@@ -44,15 +44,7 @@ async fn the_window_fits_at_800_by_600() {
     // row lies outside its card, and no part of it holds more than it shows (checked from the
     // elements' boxes, not by eye).
     for width in [720u32, 800, 1040, 1280] {
-        d.client
-            .set_window_size(width, 700)
-            .await
-            .expect("resize the window");
-        d.wait_js(
-            "the new width",
-            &format!("return window.innerWidth <= {width} && window.innerWidth > {width} - 40;"),
-        )
-        .await;
+        d.resize(width, 700).await;
         for theme in ["light", "dark"] {
             let cut = d
                 .js(&format!(

@@ -347,6 +347,19 @@ impl Desktop {
         .await;
     }
 
+    /// Resizes the window and waits until the page has the new width.
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.client
+            .set_window_size(width, height)
+            .await
+            .expect("resize the window");
+        self.wait_js(
+            "the new width",
+            &format!("return window.innerWidth <= {width} && window.innerWidth > {width} - 40;"),
+        )
+        .await;
+    }
+
     /// A server row's fields as the page shows them.
     pub async fn row(&self, id: &str) -> Value {
         self.js(&format!(

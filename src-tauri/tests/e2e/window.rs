@@ -239,15 +239,7 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
 async fn sweep(d: &Desktop, scope: &str, what: &str) -> Vec<String> {
     let mut found = Vec::new();
     for width in [720u32, 800, 1040, 1280, 1600] {
-        d.client
-            .set_window_size(width, 760)
-            .await
-            .expect("resize the window");
-        d.wait_js(
-            "the new width",
-            &format!("return window.innerWidth <= {width} && window.innerWidth > {width} - 40;"),
-        )
-        .await;
+        d.resize(width, 760).await;
         for theme in ["light", "dark"] {
             let bad = d
                 .js(&format!(
