@@ -69,6 +69,41 @@ pub(super) fn pkce_challenge(verifier: &str) -> String {
     b64(&sha2::Sha256::digest(verifier.as_bytes()))
 }
 
+/// The loopback listener the browser returns to: on `port` when a registration is reused (its
+/// redirect URI names it), else on any free port.
+async fn redirect_listener(port: Option<u16>) -> Result<TcpListener, String> {
+    match port {
+        Some(port) => match TcpListener::bind(("127.0.0.1", port)).await {
+            Ok(l) => Ok(l),
+            Err(_) => bind_any().await,
+        },
+        None => bind_any().await,
+    }
+}
+
+/// The authorization endpoint with the request's parameters, checked before a browser opens it.
+fn authorization_url(
+    endpoint: &str,
+    params: &[(&str, &str)],
+    scope: Option<&str>,
+    allowed: Allowed,
+) -> Result<reqwest::Url, String> {
+    let mut url = reqwest::Url::parse(endpoint).map_err(|e| {
+        format!("the authorization endpoint \"{endpoint}\" is not a valid URL: {e}")
+    })?;
+    browser_url_ok(&url, allowed)?;
+    {
+        let mut q = url.query_pairs_mut();
+        for (k, v) in params {
+            q.append_pair(k, v);
+        }
+        if let Some(s) = scope {
+            q.append_pair("scope", s);
+        }
+    }
+    Ok(url)
+}
+
 impl Manager {
     /// Begins a sign-in to `server` at `url` (or joins the one already running): discovery,
     /// client registration, the loopback listener, the browser. The rest runs on its own task
@@ -100,13 +135,8 @@ impl Manager {
         let reusable = previous.as_ref().filter(|g| {
             same_url(&g.issuer, &meta.issuer) && g.registered && settings.client_id.is_none()
         });
-        let listener = match reusable.and_then(|g| redirect_port(&g.redirect_uri)) {
-            Some(port) => match TcpListener::bind(("127.0.0.1", port)).await {
-                Ok(l) => l,
-                Err(_) => bind_any().await?,
-            },
-            None => bind_any().await?,
-        };
+        let listener =
+            redirect_listener(reusable.and_then(|g| redirect_port(&g.redirect_uri))).await?;
         let port = listener
             .local_addr()
             .map_err(|e| format!("the sign-in listener: {e}"))?
@@ -139,26 +169,20 @@ impl Manager {
         };
         let verifier = random(32)?;
         let state = random(16)?;
-        let mut auth_url = reqwest::Url::parse(&meta.authorization_endpoint).map_err(|e| {
-            format!(
-                "the authorization endpoint \"{}\" is not a valid URL: {e}",
-                meta.authorization_endpoint
-            )
-        })?;
-        browser_url_ok(&auth_url, allowed)?;
-        {
-            let mut q = auth_url.query_pairs_mut();
-            q.append_pair("response_type", "code")
-                .append_pair("client_id", &client.id)
-                .append_pair("redirect_uri", &redirect_uri)
-                .append_pair("code_challenge", &pkce_challenge(&verifier))
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &state)
-                .append_pair("resource", &prm.resource);
-            if let Some(s) = &scope {
-                q.append_pair("scope", s);
-            }
-        }
+        let auth_url = authorization_url(
+            &meta.authorization_endpoint,
+            &[
+                ("response_type", "code"),
+                ("client_id", &client.id),
+                ("redirect_uri", &redirect_uri),
+                ("code_challenge", &pkce_challenge(&verifier)),
+                ("code_challenge_method", "S256"),
+                ("state", &state),
+                ("resource", &prm.resource),
+            ],
+            scope.as_deref(),
+            allowed,
+        )?;
         let opened = open_browser(self.browser.clone(), auth_url.as_str());
         let started = SignInStarted {
             url: auth_url.to_string(),
@@ -175,9 +199,31 @@ impl Manager {
             state,
             allowed,
         };
+        let task = self.finish_in_background(server, pending, listener, after, tx);
+        Self::lock(&self.sign_ins).insert(
+            server.to_owned(),
+            Running {
+                started: started.clone(),
+                done: rx,
+                task,
+            },
+        );
+        Ok(started)
+    }
+
+    /// The rest of a sign-in, on its own task: the browser's return on `listener` (bounded by
+    /// `SIGN_IN_TIMEOUT`), the grant stored, `after` run on success; the outcome sent on `tx`.
+    fn finish_in_background(
+        self: &Arc<Self>,
+        server: &str,
+        pending: Pending,
+        listener: TcpListener,
+        after: AfterSignIn,
+        tx: watch::Sender<Option<Result<(), String>>>,
+    ) -> tokio::task::JoinHandle<()> {
         let manager = self.clone();
         let name = server.to_owned();
-        let task = tokio::spawn(async move {
+        tokio::spawn(async move {
             let result = match tokio::time::timeout(SIGN_IN_TIMEOUT, pending.finish(listener)).await
             {
                 Ok(Ok(grant)) => match manager.store(&name, &grant).await {
@@ -200,16 +246,7 @@ impl Manager {
                 Err(e) => tracing::warn!(server = %name, error = %e, "sign-in failed"),
             }
             let _ = tx.send(Some(result));
-        });
-        Self::lock(&self.sign_ins).insert(
-            server.to_owned(),
-            Running {
-                started: started.clone(),
-                done: rx,
-                task,
-            },
-        );
-        Ok(started)
+        })
     }
 
     /// How the sign-in to `server` ended (waits while it runs); an error when none was begun.
