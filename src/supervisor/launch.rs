@@ -202,51 +202,15 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     let mut tasks = JoinSet::new();
     let (exit_tx, exit_rx) = watch::channel(None);
     // The reaper owns the child: it is the only place that waits on it.
-    tasks.spawn(async move {
-        let info = match child.wait().await {
-            Ok(status) => ExitInfo::from(status),
-            Err(_) => ExitInfo {
-                code: None,
-                signal: None,
-            },
-        };
-        let _ = exit_tx.send(Some(info));
-        // Keep the wrapper (and its kill-on-drop) alive until the actor ends the session.
-        exit_tx.closed().await;
-        drop(child);
-    });
+    tasks.spawn(reap(child, exit_tx));
     let (stderr_tx, stderr_done) = oneshot::channel();
-    let log = req.log.clone();
-    let sandbox = confined.clone();
-    let id = req.id.to_owned();
-    tasks.spawn(async move {
-        let _done = stderr_tx;
-        let mut lines = LineReader::new(stderr, 64 * 1024);
-        // At most this many sandbox hints per launch: a server that loops on a refusal does
-        // not flood its own log.
-        let mut hints = 20u32;
-        loop {
-            match lines.next().await {
-                Ok(Line::Data(l)) => {
-                    let line = String::from_utf8_lossy(&l).into_owned();
-                    let hint = sandbox
-                        .as_deref()
-                        .filter(|_| hints > 0)
-                        .and_then(|c| crate::sandbox::blame::blame(&line, c, &id));
-                    log(LogStream::Stderr, line);
-                    if let Some(h) = hint {
-                        hints -= 1;
-                        log(LogStream::Gatehouse, h);
-                    }
-                }
-                Ok(Line::TooLong(n)) => log(
-                    LogStream::Gatehouse,
-                    format!("dropped a stderr line of {n} bytes"),
-                ),
-                _ => break,
-            }
-        }
-    });
+    tasks.spawn(read_stderr(
+        stderr,
+        stderr_tx,
+        req.log.clone(),
+        confined.clone(),
+        req.id.to_owned(),
+    ));
     Ok(Launched {
         kind: SessionKind::Child {
             pid,
@@ -265,6 +229,62 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
         tasks,
         confined,
     })
+}
+
+/// The reaper: the one place that waits on the child; its exit sent on `exit_tx`, the wrapper
+/// (and its kill-on-drop) kept until the actor ends the session.
+async fn reap(
+    mut child: Box<dyn process_wrap::tokio::ChildWrapper>,
+    exit_tx: watch::Sender<Option<ExitInfo>>,
+) {
+    let info = match child.wait().await {
+        Ok(status) => ExitInfo::from(status),
+        Err(_) => ExitInfo {
+            code: None,
+            signal: None,
+        },
+    };
+    let _ = exit_tx.send(Some(info));
+    // Keep the wrapper (and its kill-on-drop) alive until the actor ends the session.
+    exit_tx.closed().await;
+    drop(child);
+}
+
+/// The child's stderr into its log, line by line, with a hint where the sandbox may be why (at
+/// most 20 per launch); `done` drops when stderr ends.
+async fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    done: oneshot::Sender<()>,
+    log: LogFn,
+    sandbox: Option<Arc<crate::sandbox::Confined>>,
+    id: String,
+) {
+    let _done = done;
+    let mut lines = LineReader::new(stderr, 64 * 1024);
+    // At most this many sandbox hints per launch: a server that loops on a refusal does
+    // not flood its own log.
+    let mut hints = 20u32;
+    loop {
+        match lines.next().await {
+            Ok(Line::Data(l)) => {
+                let line = String::from_utf8_lossy(&l).into_owned();
+                let hint = sandbox
+                    .as_deref()
+                    .filter(|_| hints > 0)
+                    .and_then(|c| crate::sandbox::blame::blame(&line, c, &id));
+                log(LogStream::Stderr, line);
+                if let Some(h) = hint {
+                    hints -= 1;
+                    log(LogStream::Gatehouse, h);
+                }
+            }
+            Ok(Line::TooLong(n)) => log(
+                LogStream::Gatehouse,
+                format!("dropped a stderr line of {n} bytes"),
+            ),
+            _ => break,
+        }
+    }
 }
 
 /// A remote server: the same `RpcPeer` as a child's, over an in-memory pipe whose other end the
