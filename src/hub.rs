@@ -11,11 +11,10 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::activity::ActivityLog;
-use crate::approval::policy::{self, Decision};
+use crate::approval::policy::Decision;
 use crate::approval::ApprovalBroker;
 use crate::config::{Config, ServerId};
 use crate::events::{Event, EventBus};
-use crate::naming::exposed_name;
 use crate::secrets::{NoSecretStore, Redactions, SecretSource};
 use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
 use crate::token::{OWN_TOKEN, OWN_TOKEN_GATEWAY};

@@ -1,7 +1,11 @@
 //! The hub's client profiles: what each sees, their tokens, and the profile edits both front
 //! ends make (the control socket's handlers and the app's commands are each one call here).
 
-use super::*;
+use std::sync::Arc;
+
+use super::{register_client_tokens, HubError, HubHandle};
+use crate::config::ServerId;
+use crate::naming::exposed_name;
 use crate::profiles::Connected;
 
 impl HubHandle {

@@ -1,7 +1,9 @@
 //! The secrets the hub knows of — referenced by the config or set through it, never values —
 //! and the restart of the servers that use one when it changes.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use super::HubHandle;
 
 impl HubHandle {
     /// The names of secrets set through this hub (never values).

@@ -1,7 +1,7 @@
 //! Remote servers' sign-ins through the hub: begun (the browser opened), waited for, signed out
 //! of; a signed-in server started again only if enabled.
 
-use super::*;
+use super::{HubError, HubHandle};
 
 impl HubHandle {
     /// The remote entry of `id`, for a sign-in.

@@ -2,7 +2,10 @@
 //! gathered for `approval::policy::evaluate`), and the tool lists — the whole hub's, or what one
 //! client profile sees.
 
-use super::*;
+use super::{HubError, HubHandle, ToolInfo};
+use crate::approval::policy::{self, Decision};
+use crate::config::{Config, ServerId};
+use crate::naming::exposed_name;
 
 impl HubHandle {
     /// What a call to one tool does under `config` (a server no longer configured asks).
