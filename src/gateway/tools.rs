@@ -59,6 +59,10 @@ impl Gateway {
             if let Err(why) = server.demand().await {
                 tracing::info!(server = %server.id(), "started for a call, but: {why}");
             }
+            // A client that stopped waiting while the server started gets no call made for it.
+            if tx.is_closed() {
+                return;
+            }
             gw.refresh_catalog();
             match gw.call_tool_once(&s, &id, params.as_deref(), true) {
                 Outcome::Reply(line) => {

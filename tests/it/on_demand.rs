@@ -164,3 +164,43 @@ async fn a_definition_changed_while_idle_is_asked_again() {
     assert!(out.status.success());
     assert_eq!(text_of(&call.await.unwrap()), "two");
 }
+
+/// A client that stops waiting while an idle server starts for its call gets no call made for
+/// it: nothing is asked of the person and nothing runs once the server is up.
+#[tokio::test]
+async fn a_call_given_up_while_its_server_starts_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "servers": {
+            "slow": {"command": FIXTURE, "args": ["--slow-start", "2500"],
+                     "start": "on_demand", "tools": {"echo": {"requires_approval": true}}}
+        },
+        "approval": {"default": "flagged-only", "timeout_secs": 20}
+    })
+    .to_string();
+    // First run: it starts once to learn its tools, then idles.
+    {
+        let s = serve(dir.path(), &config, &[]).await;
+        until_state(&s, "slow", "idle", T).await;
+    }
+    let s = serve(dir.path(), &config, &[]).await;
+    until_state(&s, "slow", "idle", T).await;
+    let c = Client::connect(&s, "c").await;
+    // The client gives up half a second into the server's start.
+    let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+                      "params":{"name":"slow__echo","arguments":{"text":"given up"}}});
+    let gave_up = tokio::time::timeout(Duration::from_millis(500), c.post(call)).await;
+    assert!(
+        gave_up.is_err(),
+        "answered before the server started: {gave_up:?}"
+    );
+    until_state(&s, "slow", "running", T).await;
+    // Had the call gone on, it would wait for the person now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let waiting: Value = serde_json::from_slice(&gh(&s, &["approvals", "--json"]).stdout).unwrap();
+    assert_eq!(
+        waiting,
+        json!([]),
+        "a call nobody waits for was put to the person"
+    );
+}
