@@ -228,7 +228,7 @@ impl ServerId {
                 format!(", for example \"{suggestion}\"")
             };
             Err((
-                format!("invalid server id \"{s}\""),
+                format!("invalid server id \"{}\"", crate::text::reveal(s)),
                 format!("use 1 to 32 characters of a-z, 0-9 and '-'{hint}"),
             ))
         }

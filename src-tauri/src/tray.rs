@@ -86,7 +86,8 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
         };
         out.push(Entry::Server {
             id: id.clone(),
-            text: format!("{mark} {id} — {}", words(state)),
+            // An entry that cannot be read may have any key: shown as code points where hidden.
+            text: format!("{mark} {} — {}", gatehouse::text::reveal(id), words(state)),
             actions,
         });
     }
@@ -400,6 +401,14 @@ mod tests {
         assert_eq!(of("s-idle").1, vec![("start", "Start now")]);
         assert_eq!(of("s-invalid").1, vec![("fix", "Fix in Gatehouse…")]);
         assert_eq!(action("fix:s-invalid"), Some(TrayAction::Open));
+        // An unreadable entry's key is any text its file holds: hidden characters as code points.
+        let odd = model(
+            0,
+            &[("x\u{202e}hs.txt".to_owned(), "invalid".to_owned())],
+            false,
+        );
+        assert!(odd.iter().any(|e| matches!(e, Entry::Server { text, .. }
+            if text == "✕ x⟨U+202E⟩hs.txt — its entry cannot be read")));
         // Words, not state names.
         assert_eq!(
             of("s-needs_sign_in").0,

@@ -14,9 +14,10 @@ pub(super) fn joined(problem: &str, fix: &str) -> String {
     format!("{problem}{SEP}{fix}")
 }
 
-/// A refusal's text for people: the problem, then what to do.
+/// A refusal's text for people: the problem, then what to do — with any text it quotes from the
+/// file (a key, a value) shown as code points where hidden ([`crate::text::reveal`]).
 pub(super) fn sentence(problem: &str, fix: &str) -> String {
-    format!("{problem}: {fix}")
+    crate::text::reveal(&format!("{problem}: {fix}")).into_owned()
 }
 
 /// `(problem, fix)` of a text made by [`joined`]; `None` for any other text.
@@ -32,7 +33,7 @@ pub fn readable(text: &str) -> String {
             let f = f.rfind(" at line ").map_or(f, |i| &f[..i]);
             sentence(p, f)
         }
-        None => text.to_owned(),
+        None => crate::text::reveal(text).into_owned(),
     }
 }
 

@@ -29,8 +29,9 @@ fn statuses(s: &Served) -> Vec<Value> {
 async fn one_broken_entry_costs_one_server() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
-        "{{\"servers\": {{\n  \"a\": {{\"command\": {f}}},\n  \"b\": {{\"comand\": {f}}},\n  \"c\": {{\"command\": {f}}}\n}}}}",
-        f = serde_json::to_string(FIXTURE).unwrap()
+        "{{\"servers\": {{\n  \"a\": {{\"command\": {f}}},\n  \"b\": {{\"comand\": {f}}},\n  \"c\": {{\"command\": {f}}},\n  \"x{rlo}txt.sh\": {{\"comand\": {f}}}\n}}}}",
+        f = serde_json::to_string(FIXTURE).unwrap(),
+        rlo = '\u{202e}'
     );
     let s = serve(dir.path(), &text, &["a", "c"]).await;
     let rows = statuses(&s);
@@ -49,6 +50,11 @@ async fn one_broken_entry_costs_one_server() {
         table.contains("invalid") && table.contains("comand"),
         "{table}"
     );
+    // A broken entry's key is any text the file holds: its hidden characters are shown.
+    assert!(
+        table.contains("x⟨U+202E⟩txt.sh") && !table.contains('\u{202e}'),
+        "{table}"
+    );
     // Starting it says why not.
     let out = gh(&s, &["start", "b"]);
     assert!(!out.status.success());
@@ -64,10 +70,14 @@ async fn one_broken_entry_costs_one_server() {
     );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("changed c: display name"), "{said}");
-    // Fixed: it runs, the others untouched.
+    // Fixed (and the entry whose key is no id taken out): it runs, the others untouched.
+    let odd = format!(
+        ",\n  \"x\u{202e}txt.sh\": {{\"command\": {}}}",
+        serde_json::to_string(FIXTURE).unwrap()
+    );
     std::fs::write(
         dir.path().join("gatehouse.json"),
-        text2.replace("comand", "command"),
+        text2.replace("comand", "command").replace(&odd, ""),
     )
     .unwrap();
     let out = gh(&s, &["reload"]);

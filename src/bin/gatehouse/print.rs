@@ -69,9 +69,12 @@ pub fn status_table(rows: &[ServerStatus]) {
         } else {
             String::new()
         };
+        // An id and a name as the config file has them (an entry that cannot be read may have
+        // any key): hidden characters as code points.
+        let shown = gatehouse::text::reveal(&r.id);
         let id = match &r.name {
-            Some(n) => format!("{} ({n})", r.id),
-            None => r.id.clone(),
+            Some(n) => format!("{shown} ({})", gatehouse::text::reveal(n)),
+            None => shown.into_owned(),
         };
         // The version and era it spoke at its last handshake.
         let protocol = match (&r.protocol_version, r.era) {
