@@ -43,8 +43,8 @@ impl Bridge {
                 .execute(reqwest::Method::POST, url, headers, Some(msg.into()))
                 .await?;
             let status = r.status().as_u16();
-            // The answer is drained (so the connection can be reused); it is not the peer's.
-            let _ = r.bytes().await;
+            // The answer is drained, bounded (so the connection can be reused); it is not the peer's.
+            let _ = bounded_body(r, MAX_LINE).await;
             Ok::<u16, Failure>(status)
         })
         .await;
