@@ -114,6 +114,7 @@ async fn run() {
                 claims_read_only: read_only,
                 read_only_believed: read_only,
                 profile: None,
+                rule: None,
             })
             .decision
                 != policy::Decision::Allow

@@ -15,10 +15,13 @@ use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use crate::approval::request::{Decider, Scope};
+use crate::approval::request::Scope;
 
+mod decided;
 pub mod export;
 mod store;
+
+pub use decided::DecidedBy;
 
 use store::writer;
 
@@ -45,10 +48,20 @@ pub struct CallRecord {
     pub tool: String,
     /// The arguments as sent, with known secret values replaced by `[secret:NAME]`.
     pub arguments: String,
+    /// The row's id in the log (0 before it is written).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub id: u64,
     /// Whether and how the call was let through.
     pub decision: Decision,
-    /// Who decided.
-    pub decided_by: Decider,
+    /// What decided: `rule`, `exact`, `session`, `always`, `person`, `client` or `policy`.
+    pub decided_by: DecidedBy,
+    /// Where the answer was given, for a call someone answered: `app`, `cli` or `client`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_in: Option<String>,
+    /// The argument rule that decided it, as the config names it
+    /// (`servers.fs.tools.write_file.rules[0]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
     /// From arrival to the answer, waiting for the person included.
     pub duration_ms: u64,
     /// How it ended.
@@ -81,6 +94,10 @@ pub struct CallRecord {
     pub flags: crate::text::Flags,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Whether and how a call was let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -93,6 +110,12 @@ pub enum Decision {
     ApprovedSession,
     /// The person allowed it always (this definition).
     ApprovedAlways,
+    /// The person allowed this exact call for the session.
+    ApprovedExact,
+    /// The person allowed this exact call always (this definition).
+    ApprovedExactAlways,
+    /// An earlier "exact call" answer covered it.
+    RememberedExact,
     /// An earlier "session" answer covered it.
     RememberedSession,
     /// An earlier "always" answer covered it.
@@ -157,11 +180,14 @@ impl DecisionGroup {
 }
 
 impl Decision {
-    const ALL: [Decision; 12] = [
+    const ALL: [Decision; 15] = [
         Decision::Allowed,
         Decision::ApprovedOnce,
         Decision::ApprovedSession,
         Decision::ApprovedAlways,
+        Decision::ApprovedExact,
+        Decision::ApprovedExactAlways,
+        Decision::RememberedExact,
         Decision::RememberedSession,
         Decision::RememberedAlways,
         Decision::Denied,
@@ -179,6 +205,9 @@ impl Decision {
             Decision::ApprovedOnce => "approved_once",
             Decision::ApprovedSession => "approved_session",
             Decision::ApprovedAlways => "approved_always",
+            Decision::ApprovedExact => "approved_exact",
+            Decision::ApprovedExactAlways => "approved_exact_always",
+            Decision::RememberedExact => "remembered_exact",
             Decision::RememberedSession => "remembered_session",
             Decision::RememberedAlways => "remembered_always",
             Decision::Denied => "denied",
@@ -205,6 +234,8 @@ impl Decision {
             Scope::Once => Decision::ApprovedOnce,
             Scope::Session => Decision::ApprovedSession,
             Scope::Always => Decision::ApprovedAlways,
+            Scope::Exact => Decision::ApprovedExact,
+            Scope::ExactAlways => Decision::ApprovedExactAlways,
         }
     }
 
@@ -212,10 +243,14 @@ impl Decision {
     pub fn group(self) -> DecisionGroup {
         match self {
             Decision::Allowed => DecisionGroup::Allowed,
-            Decision::ApprovedOnce | Decision::ApprovedSession | Decision::ApprovedAlways => {
-                DecisionGroup::Approved
+            Decision::ApprovedOnce
+            | Decision::ApprovedSession
+            | Decision::ApprovedAlways
+            | Decision::ApprovedExact
+            | Decision::ApprovedExactAlways => DecisionGroup::Approved,
+            Decision::RememberedSession | Decision::RememberedAlways | Decision::RememberedExact => {
+                DecisionGroup::Remembered
             }
-            Decision::RememberedSession | Decision::RememberedAlways => DecisionGroup::Remembered,
             Decision::Denied => DecisionGroup::Denied,
             Decision::TimedOut => DecisionGroup::TimedOut,
             Decision::Withdrawn
@@ -281,15 +316,6 @@ impl CallOutcome {
             .into_iter()
             .find(|d| d.as_str() == s)
             .unwrap_or(CallOutcome::Unknown)
-    }
-}
-
-fn decider(s: &str) -> Decider {
-    match s {
-        "ui" => Decider::Ui,
-        "cli" => Decider::Cli,
-        "client" => Decider::Client,
-        _ => Decider::Policy,
     }
 }
 
@@ -417,8 +443,11 @@ mod tests {
             server: server.into(),
             tool: "t".into(),
             arguments: format!("{{\"i\":{i},\"token\":\"hunter2\"}}"),
+            id: 0,
             decision: Decision::Allowed,
-            decided_by: Decider::Policy,
+            decided_by: DecidedBy::Policy,
+            answered_in: None,
+            rule: None,
             duration_ms: i,
             outcome: CallOutcome::Ok,
             decided_via: None,

@@ -7,11 +7,12 @@ mod persist;
 mod pins;
 pub mod policy;
 pub mod request;
+pub mod rules;
 mod snapshot;
 
 pub use crate::supervisor::status::definition_hash;
 pub use broker::ApprovalBroker;
 pub use request::{
-    Answer, ApprovalError, ApprovalRequest, AskReason, ClientRef, Decider, DefinitionChange, Grant,
-    Resolution, Scope, Verdict,
+    arguments_digest, Answer, ApprovalError, ApprovalRequest, AskReason, ClientRef, Covered,
+    Decider, DefinitionChange, Grant, Resolution, Scope, Verdict,
 };

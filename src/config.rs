@@ -13,6 +13,7 @@ mod parse;
 mod paths;
 mod rate;
 mod refusal;
+pub mod rules;
 mod values;
 mod write;
 
@@ -158,6 +159,18 @@ pub struct ClientProfile {
     /// This client's calls a minute, all tools together (else `gateway.rate_limit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// `"approve_via": "client"`: with no desktop attached, this client's held calls are asked
+    /// through the client itself (MCP elicitation), Allow once or Deny.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approve_via: Option<ApproveVia>,
+}
+
+/// Where a client profile's held calls may be answered besides Gatehouse's own surfaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApproveVia {
+    /// Through the client's own UI (MCP elicitation) when no desktop is attached.
+    Client,
 }
 
 /// A profile's approval overrides.
@@ -496,6 +509,14 @@ pub struct ToolPolicy {
     /// Calls a minute of this tool, counted for each client profile apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Argument rules, in order: a matching deny refuses, else a matching allow runs the call
+    /// without asking (see [`rules`]).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "rules::de_rules"
+    )]
+    pub rules: Vec<rules::Rule>,
 }
 
 /// Which unflagged tools ask the person.

@@ -16,6 +16,7 @@
 //! - `own`: what the gateway answers itself — `initialize`, `server/discover`, a client's
 //!   notifications and its answers to forwarded requests, a refused envelope.
 
+mod admission;
 mod answer;
 mod approve;
 pub mod apps;

@@ -12,6 +12,21 @@ let poller = null;
 
 const keyOf = (r) => `${r.time_ms}|${r.session}|${r.server}|${r.tool}`;
 
+/** What decided a call, in the person's terms (`decided_by`, where it was answered, the rule). */
+function decidedBy(r) {
+  const person = { app: 'you, in the app', cli: 'you, with the CLI' }[r.answered_in] ?? 'you';
+  switch (r.decided_by) {
+    case 'person': return person;
+    case 'rule': return `your rule ${r.rule ?? ''}`.trim();
+    case 'exact': return 'your earlier answer for this exact call';
+    case 'session': return 'your earlier answer for this session';
+    case 'always': return 'your earlier “always” answer';
+    case 'client': return r.answered_in === 'client' ? 'you, in the client (approve_via: client)' : 'the client (it gave up or went away)';
+    case 'policy': return 'the policy';
+    default: return r.decided_by;
+  }
+}
+
 /** The detail pane of one call: who, what, and where the time went. */
 function detail(r) {
   let args = r.arguments;
@@ -20,7 +35,7 @@ function detail(r) {
   // What decided it, in the person's terms: a timeout is nobody's answer, not the policy's.
   const who = r.decision === 'timed_out'
     ? 'nobody: no one answered in time'
-    : { ui: 'you, in the app', cli: 'you, with the CLI', policy: 'the policy', client: 'the client (it gave up or went away)' }[r.decided_by] ?? r.decided_by;
+    : decidedBy(r);
   // A call that never reached the server spent no time there: it says so, not "0 ms".
   const atServer = r.outcome === 'not_run' ? 'not run' : `${server} ms`;
   return el('tr', { class: 'activity-detail' }, el('td', { colspan: '6' },
@@ -92,7 +107,9 @@ function outcomeText(r) {
 
 /** One call's row; a click or Enter shows or hides its detail. */
 function row(r, key) {
-  const by = { ui: ' by you (app)', cli: ' by you (CLI)' }[r.decided_by] ?? '';
+  const by = r.decided_by === 'person'
+    ? ({ app: ' by you (app)', cli: ' by you (CLI)' }[r.answered_in] ?? ' by you')
+    : ({ rule: ' by a rule', exact: ' (exact call)', client: r.answered_in === 'client' ? ' by you (client)' : '' }[r.decided_by] ?? '');
   // Each cell's content in one box and its column's name on it: a narrow pane shows a call
   // as labelled fields instead of columns running out of the window.
   const cell = (name, ...content) => el('td', { dataset: { label: name } }, el('span', {}, ...content));

@@ -34,7 +34,7 @@ impl Format {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 15] = [
+pub const CSV_COLUMNS: [&str; 17] = [
     "time",
     "time_ms",
     "client",
@@ -50,6 +50,8 @@ pub const CSV_COLUMNS: [&str; 15] = [
     "duration_ms",
     "outcome",
     "arguments",
+    "answered_in",
+    "rule",
 ];
 
 /// The rows in `format`.
@@ -76,7 +78,7 @@ pub fn csv(rows: &[CallRecord]) -> String {
             t.second,
             r.time_ms % 1000
         );
-        let cells: [&str; 15] = [
+        let cells: [&str; 17] = [
             &time,
             &r.time_ms.to_string(),
             r.client.as_deref().unwrap_or(""),
@@ -92,6 +94,8 @@ pub fn csv(rows: &[CallRecord]) -> String {
             &r.duration_ms.to_string(),
             r.outcome.as_str(),
             &r.arguments,
+            r.answered_in.as_deref().unwrap_or(""),
+            r.rule.as_deref().unwrap_or(""),
         ];
         for (i, cell) in cells.iter().enumerate() {
             if i > 0 {
@@ -169,7 +173,6 @@ pub fn write(dir: &Path, rows: &[CallRecord], format: Format) -> std::io::Result
 mod tests {
     use super::*;
     use crate::activity::{CallOutcome, Decision};
-    use crate::approval::request::Decider;
 
     fn row(tool: &str, arguments: &str, client: Option<&str>) -> CallRecord {
         CallRecord {
@@ -179,8 +182,11 @@ mod tests {
             server: "files".into(),
             tool: tool.into(),
             arguments: arguments.into(),
+            id: 0,
             decision: Decision::ApprovedOnce,
-            decided_by: Decider::Ui,
+            decided_by: crate::activity::DecidedBy::Person,
+            answered_in: Some("app".into()),
+            rule: None,
             duration_ms: 1_250,
             outcome: CallOutcome::Ok,
             decided_via: None,

@@ -185,6 +185,8 @@ pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
         ("client_version", "TEXT"),
         ("client_protocol", "TEXT"),
         ("error", "TEXT"),
+        ("answered_in", "TEXT"),
+        ("rule", "TEXT"),
     ] {
         let has: bool = conn.query_row(
             "SELECT count(*) FROM pragma_table_info('calls') WHERE name = ?1",
@@ -217,8 +219,8 @@ pub(super) fn rotate_aside(path: &Path) {
 pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
     // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
     conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error, answered_in, rule)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?
     .execute(params![
             r.time_ms as i64,
@@ -237,6 +239,8 @@ pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> 
             r.client_version,
             r.client_protocol,
             r.error,
+            r.answered_in,
+            r.rule,
         ],
     )?;
     Ok(())
@@ -258,11 +262,12 @@ pub(super) fn query(
     client: Option<&str>,
 ) -> rusqlite::Result<Vec<CallRecord>> {
     let mut stmt = conn.prepare(
-        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error
+        "SELECT time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error, answered_in, rule, id
          FROM calls WHERE (?1 IS NULL OR server = ?1) AND (?3 IS NULL OR coalesce(profile, 'default') = ?3)
          ORDER BY id DESC LIMIT ?2",
     )?;
     let rows = stmt.query_map(params![server, limit as i64, client], |r| {
+        let (by, legacy_in) = DecidedBy::parse(&r.get::<_, String>(7)?);
         let row = CallRecord {
             time_ms: r.get::<_, i64>(0)? as u64,
             client: r.get(1)?,
@@ -270,8 +275,11 @@ pub(super) fn query(
             server: r.get(3)?,
             tool: r.get(4)?,
             arguments: r.get(5)?,
+            id: r.get::<_, i64>(18)? as u64,
             decision: Decision::parse(&r.get::<_, String>(6)?),
-            decided_by: decider(&r.get::<_, String>(7)?),
+            decided_by: by,
+            answered_in: r.get::<_, Option<String>>(16)?.or(legacy_in.map(str::to_owned)),
+            rule: r.get(17)?,
             duration_ms: r.get::<_, i64>(8)? as u64,
             outcome: CallOutcome::parse(&r.get::<_, String>(9)?),
             decided_via: r.get(10)?,

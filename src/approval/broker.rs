@@ -78,6 +78,8 @@ struct State {
     arrivals: u64,
     /// (client session, server, tool) allowed for the rest of that session, with who and when.
     session_grants: HashMap<(String, String, String), SessionGrant>,
+    /// (client session, server, tool, arguments digest): exact calls allowed for the session.
+    exact_grants: HashMap<(String, String, String, String), SessionGrant>,
     store: Store,
 }
 
@@ -133,23 +135,28 @@ impl ApprovalBroker {
         self.lock().store.quarantined(server, tool)
     }
 
-    /// Whether an earlier answer covers this call: the same client session said "session", or
-    /// "always" was given for exactly this definition.
-    pub fn granted(
-        &self,
-        profile: Option<&str>,
-        session: &str,
-        server: &str,
-        tool: &str,
-        hash: &str,
-    ) -> Option<Scope> {
+    /// Whether an earlier answer covers this call: "always" for exactly this definition (this
+    /// tool, or this exact call), or the same client session said "session" (this tool) or
+    /// "exact" (this exact call).
+    pub fn granted(&self, c: &super::Covered<'_>) -> Option<Scope> {
         let st = self.lock();
-        if st.store.always_allows(profile, server, tool, hash) {
+        if st
+            .store
+            .always_allows(c.profile, c.server, c.tool, c.hash)
+        {
             return Some(Scope::Always);
         }
-        st.session_grants
-            .contains_key(&(session.to_owned(), server.to_owned(), tool.to_owned()))
-            .then_some(Scope::Session)
+        if st.store.exact_allows(c) {
+            return Some(Scope::ExactAlways);
+        }
+        let key = (c.session.to_owned(), c.server.to_owned(), c.tool.to_owned());
+        if st.session_grants.contains_key(&key) {
+            return Some(Scope::Session);
+        }
+        let (session, server, tool) = key;
+        st.exact_grants
+            .contains_key(&(session, server, tool, c.arguments_digest.to_owned()))
+            .then_some(Scope::Exact)
     }
 
     /// A fresh request id (`apr-RUN-N`): unique within this run and never used by another.
@@ -352,9 +359,11 @@ impl ApprovalBroker {
     pub fn forget(&self, server: &str, tool: Option<&str>) -> usize {
         let mut st = self.lock();
         let matches = |s: &str, t: &str| s == server && tool.is_none_or(|x| x == t);
-        let before = st.session_grants.len();
+        let before = st.session_grants.len() + st.exact_grants.len();
         st.session_grants.retain(|(_, s, t), _| !matches(s, t));
-        let removed = before - st.session_grants.len() + st.store.forget(matches);
+        st.exact_grants.retain(|(_, s, t, _), _| !matches(s, t));
+        let after = st.session_grants.len() + st.exact_grants.len();
+        let removed = before - after + st.store.forget(matches);
         drop(st);
         self.persist();
         removed
@@ -377,8 +386,35 @@ impl ApprovalBroker {
                 client: None,
                 since_ms,
                 definition: Some(hash.chars().take(12).collect()),
+                arguments_digest: None,
             })
             .collect();
+        out.extend(st.store.exact_grants().iter().map(|e| Grant {
+            scope: Scope::ExactAlways,
+            server: e.server.clone(),
+            tool: e.tool.clone(),
+            profile: e.profile.clone(),
+            session: None,
+            client: None,
+            since_ms: e.since_ms,
+            definition: Some(e.sha256.chars().take(12).collect()),
+            arguments_digest: Some(e.arguments_digest.clone()),
+        }));
+        out.extend(
+            st.exact_grants
+                .iter()
+                .map(|((session, server, tool, digest), g)| Grant {
+                    scope: Scope::Exact,
+                    server: server.clone(),
+                    tool: tool.clone(),
+                    profile: g.profile.clone(),
+                    session: Some(session.clone()),
+                    client: g.client.clone(),
+                    since_ms: g.since_ms,
+                    definition: None,
+                    arguments_digest: Some(digest.clone()),
+                }),
+        );
         out.extend(
             st.session_grants
                 .iter()
@@ -391,6 +427,7 @@ impl ApprovalBroker {
                     client: g.client.clone(),
                     since_ms: g.since_ms,
                     definition: None,
+                    arguments_digest: None,
                 }),
         );
         out.sort_by_key(|g| std::cmp::Reverse(g.since_ms));
@@ -399,9 +436,9 @@ impl ApprovalBroker {
 
     /// A client session ended: its "session" answers end with it.
     pub fn end_session(&self, session: &str) {
-        self.lock()
-            .session_grants
-            .retain(|(s, _, _), _| s != session);
+        let mut st = self.lock();
+        st.session_grants.retain(|(s, _, _), _| s != session);
+        st.exact_grants.retain(|(s, _, _, _), _| s != session);
     }
 
     /// Revokes one remembered answer at once (the next call asks); returns whether it existed.
@@ -419,10 +456,25 @@ impl ApprovalBroker {
                 );
                 st.session_grants.remove(&key).is_some()
             }
+            Scope::Exact => {
+                let key = (
+                    g.session.clone().unwrap_or_default(),
+                    g.server.clone(),
+                    g.tool.clone(),
+                    g.arguments_digest.clone().unwrap_or_default(),
+                );
+                st.exact_grants.remove(&key).is_some()
+            }
+            Scope::ExactAlways => st.store.revoke_exact(
+                &g.server,
+                &g.tool,
+                g.profile.as_deref(),
+                g.arguments_digest.as_deref().unwrap_or_default(),
+            ),
             Scope::Once => false,
         };
         drop(st);
-        if removed && g.scope == Scope::Always {
+        if removed && matches!(g.scope, Scope::Always | Scope::ExactAlways) {
             self.persist();
         }
         removed
@@ -447,6 +499,30 @@ impl ApprovalBroker {
                 );
                 return;
             }
+            Scope::Exact => {
+                st.exact_grants.insert(
+                    (
+                        request.client.session.clone(),
+                        request.server.clone(),
+                        request.tool.clone(),
+                        request.arguments_digest.clone(),
+                    ),
+                    SessionGrant {
+                        client: request.client.name.clone(),
+                        profile: request.client.profile.clone(),
+                        since_ms: crate::logs::now_ms(),
+                    },
+                );
+                return;
+            }
+            Scope::ExactAlways => st.store.trust_exact(&super::Covered {
+                profile: request.client.profile.as_deref(),
+                session: &request.client.session,
+                server: &request.server,
+                tool: &request.tool,
+                hash,
+                arguments_digest: &request.arguments_digest,
+            }),
             Scope::Always => {
                 // "Always" trusts this definition: it becomes the pin.
                 let definition = request.changed.as_ref().map(|c| c.new.clone());

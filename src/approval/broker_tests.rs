@@ -12,6 +12,26 @@ fn tool(raw: &str) -> ToolDef {
     .unwrap()
 }
 
+/// Whether an earlier answer covers a call to `tool` with the arguments `{"path":"/x"}`.
+fn granted(
+    b: &ApprovalBroker,
+    profile: Option<&str>,
+    session: &str,
+    server: &str,
+    tool: &str,
+    hash: &str,
+) -> Option<Scope> {
+    let digest = super::super::arguments_digest("{\"path\":\"/x\"}");
+    b.granted(&super::super::Covered {
+        profile,
+        session,
+        server,
+        tool,
+        hash,
+        arguments_digest: &digest,
+    })
+}
+
 fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
     ApprovalRequest {
         id: broker.next_id(),
@@ -31,6 +51,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
         description: None,
         annotations: None,
         arguments: RawValue::from_string("{\"path\":\"/x\"}".into()).unwrap(),
+        arguments_digest: super::super::arguments_digest("{\"path\":\"/x\"}"),
         requested_at: 0,
         expires_at: 0,
         queued: false,
@@ -96,18 +117,18 @@ async fn answers_scopes_timeout_and_withdrawal() {
         b.answer(&id, Answer::Deny(None), Decider::Cli).is_err(),
         "answered once only"
     );
-    assert_eq!(b.granted(None, "s1", "fs", "write_file", &hash), None);
+    assert_eq!(granted(&b, None, "s1", "fs", "write_file", &hash), None);
 
     // session
     let r = request(&b, "s1");
     ask_and_answer(&b, r, &hash, Answer::Allow(Scope::Session)).await;
     assert_eq!(
-        b.granted(None, "s1", "fs", "write_file", &hash),
+        granted(&b, None, "s1", "fs", "write_file", &hash),
         Some(Scope::Session)
     );
-    assert_eq!(b.granted(None, "s2", "fs", "write_file", &hash), None);
+    assert_eq!(granted(&b, None, "s2", "fs", "write_file", &hash), None);
     assert_eq!(b.forget("fs", Some("write_file")), 1);
-    assert_eq!(b.granted(None, "s1", "fs", "write_file", &hash), None);
+    assert_eq!(granted(&b, None, "s1", "fs", "write_file", &hash), None);
 
     // timeout
     let r = request(&b, "s1");
@@ -223,7 +244,7 @@ async fn always_persists_and_a_changed_definition_asks_again() {
     // A new broker (a hub restart) still knows, for the same definition only.
     let b = ApprovalBroker::new(EventBus::new(8), Some(path.clone()), false);
     assert_eq!(
-        b.granted(None, "other-session", "fs", "w", &h1),
+        granted(&b, None, "other-session", "fs", "w", &h1),
         Some(Scope::Always)
     );
     let def2 = tool(def2);
@@ -233,7 +254,7 @@ async fn always_persists_and_a_changed_definition_asks_again() {
     let change = change.expect("the change is reported");
     assert_eq!(change.fields, vec!["description".to_owned()]);
     assert_eq!(
-        b.granted(None, "other-session", "fs", "w", &h2),
+        granted(&b, None, "other-session", "fs", "w", &h2),
         None,
         "always no longer applies"
     );
@@ -304,14 +325,14 @@ async fn remembered_answers_are_listed_and_revocable() {
     assert_eq!(session.client.as_deref(), Some("c"));
 
     assert!(b.revoke(always));
-    assert_eq!(b.granted(None, "s9", "fs", "write_file", "h"), None);
+    assert_eq!(granted(&b, None, "s9", "fs", "write_file", "h"), None);
     assert!(!b.revoke(always), "already revoked");
     assert_eq!(
-        b.granted(None, "s2", "fs", "write_file", "h"),
+        granted(&b, None, "s2", "fs", "write_file", "h"),
         Some(Scope::Session)
     );
     b.end_session("s2");
-    assert_eq!(b.granted(None, "s2", "fs", "write_file", "h"), None);
+    assert_eq!(granted(&b, None, "s2", "fs", "write_file", "h"), None);
     assert!(b.grants().is_empty());
 }
 
@@ -383,4 +404,67 @@ fn the_digest_covers_client_tool_and_arguments() {
     other.tool = "delete".into();
     assert_ne!(other.digest_of(), r.digest);
     assert_eq!(r.digest_of(), r.digest);
+}
+
+/// "This exact call" covers the same arguments — keys in any order, numbers in any spelling —
+/// in the same session only, and never other arguments; "exact call, always" outlives a restart,
+/// is listed with its arguments digest and is revoked by it.
+#[tokio::test]
+async fn exact_call_grants_cover_the_same_arguments_only() {
+    use crate::approval::{arguments_digest, Covered};
+    assert_eq!(
+        arguments_digest(r#"{"b":[1.0,2e0],"a":{"y":1,"x":"é"}}"#),
+        arguments_digest(r#"{ "a": {"x":"\u00e9","y":1.0}, "b":[1,2] }"#)
+    );
+    assert_ne!(arguments_digest(r#"{"a":1}"#), arguments_digest(r#"{"a":"1"}"#));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("approvals.json");
+    let b = ApprovalBroker::new(EventBus::new(16), Some(path.clone()), false);
+    let answered = |b: &ApprovalBroker, scope| {
+        let b = b.clone();
+        async move {
+            let r = request(&b, "s1");
+            let id = r.id.clone();
+            let ask = tokio::spawn({
+                let b = b.clone();
+                async move { b.ask(r, "h".into(), Duration::from_secs(30)).await }
+            });
+            while b.pending().is_empty() {
+                tokio::task::yield_now().await;
+            }
+            b.answer(&id, Answer::Allow(scope), Decider::Cli).unwrap();
+            ask.await.unwrap()
+        }
+    };
+    answered(&b, Scope::Exact).await;
+    let other = arguments_digest(r#"{"path":"/y"}"#);
+    let covered = |b: &ApprovalBroker, session: &str, digest: &str| {
+        b.granted(&Covered {
+            profile: None,
+            session,
+            server: "fs",
+            tool: "write_file",
+            hash: "h",
+            arguments_digest: digest,
+        })
+    };
+    let same = arguments_digest("{\"path\":\"/x\"}");
+    assert_eq!(covered(&b, "s1", &same), Some(Scope::Exact));
+    assert_eq!(covered(&b, "s1", &other), None);
+    assert_eq!(covered(&b, "s2", &same), None);
+    b.end_session("s1");
+    assert_eq!(covered(&b, "s1", &same), None);
+    answered(&b, Scope::ExactAlways).await;
+    assert!(b.flush(Duration::from_secs(5)));
+    let again = ApprovalBroker::new(EventBus::new(16), Some(path), false);
+    assert_eq!(covered(&again, "s9", &same), Some(Scope::ExactAlways));
+    assert_eq!(covered(&again, "s9", &other), None);
+    let g = again
+        .grants()
+        .into_iter()
+        .find(|g| g.scope == Scope::ExactAlways)
+        .unwrap();
+    assert_eq!(g.arguments_digest.as_deref(), Some(same.as_str()));
+    assert!(again.revoke(&g));
+    assert_eq!(covered(&again, "s9", &same), None);
 }

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+mod exact;
+
 use super::request::DefinitionChange;
 use crate::logs::now_ms;
 #[cfg(test)]
@@ -35,6 +37,9 @@ pub(super) struct Store {
     /// "Always" key → when it was given (ms since the epoch).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     always_since: BTreeMap<String, u64>,
+    /// "Exact call, always" answers, oldest first (`exact.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    exact: Vec<exact::ExactAlways>,
     /// What the file takes, about (pins and answers; recounted after each listing).
     #[serde(skip)]
     bytes: usize,
@@ -360,7 +365,8 @@ impl Store {
 
     /// Drops the "always" answers matching `matches(server, tool)`; returns how many.
     pub fn forget(&mut self, matches: impl Fn(&str, &str) -> bool) -> usize {
-        let before = self.always.len();
+        let exact = self.forget_exact(&matches);
+        let before = self.always.len() + exact;
         self.always.retain(|k, _| {
             let (s, t) = tool_key(k).split_once('/').unwrap_or((k, ""));
             !matches(s, t)

@@ -3,6 +3,8 @@
 //! read-only.
 
 use super::request::AskReason;
+use super::rules::Ruling;
+use crate::config::rules::Effect;
 use crate::config::{ApprovalDefault, ServerConfig};
 
 /// What a call to a tool does under the policy (`gatehouse tools` shows it as `allow`, `ask`
@@ -16,6 +18,8 @@ pub enum Decision {
     Ask,
     /// Hidden and refused (`enabled: false`).
     Disabled,
+    /// Refused by a matching deny rule (only for a call's arguments, never a tool's listing).
+    Deny,
 }
 
 /// Everything that decides a call to one tool, layer by layer: the server's entry (its tool's
@@ -34,6 +38,9 @@ pub struct Layers<'a> {
     pub read_only_believed: bool,
     /// The calling client's profile, when the call comes through one.
     pub profile: Option<ProfileLayer>,
+    /// The argument rules' ruling over this call's arguments (`approval::rules::decide`), when
+    /// one matched.
+    pub rule: Option<&'a Ruling>,
 }
 
 /// What a client profile says about one tool.
@@ -54,43 +61,50 @@ pub struct Verdict {
     pub decision: Decision,
     /// Why it asks (`None` unless `decision` is `Ask`).
     pub reason: Option<AskReason>,
+    /// The decision is the matching rule's ([`Layers::rule`]).
+    pub by_rule: bool,
 }
 
 /// The one place the approval policy's precedence lives. A tool the server's entry disables, or
-/// a profile does not see, is disabled (a profile never un-disables). Then an explicit flag wins
-/// — the profile's, else the tool's in the entry, else the entry's own — and only an unflagged
-/// tool follows the default (the profile's, else `approval.default`), where a tool counts as
-/// read-only only if it says `readOnlyHint: true` and that is believed. Annotations never relax
-/// an explicit flag.
+/// a profile does not see, is disabled (a profile never un-disables). Then a matching deny rule
+/// refuses. Then an explicit flag wins — the profile's, else the tool's in the entry, else the
+/// entry's own — except that a matching allow rule marked `even_if_flagged` beats a flag that
+/// asks. Then a matching allow rule runs the call. Only an unflagged, unruled tool follows the
+/// default (the profile's, else `approval.default`), where a tool counts as read-only only if it
+/// says `readOnlyHint: true` and that is believed. Annotations never relax an explicit flag.
 pub fn evaluate(l: &Layers<'_>) -> Verdict {
     let flags = l.server.tools.get(l.tool);
     let disabled = flags.and_then(|f| f.enabled) == Some(false);
+    let verdict = |decision, reason, by_rule| Verdict {
+        decision,
+        reason,
+        by_rule,
+    };
     if disabled || l.profile.is_some_and(|p| !p.sees) {
-        return Verdict {
-            decision: Decision::Disabled,
-            reason: None,
-        };
+        return verdict(Decision::Disabled, None, false);
     }
-    let ask = |reason| Verdict {
-        decision: Decision::Ask,
-        reason: Some(reason),
+    let (allow_rule, over_flag) = match l.rule {
+        Some(r) if r.effect == Effect::Deny => return verdict(Decision::Deny, None, true),
+        Some(r) => (true, r.even_if_flagged),
+        None => (false, false),
     };
-    let allow = Verdict {
-        decision: Decision::Allow,
-        reason: None,
-    };
+    let ask = |reason| verdict(Decision::Ask, Some(reason), false);
     let flag = l.profile.and_then(|p| p.flag).or(flags
         .and_then(|f| f.requires_approval)
         .or(l.server.requires_approval));
     match flag {
+        Some(true) if over_flag => return verdict(Decision::Allow, None, true),
         Some(true) => return ask(AskReason::Flagged),
-        Some(false) => return allow,
+        Some(false) => return verdict(Decision::Allow, None, false),
+        None if allow_rule => return verdict(Decision::Allow, None, true),
         None => {}
     }
     match l.profile.and_then(|p| p.default).unwrap_or(l.default) {
         ApprovalDefault::Always => ask(AskReason::AlwaysAsk),
-        ApprovalDefault::FlaggedOnly => allow,
-        ApprovalDefault::AskUnlessReadOnly if l.read_only_believed => allow,
+        ApprovalDefault::FlaggedOnly => verdict(Decision::Allow, None, false),
+        ApprovalDefault::AskUnlessReadOnly if l.read_only_believed => {
+            verdict(Decision::Allow, None, false)
+        }
         ApprovalDefault::AskUnlessReadOnly if l.claims_read_only => ask(AskReason::NewTool),
         ApprovalDefault::AskUnlessReadOnly => ask(AskReason::NotReadOnly),
     }
@@ -110,6 +124,7 @@ mod tests {
             claims_read_only: read_only,
             read_only_believed: read_only,
             profile: None,
+            rule: None,
         })
         .decision
     }
@@ -168,6 +183,7 @@ mod tests {
                 claims_read_only: claims,
                 read_only_believed: believed,
                 profile,
+                rule: None,
             })
         };
         let seen = |flag, default| {
@@ -206,5 +222,50 @@ mod tests {
         );
         let hidden = Some(ProfileLayer::default());
         assert_eq!(v("t", true, true, hidden).decision, Decision::Disabled);
+    }
+
+    /// Rules in the precedence: a deny refuses even an unflagged or `requires_approval: false`
+    /// tool; an allow runs an unflagged tool without asking; a flag that asks beats an allow
+    /// unless the rule says `even_if_flagged`; a disabled tool stays disabled.
+    #[test]
+    fn rules_in_the_precedence() {
+        use crate::config::rules::Effect;
+        let s = server(
+            r#"{"command": "x", "tools": {"w": {"requires_approval": true}, "r": {"requires_approval": false}, "off": {"enabled": false}}}"#,
+        );
+        let ruling = |effect, even_if_flagged| Ruling {
+            effect,
+            name: "servers.s.tools.t.rules[0]".into(),
+            even_if_flagged,
+            text: String::new(),
+        };
+        let v = |tool: &str, rule: &Ruling| {
+            evaluate(&Layers {
+                server: &s,
+                tool,
+                default: ApprovalDefault::Always,
+                claims_read_only: false,
+                read_only_believed: false,
+                profile: None,
+                rule: Some(rule),
+            })
+        };
+        let (deny, allow, over) = (
+            ruling(Effect::Deny, false),
+            ruling(Effect::Allow, false),
+            ruling(Effect::Allow, true),
+        );
+        for tool in ["t", "r", "w"] {
+            let d = v(tool, &deny);
+            assert_eq!((d.decision, d.by_rule), (Decision::Deny, true), "{tool}");
+        }
+        assert_eq!(v("off", &deny).decision, Decision::Disabled);
+        assert_eq!(v("off", &over).decision, Decision::Disabled);
+        let a = v("t", &allow);
+        assert_eq!((a.decision, a.by_rule), (Decision::Allow, true));
+        let flagged = v("w", &allow);
+        assert_eq!((flagged.decision, flagged.by_rule), (Decision::Ask, false));
+        let over_flag = v("w", &over);
+        assert_eq!((over_flag.decision, over_flag.by_rule), (Decision::Allow, true));
     }
 }

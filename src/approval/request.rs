@@ -26,6 +26,10 @@ pub struct ApprovalRequest {
     pub annotations: Option<Value>,
     /// The call's arguments as the client sent them, with known secret values masked.
     pub arguments: Box<RawValue>,
+    /// The SHA-256 of those arguments in canonical JSON (RFC 8785: keys sorted, numbers in one
+    /// spelling): what an "exact call" answer is bound to ([`arguments_digest`]).
+    #[serde(default)]
+    pub arguments_digest: String,
     /// When the call was held (ms since the Unix epoch).
     pub requested_at: u64,
     /// When it is denied unless answered (ms since the Unix epoch). Its countdown starts when it
@@ -88,6 +92,37 @@ impl ApprovalRequest {
         let hash = Sha256::digest(shown.to_string().as_bytes());
         hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The digest an exact-call grant is bound to: the SHA-256 (hex) of `arguments` (JSON text) in
+/// canonical form (RFC 8785), so reordered keys and other spellings of the same numbers give the
+/// same digest. Text that is not JSON is hashed as it is.
+pub fn arguments_digest(arguments: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = serde_json::from_str::<Value>(arguments)
+        .ok()
+        .and_then(|v| serde_json_canonicalizer::to_string(&v).ok())
+        .unwrap_or_else(|| arguments.to_owned());
+    Sha256::digest(canonical.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What an earlier answer would have to cover for a call to run without asking.
+pub struct Covered<'a> {
+    /// The calling client's profile.
+    pub profile: Option<&'a str>,
+    /// Its session.
+    pub session: &'a str,
+    /// The server's id.
+    pub server: &'a str,
+    /// The server's own tool name.
+    pub tool: &'a str,
+    /// The tool definition's hash.
+    pub hash: &'a str,
+    /// [`arguments_digest`] of the call's (masked) arguments.
+    pub arguments_digest: &'a str,
 }
 
 /// Why a call asks the person.
@@ -176,6 +211,9 @@ pub struct Grant {
     /// The first 12 hex digits of the definition's SHA-256 ("always" grants).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition: Option<String>,
+    /// The exact call's [`arguments_digest`] (`exact` and `exact-always` grants).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_digest: Option<String>,
 }
 
 /// What changed in a tool's definition since it was pinned.
@@ -199,6 +237,11 @@ pub enum Scope {
     Session,
     /// This tool with this exact definition, until revoked (kept across restarts).
     Always,
+    /// This exact call (the same arguments, canonicalised) for the rest of this session.
+    Exact,
+    /// This exact call with this exact definition, until revoked (kept across restarts).
+    #[serde(rename = "exact-always", alias = "exact_always")]
+    ExactAlways,
 }
 
 impl Scope {
@@ -208,6 +251,8 @@ impl Scope {
             Scope::Once => "once",
             Scope::Session => "session",
             Scope::Always => "always",
+            Scope::Exact => "exact",
+            Scope::ExactAlways => "exact-always",
         }
     }
 }
@@ -219,8 +264,10 @@ impl std::str::FromStr for Scope {
             "once" => Ok(Scope::Once),
             "session" => Ok(Scope::Session),
             "always" => Ok(Scope::Always),
+            "exact" => Ok(Scope::Exact),
+            "exact-always" | "exact_always" => Ok(Scope::ExactAlways),
             other => Err(format!(
-                "unknown scope \"{other}\": use once, session or always"
+                "unknown scope \"{other}\": use once, session, always, exact or exact-always"
             )),
         }
     }
@@ -238,6 +285,8 @@ pub enum Decider {
     Cli,
     /// The client: it cancelled, went away or gave up before an answer (a withdrawal).
     Client,
+    /// The person, through the client's own UI (an elicitation, `approve_via: client`).
+    ClientUi,
 }
 
 impl Decider {
@@ -248,6 +297,7 @@ impl Decider {
             Decider::Ui => "ui",
             Decider::Cli => "cli",
             Decider::Client => "client",
+            Decider::ClientUi => "client_ui",
         }
     }
 }
@@ -276,7 +326,7 @@ impl Answer {
                     .or_else(|| Some(default_reason.to_owned())),
             )),
             scope => scope.parse::<Scope>().map(Answer::Allow).map_err(|_| {
-                format!("unknown answer \"{scope}\": use once, session, always or deny")
+                format!("unknown answer \"{scope}\": use once, session, always, exact, exact-always or deny")
             }),
         }
     }

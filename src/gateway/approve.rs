@@ -66,7 +66,7 @@ pub(super) async fn approve(
         };
         // The answer covers what the person saw, as things stand now: the tool is checked
         // again at the moment it would run.
-        match gw.recheck(session, server, name, &hash, &arguments) {
+        match super::admission::recheck(gw, session, server, name, &hash, &arguments) {
             Recheck::Go => return held,
             Recheck::AskAgain(g) if asked < MAX_ASKS => {
                 asked += 1;

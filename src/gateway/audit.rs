@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::session::ClientSession;
 use super::Gateway;
-use crate::activity::{CallOutcome, CallRecord, Decision};
+use crate::activity::{CallOutcome, CallRecord, DecidedBy, Decision};
 use crate::approval::Decider;
 use crate::supervisor::ServerHandle;
 
@@ -18,6 +18,8 @@ pub(super) struct CallMeta {
     started: std::time::Instant,
     /// How long the call waited for the person (held calls).
     pub waited: Option<std::time::Duration>,
+    /// The argument rule that decided the call, as the config names it.
+    pub rule: Option<String>,
 }
 
 impl CallMeta {
@@ -28,6 +30,7 @@ impl CallMeta {
             arguments,
             started: std::time::Instant::now(),
             waited: None,
+            rule: None,
         }
     }
 }
@@ -102,6 +105,7 @@ impl Gateway {
     ) {
         let elapsed = m.started.elapsed().as_millis() as u64;
         let info = s.info();
+        let (decided_by, answered_in) = DecidedBy::of(decision, by, m.rule.is_some());
         self.inner.hub.activity().record(CallRecord {
             time_ms: crate::logs::now_ms().saturating_sub(elapsed),
             client: info.name,
@@ -111,8 +115,11 @@ impl Gateway {
             server: m.server.clone(),
             tool: m.tool.clone(),
             arguments: m.arguments.clone(),
+            id: 0,
             decision,
-            decided_by: by,
+            decided_by,
+            answered_in: answered_in.map(str::to_owned),
+            rule: m.rule.clone(),
             duration_ms: elapsed,
             outcome,
             decided_via: via,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::answer::tool_error;
-use super::approve::{Gate, Recheck};
+use super::admission::{admit, disabled, not_running, Admission};
 use super::audit::CallMeta;
 use super::forward::{Pass, ToolCall};
 use super::names::Resolved;
@@ -14,23 +14,11 @@ use super::session::ClientSession;
 use super::{member_params, Gateway, Outcome};
 use crate::activity::Decision;
 use crate::approval::policy::Decision as Policy;
-use crate::approval::{ApprovalRequest, AskReason, ClientRef, Scope};
 use crate::jsonrpc::{self, ErrorCode};
 use crate::naming::{exposed_name, split_server};
-use crate::supervisor::status::ToolDef;
 use crate::supervisor::ServerHandle;
 
 mod validate;
-
-/// What the policy (and earlier answers) make of one call.
-pub(super) enum Admission {
-    /// Runs without asking; the decision for the activity log.
-    Free(Decision),
-    /// Waits for the person's answer.
-    Held(Box<Gate>),
-    /// Never runs: the decision for the activity log and the `isError` result for the client.
-    Refused(Decision, String),
-}
 
 impl Gateway {
     pub(super) fn call_tool(
@@ -170,7 +158,7 @@ impl Gateway {
         if waits && !started {
             return self.start_then_call(s, id, params, server);
         }
-        let meta = CallMeta::new(&server, &entry.tool.name, arguments);
+        let mut meta = CallMeta::new(&server, &entry.tool.name, arguments);
         if server.status().state != crate::supervisor::State::Running {
             let text = tool_error(&not_running(&server, &name));
             return self.refuse(s, id, &meta, Decision::NotRunning, text);
@@ -205,13 +193,16 @@ impl Gateway {
         if let Err(why) = self.inner.limits.take(&limits, std::time::Instant::now()) {
             return self.refuse(s, id, &meta, Decision::RateLimited, tool_error(&why));
         }
-        let pass = match self.admit(
+        let admitted = admit(
+            self,
             s,
             &server,
             &entry.tool,
             &name,
             p.get("arguments").map(|a| &**a),
-        ) {
+        );
+        meta.rule = admitted.rule.map(|r| r.name);
+        let pass = match admitted.admission {
             Admission::Free(d) => Pass::Free(d),
             Admission::Held(g) => Pass::Held(g),
             Admission::Refused(d, text) => return self.refuse(s, id, &meta, d, text),
@@ -347,7 +338,8 @@ impl Gateway {
             }
             // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
             if let Some(def) = def {
-                if self.verdict(s, &server, &def).decision == Policy::Disabled {
+                let (v, _) = super::admission::verdict(self, s, &server, &def, None);
+                if v.decision == Policy::Disabled {
                     let meta = CallMeta::new(&server, &def.name, arguments);
                     return self.refuse(s, id, &meta, Decision::Disabled, disabled(name));
                 }
@@ -382,218 +374,4 @@ impl Gateway {
         );
         Outcome::Reply(super::answer::ours(id.get(), &result, s.era()))
     }
-
-    /// The policy for one call, then earlier answers: free, held for the person, or refused
-    /// (a disabled tool).
-    pub(super) fn admit(
-        &self,
-        s: &Arc<ClientSession>,
-        server: &ServerHandle,
-        def: &Arc<ToolDef>,
-        exposed: &str,
-        arguments: Option<&RawValue>,
-    ) -> Admission {
-        let tool = def.name.as_str();
-        let verdict = self.verdict(s, server, def);
-        match verdict.decision {
-            Policy::Allow => return Admission::Free(Decision::Allowed),
-            Policy::Disabled => return Admission::Refused(Decision::Disabled, disabled(exposed)),
-            Policy::Ask => {}
-        }
-        let config = self.inner.hub.config();
-        let broker = self.inner.hub.approvals();
-        let changed = broker.check_definition(server.id().as_str(), def);
-        if changed.is_none() {
-            match broker.granted(
-                s.profile.as_deref(),
-                &s.id,
-                server.id().as_str(),
-                tool,
-                def.hash(),
-            ) {
-                Some(Scope::Always) => return Admission::Free(Decision::RememberedAlways),
-                Some(_) => return Admission::Free(Decision::RememberedSession),
-                None => {}
-            }
-        }
-        let meta = def.meta();
-        let timeout = std::time::Duration::from_secs(config.approval.timeout_secs.max(1));
-        let now = crate::logs::now_ms();
-        let reason = match changed {
-            Some(_) => AskReason::Changed,
-            None => verdict.reason.unwrap_or_default(),
-        };
-        let request = ApprovalRequest {
-            id: broker.next_id(),
-            client: self.client_ref(s),
-            server: server.id().to_string(),
-            tool: tool.to_owned(),
-            exposed: exposed.to_owned(),
-            title: meta.title.clone(),
-            description: meta.description.clone(),
-            annotations: meta.annotations.clone(),
-            // Approvers see the arguments with known secret values masked, never the values.
-            arguments: masked_arguments(self.inner.hub.redactions(), arguments),
-            requested_at: now,
-            expires_at: now + timeout.as_millis() as u64,
-            queued: false,
-            reason,
-            reason_text: reason.text().to_owned(),
-            changed,
-            digest: String::new(),
-            hidden_characters: false,
-        }
-        .seal();
-        Admission::Held(Box::new(Gate {
-            request,
-            hash: def.hash().to_owned(),
-            timeout,
-        }))
-    }
-}
-
-impl Gateway {
-    /// Who is asking, as approvers see it: the token's profile first, the name the client gives
-    /// itself (and whom that name imitates, if it does), whom an "always" covers.
-    fn client_ref(&self, s: &ClientSession) -> ClientRef {
-        let recent = self.recent_sessions(super::CONNECTED_WITHIN);
-        let info = s.info();
-        let imitates = info.name.as_deref().and_then(|name| {
-            crate::text::imitation::imitates(name, recent.iter().map(|c| c.name.as_str()))
-        });
-        ClientRef {
-            gives_up_after_secs: info
-                .name
-                .as_deref()
-                .and_then(crate::profiles::known_timeout_secs),
-            name: info.name,
-            session: s.id.clone(),
-            profile: s.profile.clone(),
-            session_ends_ms: s.expires_ms,
-            covers: self.others_on_profile(s, recent),
-            imitates,
-        }
-    }
-
-    /// The other clients (name and version) seen on `s`'s profile in the last 5 minutes
-    /// (`recent`): who an "always" answered for this call covers too.
-    fn others_on_profile(
-        &self,
-        s: &ClientSession,
-        recent: Vec<crate::profiles::Connected>,
-    ) -> Vec<String> {
-        let profile = s.profile.as_deref().unwrap_or("default");
-        let me = s.info();
-        let mut others: Vec<String> = recent
-            .into_iter()
-            .filter(|c| c.profile == profile)
-            .filter(|c| Some(&c.name) != me.name.as_ref() || c.version != me.version)
-            .map(|c| match c.version {
-                Some(v) => format!("{} {v}", c.name),
-                None => c.name,
-            })
-            .collect();
-        others.sort();
-        others.dedup();
-        others
-    }
-
-    /// What a call to this tool from this session does, and why it asks: the one policy
-    /// ([`crate::approval::policy::evaluate`]) with the session's client profile as a layer.
-    fn verdict(
-        &self,
-        s: &ClientSession,
-        server: &ServerHandle,
-        def: &ToolDef,
-    ) -> crate::approval::policy::Verdict {
-        let config = self.inner.hub.config();
-        let profile = self.profile_config(s);
-        self.inner
-            .hub
-            .tool_verdict(&config, server.id(), def, profile.as_ref())
-    }
-
-    /// Checks a held call again at the moment it would run, after the person allowed the
-    /// definition with hash `asked`: the tool must still be listed under `exposed` by the same
-    /// server, running, enabled, and defined as the person saw it.
-    pub(super) fn recheck(
-        &self,
-        s: &Arc<ClientSession>,
-        server: &ServerHandle,
-        exposed: &str,
-        asked: &str,
-        arguments: &RawValue,
-    ) -> Recheck {
-        let gone = |decision| {
-            Recheck::Refused(
-                format!("{exposed} was disabled or removed while the call waited for approval, so it was not run."),
-                decision,
-            )
-        };
-        if !self.inner.hub.config().servers.contains_key(server.id()) {
-            return gone(Decision::Disabled);
-        }
-        let Some(entry) = self.catalog().lookup(exposed).cloned() else {
-            // Disabled tools leave the catalog; so do a stopped server's.
-            return match server.status().state {
-                st if st.offers_tools() => gone(Decision::Disabled),
-                _ => Recheck::Refused(not_running(server, exposed), Decision::NotRunning),
-            };
-        };
-        if &entry.server != server.id() {
-            return gone(Decision::Disabled);
-        }
-        // An on-demand server that idled while the call waited starts again when it is sent.
-        if !server.status().state.offers_tools() {
-            return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
-        }
-        if entry.tool.hash() == asked {
-            return match self.verdict(s, server, &entry.tool).decision {
-                Policy::Disabled => gone(Decision::Disabled),
-                _ => Recheck::Go,
-            };
-        }
-        match self.admit(s, server, &entry.tool, exposed, Some(arguments)) {
-            Admission::Free(_) => Recheck::Go,
-            Admission::Held(g) => Recheck::AskAgain(g),
-            Admission::Refused(d, _) => gone(d),
-        }
-    }
-}
-
-fn disabled(exposed: &str) -> String {
-    tool_error(&format!(
-        "{exposed} is disabled in Gatehouse (\"enabled\": false), so it was not run."
-    ))
-}
-
-fn not_running(server: &ServerHandle, tool: &str) -> String {
-    let status = server.status();
-    if status.state == crate::supervisor::State::NeedsSignIn {
-        return format!(
-            "Sign in to {id} again: {tool} was not run because \"{id}\" needs a sign-in. Sign in from Gatehouse's Servers view, or run `gatehouse auth login {id}`.",
-            id = status.id
-        );
-    }
-    let mut text = format!(
-        "Server \"{}\" is {}, so {tool} was not run.",
-        status.id, status.state
-    );
-    if let Some(e) = status.last_error {
-        text.push_str(&format!(" Last error: {e}"));
-    }
-    text
-}
-
-fn masked_arguments(
-    redactions: &crate::secrets::Redactions,
-    arguments: Option<&RawValue>,
-) -> Box<RawValue> {
-    let raw = arguments.map_or("{}", |a| a.get());
-    let masked = redactions.mask(raw);
-    RawValue::from_string(masked)
-        .or_else(|_| {
-            RawValue::from_string("{\"(hidden)\":\"the arguments contain a secret value\"}".into())
-        })
-        .unwrap_or_default()
 }

@@ -15,7 +15,7 @@ impl HubHandle {
         server: &ServerId,
         def: &crate::supervisor::ToolDef,
     ) -> Decision {
-        self.tool_verdict(config, server, def, None).decision
+        self.tool_verdict(config, server, def, None, None).decision
     }
 
     /// What a call to one tool does, and why it asks, under `config` and — for a call through
@@ -28,11 +28,13 @@ impl HubHandle {
         server: &ServerId,
         def: &crate::supervisor::ToolDef,
         profile: Option<&crate::config::ClientProfile>,
+        rule: Option<&crate::approval::rules::Ruling>,
     ) -> policy::Verdict {
         let Some(cfg) = config.servers.get(server) else {
             return policy::Verdict {
                 decision: Decision::Ask,
                 reason: Some(crate::approval::AskReason::NotReadOnly),
+                by_rule: false,
             };
         };
         // The exposed name is made only for a profile's layer (no allocation on the common path).
@@ -54,6 +56,7 @@ impl HubHandle {
             read_only_believed: def.read_only
                 && !self.approvals().quarantined(server.as_str(), &def.name),
             profile,
+            rule,
         })
     }
 
@@ -110,7 +113,7 @@ impl HubHandle {
         for h in servers {
             for t in h.tools().iter() {
                 let approval = self
-                    .tool_verdict(&config, h.id(), t, profile.as_ref())
+                    .tool_verdict(&config, h.id(), t, profile.as_ref(), None)
                     .decision;
                 if profile.is_some() && approval == Decision::Disabled {
                     continue; // outside the profile a tool does not exist for that client

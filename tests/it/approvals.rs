@@ -204,11 +204,11 @@ async fn held_calls_follow_the_persons_answers() {
         .collect();
     let want: Vec<(String, String, String, String)> = [
         ("add", "allowed", "policy", "ok"),
-        ("echo", "approved_once", "cli", "ok"),
-        ("touch", "denied", "cli", "not_run"),
+        ("echo", "approved_once", "person", "ok"),
+        ("touch", "denied", "person", "not_run"),
         ("touch", "timed_out", "policy", "not_run"),
-        ("echo", "approved_session", "cli", "ok"),
-        ("echo", "remembered_session", "policy", "ok"),
+        ("echo", "approved_session", "person", "ok"),
+        ("echo", "remembered_session", "session", "ok"),
         ("echo", "timed_out", "policy", "not_run"),
     ]
     .iter()

@@ -45,7 +45,9 @@ pub enum Cmd {
     /// Allow a waiting call
     Approve {
         id: String,
-        /// once (default), session (this client session, this tool) or always (this definition)
+        /// once (default), session (this client session, this tool), always (this definition),
+        /// exact (this exact call — the same arguments — for this session) or exact-always
+        /// (this exact call with this definition, until revoked)
         #[arg(long, default_value = "once")]
         scope: gatehouse::approval::Scope,
         /// The call's `digest` as `approvals --json` gave it: the answer is refused unless the
@@ -178,7 +180,8 @@ pub struct ApprovalsArgs {
     /// Revoke "session" and "always" approvals of SERVER or SERVER__TOOL
     #[arg(long, value_name = "SERVER[__TOOL]")]
     pub forget: Option<String>,
-    /// List the remembered answers ("always" and "session") instead of waiting calls
+    /// List the remembered answers ("always", "session", "exact", "exact-always") instead of
+    /// waiting calls
     #[arg(long, conflicts_with = "forget")]
     pub grants: bool,
 }

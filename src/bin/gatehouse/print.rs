@@ -290,6 +290,9 @@ pub fn activity(rows: &[CallRecord]) {
             r.duration_ms,
             r.outcome.as_str()
         );
+        if let Some(rule) = &r.rule {
+            say!("{:<10} decided by the rule {}", "", gatehouse::text::reveal(rule));
+        }
         if r.flags.hidden_characters {
             say!(
                 "{:<10} contains hidden characters: {} — arguments {}",
@@ -323,7 +326,7 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
     }
     let now = gatehouse::logs::now_ms();
     say!(
-        "{:<9} {:<32} {:<14} {:<10} FOR",
+        "{:<12} {:<32} {:<14} {:<10} FOR",
         "SCOPE",
         "TOOL",
         "CLIENT",
@@ -335,12 +338,8 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
         } else {
             human_secs(now.saturating_sub(g.since_ms) / 1000)
         };
-        let scope = match g.scope {
-            gatehouse::approval::Scope::Always => "always",
-            gatehouse::approval::Scope::Session => "session",
-            gatehouse::approval::Scope::Once => "once",
-        };
-        let what = match (&g.definition, &g.session) {
+        let scope = g.scope.as_str();
+        let mut what = match (&g.definition, &g.session) {
             (Some(d), _) => format!("definition {d}…"),
             (None, Some(s)) => format!(
                 "session {s} ({})",
@@ -348,8 +347,11 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
             ),
             _ => String::new(),
         };
+        if let Some(d) = &g.arguments_digest {
+            what.push_str(&format!(", arguments {}…", d.chars().take(12).collect::<String>()));
+        }
         say!(
-            "{:<9} {:<32} {:<14} {:<10} {what}",
+            "{:<12} {:<32} {:<14} {:<10} {what}",
             scope,
             gatehouse::text::reveal(&format!("{}__{}", g.server, g.tool)),
             g.profile.as_deref().unwrap_or("default"),

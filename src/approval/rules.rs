@@ -1,0 +1,264 @@
+//! Argument rules matched against one call's arguments (the rules' grammar is in
+//! `config::rules`). A rule matches when every argument it names matches; among the rules of the
+//! server's tool and of the client profile's tool, a matching deny wins over any matching allow.
+//!
+//! `under` compares where the path really leads: `~` and `~/` are the home directory (`~user`
+//! never matches), the argument is resolved as the kernel would (symlinks and `..` in its
+//! existing part; `..` in a part that does not exist yet makes it unresolvable), and a directory
+//! is recognised by its device and inode as well as its name (a case-insensitive mount). An
+//! allow is strict: an argument that cannot be resolved, or that reaches the directory only by
+//! another Unicode spelling or case, does not match. A deny is loose: it also matches when the
+//! path's text, `..` taken lexically, in NFC and lower case, falls under the directory's.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+use unicode_normalization::UnicodeNormalization;
+
+use crate::config::rules::{Effect, Matcher, Rule};
+
+/// Which rule decided, as the config names it (`servers.fs.tools.write_file.rules[1]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ruling {
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The rule's place in the config.
+    pub name: String,
+    /// An allow that applies even where a flag asks.
+    pub even_if_flagged: bool,
+    /// The rule in words.
+    pub text: String,
+}
+
+/// One list of rules and where it is in the config (`servers.fs.tools.write_file`).
+pub struct Source<'a> {
+    /// The path of its tool in the config.
+    pub at: String,
+    /// Its rules, in order.
+    pub rules: &'a [Rule],
+}
+
+/// The ruling of `sources` over `arguments` (the call's `arguments` object): the first matching
+/// deny, else the first matching allow, else none.
+pub fn decide(sources: &[Source<'_>], arguments: &Value, home: Option<&Path>) -> Option<Ruling> {
+    let mut allow = None;
+    for src in sources {
+        for (i, rule) in src.rules.iter().enumerate() {
+            if !matches(rule, arguments, home) {
+                continue;
+            }
+            let ruling = || Ruling {
+                effect: rule.effect,
+                name: format!("{}.rules[{i}]", src.at),
+                even_if_flagged: rule.even_if_flagged,
+                text: rule.describe(),
+            };
+            match rule.effect {
+                Effect::Deny => return Some(ruling()),
+                Effect::Allow if allow.is_none() => allow = Some(ruling()),
+                Effect::Allow => {}
+            }
+        }
+    }
+    allow
+}
+
+/// The ruling over one call to `server`'s `tool` with `arguments` (the raw `arguments` object):
+/// the rules of the server's tool, then those of the calling profile's (`profile`: its id and
+/// entry). Nothing is parsed when neither has rules.
+pub fn for_call(
+    config: &crate::config::Config,
+    server: &str,
+    tool: &str,
+    profile: Option<(&str, &crate::config::ClientProfile)>,
+    arguments: Option<&serde_json::value::RawValue>,
+) -> Option<Ruling> {
+    let mut sources = Vec::new();
+    if let Some(t) = config
+        .servers
+        .iter()
+        .find(|(id, _)| id.as_str() == server)
+        .and_then(|(_, c)| c.tools.get(tool))
+        .filter(|t| !t.rules.is_empty())
+    {
+        sources.push(Source {
+            at: format!("servers.{server}.tools.{tool}"),
+            rules: &t.rules,
+        });
+    }
+    if let Some((id, p)) = profile {
+        let exposed = crate::naming::exposed_name(server, tool);
+        let key = if p.tools.contains_key(&exposed) {
+            exposed.clone()
+        } else {
+            format!("{server}__*")
+        };
+        if let Some(t) = p.tool_policy(server, &exposed).filter(|t| !t.rules.is_empty()) {
+            sources.push(Source {
+                at: format!("clients.{id}.tools.{key}"),
+                rules: &t.rules,
+            });
+        }
+    }
+    if sources.is_empty() {
+        return None;
+    }
+    let args: Value = arguments
+        .and_then(|a| serde_json::from_str(a.get()).ok())
+        .unwrap_or(Value::Null);
+    decide(&sources, &args, dirs::home_dir().as_deref())
+}
+
+/// Whether every argument `rule` names matches.
+pub fn matches(rule: &Rule, arguments: &Value, home: Option<&Path>) -> bool {
+    let strict = rule.effect == Effect::Allow;
+    rule.when.iter().all(|(name, m)| {
+        arguments
+            .get(name)
+            .is_some_and(|v| matcher_matches(m, v, home, strict))
+    })
+}
+
+fn matcher_matches(m: &Matcher, v: &Value, home: Option<&Path>, strict: bool) -> bool {
+    match m {
+        Matcher::Equals(x) => same(x, v),
+        Matcher::OneOf(xs) => xs.iter().any(|x| same(x, v)),
+        Matcher::Glob(g) => v.as_str().is_some_and(|s| {
+            globset::GlobBuilder::new(g)
+                .literal_separator(true)
+                .build()
+                .is_ok_and(|g| g.compile_matcher().is_match(s))
+        }),
+        Matcher::Range { min, max } => v.as_f64().is_some_and(|n| {
+            min.as_ref().and_then(|a| a.as_f64()).is_none_or(|a| n >= a)
+                && max.as_ref().and_then(|b| b.as_f64()).is_none_or(|b| n <= b)
+        }),
+        Matcher::Under(dir) => v.as_str().is_some_and(|p| {
+            under_strict(dir, p, home) || (!strict && under_loose(dir, p, home))
+        }),
+    }
+}
+
+/// JSON equality with numbers compared by value (`1` equals `1.0` and `1e0`).
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
+        }
+        _ => a == b,
+    }
+}
+
+/// `~` and `~/…` made absolute; any other `~…` (another user's home) and relative paths: `None`.
+fn expand(p: &str, home: Option<&Path>) -> Option<PathBuf> {
+    if p.contains('\0') {
+        return None;
+    }
+    if p == "~" {
+        return home.map(Path::to_path_buf);
+    }
+    if let Some(rest) = p.strip_prefix("~/") {
+        return home.map(|h| h.join(rest));
+    }
+    let path = PathBuf::from(p);
+    path.is_absolute().then_some(path)
+}
+
+/// Where a path leads: its longest existing part resolved by the kernel (symlinks, `..`), and
+/// the rest as written. `None` when the rest holds `..` (it cannot be known where it leads).
+fn resolve(path: &Path) -> Option<(PathBuf, Vec<std::ffi::OsString>)> {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            rest.reverse();
+            return Some((real, rest));
+        }
+        match existing.components().next_back()? {
+            Component::Normal(c) => rest.push(c.to_owned()),
+            Component::CurDir => {}
+            _ => return None,
+        }
+        if !existing.pop() {
+            return None;
+        }
+    }
+}
+
+/// The strict test: the argument resolves, and it is the directory or inside it — by name, or
+/// because one of its existing ancestors is the same directory (device and inode).
+fn under_strict(dir: &str, arg: &str, home: Option<&Path>) -> bool {
+    let (Some(dir), Some(arg)) = (expand(dir, home), expand(arg, home)) else {
+        return false;
+    };
+    let (Some((dreal, drest)), Some((areal, arest))) = (resolve(&dir), resolve(&arg)) else {
+        return false;
+    };
+    let full = |real: &Path, rest: &[std::ffi::OsString]| {
+        let mut p = real.to_path_buf();
+        p.extend(rest);
+        p
+    };
+    if full(&areal, &arest).starts_with(full(&dreal, &drest)) {
+        return true;
+    }
+    if !drest.is_empty() {
+        return false;
+    }
+    let Some(id) = file_id(&dreal) else {
+        return false;
+    };
+    areal.ancestors().any(|a| file_id(a) == Some(id))
+}
+
+#[cfg(unix)]
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// The loose test (deny rules): the path's text, `..` and `.` taken lexically, in NFC and lower
+/// case, starts with the directory's in the same form.
+fn under_loose(dir: &str, arg: &str, home: Option<&Path>) -> bool {
+    let (Some(dir), Some(arg)) = (expand(dir, home), expand(arg, home)) else {
+        return false;
+    };
+    let (d, a) = (lexical(&dir), lexical(&arg));
+    a.len() >= d.len() && a.iter().zip(&d).all(|(x, y)| x == y)
+}
+
+fn lexical(p: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => {
+                let s: String = s.to_string_lossy().nfc().collect();
+                out.push(s.to_lowercase().trim_end_matches(['.', ' ']).to_owned());
+            }
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "rules_tests.rs"]
+mod tests;
