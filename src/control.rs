@@ -174,6 +174,8 @@ pub enum Request {
         /// The secret's name.
         name: String,
     },
+    /// Runs a config's argument rules over the recorded Activity (`gatehouse rules test`).
+    RulesTest(crate::hub::ReplayScope),
     /// Recent routed calls, newest first.
     Activity {
         /// How many (50 when absent).
@@ -210,6 +212,8 @@ impl Request {
             | Request::Forget { .. }
             | Request::Secrets
             | Request::Activity { .. } => Some(QUICK_ANSWER),
+            // Every recorded call (up to 100,000) replayed, paths resolved on the disk.
+            Request::RulesTest(_) => Some(QUICK_ANSWER.saturating_mul(4)),
             _ => None,
         }
     }

@@ -18,6 +18,7 @@
 
 mod admission;
 mod answer;
+mod ask_client;
 mod approve;
 pub mod apps;
 mod audit;

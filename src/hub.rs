@@ -19,6 +19,8 @@ use crate::secrets::{NoSecretStore, Redactions, SecretSource};
 use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
 use crate::token::{OWN_TOKEN, OWN_TOKEN_GATEWAY};
 
+pub use replay::{ReplayScope, Replayed, RulesReport};
+
 /// How to start a hub.
 pub struct HubOptions {
     /// Where per-server logs (and later the activity log) live.
@@ -218,6 +220,8 @@ impl Hub {
             connected: Mutex::new(None),
         });
         let hub = HubHandle { inner };
+        let mut config = config;
+        hub.refuse_unmatchable_rules(&mut config);
         hub.install(config);
         hub
     }
@@ -263,6 +267,7 @@ struct HubState {
 }
 
 mod clients;
+mod replay;
 mod secrets;
 mod sign_in;
 mod tools;
@@ -420,10 +425,11 @@ impl HubHandle {
 
     /// Applies a new config: new servers start, removed ones stop, changed ones are updated
     /// (a launch change restarts them; a failed one gets a fresh chance).
-    pub async fn apply_config(&self, config: Config) -> Result<(), HubError> {
+    pub async fn apply_config(&self, mut config: Config) -> Result<(), HubError> {
         if self.lock().shutting_down {
             return Err(HubError::ShuttingDown);
         }
+        self.refuse_unmatchable_rules(&mut config);
         let removed: Vec<(ServerId, ServerHandle)> = {
             let mut st = self.lock();
             let gone: Vec<ServerId> = st

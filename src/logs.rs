@@ -286,6 +286,14 @@ impl Utc {
         Utc::from_secs(now_ms() / 1000)
     }
 
+    /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339).
+    pub fn rfc3339(&self) -> String {
+        format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            self.year, self.month, self.day, self.hour, self.minute, self.second
+        )
+    }
+
     /// `YYYYMMDD-HHMMSS`, for file names.
     pub fn stamp(&self) -> String {
         let Utc {

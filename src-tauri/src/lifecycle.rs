@@ -18,6 +18,8 @@ pub async fn start_service<R: Runtime>(app: AppHandle<R>, state: Arc<AppState>) 
     match Service::start(state.opts.clone(), state.keychain.clone()).await {
         Ok(service) => {
             let events = service.hub().events();
+            // The window and the native prompt show every held call: no client is asked instead.
+            service.hub().approvals().set_desktop_attached(true);
             state.set_phase(Phase::Running(Box::new(service)));
             crate::events::spawn_bridge(app.clone(), state.clone(), events);
         }

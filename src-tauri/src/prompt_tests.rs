@@ -20,6 +20,7 @@ fn request(args: &str) -> ApprovalRequest {
         description: Some("Writes a file".into()),
         annotations: None,
         arguments: serde_json::value::RawValue::from_string(args.to_owned()).unwrap(),
+        arguments_digest: String::new(),
         requested_at: 1_000,
         expires_at: 121_000,
         queued: false,
@@ -28,6 +29,7 @@ fn request(args: &str) -> ApprovalRequest {
         reason_text: "fs__write may change things".into(),
         digest: String::new(),
         hidden_characters: false,
+        asked_in_client: false,
     }
     .seal()
 }

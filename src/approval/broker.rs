@@ -53,6 +53,8 @@ struct Inner {
     bus: EventBus,
     path: Option<PathBuf>,
     deny_unattended: bool,
+    /// The desktop app is attached: it shows every held call (no client is asked instead).
+    desktop: std::sync::atomic::AtomicBool,
     /// This run's part of every request id: never the same in two runs over the same data dir
     /// (a number kept beside `path`), so an id read before a restart names no call after it.
     run: String,
@@ -95,6 +97,7 @@ impl ApprovalBroker {
                 bus,
                 path,
                 deny_unattended,
+                desktop: Default::default(),
                 run,
                 counter: AtomicU64::new(1),
                 state: Mutex::new(State {
@@ -130,6 +133,12 @@ impl ApprovalBroker {
         }
     }
 
+    /// The definition pinned for a tool, when one is (what rules are checked against when the
+    /// server is not running).
+    pub fn pinned(&self, server: &str, tool: &str) -> Option<serde_json::Value> {
+        self.lock().store.pinned(server, tool)
+    }
+
     /// Whether a tool's own annotations may not be believed yet (see [`super::pins`]).
     pub fn quarantined(&self, server: &str, tool: &str) -> bool {
         self.lock().store.quarantined(server, tool)
@@ -159,6 +168,17 @@ impl ApprovalBroker {
             .then_some(Scope::Exact)
     }
 
+    /// The desktop app attaches (or detaches): while it is, held calls are put to the person
+    /// there and never through a client (`approve_via: client`).
+    pub fn set_desktop_attached(&self, attached: bool) {
+        self.inner.desktop.store(attached, Ordering::Relaxed);
+    }
+
+    /// Whether the desktop app is attached.
+    pub fn desktop_attached(&self) -> bool {
+        self.inner.desktop.load(Ordering::Relaxed)
+    }
+
     /// A fresh request id (`apr-RUN-N`): unique within this run and never used by another.
     pub fn next_id(&self) -> String {
         format!(
@@ -175,7 +195,7 @@ impl ApprovalBroker {
         definition_hash: String,
         timeout: Duration,
     ) -> Verdict {
-        if self.inner.deny_unattended {
+        if self.inner.deny_unattended && !request.asked_in_client {
             self.publish_resolved(&request.id, Resolution::Denied, Some(Decider::Policy));
             return Verdict::Denied {
                 reason: Some(

@@ -60,6 +60,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
         reason_text: String::new(),
         digest: String::new(),
         hidden_characters: false,
+        asked_in_client: false,
     }
     .seal()
 }

@@ -277,6 +277,12 @@ impl Store {
         }
     }
 
+    /// The pinned definition of a tool, parsed (a reduced snapshot for a long one).
+    pub fn pinned(&self, server: &str, tool: &str) -> Option<Value> {
+        let pin = self.pins.get(&key(server, tool))?;
+        serde_json::from_str(pin.definition.get()).ok()
+    }
+
     /// The person allowed a call to the tool: it leaves quarantine. Returns whether it was in.
     pub fn release(&mut self, server: &str, tool: &str) -> bool {
         match self.pins.get_mut(&key(server, tool)) {

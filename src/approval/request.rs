@@ -56,6 +56,10 @@ pub struct ApprovalRequest {
     /// see for what it is: every surface shows them as `⟨U+XXXX⟩` and says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden_characters: bool,
+    /// The call is also put to the person through the client's own UI (`approve_via: client`):
+    /// it waits for that answer even when nobody attends Gatehouse itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub asked_in_client: bool,
 }
 
 impl ApprovalRequest {

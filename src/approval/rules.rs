@@ -17,6 +17,9 @@ use unicode_normalization::UnicodeNormalization;
 
 use crate::config::rules::{Effect, Matcher, Rule};
 
+mod check;
+pub use check::{check, Problem};
+
 /// Which rule decided, as the config names it (`servers.fs.tools.write_file.rules[1]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ruling {

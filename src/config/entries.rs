@@ -211,6 +211,17 @@ impl Config {
         }
     }
 
+    /// Makes a readable entry one that cannot be used (state `invalid`), with what is wrong and
+    /// the fix: for what only the hub can see (a rule that names an argument its tool lacks).
+    pub fn refuse_entry(&mut self, id: &ServerId, error: EntryError) {
+        if let Some(server) = self.servers.remove(id) {
+            let raw = serde_json::to_value(&server).unwrap_or_default();
+            let line = 0;
+            self.invalid
+                .insert(id.to_string(), InvalidEntry { raw, error, line });
+        }
+    }
+
     /// Whether `id` names a server entry, readable or not.
     pub fn has_entry(&self, id: &str) -> bool {
         self.invalid.contains_key(id) || self.servers.keys().any(|k| k.as_str() == id)

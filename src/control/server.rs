@@ -195,6 +195,7 @@ async fn answer(
             server,
             client,
         } => activity(hub, limit, server, client).await,
+        Request::RulesTest(scope) => reply(hub.rules_test(scope).await),
         Request::Approve { id, scope, digest } => decide(
             hub,
             &id,

@@ -112,6 +112,7 @@ pub(super) fn admit(
         changed,
         digest: String::new(),
         hidden_characters: false,
+        asked_in_client: false,
     }
     .seal();
     done(Admission::Held(Box::new(Gate {

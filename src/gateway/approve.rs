@@ -60,7 +60,7 @@ pub(super) async fn approve(
     let mut asked = 1;
     loop {
         let (hash, arguments) = (gate.hash.clone(), gate.request.arguments.clone());
-        let held = hold(gw, gate, tx, client_token).await;
+        let held = hold(gw, session, gate, tx, client_token).await;
         let Held::Allowed(_, _, via) = &held else {
             return held;
         };
@@ -91,11 +91,18 @@ pub(super) async fn approve(
 /// it sent a progress token; a client that goes away withdraws the request.
 async fn hold(
     gw: &Gateway,
-    gate: Gate,
+    session: &Arc<ClientSession>,
+    mut gate: Gate,
     tx: &mpsc::Sender<Out>,
     client_token: Option<&str>,
 ) -> Held {
     let broker = gw.inner.hub.approvals().clone();
+    // With no desktop attached, a profile that opts in is asked through its client too.
+    gate.request.asked_in_client = super::ask_client::wanted(gw, session, &gate.request);
+    let shown = gate.request.clone();
+    let in_client = super::ask_client::ask(gw, session, tx, &shown);
+    tokio::pin!(in_client);
+    let mut client_asked = shown.asked_in_client;
     let ask = broker.ask(gate.request, gate.hash, gate.timeout);
     tokio::pin!(ask);
     let every = std::time::Duration::from_millis(gw.inner.keepalive_ms.load(Ordering::Relaxed));
@@ -104,6 +111,14 @@ async fn hold(
     let verdict = loop {
         tokio::select! {
             v = &mut ask => break v,
+            answer = &mut in_client, if client_asked => {
+                client_asked = false;
+                // Bound to the call that was shown; the broker refuses it for any other.
+                if let Some(answer) = answer {
+                    let via = Some("the client's own UI (approve_via: client)".to_owned());
+                    let _ = broker.answer_via(&shown.id, Some(&shown.digest), answer, Decider::ClientUi, via);
+                }
+            }
             _ = keepalive.tick(), if client_token.is_some() => {
                 beats += 1;
                 let params = format!(
@@ -128,6 +143,10 @@ async fn hold(
                 (Decider::Policy, r) => format!(
                     "Gatehouse did not run {{tool}}: {}.",
                     r.as_deref().unwrap_or("no one answered")
+                ),
+                (Decider::ClientUi, r) => format!(
+                    "Denied by the user in the client: {{tool}} was not run ({}).",
+                    r.as_deref().unwrap_or("denied")
                 ),
                 (_, Some(r)) if !r.trim().is_empty() => {
                     format!("Denied by the user in Gatehouse: {r}")

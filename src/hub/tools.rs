@@ -8,6 +8,38 @@ use crate::config::{Config, ServerId};
 use crate::naming::exposed_name;
 
 impl HubHandle {
+    /// Refuses every entry with a rule that can never match its tool's definition as Gatehouse
+    /// knows it (the running server's listing, else the pin): the entry becomes `invalid`, its
+    /// fix naming the argument. Called on every config the hub takes.
+    pub(super) fn refuse_unmatchable_rules(&self, config: &mut Config) {
+        let mut refused = Vec::new();
+        for (id, server) in &config.servers {
+            for (tool, policy) in server.tools.iter().filter(|(_, p)| !p.rules.is_empty()) {
+                let live = self.server(id.as_str()).ok().and_then(|h| {
+                    let tools = h.tools();
+                    let t = tools.iter().find(|t| &t.name == tool)?;
+                    serde_json::from_str::<serde_json::Value>(t.raw.get()).ok()
+                });
+                let Some(def) = live.or_else(|| self.approvals().pinned(id.as_str(), tool)) else {
+                    continue;
+                };
+                let problems = crate::approval::rules::check(tool, &policy.rules, &def);
+                if let Some(p) = problems.into_iter().find(|p| p.refuse) {
+                    let error = crate::config::EntryError {
+                        field: Some("tools"),
+                        message: format!("tools.{}.{}", crate::text::reveal(tool), p.text),
+                        fix: p.fix,
+                    };
+                    refused.push((id.clone(), error));
+                    break;
+                }
+            }
+        }
+        for (id, error) in refused {
+            config.refuse_entry(&id, error);
+        }
+    }
+
     /// What a call to one tool does under `config` (a server no longer configured asks).
     pub fn tool_policy(
         &self,

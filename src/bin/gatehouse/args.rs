@@ -55,6 +55,11 @@ pub enum Cmd {
         #[arg(long, value_name = "DIGEST")]
         digest: Option<String>,
     },
+    /// Argument rules: try them against the recorded Activity before trusting them
+    Rules {
+        #[command(subcommand)]
+        cmd: RulesCmd,
+    },
     /// Manage secrets in the OS keychain (values never on the command line)
     Secret {
         #[command(subcommand)]
@@ -365,6 +370,49 @@ pub enum AuthCmd {
     Login { id: String },
     /// Sign out: revokes the tokens where the server offers it, deletes them from the keychain
     Logout { id: String },
+}
+
+#[derive(Subcommand)]
+pub enum RulesCmd {
+    /// Run the config's rules over the recorded calls: per call, the decision then and the one
+    /// the rules would give now (allow, deny or ask); rules that can never match come first
+    Test(RulesTestArgs),
+}
+
+/// `rules test`: which calls, and which config's rules.
+#[derive(Args)]
+pub struct RulesTestArgs {
+    /// Only this server's calls and rules
+    pub server: Option<String>,
+    /// Only this tool's (the server's own name)
+    pub tool: Option<String>,
+    /// How far back: 30d (default), 12h, 90m, 2w…
+    #[arg(long, default_value = "30d", value_parser = parse_duration)]
+    pub since: std::time::Duration,
+    /// Try this config's rules instead of the running one's
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<std::path::PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `2w`: a number and one unit.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a duration: write a number and a unit, e.g. 30d, 12h, 90m"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" | "" => 86_400,
+        "w" => 7 * 86_400,
+        other => return Err(format!("unknown unit \"{other}\": use s, m, h, d or w")),
+    };
+    Ok(std::time::Duration::from_secs(n.saturating_mul(secs)))
 }
 
 #[derive(Subcommand)]

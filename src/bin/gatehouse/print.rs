@@ -318,6 +318,39 @@ pub fn activity(rows: &[CallRecord]) {
     }
 }
 
+/// `rules test`: the rules that cannot match first, then each past call then and now.
+pub fn rules_report(r: &gatehouse::hub::RulesReport) {
+    use gatehouse::text::reveal;
+    for w in &r.warnings {
+        say!("warning: {w}");
+    }
+    if r.calls.is_empty() {
+        say!("No recorded calls in that range.");
+        return;
+    }
+    say!("{:<21} {:<32} {:<20} {:<6} RULE", "TIME", "TOOL", "WAS", "WOULD");
+    let mut counts = std::collections::BTreeMap::new();
+    for c in &r.calls {
+        *counts.entry(c.would.as_str()).or_insert(0usize) += 1;
+        say!(
+            "{:<21} {:<32} {:<20} {:<6} {}",
+            c.time,
+            reveal(&format!("{}__{}", c.server, c.tool)),
+            c.was,
+            c.would,
+            c.rule.as_deref().map(reveal).unwrap_or_default()
+        );
+    }
+    let n = |k| counts.get(k).copied().unwrap_or(0);
+    say!(
+        "{} calls: {} would be allowed, {} denied, {} asked.",
+        r.calls.len(),
+        n("allow"),
+        n("deny"),
+        n("ask")
+    );
+}
+
 /// Remembered answers, newest first.
 pub fn grants(rows: &[gatehouse::approval::Grant]) {
     if rows.is_empty() {
