@@ -248,9 +248,9 @@ impl Decision {
             | Decision::ApprovedAlways
             | Decision::ApprovedExact
             | Decision::ApprovedExactAlways => DecisionGroup::Approved,
-            Decision::RememberedSession | Decision::RememberedAlways | Decision::RememberedExact => {
-                DecisionGroup::Remembered
-            }
+            Decision::RememberedSession
+            | Decision::RememberedAlways
+            | Decision::RememberedExact => DecisionGroup::Remembered,
             Decision::Denied => DecisionGroup::Denied,
             Decision::TimedOut => DecisionGroup::TimedOut,
             Decision::Withdrawn

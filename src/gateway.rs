@@ -18,9 +18,9 @@
 
 mod admission;
 mod answer;
-mod ask_client;
 mod approve;
 pub mod apps;
+mod ask_client;
 mod audit;
 mod call;
 pub mod catalog;

@@ -278,7 +278,9 @@ pub(super) fn query(
             id: r.get::<_, i64>(18)? as u64,
             decision: Decision::parse(&r.get::<_, String>(6)?),
             decided_by: by,
-            answered_in: r.get::<_, Option<String>>(16)?.or(legacy_in.map(str::to_owned)),
+            answered_in: r
+                .get::<_, Option<String>>(16)?
+                .or(legacy_in.map(str::to_owned)),
             rule: r.get(17)?,
             duration_ms: r.get::<_, i64>(8)? as u64,
             outcome: CallOutcome::parse(&r.get::<_, String>(9)?),

@@ -149,10 +149,7 @@ impl ApprovalBroker {
     /// "exact" (this exact call).
     pub fn granted(&self, c: &super::Covered<'_>) -> Option<Scope> {
         let st = self.lock();
-        if st
-            .store
-            .always_allows(c.profile, c.server, c.tool, c.hash)
-        {
+        if st.store.always_allows(c.profile, c.server, c.tool, c.hash) {
             return Some(Scope::Always);
         }
         if st.store.exact_allows(c) {

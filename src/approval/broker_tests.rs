@@ -417,7 +417,10 @@ async fn exact_call_grants_cover_the_same_arguments_only() {
         arguments_digest(r#"{"b":[1.0,2e0],"a":{"y":1,"x":"é"}}"#),
         arguments_digest(r#"{ "a": {"x":"\u00e9","y":1.0}, "b":[1,2] }"#)
     );
-    assert_ne!(arguments_digest(r#"{"a":1}"#), arguments_digest(r#"{"a":"1"}"#));
+    assert_ne!(
+        arguments_digest(r#"{"a":1}"#),
+        arguments_digest(r#"{"a":"1"}"#)
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("approvals.json");
     let b = ApprovalBroker::new(EventBus::new(16), Some(path.clone()), false);

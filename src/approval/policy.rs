@@ -266,6 +266,9 @@ mod tests {
         let flagged = v("w", &allow);
         assert_eq!((flagged.decision, flagged.by_rule), (Decision::Ask, false));
         let over_flag = v("w", &over);
-        assert_eq!((over_flag.decision, over_flag.by_rule), (Decision::Allow, true));
+        assert_eq!(
+            (over_flag.decision, over_flag.by_rule),
+            (Decision::Allow, true)
+        );
     }
 }

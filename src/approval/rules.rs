@@ -96,7 +96,10 @@ pub fn for_call(
         } else {
             format!("{server}__*")
         };
-        if let Some(t) = p.tool_policy(server, &exposed).filter(|t| !t.rules.is_empty()) {
+        if let Some(t) = p
+            .tool_policy(server, &exposed)
+            .filter(|t| !t.rules.is_empty())
+        {
             sources.push(Source {
                 at: format!("clients.{id}.tools.{key}"),
                 rules: &t.rules,
@@ -136,9 +139,9 @@ fn matcher_matches(m: &Matcher, v: &Value, home: Option<&Path>, strict: bool) ->
             min.as_ref().and_then(|a| a.as_f64()).is_none_or(|a| n >= a)
                 && max.as_ref().and_then(|b| b.as_f64()).is_none_or(|b| n <= b)
         }),
-        Matcher::Under(dir) => v.as_str().is_some_and(|p| {
-            under_strict(dir, p, home) || (!strict && under_loose(dir, p, home))
-        }),
+        Matcher::Under(dir) => v
+            .as_str()
+            .is_some_and(|p| under_strict(dir, p, home) || (!strict && under_loose(dir, p, home))),
     }
 }
 

@@ -135,7 +135,10 @@ impl Rule {
     /// Reads one rule from its JSON, or says what is wrong and how to write it.
     pub fn read(v: &Value) -> Result<Rule, String> {
         let Some(o) = v.as_object() else {
-            return Err("a rule is an object such as {\"allow\": {\"path\": {\"under\": \"~/notes\"}}}".into());
+            return Err(
+                "a rule is an object such as {\"allow\": {\"path\": {\"under\": \"~/notes\"}}}"
+                    .into(),
+            );
         };
         let mut effect = None;
         let mut even_if_flagged = false;
@@ -180,9 +183,8 @@ impl Rule {
         }
         let mut out = BTreeMap::new();
         for (arg, m) in when {
-            let m = read_matcher(m).map_err(|e| {
-                format!("argument \"{}\": {e}", crate::text::reveal(arg))
-            })?;
+            let m = read_matcher(m)
+                .map_err(|e| format!("argument \"{}\": {e}", crate::text::reveal(arg)))?;
             out.insert(arg.clone(), m);
         }
         if even_if_flagged && effect == Effect::Deny {
@@ -220,11 +222,18 @@ fn read_matcher(v: &Value) -> Result<Matcher, String> {
             _ => Err("\"one_of\" takes a list of one value or more".into()),
         },
         ["glob"] => {
-            let g = o["glob"].as_str().ok_or("\"glob\" takes a pattern such as \"*.md\"")?;
+            let g = o["glob"]
+                .as_str()
+                .ok_or("\"glob\" takes a pattern such as \"*.md\"")?;
             globset::GlobBuilder::new(g)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("the glob \"{}\" cannot be read: {e}", crate::text::reveal(g)))?;
+                .map_err(|e| {
+                    format!(
+                        "the glob \"{}\" cannot be read: {e}",
+                        crate::text::reveal(g)
+                    )
+                })?;
             Ok(Matcher::Glob(g.to_owned()))
         }
         ks if !ks.is_empty() && ks.iter().all(|k| *k == "min" || *k == "max") => {
@@ -238,7 +247,9 @@ fn read_matcher(v: &Value) -> Result<Matcher, String> {
             let (min, max) = (num("min")?, num("max")?);
             if let (Some(a), Some(b)) = (&min, &max) {
                 if a.as_f64().unwrap_or(0.0) > b.as_f64().unwrap_or(0.0) {
-                    return Err(format!("\"min\" ({a}) is above \"max\" ({b}): nothing would match"));
+                    return Err(format!(
+                        "\"min\" ({a}) is above \"max\" ({b}): nothing would match"
+                    ));
                 }
             }
             Ok(Matcher::Range { min, max })
@@ -305,10 +316,22 @@ mod tests {
             (json!({"allow": {"p": {"under": "notes"}}}), "absolute path"),
             (json!({"allow": {"p": {"glob": "a["}}}), "cannot be read"),
             (json!({"allow": {"p": {"min": 3, "max": 1}}}), "above"),
-            (json!({"allow": {"p": {"under": "/a", "glob": "*"}}}), "a matcher is one of"),
-            (json!({"permit": {"p": {"equals": 1}}}), "no setting \"permit\""),
-            (json!({"allow": {"p": {"equals": 1}}, "deny": {"p": {"equals": 1}}}), "not both"),
-            (json!({"deny": {"p": {"equals": 1}}, "even_if_flagged": true}), "for allow rules"),
+            (
+                json!({"allow": {"p": {"under": "/a", "glob": "*"}}}),
+                "a matcher is one of",
+            ),
+            (
+                json!({"permit": {"p": {"equals": 1}}}),
+                "no setting \"permit\"",
+            ),
+            (
+                json!({"allow": {"p": {"equals": 1}}, "deny": {"p": {"equals": 1}}}),
+                "not both",
+            ),
+            (
+                json!({"deny": {"p": {"equals": 1}}, "even_if_flagged": true}),
+                "for allow rules",
+            ),
             (json!({"allow": {"p": {"one_of": []}}}), "one value or more"),
         ] {
             let e = Rule::read(&bad).unwrap_err();

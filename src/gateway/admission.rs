@@ -8,7 +8,6 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::answer::tool_error;
-use super::approve::{Gate, Recheck};
 use super::session::ClientSession;
 use super::Gateway;
 use crate::activity::Decision;
@@ -26,6 +25,24 @@ pub(super) enum Admission {
     Held(Box<Gate>),
     /// Never runs: the decision for the activity log and the `isError` result for the client.
     Refused(Decision, String),
+}
+
+/// A call held for approval.
+pub(super) struct Gate {
+    pub request: ApprovalRequest,
+    pub hash: String,
+    pub timeout: std::time::Duration,
+}
+
+/// What a held call finds when the person has allowed it and it is about to run.
+pub(super) enum Recheck {
+    /// Nothing changed that the answer did not cover.
+    Go,
+    /// The tool's definition is not the one the person saw: ask again, showing the change.
+    AskAgain(Box<Gate>),
+    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
+    /// the decision for the activity log.
+    Refused(String, Decision),
 }
 
 /// An admission and the rule that decided it, when one did (the activity row names it).
@@ -52,9 +69,7 @@ pub(super) fn admit(
     };
     match verdict.decision {
         Policy::Allow => return done(Admission::Free(Decision::Allowed)),
-        Policy::Disabled => {
-            return done(Admission::Refused(Decision::Disabled, disabled(exposed)))
-        }
+        Policy::Disabled => return done(Admission::Refused(Decision::Disabled, disabled(exposed))),
         Policy::Deny => {
             let text = rule.as_ref().map_or_else(String::new, refused_by);
             return done(Admission::Refused(Decision::Denied, tool_error(&text)));

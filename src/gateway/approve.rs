@@ -8,22 +8,16 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::admission::{Gate, Recheck};
 use super::session::ClientSession;
 use super::{Gateway, Out};
 use crate::activity::Decision;
-use crate::approval::{ApprovalRequest, Decider, Verdict};
+use crate::approval::{Decider, Verdict};
 use crate::jsonrpc;
 use crate::supervisor::ServerHandle;
 
 /// Times one held call is asked about at most when its tool's definition keeps changing.
 const MAX_ASKS: usize = 3;
-
-/// A call held for approval.
-pub(super) struct Gate {
-    pub request: ApprovalRequest,
-    pub hash: String,
-    pub timeout: std::time::Duration,
-}
 
 /// What the hold ended with.
 pub(super) enum Held {
@@ -32,17 +26,6 @@ pub(super) enum Held {
     /// decision for the activity log, and who decided.
     Refused(String, Decision, Decider, Option<String>),
     ClientGone,
-}
-
-/// What a held call finds when the person has allowed it and it is about to run.
-pub(super) enum Recheck {
-    /// Nothing changed that the answer did not cover.
-    Go,
-    /// The tool's definition is not the one the person saw: ask again, showing the change.
-    AskAgain(Box<Gate>),
-    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
-    /// the decision for the activity log.
-    Refused(String, Decision),
 }
 
 /// The approval phase: asks the person about the call to `name` and, once allowed, checks the

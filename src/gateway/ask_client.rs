@@ -101,7 +101,10 @@ pub(super) async fn ask(
         }
         forwarded.insert(ours.clone(), Forwarded::Input(answer_tx));
     }
-    let _cleanup = Cleanup { session: s, id: &ours };
+    let _cleanup = Cleanup {
+        session: s,
+        id: &ours,
+    };
     let params = serde_json::json!({
         "message": message(request),
         "requestedSchema": {

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::admission::Gate;
 use super::answer::{answer, refused, Ending};
-use super::approve::{approve, Gate, Held};
+use super::approve::{approve, Held};
 use super::audit::{Audit, CallMeta};
 use super::call::{Upstream, CLIENT_STALL};
 use super::input::Attach;

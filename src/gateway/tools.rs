@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::answer::tool_error;
 use super::admission::{admit, disabled, not_running, Admission};
+use super::answer::tool_error;
 use super::audit::CallMeta;
 use super::forward::{Pass, ToolCall};
 use super::names::Resolved;

@@ -74,7 +74,11 @@ impl HubHandle {
         };
         let rows = self
             .activity()
-            .recent_of(crate::activity::MAX_ROWS as usize, scope.server.clone(), None)
+            .recent_of(
+                crate::activity::MAX_ROWS as usize,
+                scope.server.clone(),
+                None,
+            )
             .await
             .map_err(HubError::Failed)?;
         // Paths are resolved on the disk for every call a path rule sees: off the async threads.
@@ -110,9 +114,15 @@ impl HubHandle {
                 .and_then(|p| config.clients.iter().find(|(k, _)| k.as_str() == p))
                 .map(|(k, v)| (k.as_str(), v));
             let args = RawValue::from_string(r.arguments.clone()).ok();
-            let ruling =
-                crate::approval::rules::for_call(config, &r.server, &r.tool, profile, args.as_deref());
-            let verdict = self.tool_verdict(config, &server, &def, profile.map(|p| p.1), ruling.as_ref());
+            let ruling = crate::approval::rules::for_call(
+                config,
+                &r.server,
+                &r.tool,
+                profile,
+                args.as_deref(),
+            );
+            let verdict =
+                self.tool_verdict(config, &server, &def, profile.map(|p| p.1), ruling.as_ref());
             let would = match verdict.decision {
                 Decision::Allow => "allow",
                 Decision::Ask => "ask",
@@ -170,7 +180,11 @@ impl HubHandle {
                     continue;
                 };
                 for p in crate::approval::rules::check(tool, &policy.rules, &def) {
-                    let what = if p.refuse { "never matches" } else { "may not match" };
+                    let what = if p.refuse {
+                        "never matches"
+                    } else {
+                        "may not match"
+                    };
                     out.push(format!(
                         "servers.{id}.tools.{}.rules[{}] {what}: {}; {}",
                         crate::text::reveal(tool),

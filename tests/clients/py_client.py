@@ -14,6 +14,10 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
                                                    sampling request with the text REPLY
                                                    (REPLY "-" declares no elicitation capability)
   py_client.py http-elicit URL TOKEN CALLS_JSON REPLY  a 2025 ClientSession that answers elicitation/create
+  py_client.py approve URL TOKEN CALLS_JSON DECISION   a 2025 ClientSession that answers Gatehouse's approval
+                                                   question (approve_via: client): accepts with
+                                                   {"decision": DECISION}, or declines ("decline");
+                                                   prints the questions it saw under "asked"
 
   py_client.py listen URL TOKEN                    mcp.Client pinned to 2026-07-28 opens subscriptions/listen
                                                    for tool list changes, prints {"listening": true} once
@@ -155,6 +159,23 @@ async def main():
     if mode == "stdio-listen":
         cmd = sys.argv[sys.argv.index("--") + 1 :]
         return await listen(StdioServerParameters(command=cmd[0], args=cmd[1:], env=dict(os.environ)))
+    if mode == "approve":
+        url, token, calls, decision = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
+        asked = []
+
+        async def answer_approval(context, params):
+            asked.append({"message": params.message, "schema": params.requested_schema})
+            if decision == "decline":
+                return mcp_types.ElicitResult(action="decline")
+            return mcp_types.ElicitResult(action="accept", content={"decision": decision})
+
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        async with http:
+            async with streamable_http_client(url, http_client=http) as (r, w, *_):
+                async with ClientSession(r, w, elicitation_callback=answer_approval) as s:
+                    out = await exercise(s, calls)
+                    out["asked"] = asked
+                    return out
     if mode == "http-elicit":
         # A 2025-era ClientSession that answers elicitation requests (the old server→client way).
         url, token, calls, reply = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]

@@ -37,6 +37,7 @@ mod records;
 mod registry;
 mod registry_trust;
 mod remote;
+mod rules;
 mod sandbox;
 mod sandbox_hostile;
 mod sandbox_peers;

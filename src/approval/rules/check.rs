@@ -102,7 +102,10 @@ pub fn check(tool: &str, rules: &[Rule], definition: &Value) -> Vec<Problem> {
 fn types_of(prop: &Value) -> Vec<String> {
     match prop.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str().map(str::to_owned)).collect(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -141,8 +144,14 @@ mod tests {
         .collect();
         let p = check("write_file", &rules, &def);
         assert_eq!(p.len(), 3, "{p:?}");
-        assert!(p[0].refuse && p[0].text.contains("\"pth\"") && p[0].fix.contains("mode, path, size"), "{p:?}");
-        assert!(p[1].refuse && p[1].rule == 1 && p[1].text.contains("glob"), "{p:?}");
+        assert!(
+            p[0].refuse && p[0].text.contains("\"pth\"") && p[0].fix.contains("mode, path, size"),
+            "{p:?}"
+        );
+        assert!(
+            p[1].refuse && p[1].rule == 1 && p[1].text.contains("glob"),
+            "{p:?}"
+        );
         assert!(!p[2].refuse && p[2].rule == 2, "{p:?}");
         assert!(check("w", &rules, &json!({"inputSchema": {"$sha256": "x"}})).is_empty());
     }

@@ -401,9 +401,9 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a duration: write a number and a unit, e.g. 30d, 12h, 90m"))?;
+    let n: u64 = n.parse().map_err(|_| {
+        format!("\"{s}\" is not a duration: write a number and a unit, e.g. 30d, 12h, 90m")
+    })?;
     let secs = match unit {
         "s" => 1,
         "m" => 60,

@@ -291,7 +291,11 @@ pub fn activity(rows: &[CallRecord]) {
             r.outcome.as_str()
         );
         if let Some(rule) = &r.rule {
-            say!("{:<10} decided by the rule {}", "", gatehouse::text::reveal(rule));
+            say!(
+                "{:<10} decided by the rule {}",
+                "",
+                gatehouse::text::reveal(rule)
+            );
         }
         if r.flags.hidden_characters {
             say!(
@@ -328,7 +332,13 @@ pub fn rules_report(r: &gatehouse::hub::RulesReport) {
         say!("No recorded calls in that range.");
         return;
     }
-    say!("{:<21} {:<32} {:<20} {:<6} RULE", "TIME", "TOOL", "WAS", "WOULD");
+    say!(
+        "{:<21} {:<32} {:<20} {:<6} RULE",
+        "TIME",
+        "TOOL",
+        "WAS",
+        "WOULD"
+    );
     let mut counts = std::collections::BTreeMap::new();
     for c in &r.calls {
         *counts.entry(c.would.as_str()).or_insert(0usize) += 1;
@@ -381,7 +391,10 @@ pub fn grants(rows: &[gatehouse::approval::Grant]) {
             _ => String::new(),
         };
         if let Some(d) = &g.arguments_digest {
-            what.push_str(&format!(", arguments {}…", d.chars().take(12).collect::<String>()));
+            what.push_str(&format!(
+                ", arguments {}…",
+                d.chars().take(12).collect::<String>()
+            ));
         }
         say!(
             "{:<12} {:<32} {:<14} {:<10} {what}",
