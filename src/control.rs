@@ -176,6 +176,25 @@ pub enum Request {
     },
     /// Runs a config's argument rules over the recorded Activity (`gatehouse rules test`).
     RulesTest(crate::hub::ReplayScope),
+    /// Every argument rule of the config, by its name in it.
+    Rules,
+    /// Adds an argument rule to a server's tool (checked against its definition first).
+    AddRule {
+        /// The server's id.
+        server: String,
+        /// The server's own tool name.
+        tool: String,
+        /// The rule.
+        rule: crate::config::rules::Rule,
+    },
+    /// Removes the rule named `at` (if it is still `rule`, when given).
+    RemoveRule {
+        /// `servers.ID.tools.TOOL.rules[N]` or `clients.ID.tools.KEY.rules[N]`.
+        at: String,
+        /// The rule as it was shown.
+        #[serde(default)]
+        rule: Option<crate::config::rules::Rule>,
+    },
     /// Recent routed calls, newest first.
     Activity {
         /// How many (50 when absent).
@@ -211,6 +230,7 @@ impl Request {
             | Request::Deny { .. }
             | Request::Forget { .. }
             | Request::Secrets
+            | Request::Rules
             | Request::Activity { .. } => Some(QUICK_ANSWER),
             // Every recorded call (up to 100,000) replayed, paths resolved on the disk.
             Request::RulesTest(_) => Some(QUICK_ANSWER.saturating_mul(4)),

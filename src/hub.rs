@@ -20,6 +20,7 @@ use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
 use crate::token::{OWN_TOKEN, OWN_TOKEN_GATEWAY};
 
 pub use replay::{ReplayScope, Replayed, RulesReport};
+pub use rules::ListedRule;
 
 /// How to start a hub.
 pub struct HubOptions {
@@ -268,6 +269,7 @@ struct HubState {
 
 mod clients;
 mod replay;
+mod rules;
 mod secrets;
 mod sign_in;
 mod tools;

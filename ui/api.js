@@ -66,6 +66,10 @@ export const saveSettings = (s) => call('save_settings', {
   approvalDefault: s.approval_default, approvalTimeoutSecs: s.approval_timeout_secs, listen: s.listen,
 });
 export const revokeGrant = (grant) => call('revoke_grant', { grant });
+export const rules = () => call('rules');
+export const addRule = (server, tool, rule) => call('add_rule', { server, tool, rule });
+export const removeRule = (r) => call('remove_rule', { at: r.at, rule: r.rule });
+export const testRules = (days) => call('test_rules', { days: days ?? null });
 export const saveClientProfile = (id, servers) => call('save_client_profile', { id, servers });
 export const removeClientProfile = (id) => call('remove_client_profile', { id });
 export const rotateClientToken = (id) => call('rotate_client_token', { id });

@@ -61,6 +61,7 @@ export function init() {
   $('#approval-deny-all').addEventListener('click', () => answerAll(queue, 'deny'));
   $('#approval-allow-like').addEventListener('click', () => answerAll(likeFront(), 'once'));
   $('#approval-deny-from').addEventListener('click', () => answerAll(fromFront(), 'deny'));
+  $('#approval-rule-add').addEventListener('click', addSuggestedRule);
   $('#away-note').addEventListener('click', () => {
     away = 0;
     showAway();
@@ -118,7 +119,7 @@ function update() {
 function guard(replaced) {
   liveAt = Date.now() + GUARD_MS;
   $('#approval-swapped').hidden = !replaced;
-  const buttons = [...dialog().querySelectorAll('footer button, .others-actions button')];
+  const buttons = [...dialog().querySelectorAll('footer button, .others-actions button, .rule-offer button')];
   for (const b of buttons) b.disabled = true;
   clearTimeout(guardTimer);
   guardTimer = setTimeout(() => {
@@ -194,7 +195,27 @@ function fill(req) {
     setText($('#approval-changed-old'), JSON.stringify(req.changed.old, null, 2), true);
     setText($('#approval-changed-new'), JSON.stringify(req.changed.new, null, 2), true);
   }
+  // A rule offered from this call (its path argument's folder): added to the config, then this
+  // call allowed once.
+  const offer = req.suggested_rule;
+  $('#approval-rule').hidden = !offer;
+  setText($('#approval-rule-text'), offer ? `${offer.text}?` : '');
   startCountdown(req);
+}
+
+/** Adds the rule the shown call offers (refused with the reason if it can never match), then
+ * allows that call once. */
+async function addSuggestedRule() {
+  const req = shownReq;
+  if (!req?.suggested_rule || !live()) return;
+  try {
+    const warnings = await api.addRule(req.server, req.tool, req.suggested_rule.rule);
+    toast(warnings.length ? `Rule added, but: ${warnings[0]}` : 'Rule added (Permissions lists it)');
+  } catch (e) {
+    toast(api.errorText(e), 'error');
+    return;
+  }
+  await answer('once');
 }
 
 function startCountdown(req) {

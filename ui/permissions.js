@@ -1,20 +1,25 @@
 // The Permissions view: every remembered answer ("always" per definition and client profile,
-// "session" per client session) with Revoke, and whom each covers: an "always" covers every client
+// "session" per client session, "exact" per call) with Revoke, the config's argument rules with
+// Remove and a Test over the recorded calls, and whom each covers: an "always" covers every client
 // holding its profile's token — those seen lately are named. Refreshed when shown and after any
 // approval.
 
 import * as api from './api.js';
-import { $, el, clock, toast, viewError } from './dom.js';
+import { $, el, clock, setText, toast, viewError } from './dom.js';
 
 let visible = false;
 
+const SCOPES = { always: 'always', session: 'this session', exact: 'this exact call, this session', 'exact-always': 'this exact call, always' };
+
 export function init() {
   api.on('approval-resolved', () => { if (visible) load(); });
+  $('#rules-test').addEventListener('click', testRules);
 }
 
 export function shown() {
   visible = true;
   load();
+  loadRules();
 }
 
 export function hidden() {
@@ -45,11 +50,12 @@ async function load() {
     });
     return el('tr', { dataset: { tool: `${g.server}__${g.tool}`, scope: g.scope } },
       el('td', {}, el('code', { text: `${g.server}__${g.tool}` })),
-      el('td', { text: g.scope === 'always' ? 'always' : 'this session' }),
+      el('td', { text: SCOPES[g.scope] ?? g.scope }),
       el('td', {}, el('span', { text: g.profile ?? 'default' }),
         el('span', { class: 'hint covers', text: covers(g, profiles) })),
       el('td', { text: g.since_ms ? clock(g.since_ms) : '—' }),
-      el('td', { text: g.definition ? `definition ${g.definition}…` : `session of ${g.client ?? 'an unnamed client'}` }),
+      el('td', { text: [g.definition ? `definition ${g.definition}…` : `session of ${g.client ?? 'an unnamed client'}`,
+        g.arguments_digest && `arguments ${g.arguments_digest.slice(0, 12)}…`].filter(Boolean).join(', ') }),
       el('td', {}, revoke));
   }));
   const empty = rows.length === 0;
@@ -59,7 +65,7 @@ async function load() {
 
 /** Whom an answer covers, in words: a session's client, or every client of the profile. */
 function covers(g, profiles) {
-  if (g.scope !== 'always') return `only ${g.client ?? 'that client'}, this session`;
+  if (g.scope !== 'always' && g.scope !== 'exact-always') return `only ${g.client ?? 'that client'}, this session`;
   const id = g.profile ?? 'default';
   const seen = (profiles.find((p) => p.id === id)?.connected ?? [])
     .map((c) => (c.version ? `${c.name} ${c.version}` : c.name));
@@ -67,4 +73,50 @@ function covers(g, profiles) {
   return names.length
     ? `every client with this profile's token — lately ${names.join(', ')}`
     : 'every client with this profile\'s token';
+}
+
+/** The config's argument rules, each by its name in the config, with Remove. */
+async function loadRules() {
+  let rules;
+  try {
+    rules = await api.rules();
+  } catch (e) {
+    viewError('permissions', e);
+    return;
+  }
+  $('#rules-table tbody').replaceChildren(...rules.map((r) => {
+    const remove = el('button', { type: 'button', class: 'danger' }, 'Remove');
+    remove.addEventListener('click', async () => {
+      if (!await api.confirm(`Remove the rule ${r.at} (${r.text})? Calls it decided will be decided as before it.`, 'Remove rule')) return;
+      remove.disabled = true;
+      try {
+        await api.removeRule(r);
+        toast(`${r.at} removed`);
+      } catch (e) {
+        toast(api.errorText(e), 'error');
+      }
+      loadRules();
+    });
+    return el('tr', { dataset: { at: r.at } },
+      el('td', {}, el('code', { text: r.at })),
+      el('td', { text: r.text }),
+      el('td', {}, remove));
+  }));
+  $('#rules-empty').hidden = rules.length > 0;
+  $('#rules-table').hidden = rules.length === 0;
+}
+
+/** Runs the rules over the recorded calls and says what they would have done. */
+async function testRules() {
+  const out = $('#rules-test-result');
+  setText(out, 'Testing…');
+  try {
+    const report = await api.testRules(30);
+    const count = (w) => report.calls.filter((c) => c.would === w).length;
+    const changed = report.calls.filter((c) => c.rule).length;
+    setText(out, `${report.calls.length} calls in the last 30 days: ${count('allow')} would be allowed, ${count('deny')} denied, ${count('ask')} asked; ${changed} decided by a rule.`);
+    $('#rules-test-warnings').replaceChildren(...report.warnings.map((w) => el('li', { class: 'warning', text: w })));
+  } catch (e) {
+    setText(out, api.errorText(e));
+  }
 }

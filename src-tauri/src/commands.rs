@@ -23,6 +23,7 @@ pub mod history;
 pub mod import;
 pub mod keychain;
 pub mod registry;
+pub mod rules;
 
 #[tauri::command]
 pub fn app_state(state: AppStateRef<'_>) -> PhaseView {

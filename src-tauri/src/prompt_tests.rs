@@ -30,6 +30,7 @@ fn request(args: &str) -> ApprovalRequest {
         digest: String::new(),
         hidden_characters: false,
         asked_in_client: false,
+        suggested_rule: None,
     }
     .seal()
 }

@@ -197,14 +197,20 @@ impl AppState {
 }
 
 /// What the person chose in the app — the modal's buttons, the native prompt's, a
-/// notification's — typed where it arrives (`once`, `session`, `always`, `deny` on the wire; any
-/// other word is refused by the command's own deserialiser).
+/// notification's — typed where it arrives (`once`, `session`, `always`, `exact`,
+/// `exact-always`, `deny` on the wire; any other word is refused by the command's own
+/// deserialiser).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Choice {
     Once,
     Session,
     Always,
+    /// This exact call (the same arguments), for this session.
+    Exact,
+    /// This exact call, with this definition, until revoked.
+    #[serde(rename = "exact-always")]
+    ExactAlways,
     Deny,
 }
 
@@ -216,6 +222,8 @@ impl Choice {
             Choice::Once => Answer::Allow(Scope::Once),
             Choice::Session => Answer::Allow(Scope::Session),
             Choice::Always => Answer::Allow(Scope::Always),
+            Choice::Exact => Answer::Allow(Scope::Exact),
+            Choice::ExactAlways => Answer::Allow(Scope::ExactAlways),
             Choice::Deny => Answer::Deny(Some(
                 reason
                     .filter(|r| !r.trim().is_empty())

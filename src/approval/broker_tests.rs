@@ -61,6 +61,7 @@ fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
         digest: String::new(),
         hidden_characters: false,
         asked_in_client: false,
+        suggested_rule: None,
     }
     .seal()
 }

@@ -56,6 +56,10 @@ pub struct ApprovalRequest {
     /// see for what it is: every surface shows them as `⟨U+XXXX⟩` and says so.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden_characters: bool,
+    /// A rule the prompt offers, prefilled from this call (its first path argument's folder):
+    /// the person may add it to the config instead of answering for this call alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_rule: Option<Suggestion>,
     /// The call is also put to the person through the client's own UI (`approve_via: client`):
     /// it waits for that answer even when nobody attends Gatehouse itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -67,6 +71,14 @@ impl ApprovalRequest {
     /// holds hidden characters. Called once, when the request is made.
     pub fn seal(mut self) -> Self {
         self.digest = self.digest_of();
+        self.suggested_rule = super::rules::suggest(self.arguments.get()).map(|rule| Suggestion {
+            text: format!(
+                "Always allow {} {}",
+                crate::text::reveal(&self.tool),
+                rule.describe().trim_start_matches("allow ")
+            ),
+            rule,
+        });
         self.hidden_characters = crate::text::has_hidden(&self.tool)
             || crate::text::has_hidden(&self.exposed)
             || self.title.as_deref().is_some_and(crate::text::has_hidden)
@@ -127,6 +139,15 @@ pub struct Covered<'a> {
     pub hash: &'a str,
     /// [`arguments_digest`] of the call's (masked) arguments.
     pub arguments_digest: &'a str,
+}
+
+/// A rule offered from a held call, and the sentence that offers it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Suggestion {
+    /// The rule, as it would be added to the server's tool.
+    pub rule: crate::config::rules::Rule,
+    /// "Always allow touch when path is under /home/u/notes".
+    pub text: String,
 }
 
 /// Why a call asks the person.

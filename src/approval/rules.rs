@@ -115,6 +115,41 @@ pub fn for_call(
     decide(&sources, &args, dirs::home_dir().as_deref())
 }
 
+/// A rule to offer from a held call, prefilled from what it shows: its first path argument (in
+/// name order) allowed under that path's folder — `{"allow": {"path": {"under": "/home/u/notes"}}}`
+/// for `/home/u/notes/a.md`. None when no argument is an absolute path (or `~/…`), or when the
+/// folder would be `/` or the home directory itself (too wide to offer in one click).
+pub fn suggest(arguments: &str) -> Option<Rule> {
+    let args: serde_json::Map<String, Value> = serde_json::from_str(arguments).ok()?;
+    let mut names: Vec<&String> = args.keys().collect();
+    names.sort();
+    names.into_iter().find_map(|name| {
+        let p = args.get(name)?.as_str()?;
+        if !(p.starts_with('/') || p.starts_with("~/")) || p.contains("/..") || p.contains('\0') {
+            return None;
+        }
+        let folder = if p.ends_with('/') {
+            p.trim_end_matches('/').to_owned()
+        } else {
+            Path::new(p).parent()?.to_string_lossy().into_owned()
+        };
+        let home = dirs::home_dir();
+        let too_wide = folder.is_empty()
+            || folder == "/"
+            || folder == "~"
+            || home.as_deref().is_some_and(|h| Path::new(&folder) == h);
+        if too_wide {
+            return None;
+        }
+        let when = std::collections::BTreeMap::from([(name.clone(), Matcher::Under(folder))]);
+        Some(Rule {
+            effect: Effect::Allow,
+            when,
+            even_if_flagged: false,
+        })
+    })
+}
+
 /// Whether every argument `rule` names matches.
 pub fn matches(rule: &Rule, arguments: &Value, home: Option<&Path>) -> bool {
     let strict = rule.effect == Effect::Allow;

@@ -185,3 +185,22 @@ fn value_matchers_and_every_named_argument() {
         json!({"a": 1})
     ));
 }
+
+/// The rule offered from a held call: the first path argument's folder, never `/`, the home
+/// directory or a path with `..`; none without a path argument.
+#[test]
+fn the_offered_rule_is_the_path_arguments_folder() {
+    let s = |a: &str| suggest(a).map(|r| serde_json::to_value(r).unwrap());
+    assert_eq!(
+        s(r#"{"content": "x", "path": "/home/u/notes/a.md"}"#),
+        Some(json!({"allow": {"path": {"under": "/home/u/notes"}}}))
+    );
+    assert_eq!(
+        s(r#"{"dir": "~/notes/"}"#),
+        Some(json!({"allow": {"dir": {"under": "~/notes"}}}))
+    );
+    assert_eq!(s(r#"{"path": "/a.md"}"#), None);
+    assert_eq!(s(r#"{"path": "~/a.md"}"#), None);
+    assert_eq!(s(r#"{"path": "/x/../etc/passwd"}"#), None);
+    assert_eq!(s(r#"{"path": "notes/a.md", "n": 1}"#), None);
+}

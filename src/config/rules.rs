@@ -84,18 +84,18 @@ impl Matcher {
         }
     }
 
-    /// The matcher as one short phrase (`under ~/notes`, `one of ["a","b"]`).
+    /// The matcher as one short phrase (`is under ~/notes`, `is one of ["a","b"]`).
     pub fn describe(&self) -> String {
         match self {
-            Matcher::Under(p) => format!("under {p}"),
+            Matcher::Under(p) => format!("is under {p}"),
             Matcher::Equals(v) => format!("equals {v}"),
-            Matcher::OneOf(v) => format!("one of {}", Value::Array(v.clone())),
+            Matcher::OneOf(v) => format!("is one of {}", Value::Array(v.clone())),
             Matcher::Glob(g) => format!("matches {g}"),
             Matcher::Range { min, max } => match (min, max) {
-                (Some(a), Some(b)) => format!("from {a} to {b}"),
-                (Some(a), None) => format!("at least {a}"),
-                (None, Some(b)) => format!("at most {b}"),
-                (None, None) => "any number".into(),
+                (Some(a), Some(b)) => format!("is from {a} to {b}"),
+                (Some(a), None) => format!("is at least {a}"),
+                (None, Some(b)) => format!("is at most {b}"),
+                (None, None) => "is any number".into(),
             },
         }
     }
@@ -122,7 +122,7 @@ impl Matcher {
 }
 
 impl Rule {
-    /// The rule as one line: `allow when path under ~/notes and mode one of ["r"]`.
+    /// The rule as one line: `allow when path is under ~/notes and mode is one of ["r"]`.
     pub fn describe(&self) -> String {
         let when: Vec<String> = self
             .when

@@ -128,6 +128,7 @@ pub(super) fn admit(
         digest: String::new(),
         hidden_characters: false,
         asked_in_client: false,
+        suggested_rule: None,
     }
     .seal();
     done(Admission::Held(Box::new(Gate {

@@ -253,8 +253,11 @@ fn content<R: Runtime>(
     buttons.pack_start(&open, false, false, 0);
     let mut deny = None;
     let mut answers = Vec::new();
-    // Packed from the right: Always, Session, Once, Deny (Deny leftmost of the answers).
+    // Packed from the right: the exact call always and this session, Always, Session, Once, Deny
+    // (Deny leftmost of the answers).
     for (text, decision) in [
+        ("This e_xact call, always", Choice::ExactAlways),
+        ("This _exact call", Choice::Exact),
         ("_Always allow", Choice::Always),
         ("Allow for this _session", Choice::Session),
         ("Allow _once", Choice::Once),

@@ -10,6 +10,7 @@ mod clients;
 mod layout;
 mod notices;
 mod registry;
+mod rules;
 mod seen;
 mod servers;
 mod support;

@@ -377,6 +377,21 @@ pub enum RulesCmd {
     /// Run the config's rules over the recorded calls: per call, the decision then and the one
     /// the rules would give now (allow, deny or ask); rules that can never match come first
     Test(RulesTestArgs),
+    /// Every rule of the config, by its name in it (`servers.fs.tools.write_file.rules[0]`)
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a rule to a server's tool, e.g.
+    /// `rules add fs write_file '{"allow": {"path": {"under": "~/notes"}}}'` (checked against the
+    /// tool's definition first: a rule that can never match is refused)
+    Add {
+        server: String,
+        tool: String,
+        rule: String,
+    },
+    /// Remove a rule by its name (see `rules list`)
+    Remove { at: String },
 }
 
 /// `rules test`: which calls, and which config's rules.

@@ -25,6 +25,7 @@ mod manage;
 mod print;
 mod probe;
 mod registry;
+mod rules;
 mod serve;
 mod verbs;
 

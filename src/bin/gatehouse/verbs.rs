@@ -13,9 +13,7 @@ use gatehouse::hub::ToolInfo;
 use gatehouse::logs::LogLine;
 use gatehouse::ServerStatus;
 
-use crate::args::{
-    ActivityArgs, AddArgs, ApprovalsArgs, Cmd, RulesCmd, SecretCmd, TestArgs, ToolsArgs,
-};
+use crate::args::{ActivityArgs, AddArgs, ApprovalsArgs, Cmd, SecretCmd, TestArgs, ToolsArgs};
 use crate::import;
 use crate::manage;
 use crate::print;
@@ -31,7 +29,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::ClientConfig(args) => import::client_config(args, client).await,
         Cmd::Approvals(args) => approvals(client, args).await,
         Cmd::Secret { cmd } => secret(client, cmd).await,
-        Cmd::Rules { cmd } => rules(client, cmd).await,
+        Cmd::Rules { cmd } => crate::rules::run(client, cmd).await,
         Cmd::Auth { cmd } => auth(client, cmd).await,
         Cmd::Clients { cmd, json } => manage::clients(client, cmd, json).await,
         Cmd::Activity(args) => activity(client, args).await,
@@ -84,15 +82,16 @@ async fn approvals(client: &ControlClient, a: ApprovalsArgs) -> Result<(), Strin
             });
     }
     if a.grants {
-        return ask::<Vec<gatehouse::approval::Grant>>(client, Request::Grants)
-            .await
-            .map(|rows| {
-                if json {
-                    print::json(&rows)
-                } else {
-                    print::grants(&rows)
-                }
-            });
+        let rows = ask::<Vec<gatehouse::approval::Grant>>(client, Request::Grants).await?;
+        if json {
+            print::json(&rows);
+            return Ok(());
+        }
+        print::grants(&rows);
+        // The rules decide calls too: listed with the answers, each by its name in the config.
+        let rules = ask::<Vec<gatehouse::hub::ListedRule>>(client, Request::Rules).await?;
+        crate::rules::print_list(&rules);
+        return Ok(());
     }
     ask::<Vec<ApprovalRequest>>(client, Request::Approvals)
         .await
@@ -122,32 +121,6 @@ async fn activity(client: &ControlClient, a: ActivityArgs) -> Result<(), String>
         print::out(&gatehouse::activity::export::csv(&rows));
     } else {
         print::activity(&rows);
-    }
-    Ok(())
-}
-
-async fn rules(client: &ControlClient, cmd: RulesCmd) -> Result<(), String> {
-    let RulesCmd::Test(a) = cmd;
-    let config = match a.config {
-        // The hub reads it: the path is made absolute here, where it was typed.
-        Some(p) => Some(std::path::absolute(&p).map_err(|e| format!("{}: {e}", p.display()))?),
-        None => None,
-    };
-    let since_ms = gatehouse::logs::now_ms().saturating_sub(a.since.as_millis() as u64);
-    let scope = gatehouse::hub::ReplayScope {
-        server: a.server,
-        tool: a.tool,
-        since_ms,
-        config,
-    };
-    let report: gatehouse::hub::RulesReport = ask(client, Request::RulesTest(scope)).await?;
-    if a.json {
-        for w in &report.warnings {
-            eprintln!("warning: {w}");
-        }
-        print::json(&report.calls);
-    } else {
-        print::rules_report(&report);
     }
     Ok(())
 }
