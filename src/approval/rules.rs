@@ -18,7 +18,7 @@ use unicode_normalization::UnicodeNormalization;
 use crate::config::rules::{Effect, Matcher, Rule};
 
 mod check;
-pub use check::{check, Problem};
+pub use check::{check, unreachable, Problem};
 
 /// Which rule decided, as the config names it (`servers.fs.tools.write_file.rules[1]`).
 #[derive(Debug, Clone, PartialEq, Eq)]

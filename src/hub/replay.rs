@@ -179,7 +179,9 @@ impl HubHandle {
                 let Ok(def) = serde_json::from_str(def.raw.get()) else {
                     continue;
                 };
-                for p in crate::approval::rules::check(tool, &policy.rules, &def) {
+                let mut problems = crate::approval::rules::check(tool, &policy.rules, &def);
+                problems.extend(self.out_of_reach(id.as_str(), &policy.rules));
+                for p in problems {
                     let what = if p.refuse {
                         "never matches"
                     } else {

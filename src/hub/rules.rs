@@ -61,6 +61,25 @@ pub fn listed(config: &Config) -> Vec<ListedRule> {
 }
 
 impl HubHandle {
+    /// The allow rules whose folder the server's sandbox does not open (a running, confined
+    /// server's plan; nothing is known of one that is not running).
+    pub(super) fn out_of_reach(
+        &self,
+        server: &str,
+        rules: &[Rule],
+    ) -> Vec<crate::approval::rules::Problem> {
+        let Some(confined) = self.server(server).ok().and_then(|h| h.confined()) else {
+            return Vec::new();
+        };
+        let home = dirs::home_dir();
+        crate::approval::rules::unreachable(
+            server,
+            rules,
+            |p| confined.plan.reads(p),
+            home.as_deref(),
+        )
+    }
+
     /// Every rule of the running config.
     pub fn rules(&self) -> Vec<ListedRule> {
         listed(&self.config())
@@ -83,9 +102,11 @@ impl HubHandle {
             .find(|t| t.name == tool)
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t.raw.get()).ok())
             .or_else(|| self.approvals().pinned(server, tool));
-        let problems = def
-            .map(|d| crate::approval::rules::check(tool, std::slice::from_ref(&rule), &d))
+        let one = std::slice::from_ref(&rule);
+        let mut problems = def
+            .map(|d| crate::approval::rules::check(tool, one, &d))
             .unwrap_or_default();
+        problems.extend(self.out_of_reach(server, one));
         if let Some(p) = problems.iter().find(|p| p.refuse) {
             return Err(HubError::Config(format!(
                 "the rule was not saved: {}; {}",

@@ -52,7 +52,8 @@ async fn rows(s: &Served, n: usize) -> Vec<Value> {
 /// A call a rule allows runs without asking; one a deny rule matches is refused naming the rule
 /// (even though an allow matches too); a path that only spells its way in (`..`, a symlink out)
 /// is asked about; each activity row says which rule decided it; `rules test` replays those
-/// calls under the running config and under another one.
+/// calls under the running config and under another one, warning first of a rule naming an
+/// argument the tool lacks and of one allowing a folder the sandbox keeps the server out of.
 #[tokio::test]
 async fn argument_rules_decide_and_can_be_tried_against_the_past() {
     let dir = tempfile::tempdir().unwrap();
@@ -168,7 +169,8 @@ async fn argument_rules_decide_and_can_be_tried_against_the_past() {
     let mut other = ruled(&d, 1);
     other["servers"]["fx"]["tools"]["touch"]["rules"] = json!([
         {"allow": {"path": {"under": d.join("notes")}}},
-        {"allow": {"pth": {"under": "/"}}}
+        {"allow": {"pth": {"under": "/"}}},
+        {"allow": {"path": {"under": "/opt/elsewhere"}}}
     ]);
     let other_path = d.join("other.json");
     std::fs::write(&other_path, other.to_string()).unwrap();

@@ -99,6 +99,49 @@ pub fn check(tool: &str, rules: &[Rule], definition: &Value) -> Vec<Problem> {
     out
 }
 
+/// The allow rules' folders a confined server cannot read (`reads`: its sandbox's plan): a
+/// call such a rule lets through would fail inside the server. Warnings, with the setting that
+/// opens the folder.
+pub fn unreachable(
+    server: &str,
+    rules: &[Rule],
+    reads: impl Fn(&std::path::Path) -> bool,
+    home: Option<&std::path::Path>,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        if rule.effect != crate::config::rules::Effect::Allow {
+            continue;
+        }
+        for m in rule.when.values() {
+            let Matcher::Under(dir) = m else { continue };
+            let path = match dir.strip_prefix("~") {
+                Some(rest) => match home {
+                    Some(h) => h.join(rest.trim_start_matches('/')),
+                    None => continue,
+                },
+                None => std::path::PathBuf::from(dir),
+            };
+            let real = std::fs::canonicalize(&path).unwrap_or(path);
+            if !reads(&real) {
+                out.push(Problem {
+                    refuse: false,
+                    rule: i,
+                    text: format!(
+                        "rules[{i}] allows calls under {}, and the sandbox keeps \"{server}\" out of it: such a call would fail inside the server",
+                        crate::text::reveal(dir)
+                    ),
+                    fix: format!(
+                        "open it to the server with \"sandbox\": {{\"write\": [\"{}\"]}} (or \"read\"), or narrow the rule",
+                        crate::text::reveal(dir)
+                    ),
+                });
+            }
+        }
+    }
+    out
+}
+
 fn types_of(prop: &Value) -> Vec<String> {
     match prop.get("type") {
         Some(Value::String(t)) => vec![t.clone()],
@@ -154,5 +197,13 @@ mod tests {
         );
         assert!(!p[2].refuse && p[2].rule == 2, "{p:?}");
         assert!(check("w", &rules, &json!({"inputSchema": {"$sha256": "x"}})).is_empty());
+        // A folder the server's sandbox does not open is a warning (the rule is kept).
+        let far = unreachable("fs", &rules[3..], |p| p.starts_with("/srv"), None);
+        assert_eq!(far.len(), 1, "{far:?}");
+        assert!(
+            !far[0].refuse && far[0].text.contains("keeps \"fs\" out"),
+            "{far:?}"
+        );
+        assert!(unreachable("fs", &rules[3..], |_| true, None).is_empty());
     }
 }
