@@ -7,7 +7,13 @@ use gatehouse::hub::ListedRule;
 
 use crate::args::RulesCmd;
 use crate::print;
-use crate::verbs::ask;
+
+async fn ask<T: serde::de::DeserializeOwned>(
+    client: &ControlClient,
+    req: Request,
+) -> Result<T, String> {
+    client.request(&req).await.map_err(|e| e.to_string())
+}
 
 /// One line per subcommand.
 pub async fn run(client: &ControlClient, cmd: RulesCmd) -> Result<(), String> {

@@ -286,7 +286,7 @@ async fn auth(client: &ControlClient, cmd: crate::args::AuthCmd) -> Result<(), S
     }
 }
 
-pub async fn ask<T: serde::de::DeserializeOwned>(
+async fn ask<T: serde::de::DeserializeOwned>(
     client: &ControlClient,
     req: Request,
 ) -> Result<T, String> {
