@@ -4,7 +4,10 @@
 //! - direct: a JSON-RPC client on the fixture's own stdio;
 //! - gateway HTTP: Streamable HTTP to the hub, which forwards to the same kind of child;
 //! - gateway 2026: the same from a 2026-07-28 client (no session; envelope and routing headers);
-//! - connect bridge: a stdio client on `gatehouse connect`, which goes over HTTP to the hub.
+//! - connect bridge: a stdio client on `gatehouse connect`, which goes over HTTP to the hub;
+//! - floor proxy: a minimal proxy in this process (HTTP on loopback, one pipe hop, nothing
+//!   else: `gateway/floor.rs`), what any proxy pays — and then the gateway's own pieces per call,
+//!   each timed alone (message read, catalog lookup, policy and rules, activity row).
 //!
 //! p50/p99 of 2,000 sequential calls and calls/s with 16 concurrent callers, then `tools/list`
 //! over 100 servers × 50 tools.
@@ -46,6 +49,8 @@ const SEQ: usize = 2000;
 const CONC: usize = 16;
 const CONC_CALLS: usize = 500; // per caller
 
+#[path = "gateway/floor.rs"]
+mod floor;
 #[path = "gateway/process.rs"]
 mod process;
 use process::{fixed_calls, hub_process};
@@ -123,6 +128,18 @@ async fn run() {
     })
     .await;
 
+    // The floor: a minimal proxy (HTTP on loopback, one pipe hop, nothing else).
+    let (floor_url, _floor_child) = floor::floor_proxy().await;
+    let floor_client = Arc::new(floor::floor_client(&floor_url));
+    let f = measure("floor proxy", {
+        let floor_client = floor_client.clone();
+        move |i| {
+            let c = floor_client.clone();
+            async move { c.call("echo", i).await }
+        }
+    })
+    .await;
+
     let http = Arc::new(HttpClient::new(&url).await);
     let h = measure("gateway HTTP", {
         let http = http.clone();
@@ -175,17 +192,27 @@ async fn run() {
         (ping.p50 - d.p50).max(0.0) * 1000.0
     );
     for (name, m) in [
+        ("floor proxy", &f),
         ("gateway HTTP", &h),
         ("gateway 2026", &m),
         ("connect bridge", &b),
     ] {
         println!(
-            "{name:<15} added p50 {:>7.3} ms   added p99 {:>7.3} ms   throughput {:>5.1} % of direct",
+            "{name:<15} added p50 {:>7.3} ms ({:>4.2}× the floor's)   added p99 {:>7.3} ms   throughput {:>5.1} % of direct, {:>5.2}× the floor's",
             (m.p50 - d.p50) * 1000.0,
+            (m.p50 - d.p50) / (f.p50 - d.p50).max(1e-9),
             (m.p99 - d.p99) * 1000.0,
-            100.0 * m.rate / d.rate
+            100.0 * m.rate / d.rate,
+            m.rate / f.rate
         );
     }
+    let own = floor::breakdown(&gw, &hub);
+    println!(
+        "of the gateway's p50 over the floor's ({:.1} µs), these pieces are {:.1} µs; the rest ({:.1} µs) is task hand-offs, copies and the session table",
+        (h.p50 - f.p50) * 1e6,
+        own * 1e6,
+        (h.p50 - f.p50 - own) * 1e6
+    );
     println!(
         "a 2026-07-28 client (no session; envelope and routing headers checked) adds {:+.3} ms p50 over a legacy one",
         (m.p50 - h.p50) * 1000.0
@@ -301,7 +328,7 @@ async fn call(p: &RpcPeer, tool: &str, i: usize) {
 }
 
 #[derive(Clone)]
-struct HttpClient {
+pub(crate) struct HttpClient {
     http: reqwest::Client,
     url: String,
     session: String,

@@ -252,6 +252,13 @@ impl ServerId {
     }
 }
 
+/// Looked up by its text (`servers.get("fs")`): the derived order is the text's order.
+impl std::borrow::Borrow<str> for ServerId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for ServerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -59,8 +59,31 @@ impl SecretSource for MemorySecretStore {
 /// or shown (activity rows, server logs, error texts) can be masked as `[secret:NAME]`.
 #[derive(Default)]
 pub struct Redactions {
-    /// (name, form of the value to find). Guards one registration or one masking pass.
-    values: std::sync::RwLock<Vec<(String, String)>>,
+    /// Every form of every value, longest first. Guards one registration or one masking pass.
+    values: std::sync::RwLock<Vec<Form>>,
+}
+
+/// One form of a value to find, with its searcher built once (building one costs more than the
+/// search: every result line and every activity row is searched for every form).
+struct Form {
+    name: String,
+    text: String,
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl Form {
+    fn new(name: &str, text: String) -> Form {
+        let finder = memchr::memmem::Finder::new(text.as_bytes()).into_owned();
+        Form {
+            name: name.to_owned(),
+            text,
+            finder,
+        }
+    }
+
+    fn found_in(&self, haystack: &[u8]) -> bool {
+        self.finder.find(haystack).is_some()
+    }
 }
 
 /// The shortest value Gatehouse keeps: anything shorter could not be masked without mangling
@@ -78,21 +101,21 @@ impl Redactions {
         }
         let mut v = self.values.write().unwrap_or_else(|e| e.into_inner());
         for form in forms(value) {
-            if form.len() >= MIN_SECRET_LEN && !v.iter().any(|(n, f)| n == name && *f == form) {
-                v.push((name.to_owned(), form));
+            if form.len() >= MIN_SECRET_LEN && !v.iter().any(|f| f.name == name && f.text == form) {
+                v.push(Form::new(name, form));
             }
         }
         // Longest first, so a value containing another is masked whole.
-        v.sort_by_key(|(_, f)| std::cmp::Reverse(f.len()));
+        v.sort_by_key(|f| std::cmp::Reverse(f.text.len()));
     }
 
     /// `text` with every known value, in every form, replaced by `[secret:NAME]`.
     pub fn mask(&self, text: &str) -> String {
         let v = self.values.read().unwrap_or_else(|e| e.into_inner());
         let mut out = text.to_owned();
-        for (name, form) in v.iter() {
-            if out.contains(form.as_str()) {
-                out = out.replace(form.as_str(), &format!("[secret:{name}]"));
+        for f in v.iter() {
+            if f.found_in(out.as_bytes()) {
+                out = out.replace(f.text.as_str(), &format!("[secret:{}]", f.name));
             }
         }
         out
@@ -106,7 +129,7 @@ impl Redactions {
         let v = self.values.read().unwrap_or_else(|e| e.into_inner());
         let holds = v
             .iter()
-            .any(|(n, f)| !keep.contains(n) && memchr::memmem::find(&line, f.as_bytes()).is_some());
+            .any(|f| !keep.contains(&f.name) && f.found_in(&line));
         if !holds {
             return line;
         }
@@ -114,9 +137,9 @@ impl Redactions {
             return line;
         };
         let mut out = text.to_owned();
-        for (name, form) in v.iter().filter(|(n, _)| !keep.contains(n)) {
-            if out.contains(form.as_str()) {
-                out = out.replace(form.as_str(), &format!("[secret:{name}]"));
+        for f in v.iter().filter(|f| !keep.contains(&f.name)) {
+            if f.found_in(out.as_bytes()) {
+                out = out.replace(f.text.as_str(), &format!("[secret:{}]", f.name));
             }
         }
         out.into_bytes()
@@ -128,7 +151,7 @@ impl Redactions {
         self.values
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|(n, _)| n != name);
+            .retain(|f| f.name != name);
         for v in values {
             self.register(name, v);
         }
@@ -140,7 +163,7 @@ impl Redactions {
         self.values
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|(n, _)| !n.starts_with(prefix));
+            .retain(|f| !f.name.starts_with(prefix));
         for (name, value) in named {
             self.register(name, value);
         }
@@ -151,8 +174,8 @@ impl Redactions {
     pub fn holds(&self, prefix: &str, text: &str) -> Option<String> {
         let v = self.values.read().unwrap_or_else(|e| e.into_inner());
         v.iter()
-            .find(|(n, f)| n.starts_with(prefix) && text.contains(f.as_str()))
-            .map(|(n, _)| n.clone())
+            .find(|f| f.name.starts_with(prefix) && f.found_in(text.as_bytes()))
+            .map(|f| f.name.clone())
     }
 
     /// Whether any value is known (nothing to mask otherwise).

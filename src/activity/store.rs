@@ -8,6 +8,10 @@ use super::*;
 const BACKLOG: usize = 10_000;
 /// How often a database that could not be written is tried again.
 const RETRY: Duration = Duration::from_secs(1);
+/// How long the writer gathers records after the first of a batch before writing them in one
+/// transaction (a query cuts it short): at one call at a time, a transaction per call cost more
+/// than the rest of the hub's work on it.
+pub(super) const LINGER: Duration = Duration::from_millis(10);
 
 pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
     let mut db = open_or_rotate(&path);
@@ -33,6 +37,7 @@ pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
         let mut queries = Vec::new();
         let mut next = first;
         let mut taken = 0;
+        let until = std::time::Instant::now() + LINGER;
         while let Some(msg) = next.take() {
             match msg {
                 Msg::Record(r) => {
@@ -45,8 +50,11 @@ pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
                 }
                 q @ Msg::Query { .. } => queries.push(q),
             }
-            if taken < 1024 {
-                next = rx.try_recv().ok();
+            // More records are gathered for a moment; a query is answered at once (after the
+            // records before it are written).
+            if taken < 1024 && queries.is_empty() {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                next = rx.recv_timeout(left).ok();
             }
         }
         if db.is_none() {

@@ -79,9 +79,8 @@ pub fn for_call(
     let mut sources = Vec::new();
     if let Some(t) = config
         .servers
-        .iter()
-        .find(|(id, _)| id.as_str() == server)
-        .and_then(|(_, c)| c.tools.get(tool))
+        .get(server)
+        .and_then(|c| c.tools.get(tool))
         .filter(|t| !t.rules.is_empty())
     {
         sources.push(Source {
@@ -89,7 +88,8 @@ pub fn for_call(
             rules: &t.rules,
         });
     }
-    if let Some((id, p)) = profile {
+    // A profile without per-tool settings has no rules: nothing is named or allocated for it.
+    if let Some((id, p)) = profile.filter(|(_, p)| p.tools.values().any(|t| !t.rules.is_empty())) {
         let exposed = crate::naming::exposed_name(server, tool);
         let key = if p.tools.contains_key(&exposed) {
             exposed.clone()

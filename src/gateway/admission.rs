@@ -230,7 +230,7 @@ pub(super) fn recheck(
     }
     let Some(entry) = gw.catalog().lookup(exposed).cloned() else {
         // Disabled tools leave the catalog; so do a stopped server's.
-        return match server.status().state {
+        return match server.state() {
             st if st.offers_tools() => gone(Decision::Disabled),
             _ => Recheck::Refused(not_running(server, exposed), Decision::NotRunning),
         };
@@ -239,7 +239,7 @@ pub(super) fn recheck(
         return gone(Decision::Disabled);
     }
     // An on-demand server that idled while the call waited starts again when it is sent.
-    if !server.status().state.offers_tools() {
+    if !server.state().offers_tools() {
         return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
     }
     if entry.tool.hash() == asked {

@@ -50,7 +50,7 @@ impl Catalog {
         let mut ordered = Vec::new();
         let mut ui_refs = HashMap::new();
         for server in hub.servers() {
-            if !server.status().state.offers_tools() {
+            if !server.state().offers_tools() {
                 continue;
             }
             let policy = config.servers.get(server.id());

@@ -436,8 +436,7 @@ impl Gateway {
             .servers()
             .into_iter()
             .filter(|s| {
-                s.status().state == crate::supervisor::State::Running
-                    && s.has_capability(capability)
+                s.state() == crate::supervisor::State::Running && s.has_capability(capability)
             })
             .collect();
         let mut set = tokio::task::JoinSet::new();

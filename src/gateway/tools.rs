@@ -125,7 +125,7 @@ impl Gateway {
             // taken again (a client that calls at once, `printf … | serve --stdio`, is answered).
             let starting = split_server(&name)
                 .and_then(|(srv, _)| self.inner.hub.server(srv).ok())
-                .filter(|h| h.status().state == crate::supervisor::State::Starting);
+                .filter(|h| h.state() == crate::supervisor::State::Starting);
             if let Some(server) = starting.filter(|_| !started) {
                 return self.start_then_call(s, id, params, server);
             }
@@ -152,14 +152,14 @@ impl Gateway {
         // An idle on-demand server starts first: the call then runs against its live
         // definitions (a definition changed while it was idle is asked about again).
         let waits = matches!(
-            server.status().state,
+            server.state(),
             crate::supervisor::State::Idle | crate::supervisor::State::Starting
         );
         if waits && !started {
             return self.start_then_call(s, id, params, server);
         }
         let mut meta = CallMeta::new(&server, &entry.tool.name, arguments);
-        if server.status().state != crate::supervisor::State::Running {
+        if server.state() != crate::supervisor::State::Running {
             let text = tool_error(&not_running(&server, &name));
             return self.refuse(s, id, &meta, Decision::NotRunning, text);
         }
@@ -329,7 +329,7 @@ impl Gateway {
                 .iter()
                 .find(|t| exposed_name(server.id().as_str(), &t.name) == name)
                 .cloned();
-            if server.status().state != crate::supervisor::State::Running {
+            if server.state() != crate::supervisor::State::Running {
                 // A stopped server lists no tools: the name after `__` is the best we know.
                 let tool = split_server(name).map_or(name, |(_, t)| t);
                 let meta = CallMeta::new(&server, tool, arguments);

@@ -164,37 +164,51 @@ impl HubHandle {
 
     /// The rules of `config` (within `scope`) that cannot match, or not as written, as lines.
     fn rule_warnings(&self, config: &Config, scope: &ReplayScope) -> Vec<String> {
+        let wanted = |server: &str, tool: &str| {
+            scope.server.as_ref().is_none_or(|s| s == server)
+                && scope.tool.as_ref().is_none_or(|t| t == tool)
+        };
         let mut out = Vec::new();
+        // A server's tools' rules, then a profile's (keyed by exposed name; `SERVER__*` keys are
+        // checked for what they can be: their servers' reach).
+        let mut lists = Vec::new();
         for (id, server) in &config.servers {
-            if scope.server.as_ref().is_some_and(|s| s != id.as_str()) {
+            for (tool, policy) in &server.tools {
+                let at = format!("servers.{id}.tools.{}", crate::text::reveal(tool));
+                lists.push((at, id.as_str(), Some(tool.as_str()), &policy.rules));
+            }
+        }
+        for (profile, p) in &config.clients {
+            for (key, policy) in &p.tools {
+                let Some((server, tool)) = crate::naming::split_server(key) else {
+                    continue;
+                };
+                let at = format!("clients.{profile}.tools.{}", crate::text::reveal(key));
+                lists.push((at, server, (tool != "*").then_some(tool), &policy.rules));
+            }
+        }
+        for (at, server, tool, rules) in lists {
+            if rules.is_empty() || !wanted(server, tool.unwrap_or("*")) {
                 continue;
             }
-            for (tool, policy) in &server.tools {
-                if policy.rules.is_empty() || scope.tool.as_ref().is_some_and(|t| t != tool) {
-                    continue;
-                }
-                let Some(def) = self.definition(id.as_str(), tool) else {
-                    continue;
+            let def = tool
+                .and_then(|t| self.definition(server, t))
+                .and_then(|d| serde_json::from_str(d.raw.get()).ok());
+            let mut problems = match (tool, def) {
+                (Some(t), Some(def)) => crate::approval::rules::check(t, rules, &def),
+                _ => Vec::new(),
+            };
+            problems.extend(self.out_of_reach(server, rules));
+            for p in problems {
+                let what = if p.refuse {
+                    "never matches"
+                } else {
+                    "may not match"
                 };
-                let Ok(def) = serde_json::from_str(def.raw.get()) else {
-                    continue;
-                };
-                let mut problems = crate::approval::rules::check(tool, &policy.rules, &def);
-                problems.extend(self.out_of_reach(id.as_str(), &policy.rules));
-                for p in problems {
-                    let what = if p.refuse {
-                        "never matches"
-                    } else {
-                        "may not match"
-                    };
-                    out.push(format!(
-                        "servers.{id}.tools.{}.rules[{}] {what}: {}; {}",
-                        crate::text::reveal(tool),
-                        p.rule,
-                        p.text,
-                        p.fix
-                    ));
-                }
+                out.push(format!(
+                    "{at}.rules[{}] {what}: {}; {}",
+                    p.rule, p.text, p.fix
+                ));
             }
         }
         for (key, e) in &config.invalid {

@@ -86,6 +86,11 @@ impl ServerHandle {
         self.shared.status.borrow().clone()
     }
 
+    /// The state alone, without copying the rest of the status (the call path asks it).
+    pub fn state(&self) -> crate::supervisor::State {
+        self.shared.status.borrow().state
+    }
+
     /// Every status change from now on.
     pub fn watch_status(&self) -> watch::Receiver<ServerStatus> {
         self.shared.status.subscribe()

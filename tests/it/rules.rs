@@ -172,6 +172,8 @@ async fn argument_rules_decide_and_can_be_tried_against_the_past() {
         {"allow": {"pth": {"under": "/"}}},
         {"allow": {"path": {"under": "/opt/elsewhere"}}}
     ]);
+    other["clients"] =
+        json!({"p": {"tools": {"fx__touch": {"rules": [{"deny": {"nme": {"equals": 1}}}]}}}});
     let other_path = d.join("other.json");
     std::fs::write(&other_path, other.to_string()).unwrap();
     let (then, warned) = replay(&["--config", other_path.to_str().unwrap()]);

@@ -1,0 +1,147 @@
+//! The floor and the breakdown: what any proxy pays, and where Gatehouse's own share goes.
+//!
+//! The floor is a minimal MCP proxy in this process: an HTTP/1.1 server on loopback (the same
+//! hyper and axum the gateway uses) that reads each POST's `method`, `id` and `params`, sends the
+//! request to one fixture child over its stdio (the same `RpcPeer` the hub uses: one pipe hop each
+//! way) and answers with the child's result — no session, no token, no policy, no pins, no
+//! activity row. The breakdown times, in this process and one at a time, the pieces of the
+//! gateway's own path per call: the message read once, the catalog lookup, the policy with the
+//! rules' layer, and the activity row handed to its thread.
+
+use super::*;
+
+/// Starts the floor proxy; its URL (and the child it forwards to, kept alive with it).
+pub(super) async fn floor_proxy() -> (String, tokio::process::Child) {
+    let (peer, child) = stdio_client(FIXTURE, &[], &[]).await;
+    let app = axum::Router::new().route(
+        "/",
+        axum::routing::post(move |body: bytes::Bytes| {
+            let peer = peer.clone();
+            async move { forward(&peer, &body).await }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, child)
+}
+
+/// One request through the floor proxy: read, sent down the pipe, the result passed back.
+async fn forward(peer: &RpcPeer, body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Req<'a> {
+        #[serde(borrow)]
+        id: &'a RawValue,
+        method: &'a str,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+    }
+    let Ok(r) = serde_json::from_slice::<Req>(body) else {
+        return r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error"}}"#
+            .into();
+    };
+    match peer.request(r.method, r.params).await {
+        Ok(Reply::Result(res)) => {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{}}}"#,
+                r.id.get(),
+                res.get()
+            )
+        }
+        Ok(Reply::Error(e)) => format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+            r.id.get(),
+            e.get()
+        ),
+        Err(e) => format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32603,"message":{}}}}}"#,
+            r.id.get(),
+            serde_json::to_string(&e.to_string()).unwrap_or_default()
+        ),
+    }
+}
+
+/// An HTTP client of the floor proxy (the gateway's client, without session or token).
+pub(super) fn floor_client(url: &str) -> HttpClient {
+    let http = gatehouse::http_client_builder()
+        .no_proxy()
+        .pool_max_idle_per_host(64)
+        .build()
+        .expect("client");
+    HttpClient {
+        http,
+        url: url.to_owned(),
+        session: "floor".into(),
+        modern: false,
+    }
+}
+
+/// The gateway's own pieces per call, each timed alone over many rounds (µs per call).
+pub(super) fn breakdown(gw: &Gateway, hub: &gatehouse::HubHandle) -> f64 {
+    const N: usize = 100_000;
+    let per = |t: Instant| t.elapsed().as_secs_f64() * 1e6 / N as f64;
+    let body = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello 7","bytes":0}}}"#;
+    let t = Instant::now();
+    for _ in 0..N {
+        std::hint::black_box(
+            gateway::incoming::Incoming::parse(std::hint::black_box(body)).is_ok(),
+        );
+    }
+    let parse = per(t);
+    let t = Instant::now();
+    for _ in 0..N {
+        let catalog = gw.catalog();
+        std::hint::black_box(catalog.lookup(std::hint::black_box("fx__echo")).is_some());
+    }
+    let lookup = per(t);
+    let config = hub.config();
+    let catalog = gw.catalog();
+    let entry = catalog.lookup("fx__echo").expect("fx__echo listed");
+    let args = RawValue::from_string(r#"{"text":"hello 7","bytes":0}"#.into()).expect("raw");
+    let t = Instant::now();
+    for _ in 0..N {
+        let config = hub.config();
+        let rule = gatehouse::approval::rules::for_call(&config, "fx", "echo", None, Some(&args));
+        let v = hub.tool_verdict(&config, &entry.server, &entry.tool, None, rule.as_ref());
+        std::hint::black_box(v.decision);
+    }
+    let policy = per(t);
+    drop(config);
+    let t = Instant::now();
+    // Fewer than the log's queue holds, so that none is dropped (a dropped row costs less).
+    const ROWS: usize = 2000;
+    for i in 0..ROWS {
+        hub.activity().record(gatehouse::activity::CallRecord {
+            time_ms: gatehouse::logs::now_ms(),
+            client: Some("bench".into()),
+            session: "s".into(),
+            server: "fx".into(),
+            tool: "echo".into(),
+            arguments: format!(r#"{{"text":"hello {i}","bytes":0}}"#),
+            id: 0,
+            decision: gatehouse::activity::Decision::Allowed,
+            decided_by: gatehouse::activity::DecidedBy::Policy,
+            answered_in: None,
+            rule: None,
+            duration_ms: 0,
+            outcome: gatehouse::activity::CallOutcome::Ok,
+            decided_via: None,
+            profile: None,
+            waited_ms: 0,
+            client_version: None,
+            client_protocol: None,
+            error: None,
+            flags: Default::default(),
+        });
+    }
+    let record = t.elapsed().as_secs_f64() * 1e6 / ROWS as f64;
+    println!(
+        "the gateway's own pieces, each alone (µs per call): message read {parse:.2}, catalog lookup {lookup:.2}, policy and rules {policy:.2}, activity row handed over {record:.2}; sum {:.2}",
+        parse + lookup + policy + record
+    );
+    (parse + lookup + policy + record) / 1e6
+}
