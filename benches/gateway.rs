@@ -338,11 +338,7 @@ pub(crate) struct HttpClient {
 
 impl HttpClient {
     async fn new(url: &str) -> HttpClient {
-        let http = gatehouse::http_client_builder()
-            .no_proxy()
-            .pool_max_idle_per_host(64)
-            .build()
-            .expect("client");
+        let http = HttpClient::http();
         let r = http
             .post(url)
             .bearer_auth(TOKEN)
@@ -363,13 +359,18 @@ impl HttpClient {
         }
     }
 
-    /// A 2026-07-28 client: no session; every request carries its envelope and routing headers.
-    fn modern(url: &str) -> HttpClient {
-        let http = gatehouse::http_client_builder()
+    /// The bench's HTTP client: no proxy, connections kept for 16 callers.
+    fn http() -> reqwest::Client {
+        gatehouse::http_client_builder()
             .no_proxy()
             .pool_max_idle_per_host(64)
             .build()
-            .expect("client");
+            .expect("client")
+    }
+
+    /// A 2026-07-28 client: no session; every request carries its envelope and routing headers.
+    fn modern(url: &str) -> HttpClient {
+        let http = HttpClient::http();
         HttpClient {
             http,
             url: url.to_owned(),

@@ -67,13 +67,8 @@ async fn forward(peer: &RpcPeer, body: &[u8]) -> String {
 
 /// An HTTP client of the floor proxy (the gateway's client, without session or token).
 pub(super) fn floor_client(url: &str) -> HttpClient {
-    let http = gatehouse::http_client_builder()
-        .no_proxy()
-        .pool_max_idle_per_host(64)
-        .build()
-        .expect("client");
     HttpClient {
-        http,
+        http: HttpClient::http(),
         url: url.to_owned(),
         session: "floor".into(),
         modern: false,

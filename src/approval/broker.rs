@@ -73,6 +73,17 @@ struct SessionGrant {
     since_ms: u64,
 }
 
+impl SessionGrant {
+    /// The grant an answer to `request` gives its client, from now.
+    fn of(request: &ApprovalRequest) -> SessionGrant {
+        SessionGrant {
+            client: request.client.name.clone(),
+            profile: request.client.profile.clone(),
+            since_ms: crate::logs::now_ms(),
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     pending: BTreeMap<String, Waiting>,
@@ -508,11 +519,7 @@ impl ApprovalBroker {
                         request.server.clone(),
                         request.tool.clone(),
                     ),
-                    SessionGrant {
-                        client: request.client.name.clone(),
-                        profile: request.client.profile.clone(),
-                        since_ms: crate::logs::now_ms(),
-                    },
+                    SessionGrant::of(request),
                 );
                 return;
             }
@@ -524,11 +531,7 @@ impl ApprovalBroker {
                         request.tool.clone(),
                         request.arguments_digest.clone(),
                     ),
-                    SessionGrant {
-                        client: request.client.name.clone(),
-                        profile: request.client.profile.clone(),
-                        since_ms: crate::logs::now_ms(),
-                    },
+                    SessionGrant::of(request),
                 );
                 return;
             }
