@@ -284,6 +284,7 @@ mod tests {
     /// on valid JSON, and put into another envelope it can never change that envelope's id —
     /// a result stays one value.
     #[test]
+    #[allow(clippy::too_many_lines)] // a test: its random JSON generator is part of its story
     fn the_scan_agrees_with_serde_and_a_result_cannot_leave_its_envelope() {
         fn value(rng: &mut fastrand::Rng, depth: u32, out: &mut String) {
             let ws = |rng: &mut fastrand::Rng, out: &mut String| {

@@ -221,48 +221,17 @@ impl ApprovalBroker {
         );
         let (deadline, mut deadline_rx) = watch::channel(None);
         let id = request.id.clone();
-        let request = {
-            let mut st = self.lock();
-            // Each client profile has its own share of the queue: one profile's flood of held
-            // calls never refuses another's.
-            let profile = &request.client.profile;
-            let waiting = st.pending.values();
-            if waiting
-                .filter(|w| &w.request.client.profile == profile)
-                .count()
-                >= MAX_PENDING
-            {
-                drop(st);
-                self.publish_resolved(&id, Resolution::Denied, Some(Decider::Policy));
-                return Verdict::Denied {
-                    reason: Some(format!(
-                        "{MAX_PENDING} calls of this client profile are already waiting for the person's answer; this one was refused"
-                    )),
-                    by: Decider::Policy,
-                    via: None,
-                };
-            }
-            st.arrivals += 1;
-            let seq = st.arrivals;
-            let mut request = request;
-            request.queued = true;
-            st.pending.insert(
-                id.clone(),
-                Waiting {
-                    request: request.clone(),
-                    tx,
-                    seq,
-                    timeout,
-                    deadline,
-                    latest,
-                },
-            );
-            // Alone in the queue, it is the front: its countdown starts now.
-            promote(&mut st);
-            if let Some(w) = st.pending.get(&id) {
-                request = w.request.clone();
-            }
-            request
+        let waiting = Waiting {
+            request,
+            tx,
+            seq: 0,
+            timeout,
+            deadline,
+            latest,
+        };
+        let request = match self.enqueue(waiting) {
+            Ok(request) => request,
+            Err(refused) => return refused,
         };
         self.inner
             .bus
@@ -316,6 +285,44 @@ impl ApprovalBroker {
                 }
             }
         }
+    }
+
+    /// Puts a held call in the queue, in its profile's share of it ([`MAX_PENDING`]): the
+    /// request as it now stands (queued, or at the front with its countdown started), or the
+    /// refusal when that share is full.
+    fn enqueue(&self, mut w: Waiting) -> Result<ApprovalRequest, Verdict> {
+        let id = w.request.id.clone();
+        let mut st = self.lock();
+        // Each client profile has its own share of the queue: one profile's flood of held
+        // calls never refuses another's.
+        let profile = &w.request.client.profile;
+        let waiting = st.pending.values();
+        if waiting
+            .filter(|x| &x.request.client.profile == profile)
+            .count()
+            >= MAX_PENDING
+        {
+            drop(st);
+            self.publish_resolved(&id, Resolution::Denied, Some(Decider::Policy));
+            return Err(Verdict::Denied {
+                reason: Some(format!(
+                    "{MAX_PENDING} calls of this client profile are already waiting for the person's answer; this one was refused"
+                )),
+                by: Decider::Policy,
+                via: None,
+            });
+        }
+        st.arrivals += 1;
+        w.seq = st.arrivals;
+        w.request.queued = true;
+        let mut request = w.request.clone();
+        st.pending.insert(id.clone(), w);
+        // Alone in the queue, it is the front: its countdown starts now.
+        promote(&mut st);
+        if let Some(w) = st.pending.get(&id) {
+            request = w.request.clone();
+        }
+        Ok(request)
     }
 
     /// Takes a request out of the queue; the next one, if it reaches the front, starts its

@@ -41,6 +41,10 @@ pub(super) enum Pass {
 
 impl Gateway {
     /// Forwards a request to `server` and streams what it says about it back to the client.
+    // An exception to the 100-line limit: the call's four phases (approve, call, answer,
+    // audit) read top to bottom in the one task each call runs as; cutting it moves awaits and
+    // the audit guard across functions on the hot path (#48 measures that path first).
+    #[allow(clippy::too_many_lines)]
     pub(super) fn forward(
         &self,
         s: &Arc<ClientSession>,

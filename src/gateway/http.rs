@@ -202,22 +202,25 @@ fn guard(st: &AppState, h: &HeaderMap) -> Result<Option<String>, Response> {
     Err(r)
 }
 
+/// A POST's body, whole, within [`MAX_BODY`] and [`BODY_TIMEOUT`] — or the refusal.
+async fn read_body(body: Body) -> Result<bytes::Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(_)) => Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Payload Too Large: the limit is 4 MiB",
+        )),
+        Err(_) => Err(plain(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request Timeout: the body did not arrive within 30 s",
+        )),
+    }
+}
+
 async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>) -> Response {
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await
-    {
-        Ok(Ok(b)) => b,
-        Ok(Err(_)) => {
-            return plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Payload Too Large: the limit is 4 MiB",
-            )
-        }
-        Err(_) => {
-            return plain(
-                StatusCode::REQUEST_TIMEOUT,
-                "Request Timeout: the body did not arrive within 30 s",
-            )
-        }
+    let bytes = match read_body(body).await {
+        Ok(b) => b,
+        Err(refused) => return refused,
     };
     // The message is read once, here; the gateway takes it as read.
     let message = match Incoming::parse(&bytes) {

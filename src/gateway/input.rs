@@ -203,6 +203,33 @@ pub(super) struct ParkedCall {
 pub(super) type ParkedCalls = std::sync::Mutex<std::collections::HashMap<String, ParkedCall>>;
 
 impl Gateway {
+    /// Parks a call under `state`, in its profile's share of the table ([`MAX_PARKED`]):
+    /// false when that share is full. Each client profile has its own share: one profile's
+    /// unanswered input requests never refuse another's.
+    fn park_in(
+        &self,
+        s: &ClientSession,
+        client_id: &str,
+        state: &str,
+        attach: tokio::sync::oneshot::Sender<(Attach, Option<Box<RawValue>>)>,
+    ) -> bool {
+        let mut parked = lock(&self.inner.parked);
+        if parked.values().filter(|p| p.profile == s.profile).count() >= MAX_PARKED {
+            return false;
+        }
+        let abort = lock(&s.inflight).remove(client_id);
+        parked.insert(
+            state.to_owned(),
+            ParkedCall {
+                session: s.id.clone(),
+                profile: s.profile.clone(),
+                abort,
+                attach,
+            },
+        );
+        true
+    }
+
     /// A 2025 server asked a 2026-07-28 client something during a call: the client's request is
     /// answered with an input-required result carrying that request and a `requestState` of
     /// ours, and the call waits (at most [`INPUT_DEADLINE`]) for the client's retry, whose answer
@@ -269,26 +296,7 @@ impl Gateway {
         }
         let state = format!("{STATE_PREFIX}{}", crate::token::random_hex(16));
         let (attach_tx, attach_rx) = tokio::sync::oneshot::channel();
-        let room = {
-            let mut parked = lock(&self.inner.parked);
-            // Each client profile has its own share: one profile's unanswered input requests
-            // never refuse another's.
-            let room = parked.values().filter(|p| p.profile == s.profile).count() < MAX_PARKED;
-            if room {
-                let abort = lock(&s.inflight).remove(client_id);
-                parked.insert(
-                    state.clone(),
-                    ParkedCall {
-                        session: s.id.clone(),
-                        profile: s.profile.clone(),
-                        abort,
-                        attach: attach_tx,
-                    },
-                );
-            }
-            room
-        };
-        if !room {
+        if !self.park_in(s, client_id, &state, attach_tx) {
             return refuse(format!(
                 "{MAX_PARKED} calls of this client profile are already waiting for their clients' input"
             ))

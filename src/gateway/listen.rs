@@ -21,46 +21,13 @@ impl Gateway {
         id: &RawValue,
         params: Option<&RawValue>,
     ) -> Outcome {
-        #[derive(Deserialize, Default)]
-        struct Filter {
-            #[serde(rename = "toolsListChanged", default)]
-            tools: bool,
-            #[serde(rename = "promptsListChanged", default)]
-            prompts: bool,
-            #[serde(rename = "resourcesListChanged", default)]
-            resources: bool,
-            #[serde(rename = "resourceSubscriptions", default)]
-            uris: Vec<String>,
-        }
-        #[derive(Deserialize)]
-        struct P {
-            notifications: Filter,
-        }
-        let Some(P { notifications: f }) =
-            params.and_then(|p| serde_json::from_str::<P>(p.get()).ok())
-        else {
+        let Some((kinds, mut honored, uris)) = asked(params) else {
             return Outcome::Reply(jsonrpc::error_line(
                 id.get(),
                 ErrorCode::InvalidParams,
                 "Invalid params: subscriptions/listen needs \"notifications\", the kinds of change to hear of",
             ));
         };
-        let mut kinds = Vec::new();
-        let mut honored = serde_json::Map::new();
-        for (asked, kind, key) in [
-            (f.tools, "tools", "toolsListChanged"),
-            (f.prompts, "prompts", "promptsListChanged"),
-            (f.resources, "resources", "resourcesListChanged"),
-        ] {
-            if asked {
-                kinds.push(kind);
-                honored.insert(key.into(), serde_json::Value::Bool(true));
-            }
-        }
-        let mut uris = f.uris;
-        uris.sort();
-        uris.dedup();
-        uris.truncate(session::MAX_SUBSCRIPTIONS);
         let mut held = Vec::new();
         if !uris.is_empty() {
             honored.insert(
@@ -190,4 +157,50 @@ pub(super) fn tagged_notification(method: &str, id: &str) -> Vec<u8> {
         Ok(p) => jsonrpc::notification_line(method, Some(&p)),
         Err(_) => jsonrpc::notification_line(method, None),
     }
+}
+
+/// The list kinds, the acknowledgment's `notifications`, the resources.
+type Asked = (
+    Vec<&'static str>,
+    serde_json::Map<String, serde_json::Value>,
+    Vec<String>,
+);
+
+/// What a `subscriptions/listen` asks to hear of: the list kinds, what of them is honored (the
+/// acknowledgment's `notifications`), and the resources (sorted, unique, at most
+/// [`session::MAX_SUBSCRIPTIONS`]). `None` when it names no `notifications`.
+fn asked(params: Option<&RawValue>) -> Option<Asked> {
+    #[derive(Deserialize, Default)]
+    struct Filter {
+        #[serde(rename = "toolsListChanged", default)]
+        tools: bool,
+        #[serde(rename = "promptsListChanged", default)]
+        prompts: bool,
+        #[serde(rename = "resourcesListChanged", default)]
+        resources: bool,
+        #[serde(rename = "resourceSubscriptions", default)]
+        uris: Vec<String>,
+    }
+    #[derive(Deserialize)]
+    struct P {
+        notifications: Filter,
+    }
+    let P { notifications: f } = serde_json::from_str::<P>(params?.get()).ok()?;
+    let mut kinds = Vec::new();
+    let mut honored = serde_json::Map::new();
+    for (asked, kind, key) in [
+        (f.tools, "tools", "toolsListChanged"),
+        (f.prompts, "prompts", "promptsListChanged"),
+        (f.resources, "resources", "resourcesListChanged"),
+    ] {
+        if asked {
+            kinds.push(kind);
+            honored.insert(key.into(), serde_json::Value::Bool(true));
+        }
+    }
+    let mut uris = f.uris;
+    uris.sort();
+    uris.dedup();
+    uris.truncate(session::MAX_SUBSCRIPTIONS);
+    Some((kinds, honored, uris))
 }

@@ -13,6 +13,29 @@ use crate::jsonrpc::{self, ErrorCode, Kind, Line, NULL_ID};
 /// Requests of the stdio client handled at once at most; more are answered with an error.
 pub const MAX_IN_FLIGHT: usize = 256;
 
+/// One message handled, and what it comes to written to the client in order.
+async fn answer(
+    gw: &Gateway,
+    session: &Arc<super::session::ClientSession>,
+    message: &OwnedIncoming,
+    out: &mpsc::Sender<Vec<u8>>,
+) {
+    match gw.handle(session, message.get()).await {
+        Outcome::Accepted => {}
+        Outcome::Reply(line) => {
+            let _ = out.send(line).await;
+        }
+        Outcome::Stream(mut rx) => {
+            while let Some(o) = rx.recv().await {
+                let (Out::Event(line) | Out::Final(line)) = o;
+                if out.send(line).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// Serves until the client closes its input (then answers what it already received) or
 /// `shutdown` is cancelled.
 pub async fn serve<R, W>(gw: Gateway, input: R, output: W, shutdown: CancellationToken)
@@ -89,25 +112,10 @@ where
                         _ => None,
                     },
                 };
-                let gw = gw.clone();
-                let session = Arc::clone(&session);
-                let out = out_tx.clone();
+                let (gw, session, out) = (gw.clone(), Arc::clone(&session), out_tx.clone());
                 tasks.spawn(async move {
                     let _permit = permit;
-                    match gw.handle(&session, message.get()).await {
-                        Outcome::Accepted => {}
-                        Outcome::Reply(line) => {
-                            let _ = out.send(line).await;
-                        }
-                        Outcome::Stream(mut rx) => {
-                            while let Some(o) = rx.recv().await {
-                                let (Out::Event(line) | Out::Final(line)) = o;
-                                if out.send(line).await.is_err() {
-                                    break;
-                                }
-                            }
-                        }
-                    }
+                    answer(&gw, &session, &message, &out).await;
                 });
             }
             Ok(Line::TooLong(n)) => {

@@ -130,6 +130,7 @@ fn what_cannot_run_is_refused_with_the_reason() {
 /// values that read Gatehouse's environment, a container not pinned to a digest — each refused
 /// with the reason; a risky variable allowed by name goes in, and is shown with its value.
 #[test]
+#[allow(clippy::too_many_lines)] // a test: the table of hostile entries, one per line
 fn a_hostile_entry_is_refused_naming_what() {
     let npm = |pkg: Value| {
         detail(

@@ -354,41 +354,81 @@ impl Actor {
         }
     }
 
+    /// The handshake succeeded: the tools and what the server says of itself (masked) are
+    /// kept, and it is `running`.
+    fn on_ready(&mut self, ready: super::handshake::Ready) {
+        let count = ready.tools.len();
+        *lock(&self.shared.tools) = Arc::new(ready.tools);
+        *lock(&self.shared.capabilities) = ready.capabilities.map(Arc::new);
+        let refresh = match self.session.as_mut() {
+            Some(s) => {
+                s.ready = true;
+                std::mem::take(&mut s.refresh_after_ready)
+            }
+            None => false,
+        };
+        // What the server says about itself is shown: secret values are masked first.
+        let mask = |t: Option<String>| t.map(|t| self.ctx.redactions.mask(&t));
+        let (name, version) = (mask(ready.name), mask(ready.version));
+        let protocol = mask(ready.protocol_version);
+        let era = ready.era;
+        self.set_state(State::Running, |s| {
+            s.tools = count;
+            s.server_name = name;
+            s.server_version = version;
+            s.protocol_version = protocol;
+            s.era = Some(era);
+        });
+        self.ctx.bus.publish(Event::ToolsChanged {
+            server: self.shared.id.to_string(),
+            tools: count,
+        });
+        self.check_expectations();
+        self.listed();
+        if refresh {
+            self.refresh_tools();
+        }
+    }
+
+    /// A re-listing ended: another is started if one was asked meanwhile, else the waiters hear;
+    /// a new list replaces the old one.
+    fn on_refreshed(&mut self, result: Result<Vec<Arc<super::status::ToolDef>>, String>) {
+        let again = match self.session.as_mut() {
+            Some(s) => {
+                s.refreshing = false;
+                std::mem::take(&mut s.refresh_again)
+            }
+            None => false,
+        };
+        if again {
+            self.refresh_tools();
+        } else {
+            // The listing that ended began after every waiter asked.
+            for done in self.refresh_waiters.drain(..) {
+                let _ = done.send(());
+            }
+        }
+        let tools = match result {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(server = %self.shared.id, error = %e, "tools/list after list_changed failed");
+                return;
+            }
+        };
+        let count = tools.len();
+        *lock(&self.shared.tools) = Arc::new(tools);
+        self.update_status(|s| s.tools = count);
+        self.listed();
+        self.ctx.bus.publish(Event::ToolsChanged {
+            server: self.shared.id.to_string(),
+            tools: count,
+        });
+        self.check_expectations();
+    }
+
     async fn on_session_event(&mut self, ev: SessionEvent) {
         match ev {
-            SessionEvent::Handshake(Ok(ready)) => {
-                let count = ready.tools.len();
-                *lock(&self.shared.tools) = Arc::new(ready.tools);
-                *lock(&self.shared.capabilities) = ready.capabilities.map(Arc::new);
-                let refresh = match self.session.as_mut() {
-                    Some(s) => {
-                        s.ready = true;
-                        std::mem::take(&mut s.refresh_after_ready)
-                    }
-                    None => false,
-                };
-                // What the server says about itself is shown: secret values are masked first.
-                let mask = |t: Option<String>| t.map(|t| self.ctx.redactions.mask(&t));
-                let (name, version) = (mask(ready.name), mask(ready.version));
-                let protocol = mask(ready.protocol_version);
-                let era = ready.era;
-                self.set_state(State::Running, |s| {
-                    s.tools = count;
-                    s.server_name = name;
-                    s.server_version = version;
-                    s.protocol_version = protocol;
-                    s.era = Some(era);
-                });
-                self.ctx.bus.publish(Event::ToolsChanged {
-                    server: self.shared.id.to_string(),
-                    tools: count,
-                });
-                self.check_expectations();
-                self.listed();
-                if refresh {
-                    self.refresh_tools();
-                }
-            }
+            SessionEvent::Handshake(Ok(ready)) => self.on_ready(ready),
             SessionEvent::Handshake(Err(e)) => {
                 // If the child died, its exit is the better explanation: let on_exit handle it.
                 if self.session.as_ref().is_some_and(Session::exited) {
@@ -398,39 +438,7 @@ impl Actor {
                 self.end_session(&message).await;
                 self.fail(message, e.is_fatal(), None);
             }
-            SessionEvent::ToolsRefreshed(result) => {
-                let again = match self.session.as_mut() {
-                    Some(s) => {
-                        s.refreshing = false;
-                        std::mem::take(&mut s.refresh_again)
-                    }
-                    None => false,
-                };
-                if again {
-                    self.refresh_tools();
-                } else {
-                    // The listing that ended began after every waiter asked.
-                    for done in self.refresh_waiters.drain(..) {
-                        let _ = done.send(());
-                    }
-                }
-                let tools = match result {
-                    Ok(t) => t,
-                    Err(e) => {
-                        tracing::warn!(server = %self.shared.id, error = %e, "tools/list after list_changed failed");
-                        return;
-                    }
-                };
-                let count = tools.len();
-                *lock(&self.shared.tools) = Arc::new(tools);
-                self.update_status(|s| s.tools = count);
-                self.listed();
-                self.ctx.bus.publish(Event::ToolsChanged {
-                    server: self.shared.id.to_string(),
-                    tools: count,
-                });
-                self.check_expectations();
-            }
+            SessionEvent::ToolsRefreshed(result) => self.on_refreshed(result),
             SessionEvent::Inbound(Inbound::ToolsListChanged) => match self.session.as_mut() {
                 Some(s) if s.ready => self.refresh_tools(),
                 Some(s) => s.refresh_after_ready = true,

@@ -172,6 +172,27 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// The keepalive: a ping (or, to a modern server, its discovery request again) on a task of its
+/// own, ended with the bridge's tasks.
+fn spawn_ping(b: Arc<Bridge>, m: Mode, tasks: CancellationToken, probe: Option<Arc<Vec<u8>>>) {
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tasks.cancelled() => {}
+            _ = b.ping(&m, probe.as_deref().map(Vec::as_slice)) => {}
+        }
+    });
+}
+
+/// A request, which may wait long for its answer, on a task of its own.
+fn spawn_send(b: Arc<Bridge>, m: Mode, tasks: CancellationToken, msg: Vec<u8>) {
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tasks.cancelled() => {}
+            _ = b.send(&m, msg) => {}
+        }
+    });
+}
+
 /// Runs until `stop` is cancelled (returns `None`) or the connection is lost (returns the reason).
 pub async fn run<R, W>(
     http: reqwest::Client,
@@ -220,18 +241,9 @@ where
             Some(reason) = lost_rx.recv() => break Some(reason),
             _ = keepalive, if mode.is_some() => {
                 last_sent = tokio::time::Instant::now();
-                let b = bridge.clone();
-                let m = mode.clone();
-                let t = tasks.clone();
-                let probe = discover_again.clone();
-                tokio::spawn(async move {
-                    if let Some(m) = m {
-                        tokio::select! {
-                            _ = t.cancelled() => {}
-                            _ = b.ping(&m, probe.as_deref().map(Vec::as_slice)) => {}
-                        }
-                    }
-                });
+                if let Some(m) = mode.clone() {
+                    spawn_ping(bridge.clone(), m, tasks.clone(), discover_again.clone());
+                }
             }
             line = from_peer.next() => {
                 let msg = match line {
@@ -270,15 +282,7 @@ where
                     // A request may wait long for its answer: it gets its own task. Anything
                     // else (notifications, answers to the server) goes out in order, at once.
                     Some(m) if matches!(shape, Some(Shape::Request { .. })) => {
-                        let b = bridge.clone();
-                        let m = m.clone();
-                        let t = tasks.clone();
-                        tokio::spawn(async move {
-                            tokio::select! {
-                                _ = t.cancelled() => {}
-                                _ = b.send(&m, msg) => {}
-                            }
-                        });
+                        spawn_send(bridge.clone(), m.clone(), tasks.clone(), msg);
                     }
                     Some(m) => {
                         let sent = tokio::select! {

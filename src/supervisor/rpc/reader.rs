@@ -35,6 +35,9 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     let _ = inbound.send(Inbound::Closed).await;
 }
 
+// An exception to the 100-line limit: every kind of line a server sends is routed in one
+// match, on the hot path of every result; the arms share the line without copying it.
+#[allow(clippy::too_many_lines)]
 async fn handle_line(
     peer: &RpcPeer,
     line: Vec<u8>,
