@@ -192,13 +192,56 @@ async fn argument_rules_decide_and_can_be_tried_against_the_past() {
     );
 }
 
-/// A rule naming an argument its tool does not have is refused when the config is loaded: the
-/// entry is `invalid`, its fix names the tool's arguments, and the other server runs on.
+/// A rule naming an argument its tool does not have is refused: `rules add` saves nothing and
+/// says why; loaded from the config, its entry is `invalid`, its fix names the tool's arguments,
+/// and the other server runs on.
 #[tokio::test]
 async fn a_rule_naming_an_unknown_argument_refuses_its_entry() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&[("fx", fixture(&[])), ("other", fixture(&[]))]);
     let s = serve(dir.path(), &cfg, &["fx", "other"]).await;
+    // Added through the CLI, the same rule is refused with the reason and nothing is saved.
+    let before = std::fs::read(dir.path().join("gatehouse.json")).unwrap();
+    let out = gh(
+        &s,
+        &[
+            "rules",
+            "add",
+            "fx",
+            "touch",
+            r#"{"allow": {"pth": {"under": "/tmp"}}}"#,
+        ],
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("not saved") && said.contains("\"pth\""),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("gatehouse.json")).unwrap(),
+        before
+    );
+    let out = gh(
+        &s,
+        &[
+            "rules",
+            "add",
+            "fx",
+            "touch",
+            r#"{"allow": {"path": {"under": "/tmp"}}}"#,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = String::from_utf8_lossy(&gh(&s, &["rules", "list"]).stdout).into_owned();
+    assert!(
+        listed.contains("servers.fx.tools.touch.rules[0]"),
+        "{listed}"
+    );
     let mut bad: Value = serde_json::from_str(&cfg).unwrap();
     bad["servers"]["fx"]["tools"] =
         json!({"touch": {"rules": [{"allow": {"pth": {"under": "/tmp"}}}]}});
