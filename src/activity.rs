@@ -6,12 +6,10 @@
 //! cannot be opened or written (corrupt, locked) is reported and moved aside, and a fresh one
 //! takes its place. Retention: 30 days and at most 100,000 rows.
 
-use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -427,6 +425,7 @@ impl ActivityLog {
 mod tests {
     use super::store::*;
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn group_names_are_the_serialised_ones() {

@@ -1,7 +1,19 @@
 //! The activity log's SQLite side, on its own thread: batched inserts, retention, a damaged
 //! database set aside and started afresh, and the queries.
 
-use super::*;
+use super::CallOutcome;
+use super::CallRecord;
+use super::DecidedBy;
+use super::Decision;
+use super::Msg;
+use super::MAX_ROWS;
+use super::RETENTION_DAYS;
+use rusqlite::params;
+use rusqlite::Connection;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
 
 /// Records kept while the database cannot take them (locked by another process, disk full); the
 /// oldest go first beyond this.

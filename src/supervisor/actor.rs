@@ -18,7 +18,7 @@ use super::launch::{LaunchError, LaunchRequest};
 use super::rpc::{self, Inbound};
 use super::session::{EventTx, Session, SessionEvent};
 use super::shared::{lock, Shared};
-use super::status::{ServerStatus, State};
+use super::status::State;
 
 /// What a handle asks of the actor; each carries the reply channel that says "done".
 pub(super) enum Control {

@@ -18,7 +18,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::sse::{SseError, SseEvent};
 use crate::jsonrpc::{self, write_lines, ErrorCode, Line, LineReader, MAX_LINE_BYTES as MAX_LINE};
 use crate::oauth::{Credentials, Refused};
 use crate::protocol;

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Envelope, ErrorCode, Kind, Line};
+use crate::jsonrpc;
 use crate::secrets::Redactions;
 
 /// A reply to one of our requests, exactly as the server sent it.

@@ -3,7 +3,14 @@
 //! again after `idle_stop_secs` with no call in flight and none begun. One with no known tools is
 //! started once to learn them, and stops as soon as it listed them unless a call came.
 
-use super::*;
+use super::Actor;
+use crate::events::Event;
+use crate::logs::now_ms;
+use crate::supervisor::shared::lock;
+use crate::supervisor::status::State;
+use std::sync::Arc;
+use std::time::Duration;
+
 use crate::config::StartMode;
 
 impl Actor {

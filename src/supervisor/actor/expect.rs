@@ -1,7 +1,8 @@
 //! What the config expects of a server's listed tools — per-tool policy keys and `tools_used`
 //! names that name no listed tool — as warnings in its status and log.
 
-use super::*;
+use super::Actor;
+use crate::supervisor::shared::lock;
 
 impl Actor {
     /// What the config expects of the listed tools: every per-tool policy key and every

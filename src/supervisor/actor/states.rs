@@ -1,8 +1,17 @@
 //! How the actor records what happened to its server: the state and status it publishes, a
 //! failure's restart-or-give-up decision, a remote server waiting for a sign-in.
 
+use super::Actor;
+use crate::events::Event;
+use crate::logs::now_ms;
+use crate::logs::LogStream;
+use crate::supervisor::shared::lock;
+use crate::supervisor::status::ServerStatus;
+use crate::supervisor::status::State;
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::backoff;
-use super::*;
 
 impl Actor {
     pub(super) fn clear_failures(&mut self) {

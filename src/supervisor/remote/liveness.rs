@@ -3,9 +3,14 @@
 //! 2026-07-28 server (which has neither a session nor ping) — and a check not answered within
 //! [`KEEPALIVE_ANSWER`], or a connection refused, ends the bridge with the reason.
 
-use std::time::Duration;
+use super::bounded_body;
+use super::Bridge;
+use super::Failure;
+use super::Mode;
+use crate::jsonrpc;
+use crate::jsonrpc::MAX_LINE_BYTES as MAX_LINE;
 
-use super::*;
+use std::time::Duration;
 
 /// How long an idle connection may go unchecked: a ping (a 2026-07-28 server: the discovery
 /// request) is sent when nothing else went out.

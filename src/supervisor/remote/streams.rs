@@ -2,7 +2,26 @@
 //! POST's answer as JSON or SSE (`relay`), the Streamable HTTP session's GET stream (`listen`),
 //! and the protocol version an initialize answer names.
 
-use super::*;
+use super::bounded_body;
+use super::check_status;
+use super::is_response;
+use super::line;
+use super::lost;
+use super::mark;
+use super::sse_events;
+use super::unmarked;
+use super::BodyError;
+use super::Bridge;
+use super::Mode;
+use super::SESSION_HEADER;
+use crate::jsonrpc::sse::SseError;
+use crate::jsonrpc::sse::SseEvent;
+use crate::jsonrpc::MAX_LINE_BYTES as MAX_LINE;
+use reqwest::header::HeaderValue;
+use reqwest::header::ACCEPT;
+use reqwest::header::CONTENT_TYPE;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 impl Bridge {
     pub(super) async fn connect_sse(

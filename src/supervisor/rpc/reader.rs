@@ -2,7 +2,23 @@
 //! message belongs to (the bridge's mark, our progress token, or the one call in flight); the
 //! protocol trace.
 
-use super::*;
+use super::CallEvent;
+use super::Inbound;
+use super::NoteFn;
+use super::Reply;
+use super::RpcPeer;
+use super::Target;
+use super::RELATED;
+use crate::jsonrpc;
+use crate::jsonrpc::Envelope;
+use crate::jsonrpc::ErrorCode;
+use crate::jsonrpc::Kind;
+use crate::jsonrpc::Line;
+use serde_json::value::RawValue;
+use std::sync::Arc;
+use tokio::io::AsyncRead;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     peer: Arc<RpcPeer>,
