@@ -1,7 +1,10 @@
 //! The Activity view's commands: recent calls with their decision group, and the export of
 //! every call matching the filters into a new file.
 
-use super::*;
+use super::AppStateRef;
+use crate::error::CommandError;
+use crate::error::CommandResult;
+use serde::Serialize;
 
 /// One Activity row: the record plus the group its decision belongs to (what the view filters
 /// and colours by).

@@ -1,6 +1,13 @@
 //! The Import view's commands: what each client's file holds, reviewed, then imported.
 
-use super::*;
+use super::own_port;
+use super::AppStateRef;
+use crate::error::CommandError;
+use crate::error::CommandResult;
+use crate::state::AppState;
+use gatehouse::clients;
+use gatehouse::clients::ClientKind;
+use serde::Serialize;
 
 #[derive(Serialize)]
 pub struct ImportSource {

@@ -1,7 +1,10 @@
 //! The Secrets view's commands: which secrets exist and whether each is set (values never leave
 //! the keychain thread), setting and deleting one.
 
-use super::*;
+use super::AppStateRef;
+use crate::error::CommandError;
+use crate::error::CommandResult;
+use serde::Serialize;
 
 /// Whether a secret has a value in the keychain.
 #[derive(Serialize, Clone, Copy)]

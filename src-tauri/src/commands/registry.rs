@@ -4,13 +4,18 @@
 //! installed said before anything is added, its secrets going straight from the password fields
 //! to the keychain, and the outcome the server's real state once it started.
 
+use super::AppStateRef;
+use crate::error::CommandError;
+use crate::error::CommandResult;
+use crate::state::AppState;
+use serde::Serialize;
+use serde_json::Value;
+
 use std::collections::BTreeMap;
 
 use gatehouse::registry::entry::{self, Inputs};
 use gatehouse::registry::model::ServerDetail;
 use gatehouse::registry::Registry;
-
-use super::*;
 
 /// One search result, as the dialog lists it.
 #[derive(Serialize)]

@@ -2,7 +2,8 @@
 //! tool's definition first), removed by name, and tried against the recorded Activity — each
 //! one `HubHandle` operation.
 
-use super::*;
+use super::AppStateRef;
+use crate::error::CommandResult;
 
 /// Every rule of the config, by its name in it.
 #[tauri::command]
