@@ -40,7 +40,7 @@ pub(super) enum Recheck {
     Go,
     /// The tool's definition is not the one the person saw: ask again, showing the change.
     AskAgain(Box<Gate>),
-    /// It may no longer run (disabled, removed, stopped): the text (`{tool}` is filled in) and
+    /// It may no longer run (disabled, removed, stopped): the text (the tool named) and
     /// the decision for the activity log.
     Refused(String, Decision),
 }

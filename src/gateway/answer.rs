@@ -126,10 +126,11 @@ fn passed(
     (outcome, line)
 }
 
-/// A held call that may not run: the text (`{tool}` filled in with the exposed name) as the
-/// tool's `isError` result.
-pub(super) fn refused(client_id: &str, text: &str, tool: &str, era: Era) -> Vec<u8> {
-    ours(client_id, &tool_error(&text.replace("{tool}", tool)), era)
+/// A held call that may not run: its text, whole (the tool named where it was made), as the
+/// tool's `isError` result — nothing in it is filled in afterwards, so no text a person or a
+/// client wrote (a deny reason) can change it.
+pub(super) fn refused(client_id: &str, text: &str, era: Era) -> Vec<u8> {
+    ours(client_id, &tool_error(text), era)
 }
 
 /// An `isError: true` tool result with one text.

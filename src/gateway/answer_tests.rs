@@ -143,15 +143,18 @@ fn a_2025_client_gets_no_2026_members() {
     assert_eq!(v["result"]["resultType"], "complete", "{v}");
 }
 
+/// A refusal's text is sent whole: a `{tool}` a person typed in a deny reason stays as typed.
 #[test]
-fn a_refusal_names_the_tool() {
+fn a_refusal_is_sent_as_made() {
     let line = refused(
         "3",
-        "Gatehouse did not run {tool}: no.",
-        "fx__rm",
+        "Denied by the user in Gatehouse: not {tool} again",
         Era::Legacy,
     );
     let v: Value = serde_json::from_slice(&line).unwrap();
-    assert_eq!(text(&v), "Gatehouse did not run fx__rm: no.");
+    assert_eq!(
+        text(&v),
+        "Denied by the user in Gatehouse: not {tool} again"
+    );
     assert_eq!(v["result"]["isError"], true);
 }

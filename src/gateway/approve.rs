@@ -22,7 +22,7 @@ const MAX_ASKS: usize = 3;
 /// What the hold ended with.
 pub(super) enum Held {
     Allowed(Decision, Decider, Option<String>),
-    /// Denied or timed out: the text for the isError result (`{tool}` is filled in), the
+    /// Denied or timed out: the text for the isError result (the tool named), the
     /// decision for the activity log, and who decided.
     Refused(String, Decision, Decider, Option<String>),
     ClientGone,
@@ -43,7 +43,7 @@ pub(super) async fn approve(
     let mut asked = 1;
     loop {
         let (hash, arguments) = (gate.hash.clone(), gate.request.arguments.clone());
-        let held = hold(gw, session, gate, tx, client_token).await;
+        let held = hold(gw, session, gate, tx, client_token, name).await;
         let Held::Allowed(_, _, via) = &held else {
             return held;
         };
@@ -57,7 +57,7 @@ pub(super) async fn approve(
             }
             Recheck::AskAgain(_) => {
                 return Held::Refused(
-                    format!("The definition of {{tool}} changed each time the person answered ({MAX_ASKS} times), so it was not run."),
+                    format!("The definition of {name} changed each time the person answered ({MAX_ASKS} times), so it was not run."),
                     Decision::Denied,
                     Decider::Policy,
                     via.clone(),
@@ -78,6 +78,7 @@ async fn hold(
     mut gate: Gate,
     tx: &mpsc::Sender<Out>,
     client_token: Option<&str>,
+    tool: &str,
 ) -> Held {
     let broker = gw.inner.hub.approvals().clone();
     // With no desktop attached, a profile that opts in is asked through its client too.
@@ -124,17 +125,17 @@ async fn hold(
             match (by, reason) {
                 // Nobody was asked (--deny-unattended, a full queue): never "the user".
                 (Decider::Policy, r) => format!(
-                    "Gatehouse did not run {{tool}}: {}.",
+                    "Gatehouse did not run {tool}: {}.",
                     r.as_deref().unwrap_or("no one answered")
                 ),
                 (Decider::ClientUi, r) => format!(
-                    "Denied by the user in the client: {{tool}} was not run ({}).",
+                    "Denied by the user in the client: {tool} was not run ({}).",
                     r.as_deref().unwrap_or("denied")
                 ),
                 (_, Some(r)) if !r.trim().is_empty() => {
                     format!("Denied by the user in Gatehouse: {r}")
                 }
-                _ => "Denied by the user in Gatehouse: {tool} was not run.".to_owned(),
+                _ => format!("Denied by the user in Gatehouse: {tool} was not run."),
             },
             Decision::Denied,
             by,
@@ -142,7 +143,7 @@ async fn hold(
         ),
         Verdict::TimedOut { secs } => Held::Refused(
             format!(
-                "Gatehouse asked the user to approve {{tool}}, but no one answered in {secs} s; the call was not run (denied by timeout)."
+                "Gatehouse asked the user to approve {tool}, but no one answered in {secs} s; the call was not run (denied by timeout)."
             ),
             Decision::TimedOut,
             Decider::Policy,

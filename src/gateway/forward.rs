@@ -130,7 +130,7 @@ impl Gateway {
                                 audit.error = Some(text.clone());
                                 audit.finish(decision, by, CallOutcome::NotRun);
                                 lock(&session.inflight).remove(&client_id);
-                                let line = refused(&client_id, &text, name, session.era());
+                                let line = refused(&client_id, &text, session.era());
                                 let _ = tx.send(Out::Final(line)).await;
                                 return;
                             }
