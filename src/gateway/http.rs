@@ -241,7 +241,7 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
                 if version.is_some_and(|v| crate::protocol::MODERN_VERSIONS.contains(&v))
                     && method != Some("server/discover") =>
             {
-                return modern_reply(error_line(
+                return modern_error(
                     id,
                     ErrorCode::InvalidParams,
                     &format!(
@@ -250,7 +250,7 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
                         crate::protocol::CLIENT_CAPABILITIES_KEY,
                         v = version.unwrap_or_default()
                     ),
-                ));
+                );
             }
             Ok(None) => {}
         }
@@ -326,16 +326,16 @@ async fn modern_post(
     let members = match Members::of(message.params()) {
         Ok(m) => m,
         Err(why) => {
-            return modern_reply(error_line(
+            return modern_error(
                 raw_id,
                 ErrorCode::InvalidParams,
                 &format!("Invalid params: {why}"),
-            ))
+            )
         }
     };
     let named = members.named(method.unwrap_or_default());
     if let Err(why) = check_routing_headers(h, method, named, envelope) {
-        return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
+        return modern_error(raw_id, ErrorCode::HeaderMismatch, &why);
     }
     if message.id().is_none() {
         // The revision defines no client notification over HTTP: taken and dropped.
@@ -355,7 +355,7 @@ async fn modern_post(
             .gw
             .check_param_headers(profile, tool, members.arguments, values)
         {
-            return modern_reply(error_line(raw_id, ErrorCode::HeaderMismatch, &why));
+            return modern_error(raw_id, ErrorCode::HeaderMismatch, &why);
         }
     }
     let session = st.gw.modern_session(profile.clone(), envelope);
@@ -366,14 +366,29 @@ async fn modern_post(
 }
 
 /// A modern answer given at once: an error gets the status the revision gives its code (400 for
-/// a malformed or refused request, 404 for an unknown method), anything else 200.
+/// a malformed or refused request, 404 for an unknown method), anything else 200. The gateway's
+/// answer is read for its code; an error made here says its own ([`modern_error`]).
 fn modern_reply(line: Vec<u8>) -> Response {
-    let status = match reply_error_code(&line) {
+    let status = status_of(reply_error_code(&line));
+    json(status, line, None)
+}
+
+/// A modern error made here, with the status its code has (not read back from the line).
+fn modern_error(id: &str, code: ErrorCode, message: &str) -> Response {
+    json(
+        status_of(Some(code.code())),
+        error_line(id, code, message),
+        None,
+    )
+}
+
+/// The HTTP status the 2026-07-28 revision gives an answer with this error code (none: 200).
+fn status_of(code: Option<i64>) -> StatusCode {
+    match code {
         Some(-32601) => StatusCode::NOT_FOUND,
         Some(-32700 | -32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
-    };
-    json(status, line, None)
+    }
 }
 
 /// The error code of an error answer (`None` for a result).
