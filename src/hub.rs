@@ -606,6 +606,14 @@ impl HubHandle {
         for j in joins {
             let _ = j.await;
         }
+        // The activity rows of the last calls are on disk before the hub ends: a query is
+        // answered only after every record before it is written (it cuts the writer's gathering
+        // short), within a bound.
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            self.activity().recent_of(0, None, None),
+        )
+        .await;
         // Remembered answers are written off the async threads: on disk before the hub ends.
         let approvals = self.approvals().clone();
         let _ =
