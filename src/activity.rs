@@ -96,6 +96,35 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+impl CallRecord {
+    /// A call allowed by the policy that ended well, at this moment: the fields every row has,
+    /// the rest empty (benches, tests and stand-ins fill in what they mean).
+    pub fn allowed(session: &str, server: &str, tool: &str, arguments: String) -> CallRecord {
+        CallRecord {
+            time_ms: crate::logs::now_ms(),
+            client: None,
+            session: session.to_owned(),
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            arguments,
+            id: 0,
+            decision: Decision::Allowed,
+            decided_by: DecidedBy::Policy,
+            answered_in: None,
+            rule: None,
+            duration_ms: 0,
+            outcome: CallOutcome::Ok,
+            decided_via: None,
+            profile: None,
+            waited_ms: 0,
+            client_version: None,
+            client_protocol: None,
+            error: None,
+            flags: Default::default(),
+        }
+    }
+}
+
 /// Whether and how a call was let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -436,26 +465,14 @@ mod tests {
 
     fn rec(i: u64, server: &str) -> CallRecord {
         CallRecord {
-            time_ms: crate::logs::now_ms(),
             client: Some("c".into()),
-            session: "s".into(),
-            server: server.into(),
-            tool: "t".into(),
-            arguments: format!("{{\"i\":{i},\"token\":\"hunter2\"}}"),
-            id: 0,
-            decision: Decision::Allowed,
-            decided_by: DecidedBy::Policy,
-            answered_in: None,
-            rule: None,
             duration_ms: i,
-            outcome: CallOutcome::Ok,
-            decided_via: None,
-            profile: None,
-            waited_ms: 0,
-            client_version: None,
-            client_protocol: None,
-            error: None,
-            flags: Default::default(),
+            ..CallRecord::allowed(
+                "s",
+                server,
+                "t",
+                format!("{{\"i\":{i},\"token\":\"hunter2\"}}"),
+            )
         }
     }
 

@@ -111,26 +111,13 @@ pub(super) fn breakdown(gw: &Gateway, hub: &gatehouse::HubHandle) -> f64 {
     const ROWS: usize = 2000;
     for i in 0..ROWS {
         hub.activity().record(gatehouse::activity::CallRecord {
-            time_ms: gatehouse::logs::now_ms(),
             client: Some("bench".into()),
-            session: "s".into(),
-            server: "fx".into(),
-            tool: "echo".into(),
-            arguments: format!(r#"{{"text":"hello {i}","bytes":0}}"#),
-            id: 0,
-            decision: gatehouse::activity::Decision::Allowed,
-            decided_by: gatehouse::activity::DecidedBy::Policy,
-            answered_in: None,
-            rule: None,
-            duration_ms: 0,
-            outcome: gatehouse::activity::CallOutcome::Ok,
-            decided_via: None,
-            profile: None,
-            waited_ms: 0,
-            client_version: None,
-            client_protocol: None,
-            error: None,
-            flags: Default::default(),
+            ..gatehouse::activity::CallRecord::allowed(
+                "s",
+                "fx",
+                "echo",
+                format!(r#"{{"text":"hello {i}","bytes":0}}"#),
+            )
         });
     }
     let record = t.elapsed().as_secs_f64() * 1e6 / ROWS as f64;

@@ -74,6 +74,27 @@ struct SessionGrant {
 }
 
 impl SessionGrant {
+    /// The grant as `grants` lists it: `scope` for (session, server, tool), with the arguments
+    /// digest of an exact one.
+    fn listed(
+        &self,
+        scope: Scope,
+        (session, server, tool): (&String, &String, &String),
+        digest: Option<&String>,
+    ) -> Grant {
+        Grant {
+            scope,
+            server: server.clone(),
+            tool: tool.clone(),
+            profile: self.profile.clone(),
+            session: Some(session.clone()),
+            client: self.client.clone(),
+            since_ms: self.since_ms,
+            definition: None,
+            arguments_digest: digest.cloned(),
+        }
+    }
+
     /// The grant an answer to `request` gives its client, from now.
     fn of(request: &ApprovalRequest) -> SessionGrant {
         SessionGrant {
@@ -438,31 +459,15 @@ impl ApprovalBroker {
         out.extend(
             st.exact_grants
                 .iter()
-                .map(|((session, server, tool, digest), g)| Grant {
-                    scope: Scope::Exact,
-                    server: server.clone(),
-                    tool: tool.clone(),
-                    profile: g.profile.clone(),
-                    session: Some(session.clone()),
-                    client: g.client.clone(),
-                    since_ms: g.since_ms,
-                    definition: None,
-                    arguments_digest: Some(digest.clone()),
+                .map(|((session, server, tool, digest), g)| {
+                    g.listed(Scope::Exact, (session, server, tool), Some(digest))
                 }),
         );
         out.extend(
             st.session_grants
                 .iter()
-                .map(|((session, server, tool), g)| Grant {
-                    scope: Scope::Session,
-                    server: server.clone(),
-                    tool: tool.clone(),
-                    profile: g.profile.clone(),
-                    session: Some(session.clone()),
-                    client: g.client.clone(),
-                    since_ms: g.since_ms,
-                    definition: None,
-                    arguments_digest: None,
+                .map(|((session, server, tool), g)| {
+                    g.listed(Scope::Session, (session, server, tool), None)
                 }),
         );
         out.sort_by_key(|g| std::cmp::Reverse(g.since_ms));

@@ -393,28 +393,14 @@ async fn a_busy_activity_database_is_retried_not_moved_aside() {
 async fn the_last_rows_are_written_before_the_hub_ends() {
     let t = TestHub::start(&config(&[]));
     for i in 0..3 {
-        t.hub.activity().record(gatehouse::activity::CallRecord {
-            time_ms: gatehouse::logs::now_ms(),
-            client: None,
-            session: "s".into(),
-            server: "fx".into(),
-            tool: "echo".into(),
-            arguments: format!("{{\"i\":{i}}}"),
-            id: 0,
-            decision: gatehouse::activity::Decision::Allowed,
-            decided_by: gatehouse::activity::DecidedBy::Policy,
-            answered_in: None,
-            rule: None,
-            duration_ms: 0,
-            outcome: gatehouse::activity::CallOutcome::Ok,
-            decided_via: None,
-            profile: None,
-            waited_ms: 0,
-            client_version: None,
-            client_protocol: None,
-            error: None,
-            flags: Default::default(),
-        });
+        t.hub
+            .activity()
+            .record(gatehouse::activity::CallRecord::allowed(
+                "s",
+                "fx",
+                "echo",
+                format!("{{\"i\":{i}}}"),
+            ));
     }
     t.hub.shutdown().await;
     let db = rusqlite::Connection::open(t.dir.path().join("activity.db")).unwrap();
