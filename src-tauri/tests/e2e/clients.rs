@@ -287,11 +287,19 @@ async fn import_view_reviews_and_imports_a_clients_servers() {
         after["mcpServers"]["base"]["command"], "taken-id",
         "an entry Gatehouse does not run is kept: {after}"
     );
-    // The copy kept of the file before the removal holds no moved secret.
-    let new: Vec<_> = backups()
-        .into_iter()
-        .filter(|b| !backups_before.contains(b))
-        .collect();
+    // The copy kept of the file before the removal holds no moved secret. It is written just
+    // after the file is replaced (a file that was not replaced gets no copy): looked for until
+    // it is there.
+    let new: Vec<_> = loop {
+        let new: Vec<_> = backups()
+            .into_iter()
+            .filter(|b| !backups_before.contains(b))
+            .collect();
+        if !new.is_empty() || std::time::Instant::now() > deadline {
+            break new;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(new.len(), 1, "no backup of the file was kept: {new:?}");
     let copy = std::fs::read_to_string(&new[0]).expect("backup");
     assert!(
