@@ -200,9 +200,15 @@ pub fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// `~` and `~/…` made absolute; any other `~…` (another user's home) and relative paths: `None`.
+/// The longest path an `under` matcher resolves (the kernel's `PATH_MAX`): a longer argument
+/// names nothing a server could open, and resolving it part by part would cost a call's worth of
+/// work per byte a client sends.
+pub const MAX_PATH_BYTES: usize = 4096;
+
+/// `~` and `~/…` made absolute; any other `~…` (another user's home), relative paths and paths
+/// over [`MAX_PATH_BYTES`]: `None`.
 fn expand(p: &str, home: Option<&Path>) -> Option<PathBuf> {
-    if p.contains('\0') {
+    if p.contains('\0') || p.len() > MAX_PATH_BYTES {
         return None;
     }
     if p == "~" {

@@ -72,6 +72,15 @@ fn an_allow_under_a_directory_lets_nothing_outside_through() {
             "outside: {p:?}"
         );
     }
+    // Past the kernel's longest path: no match, and no part-by-part resolving of it.
+    let long = format!("{n}/{}", "x/".repeat(1 << 20));
+    let t = std::time::Instant::now();
+    assert!(!matches(&r, &json!({"path": long}), Some(&home)));
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
     // Not a string, or absent: no match.
     assert!(!matches(&r, &json!({"path": 1}), Some(&home)));
     assert!(!matches(&r, &json!({"other": n}), Some(&home)));

@@ -84,9 +84,12 @@ impl Matcher {
         }
     }
 
-    /// The matcher as one short phrase (`is under ~/notes`, `is one of ["a","b"]`).
+    /// The matcher as one short phrase (`is under ~/notes`, `is one of ["a","b"]`), every text
+    /// in it shown with hidden characters as code points (`text::reveal`): it quotes a config,
+    /// or a call's arguments when a rule is offered from one.
     pub fn describe(&self) -> String {
-        match self {
+        use crate::text::reveal;
+        let said = match self {
             Matcher::Under(p) => format!("is under {p}"),
             Matcher::Equals(v) => format!("equals {v}"),
             Matcher::OneOf(v) => format!("is one of {}", Value::Array(v.clone())),
@@ -97,7 +100,8 @@ impl Matcher {
                 (None, Some(b)) => format!("is at most {b}"),
                 (None, None) => "is any number".into(),
             },
-        }
+        };
+        reveal(&said).into_owned()
     }
 
     fn to_value(&self) -> Value {
@@ -304,6 +308,19 @@ mod tests {
     use serde_json::json;
 
     /// Every matcher reads and writes back as written; each mistake is refused with its fix.
+    /// What a rule says is shown, never rendered: a hidden character in an argument's name or a
+    /// value appears as its code point.
+    #[test]
+    fn a_rule_in_words_shows_hidden_characters() {
+        let r = Rule::read(&json!({"deny": {"pa\u{202E}th": {"under": "/a\u{200B}b"}}})).unwrap();
+        let said = r.describe();
+        assert!(
+            said.contains("pa⟨U+202E⟩th") && said.contains("/a⟨U+200B⟩b"),
+            "{said}"
+        );
+        assert!(!said.chars().any(crate::text::is_hidden), "{said:?}");
+    }
+
     #[test]
     fn rules_read_by_their_grammar_and_round_trip() {
         let v = json!({"allow": {"path": {"under": "~/notes"}, "n": {"min": 1, "max": 2.5},

@@ -32,6 +32,9 @@ pub(super) struct Gate {
     pub request: ApprovalRequest,
     pub hash: String,
     pub timeout: std::time::Duration,
+    /// The call's arguments as the client sent them (the request shows them masked): what the
+    /// recheck and the rules judge when the answer comes is what will run.
+    pub arguments: Box<RawValue>,
 }
 
 /// What a held call finds when the person has allowed it and it is about to run.
@@ -131,10 +134,15 @@ pub(super) fn admit(
         suggested_rule: None,
     }
     .seal();
+    let sent = arguments.map_or_else(
+        || RawValue::from_string("{}".into()).unwrap_or_default(),
+        ToOwned::to_owned,
+    );
     done(Admission::Held(Box::new(Gate {
         request,
         hash: def.hash().to_owned(),
         timeout,
+        arguments: sent,
     })))
 }
 

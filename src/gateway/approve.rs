@@ -42,7 +42,7 @@ pub(super) async fn approve(
 ) -> Held {
     let mut asked = 1;
     loop {
-        let (hash, arguments) = (gate.hash.clone(), gate.request.arguments.clone());
+        let (hash, arguments) = (gate.hash.clone(), gate.arguments.clone());
         let held = hold(gw, session, gate, tx, client_token, name).await;
         let Held::Allowed(_, _, via) = &held else {
             return held;

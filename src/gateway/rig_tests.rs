@@ -215,3 +215,55 @@ async fn a_listen_stream_ends_when_its_lifetime_is_over() {
     let end = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
     assert!(matches!(end, Ok(None)), "ended at its lifetime: {end:?}");
 }
+
+/// What the person allowed is judged again as it will run: a deny rule added while the call
+/// waited refuses it — judged on the arguments the client sent, not on the copy the person was
+/// shown with a secret value masked.
+#[tokio::test]
+async fn a_deny_rule_added_while_a_call_waits_judges_the_arguments_that_would_run() {
+    let rig = Rig::new(
+        json!({"requires_approval": true}),
+        json!({"timeout_secs": 30}),
+    )
+    .await;
+    rig.hub.redactions().register("k", "topsecretvalue");
+    let s = rig.session().await;
+    let call = {
+        let (gw, s) = (rig.gw.clone(), s.clone());
+        tokio::spawn(async move {
+            let msg = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"topsecretvalue"}}});
+            answer(gw.handle_bytes(&s, msg.to_string().as_bytes()).await).await
+        })
+    };
+    let held = loop {
+        if let Some(r) = rig.hub.approvals().pending().first() {
+            break r.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(
+        held.arguments.get().contains("[secret:k]"),
+        "{}",
+        held.arguments.get()
+    );
+    let ruled = json!({"servers": {"fx": {"command": "fake", "requires_approval": true,
+        "tools": {"echo": {"rules": [{"deny": {"text": {"equals": "topsecretvalue"}}}]}}}},
+        "approval": {"timeout_secs": 30}})
+    .to_string();
+    rig.hub
+        .apply_config(Config::parse(&ruled, "rig.json".as_ref()).unwrap())
+        .await
+        .unwrap();
+    rig.hub
+        .approvals()
+        .answer(
+            &held.id,
+            Answer::Allow(crate::approval::Scope::Once),
+            Decider::Cli,
+        )
+        .unwrap();
+    let v = call.await.unwrap();
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    assert!(text(&v).contains("servers.fx.tools.echo.rules[0]"), "{v}");
+    assert_eq!(rig.calls_reached(), 0, "the call did not run");
+}

@@ -155,6 +155,7 @@ impl HubHandle {
             let raw = serde_json::value::to_raw_value(v).ok()?;
             ToolDef::parse(raw, self.inner.redactions.clone()).ok()
         };
+        // Not running: its pin (the running server's listing was looked at above, whole).
         self.approvals()
             .pinned(server, tool)
             .and_then(|v| parse(&v))
@@ -191,9 +192,7 @@ impl HubHandle {
             if rules.is_empty() || !wanted(server, tool.unwrap_or("*")) {
                 continue;
             }
-            let def = tool
-                .and_then(|t| self.definition(server, t))
-                .and_then(|d| serde_json::from_str(d.raw.get()).ok());
+            let def = tool.and_then(|t| self.known_definition(server, t));
             let mut problems = match (tool, def) {
                 (Some(t), Some(def)) => crate::approval::rules::check(t, rules, &def),
                 _ => Vec::new(),

@@ -95,13 +95,8 @@ impl HubHandle {
         tool: &str,
         rule: Rule,
     ) -> Result<Vec<String>, HubError> {
-        let def = self
-            .server(server)?
-            .tools()
-            .iter()
-            .find(|t| t.name == tool)
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(t.raw.get()).ok())
-            .or_else(|| self.approvals().pinned(server, tool));
+        self.server(server)?;
+        let def = self.known_definition(server, tool);
         let one = std::slice::from_ref(&rule);
         let mut problems = def
             .map(|d| crate::approval::rules::check(tool, one, &d))

@@ -8,6 +8,17 @@ use crate::config::{Config, ServerId};
 use crate::naming::exposed_name;
 
 impl HubHandle {
+    /// A tool's definition as Gatehouse knows it, parsed: the running server's listing, else
+    /// the definition pinned earlier (what rules are checked against).
+    pub(super) fn known_definition(&self, server: &str, tool: &str) -> Option<serde_json::Value> {
+        let live = self.server(server).ok().and_then(|h| {
+            let tools = h.tools();
+            let t = tools.iter().find(|t| t.name == tool)?;
+            serde_json::from_str(t.raw.get()).ok()
+        });
+        live.or_else(|| self.approvals().pinned(server, tool))
+    }
+
     /// Refuses every entry with a rule that can never match its tool's definition as Gatehouse
     /// knows it (the running server's listing, else the pin): the entry becomes `invalid`, its
     /// fix naming the argument. Called on every config the hub takes.
@@ -15,12 +26,7 @@ impl HubHandle {
         let mut refused = Vec::new();
         for (id, server) in &config.servers {
             for (tool, policy) in server.tools.iter().filter(|(_, p)| !p.rules.is_empty()) {
-                let live = self.server(id.as_str()).ok().and_then(|h| {
-                    let tools = h.tools();
-                    let t = tools.iter().find(|t| &t.name == tool)?;
-                    serde_json::from_str::<serde_json::Value>(t.raw.get()).ok()
-                });
-                let Some(def) = live.or_else(|| self.approvals().pinned(id.as_str(), tool)) else {
+                let Some(def) = self.known_definition(id.as_str(), tool) else {
                     continue;
                 };
                 let problems = crate::approval::rules::check(tool, &policy.rules, &def);

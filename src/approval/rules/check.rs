@@ -31,7 +31,12 @@ pub fn check(tool: &str, rules: &[Rule], definition: &Value) -> Vec<Problem> {
         return Vec::new();
     };
     let tool = crate::text::reveal(tool);
-    let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
+    // A server's own words (its argument names) and the config's values are shown, never
+    // rendered: hidden characters as code points.
+    let mut names: Vec<String> = props
+        .keys()
+        .map(|k| crate::text::reveal(k).into_owned())
+        .collect();
     names.sort_unstable();
     let mut out = Vec::new();
     for (i, rule) in rules.iter().enumerate() {
@@ -81,13 +86,14 @@ pub fn check(tool: &str, rules: &[Rule], definition: &Value) -> Vec<Problem> {
             };
             for v in values {
                 let t = type_of(v);
+                let shown_v = crate::text::reveal(&v.to_string()).into_owned();
                 let fits = has(t) || (t == "integer" && has("number"));
                 if !fits {
                     out.push(Problem {
                         refuse: false,
                         rule: i,
                         text: format!(
-                            "rules[{i}]: the value {v} of \"{shown}\" is {t}, and {tool} takes {}: it never matches what a client following the schema sends",
+                            "rules[{i}]: the value {shown_v} of \"{shown}\" is {t}, and {tool} takes {}: it never matches what a client following the schema sends",
                             types.join(" or ")
                         ),
                         fix: "write the value as the schema's type".into(),
