@@ -215,7 +215,8 @@ async function addSuggestedRule() {
     toast(api.errorText(e), 'error');
     return;
   }
-  await answer('once');
+  // The call the rule was offered for, by its id and digest — not whatever is shown by now.
+  await answer('once', req);
 }
 
 function startCountdown(req) {
@@ -309,10 +310,11 @@ function showAway() {
   setTitle(note, 'Nobody answered in time. Show them in Activity');
 }
 
-/** The person's answer to the call shown (never another: its id and digest go with it). */
-async function answer(decision) {
-  const req = shownReq;
-  if (!req || !live()) return;
+/** The person's answer to the call shown (never another: its id and digest go with it), or
+ * to `req`, the call an action began on while it was shown (the rule offer, after the rule is
+ * saved). */
+async function answer(decision, req = shownReq) {
+  if (!req || (req === shownReq && !live())) return;
   for (const b of dialog().querySelectorAll('footer button')) b.disabled = true;
   answeredHere.add(req.id);
   try {
@@ -323,7 +325,7 @@ async function answer(decision) {
   } finally {
     for (const b of dialog().querySelectorAll('footer button')) b.disabled = false;
     queue = queue.filter((r) => r.id !== req.id);
-    shownReq = null;
+    if (shownReq && shownReq.id === req.id) shownReq = null;
     update();
   }
 }

@@ -5,7 +5,7 @@
 // approval.
 
 import * as api from './api.js';
-import { $, el, clock, setText, toast, viewError } from './dom.js';
+import { $, el, clock, setText, shown as revealed, toast, viewError } from './dom.js';
 
 let visible = false;
 
@@ -87,7 +87,7 @@ async function loadRules() {
   $('#rules-table tbody').replaceChildren(...rules.map((r) => {
     const remove = el('button', { type: 'button', class: 'danger' }, 'Remove');
     remove.addEventListener('click', async () => {
-      if (!await api.confirm(`Remove the rule ${r.at} (${r.text})? Calls it decided will be decided as before it.`, 'Remove rule')) return;
+      if (!await api.confirm(revealed(`Remove the rule ${r.at} (${r.text})? Calls it decided will be decided as before it.`), 'Remove rule')) return;
       remove.disabled = true;
       try {
         await api.removeRule(r);
