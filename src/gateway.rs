@@ -25,6 +25,7 @@ mod audit;
 mod call;
 pub mod catalog;
 pub mod conns;
+mod context;
 mod failure;
 mod forward;
 pub mod http;
@@ -34,24 +35,24 @@ mod limits;
 mod listen;
 mod lists;
 pub mod names;
+mod outcome;
 mod own;
+mod park;
 pub mod session;
 pub mod stdio;
 mod subs;
 mod tools;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Event;
 use crate::hub::HubHandle;
 use crate::jsonrpc::{self, ErrorCode, Kind};
-use catalog::Catalog;
+use catalog::{Catalog, Tools};
+use context::{Calls, Cx};
 use session::{lock, Sessions};
 
 pub use crate::token;
@@ -59,8 +60,10 @@ pub use answer::tool_error;
 pub use incoming::{Incoming, OwnedIncoming, Refusal};
 pub use listen::SUBSCRIPTION_ID_KEY;
 use listen::{listen_kind, tagged_notification};
+pub use outcome::{Out, Outcome};
 pub use own::{discover_result, envelope_error};
 pub use session::{ClientInfo, ClientSession, MAX_SESSIONS};
+pub use tools::ParamHeaders;
 
 /// Legacy protocol versions we speak with clients (`initialize`), oldest first; the modern
 /// ones are [`crate::protocol::MODERN_VERSIONS`].
@@ -74,25 +77,6 @@ const STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often a held call with a progress token hears that it is still waiting.
 const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// One message for the client while a request is handled.
-#[derive(Debug)]
-pub enum Out {
-    /// Related to the request (progress, a server→client request, a log message).
-    Event(Vec<u8>),
-    /// The request's response; nothing follows.
-    Final(Vec<u8>),
-}
-
-/// What handling one client message produced.
-pub enum Outcome {
-    /// A notification or response was taken; nothing to send back (HTTP 202).
-    Accepted,
-    /// The response, at once.
-    Reply(Vec<u8>),
-    /// Messages ending with [`Out::Final`].
-    Stream(mpsc::Receiver<Out>),
-}
-
 /// The gateway. Cheap to clone.
 #[derive(Clone)]
 pub struct Gateway {
@@ -101,31 +85,18 @@ pub struct Gateway {
 
 struct Inner {
     hub: HubHandle,
-    /// Guards one swap or clone of the `Arc`.
-    catalog: Mutex<Arc<Catalog>>,
-    sessions: Sessions,
+    /// The exposed tools: the catalog and the names each client profile is shown.
+    tools: Arc<Tools>,
+    sessions: Arc<Sessions>,
+    /// What tool calls share: ids, the keepalive, rate limits, parked calls.
+    calls: Arc<Calls>,
+    /// Who owns which prompt and resource, as the last lists said.
     lists: lists::Lists,
-    counter: AtomicU64,
-    /// Milliseconds between "still waiting for approval" progress notifications.
-    keepalive_ms: AtomicU64,
-    shutdown: CancellationToken,
-    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// Each server's tool list (and origin) last given to the pins: an unchanged list is not
-    /// taken again. The `Arc` is held, so a new list can never reuse its address. Guards one
-    /// refresh's comparisons.
-    listed: Mutex<HashMap<crate::config::ServerId, (ToolList, String)>>,
-    /// Calls waiting for a 2026-07-28 client's retry with its input (`input.rs`).
-    parked: input::ParkedCalls,
-    /// The names given to each client profile (`names.rs`), kept across restarts.
-    names: names::Names,
-    /// Each profile's rate-limit buckets (`limits.rs`).
-    limits: limits::RateLimits,
     /// Upstream resource subscriptions, counted (`subs.rs`).
     subs: Arc<subs::Upstreams>,
+    shutdown: CancellationToken,
+    watcher: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
-
-/// A server's tool list as its handle shares it.
-type ToolList = Arc<Vec<Arc<crate::supervisor::status::ToolDef>>>;
 
 /// The methods the gateway answers: every client request goes through this table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,6 +143,23 @@ impl Method {
             .find(|(n, _)| *n == name)
             .map(|(_, m)| *m)
     }
+
+    /// The method's name on the wire.
+    fn name(self) -> &'static str {
+        Method::TABLE
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("", |(n, _)| n)
+    }
+
+    /// Whether a request of this method may be the retry of a call waiting for its client's
+    /// input (a 2026-07-28 `requestState` of ours).
+    fn may_resume(self) -> bool {
+        matches!(
+            self,
+            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
+        )
+    }
 }
 
 /// How recent a client's activity is for it to count as connected.
@@ -182,27 +170,22 @@ impl Gateway {
     /// watcher ends with [`Gateway::shutdown`].
     pub fn new(hub: HubHandle) -> Gateway {
         let inner = Arc::new(Inner {
-            catalog: Mutex::new(Arc::new(Catalog::build(&hub))),
-            names: names::Names::load(Some(hub.client_names_path())),
+            tools: Arc::new(Tools::new(&hub)),
             hub,
-            sessions: Sessions::default(),
+            sessions: Arc::default(),
+            calls: Arc::new(Calls::new(KEEPALIVE)),
             lists: lists::Lists::default(),
-            counter: AtomicU64::new(1),
-            keepalive_ms: AtomicU64::new(KEEPALIVE.as_millis() as u64),
+            subs: Arc::default(),
             shutdown: CancellationToken::new(),
             watcher: Mutex::new(None),
-            listed: Mutex::new(HashMap::new()),
-            parked: Mutex::new(HashMap::new()),
-            limits: limits::RateLimits::default(),
-            subs: Arc::default(),
         });
         let gw = Gateway { inner };
         // `gatehouse clients` and the Connect view ask the hub who is connected; the hub asks
-        // this gateway (weakly: the hub never keeps it alive).
-        let weak = Arc::downgrade(&gw.inner);
+        // this gateway's sessions (weakly: the hub never keeps them alive).
+        let weak = Arc::downgrade(&gw.inner.sessions);
         gw.inner.hub.set_connected_view(move || {
             weak.upgrade()
-                .map(|inner| Gateway { inner }.recent_sessions(CONNECTED_WITHIN))
+                .map(|sessions| sessions.connected(CONNECTED_WITHIN))
                 .unwrap_or_default()
         });
         let approvals = gw.inner.hub.approvals().clone();
@@ -221,20 +204,23 @@ impl Gateway {
 
     /// How often a held call with a progress token hears it is still waiting (default 5 s).
     pub fn set_keepalive(&self, every: std::time::Duration) {
-        self.inner
-            .keepalive_ms
-            .store(every.as_millis().max(1) as u64, Ordering::Relaxed);
+        self.inner.calls.set_keepalive(every);
     }
 
     /// The current catalog, rebuilt first if any server changed since it was built (so a call
     /// right after a server starts never races the watcher).
     pub fn catalog(&self) -> Arc<Catalog> {
-        let current = lock(&self.inner.catalog).clone();
-        if current.generation() == self.inner.hub.bus().generation() {
-            return current;
-        }
-        self.refresh_catalog();
-        lock(&self.inner.catalog).clone()
+        self.inner
+            .tools
+            .current(&self.inner.hub, &self.inner.sessions)
+    }
+
+    /// Rebuilds the catalog; if the exposed tools changed, sends `list_changed` to every client
+    /// whose view changed.
+    pub fn refresh_catalog(&self) {
+        self.inner
+            .tools
+            .refresh(&self.inner.hub, &self.inner.sessions);
     }
 
     /// Ends every session and the watcher.
@@ -247,7 +233,8 @@ impl Gateway {
         }
     }
 
-    /// Rebuilds the catalog when servers change and tells clients when their tool list did.
+    /// Rebuilds the catalog when servers change, tells subscribed clients of a resource's change,
+    /// and ends the sessions of a rotated or removed client token.
     async fn watch(self) {
         let mut events = self.inner.hub.events();
         let mut tokens = self.inner.hub.client_tokens().watch();
@@ -258,13 +245,7 @@ impl Gateway {
                 changed = tokens.changed(), if tokens_alive => {
                     tokens_alive = changed.is_ok();
                     if tokens_alive {
-                        // A rotated or removed client token ends its sessions at once.
-                        let current = self.inner.hub.client_tokens().clone();
-                        self.inner.sessions.close_where(|s| match (&s.profile, &s.token) {
-                            (Some(p), Some(t)) => current.token(p).as_deref() != Some(&**t),
-                            (Some(_), None) => true,
-                            (None, _) => false,
-                        });
+                        self.end_stale_sessions();
                     }
                     continue;
                 }
@@ -272,16 +253,7 @@ impl Gateway {
             };
             match ev {
                 Ok(Event::Status(_)) | Ok(Event::ToolsChanged { .. }) => self.refresh_catalog(),
-                Ok(Event::ResourceUpdated { server, uri }) => {
-                    // To the clients that subscribed, of those whose profile sees the server.
-                    if let Ok(id) = crate::config::ServerId::parse(&server) {
-                        for s in self.inner.sessions.all() {
-                            if self.sees(&s, &id) {
-                                s.resource_updated(&uri);
-                            }
-                        }
-                    }
-                }
+                Ok(Event::ResourceUpdated { server, uri }) => self.resource_updated(&server, &uri),
                 Ok(_) => {}
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.refresh_catalog(),
                 Err(_) => return,
@@ -289,61 +261,30 @@ impl Gateway {
         }
     }
 
-    /// Rebuilds the catalog; if the exposed tools changed, sends `list_changed` to every client.
-    pub fn refresh_catalog(&self) {
-        let new = Arc::new(Catalog::build(&self.inner.hub));
-        // First sight of a definition is what later changes are compared with; only a running
-        // server's list is its whole list (a stopped one lists nothing, which prunes nothing).
-        let config = self.inner.hub.config();
-        for server in self.inner.hub.servers() {
-            let Some(cfg) = config.servers.get(server.id()) else {
-                continue;
-            };
-            if server.status().state.offers_tools() {
-                let tools = server.tools();
-                let origin = cfg.origin();
-                let mut listed = lock(&self.inner.listed);
-                let same = listed
-                    .get(server.id())
-                    .is_some_and(|(t, o)| Arc::ptr_eq(t, &tools) && *o == origin);
-                if !same {
-                    self.inner
-                        .hub
-                        .approvals()
-                        .take_listing(server.id().as_str(), &origin, &tools);
-                    listed.insert(server.id().clone(), (tools, origin));
-                }
-            }
-        }
-        lock(&self.inner.listed).retain(|id, _| config.servers.contains_key(id));
-        let (changed, old) = {
-            let mut cur = lock(&self.inner.catalog);
-            let changed = cur.fingerprint() != new.fingerprint();
-            let old = std::mem::replace(&mut *cur, new.clone());
-            (changed, old)
+    /// A rotated or removed client token ends its sessions at once.
+    fn end_stale_sessions(&self) {
+        let current = self.inner.hub.client_tokens().clone();
+        self.inner
+            .sessions
+            .close_where(|s| match (&s.profile, &s.token) {
+                (Some(p), Some(t)) => current.token(p).as_deref() != Some(&**t),
+                (Some(_), None) => true,
+                (None, _) => false,
+            });
+    }
+
+    /// A resource changed: told to the clients that subscribed, of those whose profile sees the
+    /// server.
+    fn resource_updated(&self, server: &str, uri: &str) {
+        let Ok(id) = crate::config::ServerId::parse(server) else {
+            return;
         };
-        if changed {
-            // Each client hears of a change to what it sees: a profile's list is compared
-            // before and after (once per profile), the gateway token's is the whole list.
-            let line = jsonrpc::notification_line("notifications/tools/list_changed", None);
-            let config = self.inner.hub.config();
-            let mut seen: std::collections::HashMap<String, bool> = Default::default();
-            self.inner
-                .sessions
-                .notify_where(&line, |s| match &s.profile {
-                    None => true,
-                    Some(p) => *seen.entry(p.clone()).or_insert_with(|| {
-                        let profile = config
-                            .clients
-                            .iter()
-                            .find(|(k, _)| k.as_str() == p)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_default();
-                        // Names are given for good, so a profile's named list changes
-                        // exactly when the tools it sees do.
-                        old.list_result_for(&profile) != new.list_result_for(&profile)
-                    }),
-                });
+        let config = self.inner.hub.config();
+        for s in self.inner.sessions.all() {
+            let profile = context::profile_in(&config, s.profile.as_deref());
+            if profile.is_none_or(|p| p.sees_server(id.as_str())) {
+                s.resource_updated(uri);
+            }
         }
     }
 
@@ -425,17 +366,9 @@ impl Gateway {
     }
 
     /// The clients active within `within` (one per name, version and profile), most recent
-    /// first.
+    /// first; a name that looks like a known client's, or another one's here, is flagged.
     pub fn recent_sessions(&self, within: std::time::Duration) -> Vec<crate::profiles::Connected> {
-        let now = crate::logs::now_ms();
-        let mut recent = self.inner.sessions.recent(now, within.as_millis() as u64);
-        // A name that looks like a known client's, or another one's here, is flagged.
-        let names: Vec<String> = recent.iter().map(|c| c.name.clone()).collect();
-        for c in &mut recent {
-            c.imitates =
-                crate::text::imitation::imitates(&c.name, names.iter().map(String::as_str));
-        }
-        recent
+        self.inner.sessions.connected(within)
     }
 
     /// The profile a presented bearer token belongs to, if any (not the gateway token).
@@ -443,75 +376,55 @@ impl Gateway {
         self.inner.hub.client_tokens().resolve(presented)
     }
 
-    /// The names client profile `profile` (`None`: the gateway token's) sees now.
-    pub(crate) fn view(&self, profile: Option<&str>) -> Arc<names::View> {
-        let setting = profile.map(|p| self.profile_setting(p));
-        let hub = &self.inner.hub;
-        // A name stays reserved for a tool whose server is configured but not running now.
-        let kept = |server: &str| {
-            hub.server(server)
-                .is_ok_and(|h| !h.status().state.offers_tools())
-        };
-        self.catalog().view(
-            profile.unwrap_or(names::DEFAULT_PROFILE),
-            setting.as_ref(),
-            &self.inner.names,
-            kept,
-        )
-    }
-
-    /// The client profile config of a session (`None`: everything).
-    pub(crate) fn profile_config(&self, s: &ClientSession) -> Option<crate::config::ClientProfile> {
-        Some(self.profile_setting(s.profile.as_deref()?))
-    }
-
-    /// Client profile `p`'s setting in the config now.
-    fn profile_setting(&self, p: &str) -> crate::config::ClientProfile {
-        self.inner
-            .hub
-            .config()
-            .clients
-            .iter()
-            .find(|(k, _)| k.as_str() == p)
-            .map(|(_, v)| v.clone())
-            // A profile removed from the config sees nothing until its sessions end.
-            .unwrap_or_else(|| crate::config::ClientProfile {
-                servers: Some(Vec::new()),
-                ..Default::default()
-            })
-    }
-
     /// Ends a session: its in-flight calls are cancelled upstream.
     pub fn close_session(&self, id: &str) -> bool {
         self.inner.sessions.close(id)
     }
 
-    fn next(&self) -> u64 {
-        self.inner.counter.fetch_add(1, Ordering::Relaxed)
+    /// What a request of session `s` may touch ([`Cx`]).
+    fn cx(&self, s: &Arc<ClientSession>) -> Cx {
+        Cx {
+            session: s.clone(),
+            hub: self.inner.hub.clone(),
+            tools: self.inner.tools.clone(),
+            sessions: self.inner.sessions.clone(),
+            calls: self.inner.calls.clone(),
+        }
     }
 
     /// Handles one message from the client, read by its transport ([`Incoming`]).
     pub async fn handle(&self, s: &Arc<ClientSession>, message: &Incoming<'_>) -> Outcome {
+        self.handle_with(s, message, None).await
+    }
+
+    /// [`Gateway::handle`] for a 2026-07-28 request over HTTP, with the `Mcp-Param-*` headers it
+    /// came with: a `tools/call`'s are checked against the arguments of the tool it finds.
+    pub async fn handle_with(
+        &self,
+        s: &Arc<ClientSession>,
+        message: &Incoming<'_>,
+        headers: Option<&ParamHeaders>,
+    ) -> Outcome {
         s.touch();
         match message.kind() {
-            None => Outcome::Reply(jsonrpc::error_line(
+            None => Outcome::error(
                 message.reply_id(),
                 ErrorCode::InvalidRequest,
                 "Invalid Request: a message needs \"method\" (request or notification) or \"result\"/\"error\" (response)",
-            )),
+            ),
             Some(Kind::Response { id }) => {
-                self.client_response(s, id, message.envelope()).await;
+                own::client_response(s, id, message.envelope()).await;
                 Outcome::Accepted
             }
             Some(Kind::Notification { method }) => {
-                self.client_notification(s, method, message.params());
+                own::client_notification(s, method, message.params());
                 Outcome::Accepted
             }
             Some(Kind::Request { id, method }) => {
                 // A modern request's envelope is checked before anything else is done with it;
                 // a modern client says who it is and what it can answer on each request.
                 match message.modern() {
-                    Err(e) => return Outcome::Reply(envelope_error(id.get(), e)),
+                    Err(e) => return envelope_error(id.get(), e),
                     Ok(Some(envelope)) => s.set_info(|i| {
                         if i.name.is_none() {
                             (i.name, i.version) = envelope.client.clone();
@@ -523,7 +436,8 @@ impl Gateway {
                     }),
                     Ok(None) => {}
                 }
-                self.request(s, id, method, message.params()).await
+                self.request(&self.cx(s), id, method, message.params(), headers)
+                    .await
             }
         }
     }
@@ -535,99 +449,64 @@ impl Gateway {
             Ok(m) => self.handle(s, &m).await,
             Err(refusal) => {
                 s.touch();
-                Outcome::Reply(refusal.line("at a time"))
+                let line = refusal.line("at a time");
+                Outcome::Error(line, refusal.code())
             }
         }
     }
 
+    /// The dispatcher: one line per method, naming the room that answers it and what it is
+    /// handed.
     async fn request(
         &self,
-        s: &Arc<ClientSession>,
+        cx: &Cx,
         id: &RawValue,
         method: &str,
         params: Option<&RawValue>,
+        headers: Option<&ParamHeaders>,
     ) -> Outcome {
+        let s = &cx.session;
+        let (lists, subs) = (&self.inner.lists, &self.inner.subs);
         let reply = |result: &str| Outcome::Reply(answer::ours(id.get(), result, s.era()));
         // A list of ours, as the client's era wants it (a modern one: resultType, ttlMs,
         // cacheScope).
-        let era = s.era();
         let list = |result: &str| {
-            Outcome::Reply(jsonrpc::result_line(
-                id.get(),
-                &crate::protocol::list_for_client(result, era),
-            ))
+            let result = crate::protocol::list_for_client(result, s.era());
+            Outcome::Reply(jsonrpc::result_line(id.get(), &result))
         };
         let Some(m) = Method::parse(method) else {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::MethodNotFound,
-                &format!("Method not found: {method}"),
-            ));
+            let text = format!("Method not found: {method}");
+            return Outcome::error(id.get(), ErrorCode::MethodNotFound, &text);
         };
         // The retry of a call that waits for this client's input goes on with that call.
-        if matches!(
-            m,
-            Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
-        ) {
-            if let Some(resumed) = self.resume(s, id, params) {
+        if m.may_resume() {
+            if let Some(resumed) = cx.calls.parked.resume(s, id, params) {
                 return resumed;
             }
         }
         match m {
-            Method::Initialize => reply(&self.initialize(s, params)),
+            Method::Initialize => reply(&own::initialize(s, params)),
             Method::Ping | Method::LoggingSetLevel => reply("{}"),
             Method::ToolsList => {
                 self.settle(STARTUP_GRACE).await;
-                list(&self.view(s.profile.as_deref()).list_result)
+                list(&cx.view().list_result)
             }
-            Method::ToolsCall => self.call_tool(s, id, params),
-            Method::PromptsList => list(&self.prompts_list(s).await),
-            Method::PromptsGet => self.prompts_get(s, id, params).await,
-            Method::ResourcesList => list(&self.resources_list(s).await),
-            Method::ResourcesTemplatesList => list(&self.resource_templates_list(s).await),
-            Method::ResourcesRead => self.resource_request(s, id, "resources/read", params).await,
-            Method::ResourcesSubscribe => {
-                self.resource_request(s, id, "resources/subscribe", params)
-                    .await
+            Method::ToolsCall => tools::call(cx, id, params, headers),
+            Method::PromptsList => list(&lists.prompts_list(cx).await),
+            Method::PromptsGet => lists.prompts_get(cx, id, params).await,
+            Method::ResourcesList => list(&lists.resources_list(cx).await),
+            Method::ResourcesTemplatesList => list(&lists.resource_templates_list(cx).await),
+            Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+                lists.resource_request(cx, subs, id, m.name(), params).await
             }
-            Method::ResourcesUnsubscribe => {
-                self.resource_request(s, id, "resources/unsubscribe", params)
-                    .await
-            }
-            Method::CompletionComplete => self.complete(s, id, params).await,
+            Method::CompletionComplete => lists.complete(cx, id, params).await,
             Method::ServerDiscover => {
                 s.log_hello("server/discover");
                 reply(&discover_result())
             }
-            Method::SubscriptionsListen => self.listen(s, id, params).await,
+            Method::SubscriptionsListen => listen::listen(cx, lists, subs, id, params).await,
         }
     }
-}
-
-/// A request's params as raw members, plus the one string member `key` it cannot do without
-/// (`name`, `uri`); a missing or malformed one is answered with -32602.
-#[allow(clippy::result_large_err)]
-fn member_params(
-    id: &RawValue,
-    params: Option<&RawValue>,
-    method: &str,
-    key: &str,
-) -> Result<(BTreeMap<String, Box<RawValue>>, String), Outcome> {
-    let invalid = || {
-        Outcome::Reply(jsonrpc::error_line(
-            id.get(),
-            ErrorCode::InvalidParams,
-            &format!("Invalid params: {method} needs a string \"{key}\""),
-        ))
-    };
-    let p = params
-        .and_then(|p| serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(p.get()).ok())
-        .ok_or_else(invalid)?;
-    let value = p
-        .get(key)
-        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
-        .ok_or_else(invalid)?;
-    Ok((p, value))
 }
 
 #[cfg(test)]

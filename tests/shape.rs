@@ -310,3 +310,51 @@ fn no_module_imports_one_that_imports_it_back() {
         cycles.join("; ")
     );
 }
+
+/// The gateway and the hub are doors: each has one `impl` of its handle, in its own file, and
+/// none of its rooms (the files under `gateway/`, `hub/`) reaches the handle's private state.
+#[test]
+fn a_room_reaches_the_gateway_and_the_hub_only_through_their_doors() {
+    let root = repo();
+    let mut wrong = Vec::new();
+    for (door, rooms, handle) in [("src/gateway.rs", "src/gateway", "Gateway")] {
+        let mut files_of = Vec::new();
+        files(&root.join(rooms), &mut files_of);
+        files_of.push(root.join(door));
+        for file in files_of {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let shown = file
+                .strip_prefix(&root)
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            let is_door = shown == door;
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.starts_with("#[cfg(test)]") {
+                    break;
+                }
+                if line.starts_with("//") {
+                    continue;
+                }
+                if !is_door && line.contains(".inner.") {
+                    wrong.push(format!(
+                        "{shown}:{}: reaches {handle}'s private state",
+                        n + 1
+                    ));
+                }
+                if !is_door && line.starts_with(&format!("impl {handle} ")) {
+                    wrong.push(format!(
+                        "{shown}:{}: an impl {handle} outside {door}",
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a room takes what it needs in its signature (the door hands it over): {}",
+        wrong.join("; ")
+    );
+}

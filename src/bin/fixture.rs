@@ -37,6 +37,8 @@
 //!                        stdout line (across its first 200 bytes) and stderr (base64 of
 //!                        "user:VALUE", URL-encoded)
 //!   --hostile            also list the hostile tools of `fixture/hostile.rs` (sandbox tests)
+//!   --header-tool        also list regional {region, q}: `region` is mirrored into the
+//!                        Mcp-Param-Region header (`x-mcp-header`); returns "REGION: Q"
 //! Tools: echo {text}, add {a,b}, sleep {ms}, crash {code}, pid, getenv {name}, envhash {name},
 //!   leak {name}, touch {path}, stamp,
 //!   exotic {raw} (a result full of things a typed model would lose, or the text of raw written
@@ -99,6 +101,8 @@ struct Opts {
     /// Lists `flood` and `churn` too.
     flood: bool,
     hostile: bool,
+    /// Lists `regional`, whose `region` argument has an `x-mcp-header` annotation.
+    header_tool: bool,
     /// Starts a descendant that leaves the process group; its pid goes to this file.
     escape: Option<String>,
     /// Like `escape`, the descendant started with an empty environment.
@@ -141,6 +145,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--wrong-id" => o.wrong_id = true,
             "--flood" => o.flood = true,
             "--hostile" => o.hostile = true,
+            "--header-tool" => o.header_tool = true,
             // A path the server is told about (for the sandbox's tests): nothing more.
             "--place" => o.places.push(val("--place")?),
             other => return Err(format!("unknown flag {other}")),

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::answer::tool_error;
+use super::context::Cx;
 use super::session::ClientSession;
-use super::Gateway;
 use crate::activity::Decision;
 use crate::approval::policy::{Decision as Policy, Verdict};
 use crate::approval::rules::Ruling;
@@ -57,15 +57,14 @@ pub(super) struct Admitted {
 /// The policy for one call, then earlier answers: free, held for the person, or refused (a
 /// disabled tool, a deny rule).
 pub(super) fn admit(
-    gw: &Gateway,
-    s: &Arc<ClientSession>,
+    cx: &Cx,
     server: &ServerHandle,
     def: &Arc<ToolDef>,
     exposed: &str,
     arguments: Option<&RawValue>,
 ) -> Admitted {
-    let tool = def.name.as_str();
-    let (verdict, rule) = verdict(gw, s, server, def, arguments);
+    let (s, tool) = (&cx.session, def.name.as_str());
+    let (verdict, rule) = verdict(cx, server, def, arguments);
     let done = |admission| Admitted {
         admission,
         rule: rule.clone().filter(|_| verdict.by_rule),
@@ -79,7 +78,7 @@ pub(super) fn admit(
         }
         Policy::Ask => {}
     }
-    let hub = &gw.inner.hub;
+    let hub = &cx.hub;
     let broker = hub.approvals();
     let changed = broker.check_definition(server.id().as_str(), def);
     let masked = masked_arguments(hub.redactions(), arguments);
@@ -112,7 +111,7 @@ pub(super) fn admit(
     };
     let request = ApprovalRequest {
         id: broker.next_id(),
-        client: client_ref(gw, s),
+        client: client_ref(s, cx.recent_clients()),
         server: server.id().to_string(),
         tool: tool.to_owned(),
         exposed: exposed.to_owned(),
@@ -155,9 +154,9 @@ fn refused_by(r: &Ruling) -> String {
 }
 
 /// Who is asking, as approvers see it: the token's profile first, the name the client gives
-/// itself (and whom that name imitates, if it does), whom an "always" covers.
-fn client_ref(gw: &Gateway, s: &ClientSession) -> ClientRef {
-    let recent = gw.recent_sessions(super::CONNECTED_WITHIN);
+/// itself (and whom that name imitates, if it does, among the `recent` clients), whom an
+/// "always" covers.
+fn client_ref(s: &ClientSession, recent: Vec<crate::profiles::Connected>) -> ClientRef {
     let info = s.info();
     let imitates = info.name.as_deref().and_then(|name| {
         crate::text::imitation::imitates(name, recent.iter().map(|c| c.name.as_str()))
@@ -199,15 +198,14 @@ fn others_on_profile(s: &ClientSession, recent: Vec<crate::profiles::Connected>)
 /// ([`crate::approval::policy::evaluate`]) with the session's client profile and — for a call
 /// (`arguments` given) — the argument rules' ruling as layers.
 pub(super) fn verdict(
-    gw: &Gateway,
-    s: &ClientSession,
+    cx: &Cx,
     server: &ServerHandle,
     def: &ToolDef,
     arguments: Option<&RawValue>,
 ) -> (Verdict, Option<Ruling>) {
-    let hub = &gw.inner.hub;
+    let (hub, s) = (&cx.hub, &cx.session);
     let config = hub.config();
-    let profile = gw.profile_config(s);
+    let profile = super::context::profile_in(&config, s.profile.as_deref());
     let rule = arguments.and_then(|a| {
         let layer = s.profile.as_deref().zip(profile.as_ref());
         crate::approval::rules::for_call(&config, server.id().as_str(), &def.name, layer, Some(a))
@@ -220,8 +218,7 @@ pub(super) fn verdict(
 /// definition with hash `asked`: the tool must still be listed under `exposed` by the same
 /// server, running, enabled, defined as the person saw it, and no rule may refuse it now.
 pub(super) fn recheck(
-    gw: &Gateway,
-    s: &Arc<ClientSession>,
+    cx: &Cx,
     server: &ServerHandle,
     exposed: &str,
     asked: &str,
@@ -233,10 +230,10 @@ pub(super) fn recheck(
             decision,
         )
     };
-    if !gw.inner.hub.config().servers.contains_key(server.id()) {
+    if !cx.hub.config().servers.contains_key(server.id()) {
         return gone(Decision::Disabled);
     }
-    let Some(entry) = gw.catalog().lookup(exposed).cloned() else {
+    let Some(entry) = cx.catalog().lookup(exposed).cloned() else {
         // Disabled tools leave the catalog; so do a stopped server's.
         return match server.state() {
             st if st.offers_tools() => gone(Decision::Disabled),
@@ -251,14 +248,14 @@ pub(super) fn recheck(
         return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
     }
     if entry.tool.hash() == asked {
-        let (v, rule) = verdict(gw, s, server, &entry.tool, Some(arguments));
+        let (v, rule) = verdict(cx, server, &entry.tool, Some(arguments));
         return match (v.decision, rule) {
             (Policy::Disabled, _) => gone(Decision::Disabled),
             (Policy::Deny, Some(r)) => Recheck::Refused(refused_by(&r), Decision::Denied),
             _ => Recheck::Go,
         };
     }
-    match admit(gw, s, server, &entry.tool, exposed, Some(arguments)).admission {
+    match admit(cx, server, &entry.tool, exposed, Some(arguments)).admission {
         Admission::Free(_) => Recheck::Go,
         Admission::Held(g) => Recheck::AskAgain(g),
         Admission::Refused(d, _) => gone(d),

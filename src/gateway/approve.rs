@@ -2,15 +2,12 @@
 //! client going away), with progress notifications keeping the client's request alive, and the
 //! verdict turned into what the call does next — the texts say who decided.
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::admission::{Gate, Recheck};
-use super::session::ClientSession;
-use super::{Gateway, Out};
+use super::context::Cx;
+use super::outcome::Out;
 use crate::activity::Decision;
 use crate::approval::{Decider, Verdict};
 use crate::jsonrpc;
@@ -32,8 +29,7 @@ pub(super) enum Held {
 /// tool again as it stands at that moment — asking again (at most [`MAX_ASKS`] times in all)
 /// when its definition changed meanwhile.
 pub(super) async fn approve(
-    gw: &Gateway,
-    session: &Arc<ClientSession>,
+    cx: &Cx,
     server: &ServerHandle,
     name: &str,
     mut gate: Gate,
@@ -43,13 +39,13 @@ pub(super) async fn approve(
     let mut asked = 1;
     loop {
         let (hash, arguments) = (gate.hash.clone(), gate.arguments.clone());
-        let held = hold(gw, session, gate, tx, client_token, name).await;
+        let held = hold(cx, gate, tx, client_token, name).await;
         let Held::Allowed(_, _, via) = &held else {
             return held;
         };
         // The answer covers what the person saw, as things stand now: the tool is checked
         // again at the moment it would run.
-        match super::admission::recheck(gw, session, server, name, &hash, &arguments) {
+        match super::admission::recheck(cx, server, name, &hash, &arguments) {
             Recheck::Go => return held,
             Recheck::AskAgain(g) if asked < MAX_ASKS => {
                 asked += 1;
@@ -73,23 +69,22 @@ pub(super) async fn approve(
 /// Waits for the person's answer. Progress notifications keep the client's request alive when
 /// it sent a progress token; a client that goes away withdraws the request.
 async fn hold(
-    gw: &Gateway,
-    session: &Arc<ClientSession>,
+    cx: &Cx,
     mut gate: Gate,
     tx: &mpsc::Sender<Out>,
     client_token: Option<&str>,
     tool: &str,
 ) -> Held {
-    let broker = gw.inner.hub.approvals().clone();
+    let broker = cx.hub.approvals().clone();
     // With no desktop attached, a profile that opts in is asked through its client too.
-    gate.request.asked_in_client = super::ask_client::wanted(gw, session, &gate.request);
+    gate.request.asked_in_client = super::ask_client::wanted(cx, &gate.request);
     let shown = gate.request.clone();
-    let in_client = super::ask_client::ask(gw, session, tx, &shown);
+    let in_client = super::ask_client::ask(cx, tx, &shown);
     tokio::pin!(in_client);
     let mut client_asked = shown.asked_in_client;
     let ask = broker.ask(gate.request, gate.hash, gate.timeout);
     tokio::pin!(ask);
-    let every = std::time::Duration::from_millis(gw.inner.keepalive_ms.load(Ordering::Relaxed));
+    let every = cx.keepalive();
     let mut keepalive = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     let mut beats: u64 = 0;
     let verdict = loop {

@@ -9,13 +9,12 @@
 //! the `elicitation` capability are asked; a call whose arguments are too long to show whole is
 //! not (the answer would cover what was not seen).
 
-use std::sync::Arc;
-
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::context::Cx;
+use super::outcome::Out;
 use super::session::{lock, ClientSession, Forwarded};
-use super::{Gateway, Out};
 use crate::approval::{Answer, ApprovalRequest, Scope};
 use crate::config::ApproveVia;
 use crate::jsonrpc;
@@ -27,12 +26,13 @@ pub const MAX_SHOWN_ARGUMENTS: usize = 16 * 1024;
 
 /// Whether this held call is asked through the client: its profile opts in, no desktop is
 /// attached, and the session can be asked (2025 era, `elicitation` declared).
-pub(super) fn wanted(gw: &Gateway, s: &ClientSession, request: &ApprovalRequest) -> bool {
-    let opted = gw
-        .profile_config(s)
+pub(super) fn wanted(cx: &Cx, request: &ApprovalRequest) -> bool {
+    let s = &cx.session;
+    let opted = cx
+        .profile()
         .is_some_and(|p| p.approve_via == Some(ApproveVia::Client));
     opted
-        && !gw.inner.hub.approvals().desktop_attached()
+        && !cx.hub.approvals().desktop_attached()
         && s.era() == Era::Legacy
         && declares_elicitation(s.info().capabilities.as_deref())
         && shown_arguments(request).len() <= MAX_SHOWN_ARGUMENTS
@@ -87,12 +87,12 @@ pub fn message(request: &ApprovalRequest) -> String {
 /// gives none (it went away, its session ended, it answered with an error). Dropped, it takes
 /// its request out of the session's table.
 pub(super) async fn ask(
-    gw: &Gateway,
-    s: &Arc<ClientSession>,
+    cx: &Cx,
     tx: &mpsc::Sender<Out>,
     request: &ApprovalRequest,
 ) -> Option<Answer> {
-    let ours = format!("\"gatehouse-approval-{}\"", gw.next());
+    let s = &cx.session;
+    let ours = format!("\"gatehouse-approval-{}\"", cx.next_id());
     let (answer_tx, answer_rx) = tokio::sync::oneshot::channel();
     {
         let mut forwarded = lock(&s.forwarded);

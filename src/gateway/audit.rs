@@ -5,8 +5,7 @@
 use std::sync::Arc;
 
 use super::session::ClientSession;
-use super::Gateway;
-use crate::activity::{CallOutcome, CallRecord, DecidedBy, Decision};
+use crate::activity::{ActivityLog, CallOutcome, CallRecord, DecidedBy, Decision};
 use crate::approval::Decider;
 use crate::supervisor::ServerHandle;
 
@@ -39,7 +38,7 @@ impl CallMeta {
 /// it (the task aborted by a client's cancel or disconnect, or ended early), it records what
 /// that means at the stage reached: withdrawn before the call was sent, cancelled after.
 pub(super) struct Audit {
-    gw: Gateway,
+    activity: ActivityLog,
     session: Arc<ClientSession>,
     /// `None` for requests that are no tool call, and once the row is written.
     pub meta: Option<CallMeta>,
@@ -53,9 +52,13 @@ pub(super) struct Audit {
 }
 
 impl Audit {
-    pub fn new(gw: &Gateway, session: &Arc<ClientSession>, meta: Option<CallMeta>) -> Audit {
+    pub fn new(
+        activity: &ActivityLog,
+        session: &Arc<ClientSession>,
+        meta: Option<CallMeta>,
+    ) -> Audit {
         Audit {
-            gw: gw.clone(),
+            activity: activity.clone(),
             session: session.clone(),
             meta,
             decision: Decision::Withdrawn,
@@ -76,8 +79,14 @@ impl Audit {
         if let Some(m) = self.meta.take() {
             let via = self.via.take();
             let error = self.error.take();
-            self.gw
-                .record(&self.session, &m, (decision, by, outcome), via, error);
+            record(
+                &self.activity,
+                &self.session,
+                &m,
+                (decision, by, outcome),
+                via,
+                error,
+            );
         }
     }
 }
@@ -93,40 +102,38 @@ impl Drop for Audit {
     }
 }
 
-impl Gateway {
-    /// Records a tool call in the activity log (never waits on it).
-    pub(super) fn record(
-        &self,
-        s: &Arc<ClientSession>,
-        m: &CallMeta,
-        (decision, by, outcome): (Decision, Decider, CallOutcome),
-        via: Option<String>,
-        error: Option<String>,
-    ) {
-        let elapsed = m.started.elapsed().as_millis() as u64;
-        let info = s.info();
-        let (decided_by, answered_in) = DecidedBy::of(decision, by, m.rule.is_some());
-        self.inner.hub.activity().record(CallRecord {
-            time_ms: crate::logs::now_ms().saturating_sub(elapsed),
-            client: info.name,
-            client_version: info.version,
-            client_protocol: info.protocol_version,
-            session: s.id.clone(),
-            server: m.server.clone(),
-            tool: m.tool.clone(),
-            arguments: m.arguments.clone(),
-            id: 0,
-            decision,
-            decided_by,
-            answered_in: answered_in.map(str::to_owned),
-            rule: m.rule.clone(),
-            duration_ms: elapsed,
-            outcome,
-            decided_via: via,
-            profile: s.profile.clone(),
-            waited_ms: m.waited.map_or(0, |w| w.as_millis() as u64),
-            error,
-            flags: Default::default(),
-        });
-    }
+/// Records a tool call in the activity log (never waits on it).
+pub(super) fn record(
+    activity: &ActivityLog,
+    s: &ClientSession,
+    m: &CallMeta,
+    (decision, by, outcome): (Decision, Decider, CallOutcome),
+    via: Option<String>,
+    error: Option<String>,
+) {
+    let elapsed = m.started.elapsed().as_millis() as u64;
+    let info = s.info();
+    let (decided_by, answered_in) = DecidedBy::of(decision, by, m.rule.is_some());
+    activity.record(CallRecord {
+        time_ms: crate::logs::now_ms().saturating_sub(elapsed),
+        client: info.name,
+        client_version: info.version,
+        client_protocol: info.protocol_version,
+        session: s.id.clone(),
+        server: m.server.clone(),
+        tool: m.tool.clone(),
+        arguments: m.arguments.clone(),
+        id: 0,
+        decision,
+        decided_by,
+        answered_in: answered_in.map(str::to_owned),
+        rule: m.rule.clone(),
+        duration_ms: elapsed,
+        outcome,
+        decided_via: via,
+        profile: s.profile.clone(),
+        waited_ms: m.waited.map_or(0, |w| w.as_millis() as u64),
+        error,
+        flags: Default::default(),
+    });
 }

@@ -4,12 +4,16 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use crate::config::{Config, ServerId};
+use super::names::{Names, View};
+use super::session::Sessions;
+use crate::config::{ClientProfile, Config, ServerId};
 use crate::hub::HubHandle;
+use crate::jsonrpc;
 use crate::naming::exposed_name;
 use crate::supervisor::status::ToolDef;
+use crate::sync::lock;
 
 /// One exposed tool: its server and its definition as the server listed it.
 #[derive(Debug, Clone)]
@@ -212,6 +216,127 @@ impl Catalog {
     /// No tool is exposed.
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
+    }
+}
+
+/// A server's tool list as its handle shares it.
+type ToolList = Arc<Vec<Arc<ToolDef>>>;
+
+/// The tools the gateway exposes, as one owned part of it: the catalog (rebuilt when a server
+/// changed, each client told when what it sees changed), the names each client profile is shown,
+/// and what the pins were last given of each server.
+pub(super) struct Tools {
+    /// Guards one swap or clone of the `Arc`.
+    current: Mutex<Arc<Catalog>>,
+    /// The names given to each client profile (`names.rs`), kept across restarts.
+    names: Names,
+    /// Each server's tool list (and origin) last given to the pins: an unchanged list is not
+    /// taken again. The `Arc` is held, so a new list can never reuse its address. Guards one
+    /// refresh's comparisons.
+    listed: Mutex<HashMap<ServerId, (ToolList, String)>>,
+}
+
+impl Tools {
+    /// The tools of `hub` as they are now, with the names kept in the hub's `names.json`.
+    pub fn new(hub: &HubHandle) -> Tools {
+        Tools {
+            current: Mutex::new(Arc::new(Catalog::build(hub))),
+            names: Names::load(Some(hub.client_names_path())),
+            listed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The current catalog, rebuilt first if any server changed since it was built (so a call
+    /// right after a server starts never races the watcher).
+    pub fn current(&self, hub: &HubHandle, sessions: &Sessions) -> Arc<Catalog> {
+        let current = lock(&self.current).clone();
+        if current.generation() == hub.bus().generation() {
+            return current;
+        }
+        self.refresh(hub, sessions);
+        lock(&self.current).clone()
+    }
+
+    /// Rebuilds the catalog; if the exposed tools changed, sends `list_changed` to every client
+    /// whose view changed.
+    pub fn refresh(&self, hub: &HubHandle, sessions: &Sessions) {
+        let new = Arc::new(Catalog::build(hub));
+        self.pin_listings(hub);
+        let (changed, old) = {
+            let mut cur = lock(&self.current);
+            let changed = cur.fingerprint() != new.fingerprint();
+            let old = std::mem::replace(&mut *cur, new.clone());
+            (changed, old)
+        };
+        if !changed {
+            return;
+        }
+        // Each client hears of a change to what it sees: a profile's list is compared before
+        // and after (once per profile), the gateway token's is the whole list.
+        let line = jsonrpc::notification_line("notifications/tools/list_changed", None);
+        let config = hub.config();
+        let mut seen: HashMap<String, bool> = HashMap::new();
+        sessions.notify_where(&line, |s| match &s.profile {
+            None => true,
+            Some(p) => *seen.entry(p.clone()).or_insert_with(|| {
+                let profile = config
+                    .clients
+                    .iter()
+                    .find(|(k, _)| k.as_str() == p)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                // Names are given for good, so a profile's named list changes exactly when the
+                // tools it sees do.
+                old.list_result_for(&profile) != new.list_result_for(&profile)
+            }),
+        });
+    }
+
+    /// First sight of a definition is what later changes are compared with; only a running
+    /// server's list is its whole list (a stopped one lists nothing, which prunes nothing).
+    fn pin_listings(&self, hub: &HubHandle) {
+        let config = hub.config();
+        for server in hub.servers() {
+            let Some(cfg) = config.servers.get(server.id()) else {
+                continue;
+            };
+            if server.status().state.offers_tools() {
+                let tools = server.tools();
+                let origin = cfg.origin();
+                let mut listed = lock(&self.listed);
+                let same = listed
+                    .get(server.id())
+                    .is_some_and(|(t, o)| Arc::ptr_eq(t, &tools) && *o == origin);
+                if !same {
+                    hub.approvals()
+                        .take_listing(server.id().as_str(), &origin, &tools);
+                    listed.insert(server.id().clone(), (tools, origin));
+                }
+            }
+        }
+        lock(&self.listed).retain(|id, _| config.servers.contains_key(id));
+    }
+
+    /// The names client profile `profile` (`None`: the gateway token's) sees in `catalog`,
+    /// with `setting` its config.
+    pub fn view(
+        &self,
+        hub: &HubHandle,
+        catalog: &Catalog,
+        profile: Option<&str>,
+        setting: Option<&ClientProfile>,
+    ) -> Arc<View> {
+        // A name stays reserved for a tool whose server is configured but not running now.
+        let kept = |server: &str| {
+            hub.server(server)
+                .is_ok_and(|h| !h.status().state.offers_tools())
+        };
+        catalog.view(
+            profile.unwrap_or(super::names::DEFAULT_PROFILE),
+            setting,
+            &self.names,
+            kept,
+        )
     }
 }
 

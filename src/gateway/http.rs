@@ -19,7 +19,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, Incoming, Out, Outcome, SUPPORTED_VERSIONS};
+use super::{Gateway, Incoming, Out, Outcome, ParamHeaders, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
 use crate::token::constant_time_eq;
 
@@ -235,7 +235,7 @@ async fn post(st: &AppState, h: &HeaderMap, body: Body, profile: &Option<String>
         // A request carrying the 2026-07-28 `_meta` envelope is served the modern way (no
         // session, routing headers checked against the body).
         match message.modern() {
-            Err(e) => return modern_reply(super::envelope_error(id, e)),
+            Err(e) => return modern_reply(super::envelope_error(id, e)).await,
             Ok(Some(envelope)) => return modern_post(st, h, &message, envelope, profile).await,
             Ok(None)
                 if version.is_some_and(|v| crate::protocol::MODERN_VERSIONS.contains(&v))
@@ -341,72 +341,51 @@ async fn modern_post(
         // The revision defines no client notification over HTTP: taken and dropped.
         return StatusCode::ACCEPTED.into_response();
     }
-    if let (Some("tools/call"), Some(tool)) = (method, members.name.as_deref()) {
-        let values = |name: &str| -> Vec<String> {
-            h.get_all(name)
-                .iter()
-                .map(|v| {
-                    v.to_str()
-                        .map_or_else(|_| "\u{fffd}".to_owned(), str::to_owned)
-                })
-                .collect()
-        };
-        if let Err(why) = st
-            .gw
-            .check_param_headers(profile, tool, members.arguments, values)
-        {
-            return modern_error(raw_id, ErrorCode::HeaderMismatch, &why);
-        }
-    }
+    // A `tools/call`'s `Mcp-Param-*` headers are checked by the call, against the tool it finds.
+    let headers = match (method, members.name.as_deref()) {
+        (Some("tools/call"), Some(_)) => Some(ParamHeaders::of(
+            h.iter().map(|(n, v)| (n.as_str(), v.to_str().ok())),
+        )),
+        _ => None,
+    };
     let session = st.gw.modern_session(profile.clone(), envelope);
-    match st.gw.handle(&session, message).await {
-        Outcome::Reply(line) => modern_reply(line),
+    let outcome = st.gw.handle_with(&session, message, headers.as_ref()).await;
+    modern_reply(outcome).await
+}
+
+/// A modern answer: an error given at once gets the status the revision gives its code (400 for
+/// a malformed or refused request, 404 for an unknown method) — the code it was made with, never
+/// read back from its line; anything else 200.
+async fn modern_reply(outcome: Outcome) -> Response {
+    match outcome {
+        Outcome::Error(line, code) => json(status_of(code), line, None),
         other => outcome_response(other, None).await,
     }
 }
 
-/// A modern answer given at once: an error gets the status the revision gives its code (400 for
-/// a malformed or refused request, 404 for an unknown method), anything else 200. The gateway's
-/// answer is read for its code; an error made here says its own ([`modern_error`]).
-fn modern_reply(line: Vec<u8>) -> Response {
-    let status = status_of(reply_error_code(&line));
-    json(status, line, None)
-}
-
-/// A modern error made here, with the status its code has (not read back from the line).
+/// A modern error made here, with the status its code has.
 fn modern_error(id: &str, code: ErrorCode, message: &str) -> Response {
-    json(
-        status_of(Some(code.code())),
-        error_line(id, code, message),
-        None,
-    )
+    json(status_of(code), error_line(id, code, message), None)
 }
 
-/// The HTTP status the 2026-07-28 revision gives an answer with this error code (none: 200).
-fn status_of(code: Option<i64>) -> StatusCode {
+/// The HTTP status the 2026-07-28 revision gives an error answer with this code.
+fn status_of(code: ErrorCode) -> StatusCode {
     match code {
-        Some(-32601) => StatusCode::NOT_FOUND,
-        Some(-32700 | -32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
+        ErrorCode::MethodNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::ParseError
+        | ErrorCode::InvalidRequest
+        | ErrorCode::InvalidParams
+        | ErrorCode::HeaderMismatch
+        | ErrorCode::MissingRequiredClientCapability
+        | ErrorCode::UnsupportedProtocolVersion => StatusCode::BAD_REQUEST,
+        ErrorCode::InternalError | ErrorCode::ResourceNotFound => StatusCode::OK,
     }
-}
-
-/// The error code of an error answer (`None` for a result).
-fn reply_error_code(line: &[u8]) -> Option<i64> {
-    #[derive(serde::Deserialize)]
-    struct E {
-        code: i64,
-    }
-    // Only the top level is read: a long list result is not parsed for this.
-    let [error] = crate::jsonrpc::scan::top_level(line.trim_ascii_end(), [b"error"])?;
-    let error = line.get(error?)?;
-    serde_json::from_slice::<E>(error).ok().map(|e| e.code)
 }
 
 async fn outcome_response(outcome: Outcome, session_id: Option<String>) -> Response {
     match outcome {
         Outcome::Accepted => StatusCode::ACCEPTED.into_response(),
-        Outcome::Reply(line) => json(StatusCode::OK, line, session_id),
+        Outcome::Reply(line) | Outcome::Error(line, _) => json(StatusCode::OK, line, session_id),
         Outcome::Stream(mut rx) => match rx.recv().await {
             // Nothing came before the response: plain JSON is cheapest for everyone.
             Some(Out::Final(line)) => json(StatusCode::OK, line, session_id),

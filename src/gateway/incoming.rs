@@ -28,6 +28,14 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The error code the refusal is answered with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Refusal::Batch => ErrorCode::InvalidRequest,
+            Refusal::Parse(_) => ErrorCode::ParseError,
+        }
+    }
+
     /// The JSON-RPC error (no id: none could be read) for this refusal; `one` says how the
     /// transport takes one message ("at a time", "per request").
     pub fn line(&self, one: &str) -> Vec<u8> {

@@ -7,94 +7,94 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::{session, ClientSession, Gateway, Out, Outcome};
+use super::context::Cx;
+use super::lists::Lists;
+use super::outcome::{Out, Outcome};
+use super::subs::Upstreams;
+use super::{session, ClientSession};
 use crate::jsonrpc::{self, ErrorCode};
 
-impl Gateway {
-    /// `subscriptions/listen` (MCP 2026-07-28): the answer is a stream that stays open, first the
-    /// acknowledgment of what Gatehouse honors (the tool, prompt and resource lists of this
-    /// client's view; up to [`session::MAX_SUBSCRIPTIONS`] resources, whose legacy servers are
-    /// asked to tell of their changes), then each change, tagged with the request's id.
-    pub(super) async fn listen(
-        &self,
-        s: &Arc<ClientSession>,
-        id: &RawValue,
-        params: Option<&RawValue>,
-    ) -> Outcome {
-        let Some((kinds, mut honored, uris)) = asked(params) else {
-            return Outcome::Reply(jsonrpc::error_line(
+/// `subscriptions/listen` (MCP 2026-07-28): the answer is a stream that stays open, first the
+/// acknowledgment of what Gatehouse honors (the tool, prompt and resource lists of this
+/// client's view; up to [`session::MAX_SUBSCRIPTIONS`] resources, whose legacy servers are
+/// asked to tell of their changes — found through the resource owners `lists` knows, counted in
+/// `subs`), then each change, tagged with the request's id.
+pub(super) async fn listen(
+    cx: &Cx,
+    lists: &Lists,
+    subs: &Arc<Upstreams>,
+    id: &RawValue,
+    params: Option<&RawValue>,
+) -> Outcome {
+    let s = &cx.session;
+    let Some((kinds, mut honored, uris)) = asked(params) else {
+        return Outcome::error(
                 id.get(),
                 ErrorCode::InvalidParams,
                 "Invalid params: subscriptions/listen needs \"notifications\", the kinds of change to hear of",
-            ));
-        };
-        let mut held = Vec::new();
-        if !uris.is_empty() {
-            honored.insert(
-                "resourceSubscriptions".into(),
-                serde_json::Value::from(uris.clone()),
             );
-            held = self.subscribe_upstream(s, &uris).await;
-        }
-        let (tx, rx) = mpsc::channel(session::LISTEN_QUEUE);
-        let meta = format!(
-            "{{{}:{}}}",
-            jsonrpc::json_string(SUBSCRIPTION_ID_KEY),
-            id.get()
+    };
+    let mut held = Vec::new();
+    if !uris.is_empty() {
+        honored.insert(
+            "resourceSubscriptions".into(),
+            serde_json::Value::from(uris.clone()),
         );
-        let ack = format!(
-            "{{\"notifications\":{},\"_meta\":{meta}}}",
-            serde_json::Value::Object(honored)
-        );
-        let Ok(ack) = RawValue::from_string(ack) else {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::InvalidParams,
-                "Invalid request id",
-            ));
-        };
-        let line =
-            jsonrpc::notification_line("notifications/subscriptions/acknowledged", Some(&ack));
-        if tx.try_send(Out::Event(line)).is_err() {
-            return Outcome::Accepted;
-        }
-        let life = s
-            .expires_ms
-            .map_or(session::STREAM_LIFETIME, |t| {
-                std::time::Duration::from_millis(t.saturating_sub(crate::logs::now_ms()))
-            })
-            .min(session::STREAM_LIFETIME);
-        let listener = session::Listener {
-            id: id.get().to_owned(),
-            kinds,
-            resources: uris,
-            _watch: watch(s, id.get().to_owned(), &tx, held, life),
-            tx,
-        };
-        // Listen streams are long (hours) and each holds a connection: one profile may hold a
-        // quarter of the connections with them, never all (another profile still connects).
-        let share = super::conns::connection_limit() / 4;
-        if self.inner.sessions.listening_on(&s.profile) >= share {
-            return Outcome::Reply(jsonrpc::error_line(
+        held = lists.subscribe_upstream(cx, subs, &uris).await;
+    }
+    let (tx, rx) = mpsc::channel(session::LISTEN_QUEUE);
+    let meta = format!(
+        "{{{}:{}}}",
+        jsonrpc::json_string(SUBSCRIPTION_ID_KEY),
+        id.get()
+    );
+    let ack = format!(
+        "{{\"notifications\":{},\"_meta\":{meta}}}",
+        serde_json::Value::Object(honored)
+    );
+    let Ok(ack) = RawValue::from_string(ack) else {
+        return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid request id");
+    };
+    let line = jsonrpc::notification_line("notifications/subscriptions/acknowledged", Some(&ack));
+    if tx.try_send(Out::Event(line)).is_err() {
+        return Outcome::Accepted;
+    }
+    let life = s
+        .expires_ms
+        .map_or(session::STREAM_LIFETIME, |t| {
+            std::time::Duration::from_millis(t.saturating_sub(crate::logs::now_ms()))
+        })
+        .min(session::STREAM_LIFETIME);
+    let listener = session::Listener {
+        id: id.get().to_owned(),
+        kinds,
+        resources: uris,
+        _watch: watch(s, id.get().to_owned(), &tx, held, life),
+        tx,
+    };
+    // Listen streams are long (hours) and each holds a connection: one profile may hold a
+    // quarter of the connections with them, never all (another profile still connects).
+    let share = super::conns::connection_limit() / 4;
+    if cx.sessions.listening_on(&s.profile) >= share {
+        return Outcome::error(
                 id.get(),
                 ErrorCode::InternalError,
                 &format!(
                     "this client profile has {share} listen streams open already (a quarter of the connections); close one first"
                 ),
-            ));
-        }
-        if !s.listen(listener) {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::InternalError,
-                &format!(
-                    "this client has {} listen streams open already; close one first",
-                    session::MAX_LISTENERS
-                ),
-            ));
-        }
-        Outcome::Stream(rx)
+            );
     }
+    if !s.listen(listener) {
+        return Outcome::error(
+            id.get(),
+            ErrorCode::InternalError,
+            &format!(
+                "this client has {} listen streams open already; close one first",
+                session::MAX_LISTENERS
+            ),
+        );
+    }
+    Outcome::Stream(rx)
 }
 
 /// The task that lives as long as a listen stream: it holds the stream's shares of the upstream

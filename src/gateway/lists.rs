@@ -9,8 +9,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::catalog::rename;
-use super::session::{lock, ClientSession};
-use super::{member_params, Gateway, Outcome};
+use super::context::Cx;
+use super::forward::forward;
+use super::outcome::{member_params, Outcome};
+use super::session::lock;
+use super::subs::Upstreams;
 use crate::config::ServerId;
 use crate::jsonrpc::{self, ErrorCode};
 use crate::naming::{exposed_name, split_server};
@@ -30,32 +33,22 @@ pub(super) struct Lists {
     resources: Mutex<HashMap<String, ServerId>>,
 }
 
-impl Gateway {
-    /// Whether the session's client profile sees server `id` (every server without a profile).
-    pub(super) fn sees(&self, s: &ClientSession, id: &ServerId) -> bool {
-        self.profile_config(s)
-            .is_none_or(|p| p.sees_server(id.as_str()))
-    }
+/// `{"<key>":[…]}` of the items from servers the session's profile sees.
+fn visible_list(cx: &Cx, key: &str, items: &[(Box<RawValue>, ServerId)]) -> String {
+    let joined: Vec<&str> = items
+        .iter()
+        .filter(|(_, id)| cx.sees(id))
+        .map(|(i, _)| i.get())
+        .collect();
+    format!("{{\"{key}\":[{}]}}", joined.join(","))
+}
 
-    /// `{"<key>":[…]}` of the items from servers the session's profile sees.
-    fn visible_list(
-        &self,
-        s: &ClientSession,
-        key: &str,
-        items: &[(Box<RawValue>, ServerId)],
-    ) -> String {
-        let joined: Vec<&str> = items
-            .iter()
-            .filter(|(_, id)| self.sees(s, id))
-            .map(|(i, _)| i.get())
-            .collect();
-        format!("{{\"{key}\":[{}]}}", joined.join(","))
-    }
-
-    pub(super) async fn prompts_list(&self, s: &ClientSession) -> String {
-        let (_, items) = self
-            .fan_out_list("prompts/list", "prompts", "prompts")
-            .await;
+impl Lists {
+    /// `prompts/list`: every running server's prompts, each under its own name where no other
+    /// server has one of that name, else `server__prompt`; who owns which is kept for
+    /// `prompts/get`.
+    pub(super) async fn prompts_list(&self, cx: &Cx) -> String {
+        let (_, items) = fan_out_list(&cx.hub, "prompts/list", "prompts", "prompts").await;
         #[derive(Deserialize)]
         struct N {
             name: String,
@@ -89,20 +82,21 @@ impl Gateway {
                 canonical.clone()
             };
             if let Some(renamed) = rename(item.get(), &shown) {
-                if self.sees(s, server) {
+                if cx.sees(server) {
                     out.push(renamed);
                 }
                 names.insert(canonical.clone(), (server.clone(), own.clone()));
                 names.insert(shown, (server.clone(), own.clone()));
             }
         }
-        *lock(&self.inner.lists.prompts) = names;
+        *lock(&self.prompts) = names;
         format!("{{\"prompts\":[{}]}}", out.join(","))
     }
 
+    /// `prompts/get`: forwarded to the server owning the prompt, under its own name.
     pub(super) async fn prompts_get(
         &self,
-        s: &Arc<ClientSession>,
+        cx: &Cx,
         id: &RawValue,
         params: Option<&RawValue>,
     ) -> Outcome {
@@ -111,44 +105,40 @@ impl Gateway {
             Err(reply) => return reply,
         };
         let unknown = || {
-            Outcome::Reply(jsonrpc::error_line(
+            Outcome::error(
                 id.get(),
                 ErrorCode::InvalidParams,
                 &format!("Unknown prompt: {name}"),
-            ))
+            )
         };
-        let Some((server, prompt)) = self.find_prompt(s, &name).await else {
+        let Some((server, prompt)) = self.find_prompt(cx, &name).await else {
             return unknown();
         };
-        if !self.sees(s, &server) {
+        if !cx.sees(&server) {
             return unknown();
         }
-        let Ok(server) = self.inner.hub.server(server.as_str()) else {
+        let Ok(server) = cx.hub.server(server.as_str()) else {
             return unknown();
         };
         let Ok(original) = RawValue::from_string(jsonrpc::json_string(&prompt)) else {
-            return Outcome::Reply(jsonrpc::error_line(
-                id.get(),
-                ErrorCode::InvalidParams,
-                "Invalid prompt name",
-            ));
+            return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid prompt name");
         };
         p.insert("name".into(), original);
-        self.forward(s, id, server, "prompts/get", p, None)
+        forward(cx, id, server, "prompts/get", p, None)
     }
 
     /// The prompt `exposed` names; prompts are listed first when no listing of this run knows
     /// it (a client may get a prompt by its own name without having listed).
-    async fn find_prompt(&self, s: &ClientSession, exposed: &str) -> Option<(ServerId, String)> {
+    async fn find_prompt(&self, cx: &Cx, exposed: &str) -> Option<(ServerId, String)> {
         if let Some(hit) = self.resolve_prompt(exposed) {
             return Some(hit);
         }
-        self.prompts_list(s).await;
+        self.prompts_list(cx).await;
         self.resolve_prompt(exposed)
     }
 
     fn resolve_prompt(&self, exposed: &str) -> Option<(ServerId, String)> {
-        if let Some(hit) = lock(&self.inner.lists.prompts).get(exposed).cloned() {
+        if let Some(hit) = lock(&self.prompts).get(exposed).cloned() {
             return Some(hit);
         }
         // Not listed yet in this run: plain names split at the first "__".
@@ -157,13 +147,13 @@ impl Gateway {
         (exposed_name(server, prompt) == exposed).then(|| (id, prompt.to_owned()))
     }
 
-    pub(super) async fn resources_list(&self, s: &ClientSession) -> String {
-        let (_, items) = self
-            .fan_out_list("resources/list", "resources", "resources")
-            .await;
+    /// `resources/list`: every running server's resources (an app's URI that tools of several
+    /// servers point at under each server's alias); who owns which is kept for the requests.
+    pub(super) async fn resources_list(&self, cx: &Cx) -> String {
+        let (_, items) = fan_out_list(&cx.hub, "resources/list", "resources", "resources").await;
         // An app's `ui://` URI that tools of several servers point at: each copy under its
         // server's alias (`apps.rs`).
-        let shared = self.catalog().ui_shared(self.profile_config(s).as_ref());
+        let shared = cx.catalog().ui_shared(cx.profile().as_ref());
         let mut owners = HashMap::new();
         let mut shown = Vec::with_capacity(items.len());
         for (item, server) in items {
@@ -188,21 +178,29 @@ impl Gateway {
             owners.entry(u.uri).or_insert(server.clone());
             shown.push((item, server));
         }
-        let result = self.visible_list(s, "resources", &shown);
-        *lock(&self.inner.lists.resources) = owners;
+        let result = visible_list(cx, "resources", &shown);
+        *lock(&self.resources) = owners;
         result
     }
 
-    pub(super) async fn resource_templates_list(&self, s: &ClientSession) -> String {
-        let (_, items) = self
-            .fan_out_list("resources/templates/list", "resourceTemplates", "resources")
-            .await;
-        self.visible_list(s, "resourceTemplates", &items)
+    /// `resources/templates/list`: every running server's templates.
+    pub(super) async fn resource_templates_list(&self, cx: &Cx) -> String {
+        let (_, items) = fan_out_list(
+            &cx.hub,
+            "resources/templates/list",
+            "resourceTemplates",
+            "resources",
+        )
+        .await;
+        visible_list(cx, "resourceTemplates", &items)
     }
 
+    /// `resources/read`, `resources/subscribe` and `resources/unsubscribe`: forwarded to the
+    /// server owning the URI; a subscription counted in `subs`, its server asked once.
     pub(super) async fn resource_request(
         &self,
-        s: &Arc<ClientSession>,
+        cx: &Cx,
+        subs: &Arc<Upstreams>,
         id: &RawValue,
         method: &'static str,
         params: Option<&RawValue>,
@@ -211,31 +209,32 @@ impl Gateway {
             Ok(x) => x,
             Err(reply) => return reply,
         };
+        let s = &cx.session;
         // One server's copy of a shared app URI: that server, under the original URI.
-        let shared = self.catalog().ui_shared(self.profile_config(s).as_ref());
+        let shared = cx.catalog().ui_shared(cx.profile().as_ref());
         let aliased = super::apps::resolve(&uri, &shared)
-            .and_then(|(server, original)| Some((self.inner.hub.server(server).ok()?, original)));
+            .and_then(|(server, original)| Some((cx.hub.server(server).ok()?, original)));
         let owner = match aliased {
             Some((server, original)) => {
                 let Ok(raw) = RawValue::from_string(jsonrpc::json_string(&original)) else {
-                    return Outcome::Reply(jsonrpc::error_line(
+                    return Outcome::error(
                         id.get(),
                         ErrorCode::InvalidParams,
                         "Invalid resource URI",
-                    ));
+                    );
                 };
                 p.insert("uri".into(), raw);
                 uri = original;
                 Some(server)
             }
-            None => self.resource_owner(s, &uri).await,
+            None => self.resource_owner(cx, &uri).await,
         };
-        let Some(server) = owner.filter(|o| self.sees(s, o.id())) else {
-            return Outcome::Reply(jsonrpc::error_line(
+        let Some(server) = owner.filter(|o| cx.sees(o.id())) else {
+            return Outcome::error(
                 id.get(),
                 ErrorCode::ResourceNotFound,
                 &format!("Resource not found: {uri}"),
-            ));
+            );
         };
         // What a legacy client subscribes to, it hears of when the server says it changed. The
         // server is asked once however many clients subscribe, and told when the last goes.
@@ -250,17 +249,17 @@ impl Gateway {
                 return done();
             }
             if !room {
-                return Outcome::Reply(jsonrpc::error_line(
+                return Outcome::error(
                     id.get(),
                     ErrorCode::InvalidParams,
                     &format!(
                         "this client is subscribed to {} resources already (the limit)",
                         super::session::MAX_SUBSCRIPTIONS
                     ),
-                ));
+                );
             }
             if let Ok(peer) = server.peer() {
-                let (held, ask) = self.inner.subs.hold(server.id().as_str(), &uri, &peer);
+                let (held, ask) = subs.hold(server.id().as_str(), &uri, &peer);
                 s.subscribe(&uri, Some(held));
                 if !ask {
                     return done();
@@ -269,7 +268,7 @@ impl Gateway {
                 s.subscribe(&uri, None);
             }
         }
-        self.forward(s, id, server, method, p, None)
+        forward(cx, id, server, method, p, None)
     }
 
     /// Asks each legacy server that owns one of `uris` to tell of its changes
@@ -278,27 +277,29 @@ impl Gateway {
     /// revision has no such request); what is not done in time is left out.
     pub(super) async fn subscribe_upstream(
         &self,
-        s: &ClientSession,
+        cx: &Cx,
+        subs: &Arc<Upstreams>,
         uris: &[String],
     ) -> Vec<super::subs::Held> {
         let mut held = Vec::new();
-        let _ =
-            tokio::time::timeout(LIST_DEADLINE, self.subscribe_owners(s, uris, &mut held)).await;
+        let owners = self.subscribe_owners(cx, subs, uris, &mut held);
+        let _ = tokio::time::timeout(LIST_DEADLINE, owners).await;
         held
     }
 
     async fn subscribe_owners(
         &self,
-        s: &ClientSession,
+        cx: &Cx,
+        subs: &Arc<Upstreams>,
         uris: &[String],
         held: &mut Vec<super::subs::Held>,
     ) {
         let mut asks = Vec::new();
         for uri in uris {
             let Some(server) = self
-                .resource_owner(s, uri)
+                .resource_owner(cx, uri)
                 .await
-                .filter(|o| self.sees(s, o.id()))
+                .filter(|o| cx.sees(o.id()))
             else {
                 continue;
             };
@@ -307,7 +308,7 @@ impl Gateway {
                 continue;
             }
             // Asked once for all the clients that subscribe (`subs.rs`).
-            let (share, ask) = self.inner.subs.hold(server.id().as_str(), uri, &peer);
+            let (share, ask) = subs.hold(server.id().as_str(), uri, &peer);
             held.push(share);
             if !ask {
                 continue;
@@ -325,21 +326,25 @@ impl Gateway {
     }
 
     /// The server owning `uri`: the one that listed it, else the one with a matching template.
-    async fn resource_owner(&self, s: &ClientSession, uri: &str) -> Option<ServerHandle> {
-        let listed = lock(&self.inner.lists.resources).get(uri).cloned();
+    async fn resource_owner(&self, cx: &Cx, uri: &str) -> Option<ServerHandle> {
+        let listed = lock(&self.resources).get(uri).cloned();
         let listed = match listed {
             Some(s) => Some(s),
             None => {
-                self.resources_list(s).await;
-                lock(&self.inner.lists.resources).get(uri).cloned()
+                self.resources_list(cx).await;
+                lock(&self.resources).get(uri).cloned()
             }
         };
         if let Some(id) = listed {
-            return self.inner.hub.server(id.as_str()).ok();
+            return cx.hub.server(id.as_str()).ok();
         }
-        let (_, owners) = self
-            .fan_out_list("resources/templates/list", "resourceTemplates", "resources")
-            .await;
+        let (_, owners) = fan_out_list(
+            &cx.hub,
+            "resources/templates/list",
+            "resourceTemplates",
+            "resources",
+        )
+        .await;
         owners
             .into_iter()
             .find(|(item, _)| {
@@ -353,12 +358,14 @@ impl Gateway {
                     !prefix.is_empty() && uri.starts_with(prefix)
                 })
             })
-            .and_then(|(_, id)| self.inner.hub.server(id.as_str()).ok())
+            .and_then(|(_, id)| cx.hub.server(id.as_str()).ok())
     }
 
+    /// `completion/complete`: forwarded to the server owning the prompt or resource it refers
+    /// to; none owning it, an empty completion.
     pub(super) async fn complete(
         &self,
-        s: &Arc<ClientSession>,
+        cx: &Cx,
         id: &RawValue,
         params: Option<&RawValue>,
     ) -> Outcome {
@@ -374,9 +381,7 @@ impl Gateway {
             name: Option<String>,
             uri: Option<String>,
         }
-        let invalid = |msg: &str| {
-            Outcome::Reply(jsonrpc::error_line(id.get(), ErrorCode::InvalidParams, msg))
-        };
+        let invalid = |msg: &str| Outcome::error(id.get(), ErrorCode::InvalidParams, msg);
         let needs_ref = "Invalid params: completion/complete needs \"ref\"";
         let Some(raw) = params else {
             return invalid(needs_ref);
@@ -394,9 +399,9 @@ impl Gateway {
         ) {
             ("ref/prompt", Some(name), _) => {
                 let Some((server, prompt)) = self
-                    .find_prompt(s, &name)
+                    .find_prompt(cx, &name)
                     .await
-                    .filter(|(server, _)| self.sees(s, server))
+                    .filter(|(server, _)| cx.sees(server))
                 else {
                     return invalid(&format!("Unknown prompt: {name}"));
                 };
@@ -404,50 +409,48 @@ impl Gateway {
                 if let Ok(r) = RawValue::from_string(new_ref) {
                     p.insert("ref".into(), r);
                 }
-                self.inner.hub.server(server.as_str()).ok()
+                cx.hub.server(server.as_str()).ok()
             }
             ("ref/resource", _, Some(uri)) => self
-                .resource_owner(s, &uri)
+                .resource_owner(cx, &uri)
                 .await
-                .filter(|o| self.sees(s, o.id())),
+                .filter(|o| cx.sees(o.id())),
             _ => None,
         };
         match server {
-            Some(server) => self.forward(s, id, server, "completion/complete", p, None),
+            Some(server) => forward(cx, id, server, "completion/complete", p, None),
             None => Outcome::Reply(super::answer::ours(
                 id.get(),
                 r#"{"completion":{"values":[],"hasMore":false}}"#,
-                s.era(),
+                cx.session.era(),
             )),
         }
     }
+}
 
-    /// Asks every running server that declared `capability` for all pages of `method` and
-    /// returns `{"<key>":[…]}` plus each item (raw) with its server, in server id order.
-    async fn fan_out_list(
-        &self,
-        method: &str,
-        key: &str,
-        capability: &str,
-    ) -> (String, Vec<(Box<RawValue>, ServerId)>) {
-        let servers: Vec<ServerHandle> = self
-            .inner
-            .hub
-            .servers()
-            .into_iter()
-            .filter(|s| {
-                s.state() == crate::supervisor::State::Running && s.has_capability(capability)
-            })
-            .collect();
-        let mut set = tokio::task::JoinSet::new();
-        for (i, server) in servers.into_iter().enumerate() {
-            let method = method.to_owned();
-            let key = key.to_owned();
-            set.spawn(async move {
-                // A server that does not answer in time is left out of this list (never holds it
-                // up for every client) and told about in its log and status.
-                let warning = format!("slow:{method}");
-                let items = match tokio::time::timeout(LIST_DEADLINE, list_all(&server, &method, &key)).await {
+/// Asks every running server that declared `capability` for all pages of `method` and
+/// returns `{"<key>":[…]}` plus each item (raw) with its server, in server id order.
+async fn fan_out_list(
+    hub: &crate::hub::HubHandle,
+    method: &str,
+    key: &str,
+    capability: &str,
+) -> (String, Vec<(Box<RawValue>, ServerId)>) {
+    let servers: Vec<ServerHandle> = hub
+        .servers()
+        .into_iter()
+        .filter(|s| s.state() == crate::supervisor::State::Running && s.has_capability(capability))
+        .collect();
+    let mut set = tokio::task::JoinSet::new();
+    for (i, server) in servers.into_iter().enumerate() {
+        let method = method.to_owned();
+        let key = key.to_owned();
+        set.spawn(async move {
+            // A server that does not answer in time is left out of this list (never holds it
+            // up for every client) and told about in its log and status.
+            let warning = format!("slow:{method}");
+            let items =
+                match tokio::time::timeout(LIST_DEADLINE, list_all(&server, &method, &key)).await {
                     Ok(items) => {
                         server.warn(&warning, None);
                         items
@@ -456,28 +459,27 @@ impl Gateway {
                         server.warn(
                             &warning,
                             Some(format!(
-                                "did not answer {method} within {} s; left out of the combined list",
-                                LIST_DEADLINE.as_secs()
-                            )),
+                            "did not answer {method} within {} s; left out of the combined list",
+                            LIST_DEADLINE.as_secs()
+                        )),
                         );
                         Vec::new()
                     }
                 };
-                (i, server.id().clone(), items)
-            });
-        }
-        let mut results = Vec::new();
-        while let Some(Ok(r)) = set.join_next().await {
-            results.push(r);
-        }
-        results.sort_by_key(|(i, _, _)| *i);
-        let mut items = Vec::new();
-        for (_, id, list) in results {
-            items.extend(list.into_iter().map(|item| (item, id.clone())));
-        }
-        let joined: Vec<&str> = items.iter().map(|(i, _)| i.get()).collect();
-        (format!("{{\"{key}\":[{}]}}", joined.join(",")), items)
+            (i, server.id().clone(), items)
+        });
     }
+    let mut results = Vec::new();
+    while let Some(Ok(r)) = set.join_next().await {
+        results.push(r);
+    }
+    results.sort_by_key(|(i, _, _)| *i);
+    let mut items = Vec::new();
+    for (_, id, list) in results {
+        items.extend(list.into_iter().map(|item| (item, id.clone())));
+    }
+    let joined: Vec<&str> = items.iter().map(|(i, _)| i.get()).collect();
+    (format!("{{\"{key}\":[{}]}}", joined.join(",")), items)
 }
 
 /// All pages of a list method from one server; the items raw.

@@ -7,112 +7,107 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::outcome::Outcome;
 use super::session::{lock, Forwarded};
-use super::{ClientSession, Gateway, LATEST_VERSION, SUPPORTED_VERSIONS};
+use super::{ClientSession, LATEST_VERSION, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{self, Envelope, ErrorCode};
 use crate::supervisor::rpc::ResponseBody;
 
-impl Gateway {
-    pub(super) fn initialize(&self, s: &Arc<ClientSession>, params: Option<&RawValue>) -> String {
-        #[derive(Deserialize, Default)]
-        struct Params {
-            #[serde(rename = "protocolVersion", default)]
-            protocol_version: Option<String>,
-            #[serde(rename = "clientInfo", default)]
-            client_info: Option<Who>,
-            #[serde(default)]
-            capabilities: Option<Box<RawValue>>,
-        }
-        #[derive(Deserialize, Default)]
-        struct Who {
-            name: Option<String>,
-            version: Option<String>,
-        }
-        let p: Params = params
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_default();
-        let version = match p.protocol_version.as_deref() {
-            Some(v) if SUPPORTED_VERSIONS.contains(&v) => v.to_owned(),
-            _ => LATEST_VERSION.to_owned(),
-        };
-        s.set_info(|info| {
-            let who = p.client_info.unwrap_or_default();
-            info.name = crate::protocol::client_label(who.name, crate::protocol::MAX_CLIENT_NAME);
-            info.version =
-                crate::protocol::client_label(who.version, crate::protocol::MAX_CLIENT_VERSION);
-            info.protocol_version = Some(version.clone());
-            // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
-            info.capabilities = p.capabilities.map(|c| crate::protocol::answerable(c.get()));
-        });
-        s.log_hello("initialize");
-        serde_json::json!({
-            "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": true},
-                "prompts": {"listChanged": false},
-                "resources": {"subscribe": true, "listChanged": false},
-                "completions": {},
-                "logging": {}
-            },
-            "serverInfo": {"name": "gatehouse", "title": "Gatehouse", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "Gatehouse gathers the tools of the MCP servers it runs; each tool is named server__tool."
-        })
-        .to_string()
+/// A 2025 client's `initialize`: who it is and what it can answer kept in its session; the
+/// result says what Gatehouse offers.
+pub(super) fn initialize(s: &Arc<ClientSession>, params: Option<&RawValue>) -> String {
+    #[derive(Deserialize, Default)]
+    struct Params {
+        #[serde(rename = "protocolVersion", default)]
+        protocol_version: Option<String>,
+        #[serde(rename = "clientInfo", default)]
+        client_info: Option<Who>,
+        #[serde(default)]
+        capabilities: Option<Box<RawValue>>,
     }
+    #[derive(Deserialize, Default)]
+    struct Who {
+        name: Option<String>,
+        version: Option<String>,
+    }
+    let p: Params = params
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or_default();
+    let version = match p.protocol_version.as_deref() {
+        Some(v) if SUPPORTED_VERSIONS.contains(&v) => v.to_owned(),
+        _ => LATEST_VERSION.to_owned(),
+    };
+    s.set_info(|info| {
+        let who = p.client_info.unwrap_or_default();
+        info.name = crate::protocol::client_label(who.name, crate::protocol::MAX_CLIENT_NAME);
+        info.version =
+            crate::protocol::client_label(who.version, crate::protocol::MAX_CLIENT_VERSION);
+        info.protocol_version = Some(version.clone());
+        // What it can answer: a 2026-07-28 server's input requests are relayed only if so.
+        info.capabilities = p.capabilities.map(|c| crate::protocol::answerable(c.get()));
+    });
+    s.log_hello("initialize");
+    serde_json::json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": false},
+            "resources": {"subscribe": true, "listChanged": false},
+            "completions": {},
+            "logging": {}
+        },
+        "serverInfo": {"name": "gatehouse", "title": "Gatehouse", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Gatehouse gathers the tools of the MCP servers it runs; each tool is named server__tool."
+    })
+    .to_string()
+}
 
-    pub(super) fn client_notification(
-        &self,
-        s: &Arc<ClientSession>,
-        method: &str,
-        params: Option<&RawValue>,
-    ) {
-        match method {
-            "notifications/initialized" => s.set_info(|i| i.initialized = true),
-            "notifications/cancelled" => {
-                #[derive(Deserialize)]
-                struct P<'a> {
-                    #[serde(borrow, rename = "requestId")]
-                    request_id: &'a RawValue,
-                }
-                if let Some(p) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()) {
-                    s.unlisten(p.request_id.get());
-                    let handle = lock(&s.inflight).remove(p.request_id.get());
-                    if let Some(h) = handle {
-                        // Dropping the upstream call sends notifications/cancelled to the server.
-                        h.abort();
-                    }
+/// A client's notification: `initialized` noted, `cancelled` ends the call (or the listen stream)
+/// it names.
+pub(super) fn client_notification(s: &Arc<ClientSession>, method: &str, params: Option<&RawValue>) {
+    match method {
+        "notifications/initialized" => s.set_info(|i| i.initialized = true),
+        "notifications/cancelled" => {
+            #[derive(Deserialize)]
+            struct P<'a> {
+                #[serde(borrow, rename = "requestId")]
+                request_id: &'a RawValue,
+            }
+            if let Some(p) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()) {
+                s.unlisten(p.request_id.get());
+                let handle = lock(&s.inflight).remove(p.request_id.get());
+                if let Some(h) = handle {
+                    // Dropping the upstream call sends notifications/cancelled to the server.
+                    h.abort();
                 }
             }
-            _ => {}
         }
+        _ => {}
     }
+}
 
-    pub(super) async fn client_response(
-        &self,
-        s: &Arc<ClientSession>,
-        id: &RawValue,
-        env: &Envelope<'_>,
-    ) {
-        let target = lock(&s.forwarded).remove(id.get());
-        match target {
-            Some(Forwarded::Upstream { peer, upstream_id }) => {
-                let body = match (env.result, env.error) {
-                    (_, Some(e)) => ResponseBody::Error(e),
-                    (Some(r), None) => ResponseBody::Result(r),
-                    (None, None) => return,
-                };
-                peer.respond(&upstream_id, body).await;
-            }
-            Some(Forwarded::Input(waiting)) => {
-                let answer = match (env.result, env.error) {
-                    (_, Some(e)) => Err(e.to_owned()),
-                    (Some(r), None) => Ok(r.to_owned()),
-                    (None, None) => return,
-                };
-                let _ = waiting.send(answer);
-            }
-            None => {}
+/// A client's answer to a request forwarded to it: to the server that asked, or to the call that
+/// waits for it.
+pub(super) async fn client_response(s: &Arc<ClientSession>, id: &RawValue, env: &Envelope<'_>) {
+    let target = lock(&s.forwarded).remove(id.get());
+    match target {
+        Some(Forwarded::Upstream { peer, upstream_id }) => {
+            let body = match (env.result, env.error) {
+                (_, Some(e)) => ResponseBody::Error(e),
+                (Some(r), None) => ResponseBody::Result(r),
+                (None, None) => return,
+            };
+            peer.respond(&upstream_id, body).await;
         }
+        Some(Forwarded::Input(waiting)) => {
+            let answer = match (env.result, env.error) {
+                (_, Some(e)) => Err(e.to_owned()),
+                (Some(r), None) => Ok(r.to_owned()),
+                (None, None) => return,
+            };
+            let _ = waiting.send(answer);
+        }
+        None => {}
     }
 }
 
@@ -141,17 +136,15 @@ pub fn discover_result() -> String {
 
 /// The error answer to a modern request whose envelope is refused: -32602 for a missing or
 /// malformed key, -32022 with the versions we speak for an unknown version.
-pub fn envelope_error(id: &str, e: &crate::protocol::EnvelopeError) -> Vec<u8> {
+pub fn envelope_error(id: &str, e: &crate::protocol::EnvelopeError) -> Outcome {
     use crate::protocol::EnvelopeError;
     match e {
-        EnvelopeError::Invalid(why) => jsonrpc::error_line(id, ErrorCode::InvalidParams, why),
-        EnvelopeError::Unsupported(v) => jsonrpc::error_object_line(
+        EnvelopeError::Invalid(why) => Outcome::error(id, ErrorCode::InvalidParams, why),
+        EnvelopeError::Unsupported(v) => Outcome::error_with_data(
             id,
-            &jsonrpc::error_object_with_data(
-                ErrorCode::UnsupportedProtocolVersion,
-                "Unsupported protocol version",
-                &crate::protocol::unsupported_data(v),
-            ),
+            ErrorCode::UnsupportedProtocolVersion,
+            "Unsupported protocol version",
+            &crate::protocol::unsupported_data(v),
         ),
     }
 }

@@ -74,7 +74,7 @@ impl Rig {
 /// The final answer of an outcome (a stream is read to its end).
 async fn answer(o: Outcome) -> Value {
     let line = match o {
-        Outcome::Reply(l) => l,
+        Outcome::Reply(l) | Outcome::Error(l, _) => l,
         Outcome::Accepted => return Value::Null,
         Outcome::Stream(mut rx) => loop {
             match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {

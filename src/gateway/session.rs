@@ -83,6 +83,9 @@ pub(super) struct Listener {
 pub(super) const OUT_QUEUE: usize = 8;
 /// Server→client requests one client may leave unanswered at most; more are refused.
 pub(super) const MAX_FORWARDED: usize = 64;
+/// How long a client may take to answer one round of input requests, and a 2026-07-28 client to
+/// retry a parked call with its answer (a person may be asked).
+pub const INPUT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Resources one client (a legacy session, or one listen stream) is subscribed to, at most.
 pub const MAX_SUBSCRIPTIONS: usize = 64;
@@ -498,6 +501,19 @@ impl Sessions {
         }
         out.sort_by_key(|c| std::cmp::Reverse(c.last_seen_ms));
         out
+    }
+
+    /// The clients active within `within` (one per name, version and profile), most recent
+    /// first; a name that looks like a known client's, or another one's here, is flagged.
+    pub fn connected(&self, within: std::time::Duration) -> Vec<Connected> {
+        let now = crate::logs::now_ms();
+        let mut recent = self.recent(now, within.as_millis() as u64);
+        let names: Vec<String> = recent.iter().map(|c| c.name.clone()).collect();
+        for c in &mut recent {
+            c.imitates =
+                crate::text::imitation::imitates(&c.name, names.iter().map(String::as_str));
+        }
+        recent
     }
 
     /// Ends the sessions `stale` says no longer hold a valid token.

@@ -22,7 +22,7 @@ async fn answer(
 ) {
     match gw.handle(session, message.get()).await {
         Outcome::Accepted => {}
-        Outcome::Reply(line) => {
+        Outcome::Reply(line) | Outcome::Error(line, _) => {
             let _ = out.send(line).await;
         }
         Outcome::Stream(mut rx) => {

@@ -236,7 +236,7 @@ async fn a_call_right_after_a_server_starts_never_sees_a_stale_catalog() {
                 None => panic!("no answer"),
             }
         },
-        gateway::Outcome::Reply(l) => String::from_utf8(l).unwrap(),
+        gateway::Outcome::Reply(l) | gateway::Outcome::Error(l, _) => String::from_utf8(l).unwrap(),
         gateway::Outcome::Accepted => panic!("no answer"),
     };
     assert!(line.contains("\"text\":\"fresh\""), "{line}");

@@ -34,6 +34,7 @@ mod modern;
 mod names;
 mod oauth;
 mod on_demand;
+mod param_headers;
 mod peers;
 mod profiles;
 mod real_clients;

@@ -312,7 +312,7 @@ async fn call(
 ) -> Value {
     let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}).to_string();
     match gw.handle_bytes(session, msg.as_bytes()).await {
-        Outcome::Reply(line) => serde_json::from_slice(&line).unwrap(),
+        Outcome::Reply(line) | Outcome::Error(line, _) => serde_json::from_slice(&line).unwrap(),
         Outcome::Stream(mut rx) => loop {
             match rx.recv().await {
                 Some(Out::Final(line)) => break serde_json::from_slice(&line).unwrap(),

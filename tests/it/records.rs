@@ -69,7 +69,9 @@ async fn interleaving(seed: u64) {
                             }
                         });
                     }
-                    Outcome::Reply(_) => *finals.lock().unwrap().entry(i).or_default() += 1,
+                    Outcome::Reply(_) | Outcome::Error(..) => {
+                        *finals.lock().unwrap().entry(i).or_default() += 1
+                    }
                     Outcome::Accepted => {}
                 }
                 log.push(format!("call {i}"));
