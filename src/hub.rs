@@ -1,6 +1,8 @@
-//! The hub: one supervisor actor per configured server, the event bus, and the operations every
-//! front end (headless binary, control socket, desktop shell, tests) uses. [`Hub::start`] is the
-//! only way to start the core.
+//! The hub's door: one supervisor actor per configured server, the event bus, and the operations
+//! every front end (headless binary, control socket, desktop shell, tests) uses. [`Hub::start`]
+//! is the only way to start the core. `impl HubHandle` is here alone: each operation is either
+//! the server table's own or one call into the room that does it (`start`, `edits`, `clients`,
+//! `secrets`, `sign_in`, `tools`, `rules`, `replay`), handing over what that room may touch.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,63 +17,12 @@ use crate::approval::policy::Decision;
 use crate::approval::ApprovalBroker;
 use crate::config::{Config, ServerId};
 use crate::events::{Event, EventBus};
-use crate::secrets::{NoSecretStore, Redactions, SecretSource};
-use crate::supervisor::{Context, ServerHandle, ServerStatus, Tuning};
-use crate::token::{OWN_TOKEN, OWN_TOKEN_GATEWAY};
+use crate::secrets::Redactions;
+use crate::supervisor::{Context, ServerHandle, ServerStatus};
 
 pub use replay::{ReplayScope, Replayed, RulesReport};
 pub use rules::ListedRule;
-
-/// How to start a hub.
-pub struct HubOptions {
-    /// Where per-server logs (and later the activity log) live.
-    pub data_dir: PathBuf,
-    /// The config file this hub was started from, for `reload`.
-    pub config_path: Option<PathBuf>,
-    /// Where secret references get their values.
-    pub secrets: Arc<dyn SecretSource>,
-    /// Timing knobs of the supervisors.
-    pub tuning: Tuning,
-    /// Deny held calls at once instead of waiting for an approver (`serve --deny-unattended`).
-    pub deny_unattended: bool,
-    /// The gateway's actual ports (besides the config's): a server reaching them is refused.
-    pub gateway_ports: Vec<u16>,
-    /// Where client profiles' tokens are kept (default: files under the data dir).
-    pub client_tokens: Option<Arc<crate::profiles::ClientTokens>>,
-    /// Where remote servers' sign-in tokens are kept (default: nowhere; sign-in is refused).
-    pub vault: Arc<dyn crate::oauth::Vault>,
-    /// The program that opens sign-in pages (default: `GATEHOUSE_BROWSER`, else the platform's).
-    pub browser: Option<std::ffi::OsString>,
-    /// The gateway's own token, when this hub serves one: no server is ever handed it.
-    pub gateway_token: Option<String>,
-    /// The control socket this hub serves: its directory is closed to confined servers (the
-    /// derived one always is).
-    pub control_path: Option<PathBuf>,
-    /// What starts the servers (unit tests: the in-memory fake; default: real processes).
-    #[cfg(test)]
-    pub(crate) launcher: Option<Arc<dyn crate::supervisor::launch::Launcher>>,
-}
-
-impl HubOptions {
-    /// Defaults: no secret store, production timings, approvals waited for.
-    pub fn new(data_dir: PathBuf) -> Self {
-        HubOptions {
-            data_dir,
-            config_path: None,
-            secrets: Arc::new(NoSecretStore),
-            tuning: Tuning::default(),
-            deny_unattended: false,
-            gateway_ports: Vec::new(),
-            client_tokens: None,
-            vault: Arc::new(crate::oauth::NoVault),
-            browser: None,
-            gateway_token: None,
-            control_path: None,
-            #[cfg(test)]
-            launcher: None,
-        }
-    }
-}
+pub use start::{Hub, HubOptions};
 
 /// Why the hub refused an operation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -129,105 +80,6 @@ pub struct ToolInfo {
 pub type ClientNames =
     std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>;
 
-/// Every client profile's token, known to the redactions (replacing the previous set).
-fn register_client_tokens(redactions: &Redactions, tokens: &crate::profiles::ClientTokens) {
-    let named: Vec<(String, String)> = tokens
-        .all()
-        .into_iter()
-        .map(|(id, t)| (format!("{OWN_TOKEN}client:{id}"), t.to_string()))
-        .collect();
-    redactions.replace_all(&format!("{OWN_TOKEN}client:"), &named);
-}
-
-/// The client profiles a config names.
-fn profile_ids(config: &Config) -> Vec<String> {
-    config
-        .clients
-        .keys()
-        .map(|k| k.as_str().to_owned())
-        .collect()
-}
-
-/// The way to start the core: [`Hub::start`].
-pub struct Hub;
-
-impl Hub {
-    /// Starts one actor per configured server (enabled ones start at once) and returns the handle.
-    pub fn start(config: Config, opts: HubOptions) -> HubHandle {
-        let bus = EventBus::new(4096);
-        let approvals = ApprovalBroker::new(
-            bus.clone(),
-            Some(opts.data_dir.join("approvals.json")),
-            opts.deny_unattended,
-        );
-        let redactions = Arc::new(Redactions::default());
-        let mut gateway_ports = opts.gateway_ports;
-        gateway_ports.push(config.gateway.listen.port());
-        let mut ctx = Context::new(
-            bus.clone(),
-            opts.secrets,
-            redactions.clone(),
-            Some(opts.data_dir.join("logs")),
-            opts.tuning,
-            gateway_ports,
-            (opts.vault, opts.browser),
-        );
-        #[cfg(test)]
-        if let Some(l) = opts.launcher {
-            ctx.launcher = l;
-        }
-        ctx.sandbox = crate::supervisor::SandboxRoots {
-            guarded: sandbox_guarded(
-                &opts.data_dir,
-                opts.config_path.as_deref(),
-                opts.control_path.as_deref(),
-            ),
-            servers: Some(opts.data_dir.join("servers")),
-        };
-        ctx.known_tools_dir = Some(opts.data_dir.join("tools"));
-        let ctx = Arc::new(ctx);
-        let activity = ActivityLog::open(opts.data_dir.join("activity.db"), redactions.clone());
-        let client_tokens = opts.client_tokens.unwrap_or_else(|| {
-            Arc::new(crate::profiles::ClientTokens::new(
-                None,
-                opts.data_dir.clone(),
-            ))
-        });
-        if let Err(e) = client_tokens.sync(&profile_ids(&config)) {
-            tracing::error!("client tokens: {e}");
-        }
-        // Gatehouse's own tokens are known to the redactions before any server starts: masked
-        // wherever they would show, and refused in any value a server would be handed.
-        if let Some(t) = &opts.gateway_token {
-            redactions.register(OWN_TOKEN_GATEWAY, t);
-        }
-        register_client_tokens(&redactions, &client_tokens);
-        let inner = Arc::new(Inner {
-            secret_index: opts.data_dir.join("secret-names.json"),
-            bus,
-            approvals,
-            activity,
-            client_tokens,
-            redactions: ctx.redactions.clone(),
-            ctx,
-            config_path: opts.config_path,
-            state: Mutex::new(HubState {
-                servers: BTreeMap::new(),
-                joins: Vec::new(),
-                config: Arc::new(Config::default()),
-                shutting_down: false,
-            }),
-            config_edit: tokio::sync::Mutex::new(()),
-            connected: Mutex::new(None),
-        });
-        let hub = HubHandle { inner };
-        let mut config = config;
-        hub.refuse_unmatchable_rules(&mut config);
-        hub.install(config);
-        hub
-    }
-}
-
 /// The cloneable handle to a running hub.
 #[derive(Clone)]
 pub struct HubHandle {
@@ -268,10 +120,12 @@ struct HubState {
 }
 
 mod clients;
+mod edits;
 mod replay;
 mod rules;
 mod secrets;
 mod sign_in;
+mod start;
 mod tools;
 
 impl HubHandle {
@@ -290,7 +144,7 @@ impl HubHandle {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner.state)
     }
 
     /// Adds actors for servers not yet known. Returns the handles that already existed and whose
@@ -427,62 +281,9 @@ impl HubHandle {
 
     /// Applies a new config: new servers start, removed ones stop, changed ones are updated
     /// (a launch change restarts them; a failed one gets a fresh chance).
-    pub async fn apply_config(&self, mut config: Config) -> Result<(), HubError> {
-        if self.lock().shutting_down {
-            return Err(HubError::ShuttingDown);
-        }
-        self.refuse_unmatchable_rules(&mut config);
-        let removed: Vec<(ServerId, ServerHandle)> = {
-            let mut st = self.lock();
-            let gone: Vec<ServerId> = st
-                .servers
-                .keys()
-                .filter(|k| !config.servers.contains_key(*k))
-                .cloned()
-                .collect();
-            gone.into_iter()
-                .filter_map(|k| st.servers.remove(&k).map(|h| (k, h)))
-                .collect()
-        };
-        for (id, h) in removed {
-            let _ = h.shutdown().await;
-            if let Some(dir) = &self.inner.ctx.known_tools_dir {
-                crate::supervisor::known::forget(dir, id.as_str());
-            }
-        }
-        let ids = profile_ids(&config);
-        let tokens = self.inner.client_tokens.clone();
-        match tokio::task::spawn_blocking(move || tokens.sync(&ids)).await {
-            Ok(Err(e)) => tracing::error!("client tokens: {e}"),
-            Err(e) => tracing::error!("client tokens: {e}"),
-            Ok(Ok(())) => {}
-        }
-        register_client_tokens(&self.inner.redactions, &self.inner.client_tokens);
-        let before = self.config();
-        // Entries that cannot be read are rows of their own: every front end hears of them.
-        for (key, e) in &config.invalid {
-            if before.invalid.get(key) != Some(e) {
-                self.inner
-                    .bus
-                    .publish(crate::events::Event::Status(ServerStatus::invalid(key, e)));
-            }
-        }
-        for (h, cfg) in self.install(config) {
-            // A change of tool flags alone restarts nothing: say so, so that every tool list
-            // (the gateway's catalog, the app) is rebuilt under the new flags at once.
-            let flags_changed = before.servers.get(h.id()).is_some_and(|old| {
-                old.tools != cfg.tools || old.requires_approval != cfg.requires_approval
-            });
-            let id = h.id().to_string();
-            let _ = h.update(cfg).await;
-            if flags_changed {
-                self.inner.bus.publish(crate::events::Event::ToolsChanged {
-                    server: id,
-                    tools: h.tools().len(),
-                });
-            }
-        }
-        Ok(())
+    pub async fn apply_config(&self, config: Config) -> Result<(), HubError> {
+        let known_tools = self.inner.ctx.known_tools_dir.as_deref();
+        edits::apply(self, known_tools, config).await
     }
 
     /// Adds or replaces one server in the config file (validated, saved atomically with a `.bak`)
@@ -542,109 +343,205 @@ impl HubHandle {
         self.edit_config(move |c| c.with_listen(&listen)).await
     }
 
-    /// Removes one server from the config file and stops it.
+    /// Removes one server from the config file and stops it (a remote one's sign-in with it).
     pub async fn remove_server(&self, id: &str) -> Result<(), HubError> {
-        let was_remote = self.remote_entry(id).is_ok();
-        let owned = id.to_owned();
-        self.edit_config(move |c| c.without_server(&owned)).await?;
-        // A removed server's sign-in goes with it (revoked where offered): tokens nobody can
-        // see or use are not left in the keychain.
-        if was_remote {
-            if let Err(e) = self.inner.ctx.oauth.sign_out(id).await {
-                tracing::warn!(server = id, error = %e, "the removed server's sign-in was not deleted");
-            }
-        }
-        Ok(())
+        edits::remove_server(self, &self.inner.ctx.oauth, id).await
     }
 
-    /// Edits the config file the hub runs from under its edit lock: the file as it is now (it
-    /// must parse: a file the person is mid-way through editing is never overwritten), the edit,
-    /// an atomic save, then apply.
+    /// Edits the config file the hub runs from under its edit lock, then applies the result.
     async fn edit_config(
         &self,
         edit: impl FnOnce(&Config) -> Result<Config, String> + Send + 'static,
     ) -> Result<(), HubError> {
-        let path = self.inner.config_path.clone().ok_or_else(|| {
-            HubError::Config("this hub was not started from a config file".into())
-        })?;
-        let _edit = self.inner.config_edit.lock().await;
-        let next = tokio::task::spawn_blocking(move || crate::config::edit(&path, edit))
-            .await
-            .map_err(|e| HubError::Config(format!("the config edit failed: {e}")))?
-            .map_err(|e| HubError::Config(e.to_string()))?;
-        self.apply_config(next).await
+        let path = self.inner.config_path.clone();
+        edits::edit(self, path, &self.inner.config_edit, edit).await
     }
 
     /// Re-reads the config file the hub was started from.
     pub async fn reload(&self) -> Result<(), HubError> {
-        let path = self.inner.config_path.clone().ok_or_else(|| {
-            HubError::Config("this hub was not started from a config file".into())
-        })?;
-        let config = Config::load(&path).map_err(|e| HubError::Config(e.to_string()))?;
-        self.apply_config(config).await
+        edits::reload(self, self.inner.config_path.clone()).await
     }
 
     /// Stops every server (in parallel) and waits until each actor has ended: no child process,
     /// no task of the hub is left behind.
     pub async fn shutdown(&self) {
-        self.inner.ctx.oauth.shutdown();
-        let (servers, joins) = {
-            let mut st = self.lock();
-            st.shutting_down = true;
-            (
-                std::mem::take(&mut st.servers),
-                std::mem::take(&mut st.joins),
-            )
-        };
-        let stops: Vec<_> = servers
-            .into_values()
-            .map(|h| tokio::spawn(async move { h.shutdown().await }))
-            .collect();
-        for s in stops {
-            let _ = s.await;
-        }
-        for j in joins {
-            let _ = j.await;
-        }
-        // The activity rows of the last calls are on disk before the hub ends: a query is
-        // answered only after every record before it is written (it cuts the writer's gathering
-        // short), within a bound.
-        let _ = tokio::time::timeout(
-            std::time::Duration::from_secs(2),
-            self.activity().recent_of(0, None, None),
-        )
-        .await;
-        // Remembered answers are written off the async threads: on disk before the hub ends.
-        let approvals = self.approvals().clone();
-        let _ =
-            tokio::task::spawn_blocking(move || approvals.flush(std::time::Duration::from_secs(5)))
-                .await;
+        edits::shutdown(self, &self.inner.ctx.oauth).await
     }
-}
 
-/// What no sandboxed server may read: the data directory (tokens, approvals, other servers'
-/// places, logs) and the config file with its last good copy.
-fn sandbox_guarded(
-    data_dir: &std::path::Path,
-    config: Option<&std::path::Path>,
-    control: Option<&std::path::Path>,
-) -> Vec<PathBuf> {
-    let mut guarded = vec![data_dir.to_owned()];
-    // The derived control socket's directory (Gatehouse's own, where every CLI looks) is not
-    // even listed by a confined server; a socket placed elsewhere (`--control`) is closed
-    // itself — its directory may be anything (a connection is refused by the filter anyway).
-    let derived = crate::control::locate::derived_socket_path();
-    if let Some(dir) = derived.parent().filter(|d| d.file_name().is_some()) {
-        guarded.push(dir.to_owned());
+    /// Sets where [`HubHandle::clients`] learns which clients are connected: the gateway over
+    /// this hub (a later one replaces an earlier one's view).
+    pub fn set_connected_view(
+        &self,
+        view: impl Fn() -> Vec<crate::profiles::Connected> + Send + Sync + 'static,
+    ) {
+        *crate::sync::lock(&self.inner.connected) = Some(Box::new(view));
     }
-    if let Some(c) = control.filter(|c| *c != derived) {
-        guarded.push(c.to_owned());
+
+    /// Every client profile (the `default` one first) with the tools it sees now.
+    pub fn clients(&self) -> Vec<crate::profiles::ClientInfo> {
+        let connected = crate::sync::lock(&self.inner.connected)
+            .as_ref()
+            .map(|v| v())
+            .unwrap_or_default();
+        clients::list(self, &connected)
     }
-    if let Some(c) = config {
-        guarded.push(c.to_owned());
-        let mut bak = c.as_os_str().to_owned();
-        bak.push(".bak");
-        guarded.push(PathBuf::from(bak));
+
+    /// Client profiles' tokens.
+    pub fn client_tokens(&self) -> &Arc<crate::profiles::ClientTokens> {
+        &self.inner.client_tokens
     }
-    guarded
+
+    /// A new token for client profile `id` (the old one stops working, its sessions end).
+    pub async fn rotate_client_token(&self, id: &str) -> Result<String, HubError> {
+        clients::rotate(&self.inner.client_tokens, &self.inner.redactions, id).await
+    }
+
+    /// Adds (or replaces) client profile `id` in the config file and applies it (its token is
+    /// created then).
+    pub async fn save_client(
+        &self,
+        id: &str,
+        profile: crate::config::ClientProfile,
+    ) -> Result<(), HubError> {
+        let id = id.to_owned();
+        self.edit_config(move |c| c.with_client(&id, profile)).await
+    }
+
+    /// Sets which servers client profile `id` sees (`None`: all), creating the profile if it is
+    /// new and keeping its other settings — the one profile edit the CLI and the app both make.
+    pub async fn set_client_servers(
+        &self,
+        id: &str,
+        servers: Option<Vec<String>>,
+    ) -> Result<(), HubError> {
+        clients::set_servers(self, id, servers).await
+    }
+
+    /// Removes client profile `id` from the config file; its token stops working at once.
+    pub async fn remove_client(&self, id: &str) -> Result<(), HubError> {
+        let id = id.to_owned();
+        self.edit_config(move |c| c.without_client(&id)).await
+    }
+
+    /// The token a client of profile `client` presents: `None` for the `default` profile (the
+    /// gateway token), the profile's own otherwise; an unknown profile says how to add it.
+    pub fn profile_token(&self, client: Option<&str>) -> Result<Option<String>, HubError> {
+        clients::token_of(&self.inner.client_tokens, client)
+    }
+
+    /// Every secret Gatehouse knows of — referenced by the config or set through it — each
+    /// with the servers that use it (possibly none).
+    pub fn secret_names(&self) -> BTreeMap<String, Vec<String>> {
+        secrets::names(&self.config(), &self.inner.secret_index)
+    }
+
+    /// Secret names referenced by the config, each with the servers that use it.
+    pub fn secret_users(&self) -> BTreeMap<String, Vec<String>> {
+        secrets::users(&self.config())
+    }
+
+    /// A secret was set or removed: restarts the servers that use it (unless stopped on purpose).
+    /// Returns their ids.
+    pub async fn secret_changed(&self, name: &str) -> Vec<String> {
+        let index = &self.inner.secret_index;
+        secrets::changed(self, &self.inner.ctx.secrets, index, name).await
+    }
+
+    /// Begins a sign-in to a remote server (or joins the one running): the authorization URL,
+    /// opened in the person's browser. When it succeeds the server is started again.
+    pub async fn sign_in(&self, id: &str) -> Result<crate::oauth::SignInStarted, HubError> {
+        sign_in::begin(self, &self.inner.ctx.oauth, &self.inner.redactions, id).await
+    }
+
+    /// How the sign-in to `id` ends (waits while the browser is out, at most
+    /// `oauth::SIGN_IN_TIMEOUT`).
+    pub async fn sign_in_wait(&self, id: &str) -> Result<(), HubError> {
+        sign_in::wait(self, &self.inner.ctx.oauth, &self.inner.redactions, id).await
+    }
+
+    /// Signs out of a remote server: tokens revoked where offered, deleted from the keychain,
+    /// the server then waiting in `needs_sign_in`; whether the revocation was accepted (`None`:
+    /// none is offered, or there was no sign-in).
+    pub async fn sign_out(&self, id: &str) -> Result<Option<bool>, HubError> {
+        sign_in::sign_out(self, &self.inner.ctx.oauth, id).await
+    }
+
+    /// What a call to one tool does under `config` (a server no longer configured asks).
+    pub fn tool_policy(
+        &self,
+        config: &Config,
+        server: &ServerId,
+        def: &crate::supervisor::ToolDef,
+    ) -> Decision {
+        tools::verdict(self.approvals(), config, server, def, None, None).decision
+    }
+
+    /// What a call to one tool does, and why it asks, under `config` and — for a call through a
+    /// client profile — that profile (`tools::verdict` gathers the policy's layers).
+    pub fn tool_verdict(
+        &self,
+        config: &Config,
+        server: &ServerId,
+        def: &crate::supervisor::ToolDef,
+        profile: Option<&crate::config::ClientProfile>,
+        rule: Option<&crate::approval::rules::Ruling>,
+    ) -> crate::approval::policy::Verdict {
+        tools::verdict(self.approvals(), config, server, def, profile, rule)
+    }
+
+    /// Lists a running server's tools again without restarting it; its tools as listed now.
+    pub async fn refresh_tools(&self, id: &str) -> Result<Vec<ToolInfo>, HubError> {
+        self.server(id)?
+            .refresh_tools()
+            .await
+            .map_err(HubError::Failed)?;
+        self.tools(Some(id))
+    }
+
+    /// Tools of running servers (all, or one server's), with their exposed names.
+    pub fn tools(&self, id: Option<&str>) -> Result<Vec<ToolInfo>, HubError> {
+        tools::list(self, id, None)
+    }
+
+    /// Tools of running servers as client profile `profile` sees them: only the tools it sees,
+    /// each with what a call from it does (`None`: the gateway token's view, every tool).
+    pub fn tools_for(
+        &self,
+        id: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<Vec<ToolInfo>, HubError> {
+        tools::list(self, id, profile)
+    }
+
+    /// Every rule of the running config.
+    pub fn rules(&self) -> Vec<ListedRule> {
+        rules::listed(&self.config())
+    }
+
+    /// Adds `rule` to `server`'s tool `tool` (after its other rules) and applies the config;
+    /// a rule that can never match the tool's definition is refused, nothing saved. Returns
+    /// the warnings (a rule that may not match as written).
+    pub async fn add_rule(
+        &self,
+        server: &str,
+        tool: &str,
+        rule: crate::config::rules::Rule,
+    ) -> Result<Vec<String>, HubError> {
+        rules::add(self, server, tool, rule).await
+    }
+
+    /// Removes the rule named `at`, if it is still `expected` (the rule as it was shown), and
+    /// applies the config.
+    pub async fn remove_rule(
+        &self,
+        at: &str,
+        expected: Option<crate::config::rules::Rule>,
+    ) -> Result<(), HubError> {
+        rules::remove(self, at, expected).await
+    }
+
+    /// Runs a config's rules over the recorded Activity (`gatehouse rules test`).
+    pub async fn rules_test(&self, scope: ReplayScope) -> Result<RulesReport, HubError> {
+        replay::rules_test(self, &self.inner.redactions, scope).await
+    }
 }

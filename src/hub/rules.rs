@@ -60,119 +60,111 @@ pub fn listed(config: &Config) -> Vec<ListedRule> {
     out
 }
 
-impl HubHandle {
-    /// The allow rules whose folder the server's sandbox does not open (a running, confined
-    /// server's plan; nothing is known of one that is not running).
-    pub(super) fn out_of_reach(
-        &self,
-        server: &str,
-        rules: &[Rule],
-    ) -> Vec<crate::approval::rules::Problem> {
-        let Some(confined) = self.server(server).ok().and_then(|h| h.confined()) else {
-            return Vec::new();
-        };
-        let home = dirs::home_dir();
-        crate::approval::rules::unreachable(
-            server,
-            rules,
-            |p| confined.plan.reads(p),
-            home.as_deref(),
-        )
-    }
+/// The allow rules whose folder the server's sandbox does not open (a running, confined
+/// server's plan; nothing is known of one that is not running).
+pub(super) fn out_of_reach(
+    hub: &HubHandle,
+    server: &str,
+    rules: &[Rule],
+) -> Vec<crate::approval::rules::Problem> {
+    let Some(confined) = hub.server(server).ok().and_then(|h| h.confined()) else {
+        return Vec::new();
+    };
+    let home = dirs::home_dir();
+    crate::approval::rules::unreachable(server, rules, |p| confined.plan.reads(p), home.as_deref())
+}
 
-    /// Every rule of the running config.
-    pub fn rules(&self) -> Vec<ListedRule> {
-        listed(&self.config())
+/// Adds `rule` to `server`'s tool `tool` (after its other rules) and applies the config.
+/// Checked first against the tool's definition as Gatehouse knows it: a rule that can never
+/// match is refused with the reason and nothing is saved. Returns the warnings (a rule that
+/// may not match as written).
+pub(super) async fn add(
+    hub: &HubHandle,
+    server: &str,
+    tool: &str,
+    rule: Rule,
+) -> Result<Vec<String>, HubError> {
+    hub.server(server)?;
+    let def = super::tools::known_definition(hub, server, tool);
+    let one = std::slice::from_ref(&rule);
+    let mut problems = def
+        .map(|d| crate::approval::rules::check(tool, one, &d))
+        .unwrap_or_default();
+    problems.extend(out_of_reach(hub, server, one));
+    if let Some(p) = problems.iter().find(|p| p.refuse) {
+        return Err(HubError::Config(format!(
+            "the rule was not saved: {}; {}",
+            p.text.replacen("rules[0]", "it", 1),
+            p.fix
+        )));
     }
-
-    /// Adds `rule` to `server`'s tool `tool` (after its other rules) and applies the config.
-    /// Checked first against the tool's definition as Gatehouse knows it: a rule that can never
-    /// match is refused with the reason and nothing is saved. Returns the warnings (a rule that
-    /// may not match as written).
-    pub async fn add_rule(
-        &self,
-        server: &str,
-        tool: &str,
-        rule: Rule,
-    ) -> Result<Vec<String>, HubError> {
-        self.server(server)?;
-        let def = self.known_definition(server, tool);
-        let one = std::slice::from_ref(&rule);
-        let mut problems = def
-            .map(|d| crate::approval::rules::check(tool, one, &d))
-            .unwrap_or_default();
-        problems.extend(self.out_of_reach(server, one));
-        if let Some(p) = problems.iter().find(|p| p.refuse) {
-            return Err(HubError::Config(format!(
-                "the rule was not saved: {}; {}",
-                p.text.replacen("rules[0]", "it", 1),
-                p.fix
-            )));
+    let (server_id, tool_name) = (server.to_owned(), tool.to_owned());
+    hub.edit_config(move |c| {
+        let mut next = c.clone();
+        let entry = next
+            .servers
+            .iter_mut()
+            .find(|(id, _)| id.as_str() == server_id)
+            .map(|(_, s)| s)
+            .ok_or_else(|| format!("there is no server \"{server_id}\" in the config"))?;
+        let policy = entry.tools.entry(tool_name).or_default();
+        if policy.rules.len() >= crate::config::rules::MAX_RULES {
+            return Err(format!(
+                "this tool has {} rules already (the most one tool keeps)",
+                crate::config::rules::MAX_RULES
+            ));
         }
-        let (server_id, tool_name) = (server.to_owned(), tool.to_owned());
-        self.edit_config(move |c| {
-            let mut next = c.clone();
-            let entry = next
-                .servers
-                .iter_mut()
-                .find(|(id, _)| id.as_str() == server_id)
-                .map(|(_, s)| s)
-                .ok_or_else(|| format!("there is no server \"{server_id}\" in the config"))?;
-            let policy = entry.tools.entry(tool_name).or_default();
-            if policy.rules.len() >= crate::config::rules::MAX_RULES {
-                return Err(format!(
-                    "this tool has {} rules already (the most one tool keeps)",
-                    crate::config::rules::MAX_RULES
-                ));
-            }
-            policy.rules.push(rule);
-            Ok(next)
-        })
-        .await?;
-        Ok(problems
-            .into_iter()
-            .map(|p| format!("{}; {}", p.text, p.fix))
-            .collect())
-    }
+        policy.rules.push(rule);
+        Ok(next)
+    })
+    .await?;
+    Ok(problems
+        .into_iter()
+        .map(|p| format!("{}; {}", p.text, p.fix))
+        .collect())
+}
 
-    /// Removes the rule named `at`, if it is still `expected` (the rule as it was shown), and
-    /// applies the config.
-    pub async fn remove_rule(&self, at: &str, expected: Option<Rule>) -> Result<(), HubError> {
-        let at = at.to_owned();
-        self.edit_config(move |c| {
-            let found = listed(c).into_iter().find(|r| r.at == at);
-            let Some(found) = found else {
-                return Err(format!("there is no rule {at} in the config"));
-            };
-            if expected.as_ref().is_some_and(|e| e != &found.rule) {
-                return Err(format!(
-                    "{at} changed since it was shown; look at the rules again"
-                ));
-            }
-            let index: usize = at
-                .rsplit_once("rules[")
-                .and_then(|(_, i)| i.trim_end_matches(']').parse().ok())
-                .ok_or_else(|| format!("{at} is not a rule's name"))?;
-            let mut next = c.clone();
-            let tools = if found.kind == "server" {
-                next.servers
-                    .iter_mut()
-                    .find(|(id, _)| id.as_str() == found.owner)
-                    .map(|(_, s)| &mut s.tools)
-            } else {
-                next.clients
-                    .iter_mut()
-                    .find(|(id, _)| id.as_str() == found.owner)
-                    .map(|(_, p)| &mut p.tools)
-            };
-            let policy = tools
-                .and_then(|t| t.get_mut(&found.tool))
-                .ok_or_else(|| format!("there is no rule {at} in the config"))?;
-            policy.rules.remove(index);
-            Ok(next)
-        })
-        .await
-    }
+/// Removes the rule named `at`, if it is still `expected` (the rule as it was shown), and
+/// applies the config.
+pub(super) async fn remove(
+    hub: &HubHandle,
+    at: &str,
+    expected: Option<Rule>,
+) -> Result<(), HubError> {
+    let at = at.to_owned();
+    hub.edit_config(move |c| {
+        let found = listed(c).into_iter().find(|r| r.at == at);
+        let Some(found) = found else {
+            return Err(format!("there is no rule {at} in the config"));
+        };
+        if expected.as_ref().is_some_and(|e| e != &found.rule) {
+            return Err(format!(
+                "{at} changed since it was shown; look at the rules again"
+            ));
+        }
+        let index: usize = at
+            .rsplit_once("rules[")
+            .and_then(|(_, i)| i.trim_end_matches(']').parse().ok())
+            .ok_or_else(|| format!("{at} is not a rule's name"))?;
+        let mut next = c.clone();
+        let tools = if found.kind == "server" {
+            next.servers
+                .iter_mut()
+                .find(|(id, _)| id.as_str() == found.owner)
+                .map(|(_, s)| &mut s.tools)
+        } else {
+            next.clients
+                .iter_mut()
+                .find(|(id, _)| id.as_str() == found.owner)
+                .map(|(_, p)| &mut p.tools)
+        };
+        let policy = tools
+            .and_then(|t| t.get_mut(&found.tool))
+            .ok_or_else(|| format!("there is no rule {at} in the config"))?;
+        policy.rules.remove(index);
+        Ok(next)
+    })
+    .await
 }
 
 #[cfg(test)]
