@@ -409,7 +409,7 @@ impl ActivityLog {
         match self.tx.try_send(Msg::Record(Box::new(rec))) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
-                let mut d = self.dropped.lock().unwrap_or_else(|e| e.into_inner());
+                let mut d = crate::sync::lock(&self.dropped);
                 *d += 1;
                 if *d == 1 || d.is_power_of_two() {
                     tracing::warn!(dropped = *d, "the activity log is behind; records dropped");

@@ -145,10 +145,7 @@ impl Read {
 
 impl Bridge {
     fn session_id(&self) -> Option<String> {
-        self.session
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        crate::sync::lock(&self.session).clone()
     }
 
     async fn post(&self, msg: Vec<u8>, read: Read) {
@@ -183,7 +180,7 @@ impl Bridge {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
         {
-            *self.session.lock().unwrap_or_else(|e| e.into_inner()) = Some(sid.to_owned());
+            *crate::sync::lock(&self.session) = Some(sid.to_owned());
         }
         let status = resp.status();
         let is_sse = resp

@@ -102,7 +102,7 @@ impl LogStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A poisoned store only means a writer panicked mid-push; the ring is still valid.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// The last `n` lines (all kept lines when `n` is `None`).

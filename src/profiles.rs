@@ -108,11 +108,11 @@ impl ClientTokens {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<str>>> {
-        self.map.read().unwrap_or_else(|e| e.into_inner())
+        crate::sync::read(&self.map)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<str>>> {
-        self.map.write().unwrap_or_else(|e| e.into_inner())
+        crate::sync::write(&self.map)
     }
 
     /// Makes the table hold exactly `ids`: a profile without a token gets one (created and

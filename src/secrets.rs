@@ -99,7 +99,7 @@ impl Redactions {
         if value.len() < MIN_SECRET_LEN {
             return;
         }
-        let mut v = self.values.write().unwrap_or_else(|e| e.into_inner());
+        let mut v = crate::sync::write(&self.values);
         for form in forms(value) {
             if form.len() >= MIN_SECRET_LEN && !v.iter().any(|f| f.name == name && f.text == form) {
                 v.push(Form::new(name, form));
@@ -111,7 +111,7 @@ impl Redactions {
 
     /// `text` with every known value, in every form, replaced by `[secret:NAME]`.
     pub fn mask(&self, text: &str) -> String {
-        let v = self.values.read().unwrap_or_else(|e| e.into_inner());
+        let v = crate::sync::read(&self.values);
         let mut out = text.to_owned();
         for f in v.iter() {
             if f.found_in(out.as_bytes()) {
@@ -126,7 +126,7 @@ impl Redactions {
     /// of the secrets named in `keep` (the entry's `unmasked_secrets`: ones it is meant to hand
     /// over). Returned as it came, uncopied, when it holds none.
     pub fn mask_line(&self, line: Vec<u8>, keep: &[String]) -> Vec<u8> {
-        let v = self.values.read().unwrap_or_else(|e| e.into_inner());
+        let v = crate::sync::read(&self.values);
         let holds = v
             .iter()
             .any(|f| !keep.contains(&f.name) && f.found_in(&line));
@@ -148,10 +148,7 @@ impl Redactions {
     /// Forgets every value registered under `name` and registers `values` instead: a token that
     /// replaces an older one (a refresh) does not grow the list.
     pub fn replace(&self, name: &str, values: &[&str]) {
-        self.values
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|f| f.name != name);
+        crate::sync::write(&self.values).retain(|f| f.name != name);
         for v in values {
             self.register(name, v);
         }
@@ -160,10 +157,7 @@ impl Redactions {
     /// Forgets every value whose name starts with `prefix` and registers `named` instead (the
     /// client profiles' tokens, after a change of the table).
     pub fn replace_all(&self, prefix: &str, named: &[(String, String)]) {
-        self.values
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|f| !f.name.starts_with(prefix));
+        crate::sync::write(&self.values).retain(|f| !f.name.starts_with(prefix));
         for (name, value) in named {
             self.register(name, value);
         }
@@ -172,7 +166,7 @@ impl Redactions {
     /// The name of the first value registered under a name starting with `prefix` that `text`
     /// holds, in any of its forms.
     pub fn holds(&self, prefix: &str, text: &str) -> Option<String> {
-        let v = self.values.read().unwrap_or_else(|e| e.into_inner());
+        let v = crate::sync::read(&self.values);
         v.iter()
             .find(|f| f.name.starts_with(prefix) && f.found_in(text.as_bytes()))
             .map(|f| f.name.clone())

@@ -120,7 +120,7 @@ mod linux {
     static OPEN: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
 
     fn with_open<T>(f: impl FnOnce(&mut HashMap<String, u32>) -> T) -> T {
-        let mut guard = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = gatehouse::sync::lock(&OPEN);
         f(guard.get_or_insert_with(HashMap::new))
     }
 

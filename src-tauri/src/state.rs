@@ -72,7 +72,7 @@ impl AppState {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+        gatehouse::sync::lock(&self.phase)
     }
 
     pub fn set_phase(&self, phase: Phase) {
@@ -164,29 +164,18 @@ impl AppState {
     pub fn add_follower(&self) -> (u64, CancellationToken) {
         let id = self.next_follower.fetch_add(1, Ordering::Relaxed);
         let token = CancellationToken::new();
-        self.followers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, token.clone());
+        gatehouse::sync::lock(&self.followers).insert(id, token.clone());
         (id, token)
     }
 
     pub fn remove_follower(&self, id: u64) {
-        if let Some(t) = self
-            .followers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id)
-        {
+        if let Some(t) = gatehouse::sync::lock(&self.followers).remove(&id) {
             t.cancel();
         }
     }
 
     pub fn stop_followers(&self) {
-        let all: Vec<CancellationToken> = self
-            .followers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let all: Vec<CancellationToken> = gatehouse::sync::lock(&self.followers)
             .drain()
             .map(|(_, t)| t)
             .collect();

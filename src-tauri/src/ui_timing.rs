@@ -17,7 +17,7 @@ pub struct UiTiming {
 
 impl UiTiming {
     pub fn approval_arrived(&self, id: &str) {
-        let mut map = self.arrived.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = gatehouse::sync::lock(&self.arrived);
         if map.len() > 1000 {
             map.clear();
         }
@@ -26,11 +26,7 @@ impl UiTiming {
 
     /// The approval `id` is on screen, in `surface` (the window's modal, the native prompt).
     pub fn shown(&self, id: &str, surface: &str) {
-        let arrived = self
-            .arrived
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        let arrived = gatehouse::sync::lock(&self.arrived).remove(id);
         if let Some(t) = arrived {
             tracing::info!(
                 id,

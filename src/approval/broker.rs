@@ -141,7 +141,7 @@ impl ApprovalBroker {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner.state)
     }
 
     /// Pins the first definition seen of a tool; if it differs from the pinned one, returns

@@ -35,25 +35,14 @@ pub struct MemoryVault(pub std::sync::Mutex<std::collections::BTreeMap<String, S
 
 impl Vault for MemoryVault {
     fn load(&self, name: &str) -> Result<Option<String>, String> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned())
+        Ok(crate::sync::lock(&self.0).get(name).cloned())
     }
     fn save(&self, name: &str, value: &str) -> Result<(), String> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_owned(), value.to_owned());
+        crate::sync::lock(&self.0).insert(name.to_owned(), value.to_owned());
         Ok(())
     }
     fn remove(&self, name: &str) -> Result<(), String> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
+        crate::sync::lock(&self.0).remove(name);
         Ok(())
     }
 }

@@ -226,10 +226,7 @@ impl ParamHeaders {
         else {
             return Vec::new();
         };
-        let annotations = self
-            .known
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let annotations = crate::sync::lock(&self.known)
             .get(&name)
             .cloned()
             .unwrap_or_default();
@@ -272,7 +269,7 @@ impl ParamHeaders {
         let Ok(R { result: Some(list) }) = serde_json::from_slice::<R>(body) else {
             return;
         };
-        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let mut known = crate::sync::lock(&self.known);
         for t in list.tools {
             if invalid_x_mcp_header(&t.input_schema).is_some() {
                 continue;

@@ -339,7 +339,7 @@ async fn launch_remote(
                 stop,
             )
             .await;
-            *reason.lock().unwrap_or_else(|e| e.into_inner()) = why;
+            *crate::sync::lock(&reason) = why;
             let _ = exit_tx.send(Some(ExitInfo {
                 code: None,
                 signal: None,

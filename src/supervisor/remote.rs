@@ -372,11 +372,7 @@ impl Bridge {
         if let Some(s) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
             h.insert(SESSION_HEADER, s);
         }
-        let protocol = self
-            .protocol
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let protocol = crate::sync::lock(&self.protocol).clone();
         if let Some(v) = protocol.and_then(|p| HeaderValue::from_str(&p).ok()) {
             h.insert("mcp-protocol-version", v);
         }

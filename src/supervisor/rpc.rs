@@ -463,7 +463,7 @@ impl RpcPeer {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
         // A poisoned table only means another thread panicked mid-insert; the map is still valid.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.pending)
     }
 
     async fn send_raw(&self, line: Vec<u8>) {

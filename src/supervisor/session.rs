@@ -160,9 +160,7 @@ impl Session {
     pub fn remote_reason(&self) -> Option<String> {
         match &self.kind {
             SessionKind::Remote { reason, .. } => Some(
-                reason
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                crate::sync::lock(reason)
                     .clone()
                     .unwrap_or_else(|| "connection closed".to_owned()),
             ),

@@ -172,7 +172,7 @@ pub fn import_paste(state: AppStateRef<'_>, text: String) -> CommandResult<Strin
     }
     serde_json::from_str::<serde_json::Value>(&text)
         .map_err(|e| CommandError::invalid(format!("the pasted text is not JSON: {e}")))?;
-    *state.pasted.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+    *gatehouse::sync::lock(&state.pasted) = Some(text);
     Ok(PASTED.to_owned())
 }
 
@@ -182,11 +182,7 @@ fn candidates_of(
     path: &std::path::Path,
 ) -> Result<Vec<gatehouse::import::Candidate>, String> {
     if path.as_os_str() == PASTED {
-        let text = state
-            .pasted
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let text = gatehouse::sync::lock(&state.pasted).clone();
         let text = text.ok_or("nothing was pasted in this run; paste the snippet again")?;
         return gatehouse::import::parse_source(&text, std::path::Path::new("pasted.json"));
     }

@@ -262,7 +262,7 @@ async fn write(
             config::edit(&path, |current| {
                 let bak = gatehouse::client_file::backup::backup(&path)
                     .map_err(|e| format!("cannot back up {}: {e}", path.display()))?;
-                *backup.lock().unwrap_or_else(|e| e.into_inner()) = bak;
+                *gatehouse::sync::lock(&backup) = bak;
                 import::apply(current, &prepared)
             })
         })
@@ -270,7 +270,7 @@ async fn write(
         .map_err(|e| e.to_string())?
     };
     edited.map_err(|e| e.to_string())?;
-    if let Some(bak) = backup.lock().unwrap_or_else(|e| e.into_inner()).take() {
+    if let Some(bak) = gatehouse::sync::lock(&backup).take() {
         say!("backup: {}", bak.display());
     }
     Ok(())

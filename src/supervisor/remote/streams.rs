@@ -185,7 +185,7 @@ impl Bridge {
             }),
         }) = serde_json::from_slice::<R>(body)
         {
-            let mut p = self.protocol.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = crate::sync::lock(&self.protocol);
             if p.is_none() {
                 *p = Some(v);
             }
