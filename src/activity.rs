@@ -375,37 +375,37 @@ enum Msg {
 #[derive(Clone)]
 pub struct ActivityLog {
     tx: SyncSender<Msg>,
-    redactor: Arc<dyn Redactor>,
+    /// The writer thread, unparked when a query is queued (records never wake it).
+    writer: Option<std::thread::Thread>,
     /// Guards the count of records dropped because the writer fell behind (reported once).
     dropped: Arc<Mutex<u64>>,
 }
 
 impl ActivityLog {
-    /// Opens (or creates) the log at `path` and starts its thread. The thread ends when every
-    /// handle is dropped.
+    /// Opens (or creates) the log at `path` and starts its thread, which masks each record with
+    /// `redactor` before anything is stored. The thread ends when every handle is dropped.
     pub fn open(path: PathBuf, redactor: Arc<dyn Redactor>) -> ActivityLog {
         let (tx, rx) = sync_channel(QUEUE);
         let spawned = std::thread::Builder::new()
             .name("gatehouse-activity".into())
-            .spawn(move || writer(path, rx));
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "cannot start the activity log thread; calls are not logged");
-        }
+            .spawn(move || writer(path, rx, redactor));
+        let writer = match spawned {
+            Ok(handle) => Some(handle.thread().clone()),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the activity log thread; calls are not logged");
+                None
+            }
+        };
         ActivityLog {
             tx,
-            redactor,
+            writer,
             dropped: Arc::new(Mutex::new(0)),
         }
     }
 
-    /// Queues a record; never blocks, never fails the caller.
-    pub fn record(&self, mut rec: CallRecord) {
-        rec.arguments = self.redactor.redact(&rec.arguments);
-        // An error text quotes the server (its message, its result's text): masked the same.
-        // Masked whole, then cut (a cut first could leave part of a secret unmasked).
-        rec.error = rec
-            .error
-            .map(|e| crate::text::cut(&self.redactor.redact(&e), MAX_ERROR_CHARS));
+    /// Queues a record (its arguments and error text are masked by the writer, before anything
+    /// is stored); never blocks, never fails the caller, wakes nothing.
+    pub fn record(&self, rec: CallRecord) {
         match self.tx.try_send(Msg::Record(Box::new(rec))) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
@@ -445,6 +445,10 @@ impl ActivityLog {
                 reply,
             })
             .map_err(|_| "the activity log is not running".to_owned())?;
+        // The writer may be gathering records, asleep: a query is answered at once.
+        if let Some(w) = &self.writer {
+            w.unpark();
+        }
         rx.await
             .map_err(|_| "the activity log is not running".to_owned())?
     }

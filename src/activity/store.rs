@@ -6,6 +6,7 @@ use super::CallRecord;
 use super::DecidedBy;
 use super::Decision;
 use super::Msg;
+use super::Redactor;
 use super::MAX_ROWS;
 use super::RETENTION_DAYS;
 use rusqlite::params;
@@ -13,6 +14,7 @@ use rusqlite::Connection;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Records kept while the database cannot take them (locked by another process, disk full); the
@@ -24,8 +26,10 @@ const RETRY: Duration = Duration::from_secs(1);
 /// transaction (a query cuts it short): at one call at a time, a transaction per call cost more
 /// than the rest of the hub's work on it.
 pub(super) const LINGER: Duration = Duration::from_millis(10);
+/// Records in one transaction at most.
+const BATCH: usize = 1024;
 
-pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
+pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>, redactor: Arc<dyn Redactor>) {
     let mut db = open_or_rotate(&path);
     let mut backlog: std::collections::VecDeque<Box<CallRecord>> = Default::default();
     let mut failing = false;
@@ -44,31 +48,7 @@ pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
         };
-        // Everything already queued goes in one transaction: at thousands of calls a second a
-        // transaction per record would cost more than the calls themselves.
-        let mut queries = Vec::new();
-        let mut next = first;
-        let mut taken = 0;
-        let until = std::time::Instant::now() + LINGER;
-        while let Some(msg) = next.take() {
-            match msg {
-                Msg::Record(r) => {
-                    if backlog.len() == BACKLOG {
-                        backlog.pop_front();
-                        tracing::warn!("the activity log is unwritable and {BACKLOG} records wait; the oldest is dropped");
-                    }
-                    backlog.push_back(r);
-                    taken += 1;
-                }
-                q @ Msg::Query { .. } => queries.push(q),
-            }
-            // More records are gathered for a moment; a query is answered at once (after the
-            // records before it are written).
-            if taken < 1024 && queries.is_empty() {
-                let left = until.saturating_duration_since(std::time::Instant::now());
-                next = rx.recv_timeout(left).ok();
-            }
-        }
+        let queries = gather(first, &rx, &mut backlog, redactor.as_ref());
         if db.is_none() {
             db = open_or_rotate(&path);
         }
@@ -124,6 +104,59 @@ pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>) {
             }
         }
     }
+}
+
+/// Everything queued within [`LINGER`] of the `first` message goes in one transaction (at
+/// thousands of calls a second a transaction per record would cost more than the calls): the
+/// records, masked here (off the calls' path), into `backlog`; the queries returned, answered
+/// after the records before them are written. The writer sleeps while it gathers — a record
+/// queued meanwhile wakes nothing (a sender never blocks on this thread); a query unparks it, so
+/// it is answered at once.
+fn gather(
+    first: Option<Msg>,
+    rx: &Receiver<Msg>,
+    backlog: &mut std::collections::VecDeque<Box<CallRecord>>,
+    redactor: &dyn Redactor,
+) -> Vec<Msg> {
+    let mut queries = Vec::new();
+    let mut taken = 0;
+    let until = std::time::Instant::now() + LINGER;
+    let mut next = first;
+    loop {
+        while let Some(msg) = next.take().or_else(|| rx.try_recv().ok()) {
+            match msg {
+                Msg::Record(mut r) => {
+                    masked(&mut r, redactor);
+                    if backlog.len() == BACKLOG {
+                        backlog.pop_front();
+                        tracing::warn!("the activity log is unwritable and {BACKLOG} records wait; the oldest is dropped");
+                    }
+                    backlog.push_back(r);
+                    taken += 1;
+                }
+                q @ Msg::Query { .. } => queries.push(q),
+            }
+            if taken >= BATCH || !queries.is_empty() {
+                return queries;
+            }
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return queries;
+        }
+        std::thread::park_timeout(left);
+    }
+}
+
+/// A record's arguments with every known secret value masked, and its error text masked whole,
+/// then cut (a cut first could leave part of a secret unmasked).
+fn masked(r: &mut CallRecord, redactor: &dyn Redactor) {
+    r.arguments = redactor.redact(&r.arguments);
+    // An error text quotes the server (its message, its result's text): masked the same.
+    r.error = r
+        .error
+        .take()
+        .map(|e| crate::text::cut(&redactor.redact(&e), super::MAX_ERROR_CHARS));
 }
 
 /// Whether an error means the file is not (or no longer) a sound database — the only case it
