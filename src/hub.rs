@@ -231,9 +231,8 @@ impl HubHandle {
             )));
         }
         st.servers
-            .iter()
-            .find(|(k, _)| k.as_str() == id)
-            .map(|(_, h)| h.clone())
+            .get(id)
+            .cloned()
             .ok_or_else(|| HubError::UnknownServer {
                 id: id.to_owned(),
                 known: st.servers.keys().map(|k| k.to_string()).collect(),

@@ -9,16 +9,13 @@ use tokio::sync::mpsc;
 
 use super::context::Cx;
 use super::input::relay_input;
-use super::outcome::Out;
+use super::outcome::{Out, CLIENT_STALL};
 use super::park::{Attach, Parked};
 use super::session::{lock, Forwarded, MAX_FORWARDED};
 use crate::jsonrpc::{self, set_member, ErrorCode};
 use crate::protocol::{Era, ResultKind, ResultView};
 use crate::supervisor::rpc::{CallError, CallEvent, CallRoute, ResponseBody, RouteRx, RouteTx};
 use crate::supervisor::{Reply, ServerHandle};
-
-/// How long a client may leave its call's stream unread before the call is dropped.
-pub(super) const CLIENT_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The server end of a call: where it goes and how its events are told apart.
 pub(super) struct Upstream<'a> {
@@ -78,20 +75,17 @@ pub(super) async fn call(
                     Relayed::AskClient { upstream_id, line } => {
                         // A 2025 server asks a 2026-07-28 client: the client's request ends
                         // with an input-required result, and its retry takes the call over
-                        // (`input.rs`).
-                        match cx
-                            .calls
-                            .parked
-                            .park(
-                                session,
-                                up.server,
-                                &to.tx,
-                                &to.client_id,
-                                upstream_id,
-                                &line,
-                            )
-                            .await
-                        {
+                        // (`park.rs`). Boxed, as the input rounds below: rare, and a call's
+                        // own state stays small.
+                        let parked = cx.calls.parked.park(
+                            session,
+                            up.server,
+                            &to.tx,
+                            &to.client_id,
+                            upstream_id,
+                            &line,
+                        );
+                        match Box::pin(parked).await {
                             Parked::Attached(next) => *to = next,
                             Parked::Refused => {}
                             Parked::Gone => break None,
@@ -120,7 +114,7 @@ pub(super) async fn call(
         } else if let Ok(Reply::Result(r)) = &result {
             // A 2026-07-28 server answered a 2025 client with input requests: each round is
             // relayed (`input.rs`) and the call sent again with the answers.
-            match relay_input(cx, &to.tx, r.get(), &params).await {
+            match Box::pin(relay_input(cx, &to.tx, r.get(), &params)).await {
                 Ok(next) => match RawValue::from_string(next) {
                     Ok(p) => {
                         params = p;

@@ -1,7 +1,8 @@
-//! One forwarded request as a task with named phases: approve (`approve.rs`: the hold, the
-//! recheck, asking again) → call (`call.rs`: rounds, relay, park) → answer (`answer.rs`: one
-//! pure function for the outcome and the reply line) → audit (`audit.rs`: the one activity row).
-//! This file only runs them in order.
+//! One forwarded request with named phases: approve (`approve.rs`: the hold, the recheck, asking
+//! again) → call (`call.rs`: rounds, relay, park) → answer (`answer.rs`: one pure function for
+//! the outcome and the reply line) → audit (`audit.rs`: the one activity row). This file only
+//! runs them in order. The phases run as the request's [`Stream`] is read — by its transport, no
+//! task of their own — until the call says something before its end (see [`Stream`]).
 
 use std::collections::BTreeMap;
 
@@ -12,15 +13,16 @@ use super::admission::Gate;
 use super::answer::{answer, refused, Ending};
 use super::approve::{approve, Held};
 use super::audit::{Audit, CallMeta};
-use super::call::{call, Upstream, CLIENT_STALL};
+use super::call::{call, Upstream};
 use super::context::Cx;
-use super::outcome::{Out, Outcome};
+use super::outcome::{Out, Outcome, Stream, CLIENT_STALL};
 use super::park::Attach;
-use super::session::{lock, OUT_QUEUE};
+use super::session::{Tracked, OUT_QUEUE};
 use crate::activity::{CallOutcome, Decision};
 use crate::approval::Decider;
 use crate::jsonrpc::{self, set_member, ErrorCode};
 use crate::protocol::Era;
+use crate::supervisor::rpc::{RouteRx, RouteTx};
 use crate::supervisor::ServerHandle;
 
 /// The tool-call specifics of a forwarded request.
@@ -39,21 +41,53 @@ pub(super) enum Pass {
     Held(Box<Gate>),
 }
 
-/// Forwards a request to `server` and streams what it says about it back to the client.
-// An exception to the 100-line limit: the call's four phases (approve, call, answer,
-// audit) read top to bottom in the one task each call runs as; cutting it moves awaits and
-// the audit guard across functions on the hot path (#48 measures that path first).
-#[allow(clippy::too_many_lines)]
+/// Forwards a request to `server` and streams what it says about it back to the client: the
+/// request's call is in its session's table of calls in flight (a `notifications/cancelled`
+/// ends it) until its work ends or is dropped.
 pub(super) fn forward(
     cx: &Cx,
     id: &RawValue,
     server: ServerHandle,
     method: &'static str,
-    mut params: BTreeMap<String, Box<RawValue>>,
+    params: BTreeMap<String, Box<RawValue>>,
     tool: Option<ToolCall>,
 ) -> Outcome {
-    // The client's progress token is replaced by one of ours, unique across clients.
-    let client_token = params.get("_meta").and_then(|m| {
+    let Some((params, tokens)) = with_our_token(cx, params) else {
+        return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid params");
+    };
+    let (tx, rx) = mpsc::channel::<Out>(OUT_QUEUE);
+    let number = cx.next_id();
+    let (sink, events) = crate::supervisor::rpc::route_channel();
+    let call = Call {
+        cx: cx.clone(),
+        server,
+        method,
+        tool,
+        tokens,
+        client_id: id.get().to_owned(),
+        tx: tx.clone(),
+        number,
+    };
+    let (run, abort) = futures_util::future::abortable(call.run(params, sink, events));
+    cx.session.track(id.get(), number, abort);
+    // Aborted (the client cancelled it, or its session ended): no answer.
+    let run = Box::pin(async move { run.await.ok().flatten() });
+    Outcome::Stream(Stream::running(rx, tx, run))
+}
+
+/// The client's progress token (raw JSON), and ours that replaces it upstream.
+struct Tokens {
+    client: Option<String>,
+    ours: Option<String>,
+}
+
+/// `params` as the server gets them, with the client's progress token replaced by one of ours
+/// (unique across clients); `None` when they cannot be written back.
+fn with_our_token(
+    cx: &Cx,
+    mut params: BTreeMap<String, Box<RawValue>>,
+) -> Option<(Box<RawValue>, Tokens)> {
+    let client = params.get("_meta").and_then(|m| {
         let text = m.get();
         match jsonrpc::scan::top_level(text.as_bytes(), [b"progressToken"]) {
             Some([token]) => token.map(|r| text[r].to_owned()),
@@ -62,10 +96,10 @@ pub(super) fn forward(
                 .and_then(|m| m.get("progressToken").map(|t| t.get().to_owned())),
         }
     });
-    let our_token = client_token
+    let ours = client
         .as_ref()
         .map(|_| format!("\"gatehouse-{}\"", cx.next_id()));
-    if let (Some(ours), Some(meta)) = (&our_token, params.get("_meta")) {
+    if let (Some(ours), Some(meta)) = (&ours, params.get("_meta")) {
         if let Some(new_meta) = set_member(meta.get(), "progressToken", ours) {
             if let Ok(raw) = RawValue::from_string(new_meta) {
                 params.insert("_meta".into(), raw);
@@ -73,121 +107,159 @@ pub(super) fn forward(
         }
     }
     // Serialised straight into a RawValue: the members are raw already, no re-validation.
-    let params = match serde_json::value::to_raw_value(&params).ok() {
-        Some(p) => p,
-        None => return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid params"),
-    };
-    let (tx, rx) = mpsc::channel::<Out>(OUT_QUEUE);
-    let (sink, mut events) = crate::supervisor::rpc::route_channel();
-    let client_id = id.get().to_owned();
-    let task = tokio::spawn({
-        let (cx, client_id) = (cx.clone(), client_id.clone());
-        async move {
-            let session = cx.session.clone();
-            let (exposed, pass, meta) = match tool {
-                Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
-                None => (None, None, None),
-            };
-            // Audit: the call's one activity row, written with the outcome at the end, or
-            // by the guard if the task is dropped first (the client cancelled or left).
-            let mut audit = Audit::new(cx.hub.activity(), &session, meta);
-            // Approve: a held call waits for the person's answer.
-            let (decision, by) = match pass {
-                None => (Decision::Allowed, Decider::Policy),
-                Some(Pass::Free(d)) => (d, Decider::Policy),
-                Some(Pass::Held(gate)) => {
-                    let name = exposed.as_deref().unwrap_or_default();
-                    let started = std::time::Instant::now();
-                    let held =
-                        approve(&cx, &server, name, *gate, &tx, client_token.as_deref()).await;
-                    if let Some(m) = audit.meta.as_mut() {
-                        m.waited = Some(started.elapsed());
-                    }
-                    match held {
-                        Held::Allowed(d, by, via) => {
-                            audit.via = via;
-                            (d, by)
-                        }
-                        Held::Refused(text, decision, by, via) => {
-                            audit.via = via;
-                            audit.error = Some(text.clone());
-                            audit.finish(decision, by, CallOutcome::NotRun);
-                            lock(&session.inflight).remove(&client_id);
-                            let line = refused(&client_id, &text, session.era());
-                            let _ = tx.send(Out::Final(line)).await;
-                            return;
-                        }
-                        Held::ClientGone => {
-                            // Withdrawn: the request is gone from the broker and the call
-                            // never runs.
-                            lock(&session.inflight).remove(&client_id);
-                            return;
-                        }
-                    }
+    let params = serde_json::value::to_raw_value(&params).ok()?;
+    Some((params, Tokens { client, ours }))
+}
+
+/// One forwarded request: what its phases share.
+struct Call {
+    cx: Cx,
+    server: ServerHandle,
+    method: &'static str,
+    tool: Option<ToolCall>,
+    tokens: Tokens,
+    /// The client's raw request id.
+    client_id: String,
+    /// Where the call's messages to its client go.
+    tx: mpsc::Sender<Out>,
+    /// Gatehouse's number for the call (its entry in the session's calls in flight).
+    number: u64,
+}
+
+impl Call {
+    /// The call's phases in order: its answer to the request when that is the last thing it
+    /// sends (`None`: sent on another stream — a parked call's retry's —, or the client left).
+    async fn run(
+        mut self,
+        params: Box<RawValue>,
+        sink: RouteTx,
+        mut events: RouteRx,
+    ) -> Option<Vec<u8>> {
+        let _tracked = Tracked::new(&self.cx.session, self.number);
+        let (exposed, pass, meta) = match self.tool.take() {
+            Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
+            None => (None, None, None),
+        };
+        // Audit: the call's one activity row, written with the outcome at the end, or by the
+        // guard if the call is dropped first (the client cancelled or left).
+        let mut audit = Audit::new(self.cx.hub.activity(), &self.cx.session, meta);
+        // Approve: a held call waits for the person's answer.
+        let (decision, by) = match pass {
+            None => (Decision::Allowed, Decider::Policy),
+            Some(Pass::Free(d)) => (d, Decider::Policy),
+            Some(Pass::Held(gate)) => {
+                let name = exposed.as_deref().unwrap_or_default();
+                let client = self.tokens.client.as_deref();
+                // Boxed: a held call's wait is rare, and the common call's state stays small.
+                match Box::pin(held(&self, name, *gate, client, &mut audit)).await {
+                    Ok(allowed) => allowed,
+                    Err(answer) => return answer,
                 }
-            };
-            audit.sent(decision, by);
-            // Call: the rounds, the relay, a parked call's retry taking it over.
-            let keep = cx
-                .hub
-                .config()
-                .servers
-                .get(server.id())
-                .map(|c| c.unmasked_secrets.clone())
-                .unwrap_or_default();
-            let up = Upstream {
-                server: &server,
-                method,
-                sink,
-                our_token,
-                client_token: client_token.as_deref(),
-                keep: &keep,
-            };
-            let mut to = Attach { client_id, tx };
-            let called_at = crate::logs::now_ms();
-            let called = call(&cx, &up, params, &mut events, &mut to).await;
-            lock(&session.inflight).remove(&to.client_id);
-            // The client went away: dropping the call cancelled it upstream.
-            let Some(called) = called else { return };
-            // Answer: the outcome and the client's line, chosen together.
-            let caps = match session.era() {
-                Era::Modern => session.info().capabilities,
-                Era::Legacy => None,
-            };
-            let server_id = server.id().to_string();
-            let (outcome, line) = answer(Ending {
-                result: called.result,
-                view: called.view,
-                era: session.era(),
-                client_id: &to.client_id,
-                server: &server_id,
-                method,
-                exposed: exposed.as_deref(),
-                input_failure: called.input_failure.as_deref(),
-                client_capabilities: caps.as_deref(),
-            });
-            // A failure explained: its text for Activity, the sandbox named where it may be
-            // the cause.
-            let (line, error) = super::failure::explain(
-                line,
-                outcome,
-                server.confined().as_deref(),
-                &server_id,
-                || server.logs().stderr_since(40, called_at),
-            );
-            audit.error = error;
-            // A secret Gatehouse handed the server never reaches the client in its answer.
-            let line = cx.hub.redactions().mask_line(line, &keep);
+            }
+        };
+        audit.sent(decision, by);
+        // Call: the rounds, the relay, a parked call's retry taking it over.
+        let keep = self
+            .cx
+            .hub
+            .config()
+            .servers
+            .get(self.server.id())
+            .map(|c| c.unmasked_secrets.clone())
+            .unwrap_or_default();
+        let up = Upstream {
+            server: &self.server,
+            method: self.method,
+            sink,
+            our_token: self.tokens.ours.clone(),
+            client_token: self.tokens.client.as_deref(),
+            keep: &keep,
+        };
+        let mut to = Attach {
+            client_id: self.client_id.clone(),
+            tx: self.tx.clone(),
+        };
+        let called_at = crate::logs::now_ms();
+        // The client went away: dropping the call cancelled it upstream.
+        let called = call(&self.cx, &up, params, &mut events, &mut to).await?;
+        // Answer: the outcome and the client's line, chosen together.
+        let (outcome, line, error) =
+            self.answered(called, &to.client_id, exposed.as_deref(), called_at);
+        audit.error = error;
+        // A secret Gatehouse handed the server never reaches the client in its answer.
+        let line = self.cx.hub.redactions().mask_line(line, &keep);
+        audit.finish(decision, by, outcome);
+        if !to.tx.same_channel(&self.tx) {
+            // A parked call's retry took it over: the answer goes on the retry's stream.
             let _ = tokio::time::timeout(CLIENT_STALL, to.tx.send(Out::Final(line))).await;
-            // After the answer is on its way: logging never delays a call.
-            audit.finish(decision, by, outcome);
+            return None;
         }
-    });
-    {
-        let mut inflight = lock(&cx.session.inflight);
-        if !task.is_finished() {
-            inflight.insert(client_id, task.abort_handle());
-        }
+        Some(line)
     }
-    Outcome::Stream(rx)
+
+    /// The outcome for the activity log, the client's line for request `client_id` and — when
+    /// it failed — its text for Activity (the sandbox named where it may be the cause).
+    fn answered(
+        &self,
+        called: super::call::Called,
+        client_id: &str,
+        exposed: Option<&str>,
+        called_at: u64,
+    ) -> (CallOutcome, Vec<u8>, Option<String>) {
+        let session = &self.cx.session;
+        let caps = match session.era() {
+            Era::Modern => session.info().capabilities,
+            Era::Legacy => None,
+        };
+        let server_id = self.server.id().as_str();
+        let (outcome, line) = answer(Ending {
+            result: called.result,
+            view: called.view,
+            era: session.era(),
+            client_id,
+            server: server_id,
+            method: self.method,
+            exposed,
+            input_failure: called.input_failure.as_deref(),
+            client_capabilities: caps.as_deref(),
+        });
+        let (line, error) = super::failure::explain(
+            line,
+            outcome,
+            self.server.confined().as_deref(),
+            server_id,
+            || self.server.logs().stderr_since(40, called_at),
+        );
+        (outcome, line, error)
+    }
+}
+
+/// The approval phase of a held call: `Ok` with the decision and who made it when it may run;
+/// `Err` with the answer to the request when it may not (`None`: the client went away, and the
+/// request is gone from the broker).
+async fn held(
+    call: &Call,
+    name: &str,
+    gate: Gate,
+    client_token: Option<&str>,
+    audit: &mut Audit,
+) -> Result<(Decision, Decider), Option<Vec<u8>>> {
+    let started = std::time::Instant::now();
+    let held = approve(&call.cx, &call.server, name, gate, &call.tx, client_token).await;
+    if let Some(m) = audit.meta.as_mut() {
+        m.waited = Some(started.elapsed());
+    }
+    match held {
+        Held::Allowed(d, by, via) => {
+            audit.via = via;
+            Ok((d, by))
+        }
+        Held::Refused(text, decision, by, via) => {
+            audit.via = via;
+            audit.error = Some(text.clone());
+            audit.finish(decision, by, CallOutcome::NotRun);
+            Err(Some(refused(&call.client_id, &text, call.cx.session.era())))
+        }
+        Held::ClientGone => Err(None),
+    }
 }

@@ -94,7 +94,7 @@ pub(super) async fn listen(
             ),
         );
     }
-    Outcome::Stream(rx)
+    Outcome::Stream(rx.into())
 }
 
 /// The task that lives as long as a listen stream: it holds the stream's shares of the upstream

@@ -75,11 +75,7 @@ pub(super) fn client_notification(s: &Arc<ClientSession>, method: &str, params: 
             }
             if let Some(p) = params.and_then(|p| serde_json::from_str::<P>(p.get()).ok()) {
                 s.unlisten(p.request_id.get());
-                let handle = lock(&s.inflight).remove(p.request_id.get());
-                if let Some(h) = handle {
-                    // Dropping the upstream call sends notifications/cancelled to the server.
-                    h.abort();
-                }
+                s.cancel(p.request_id.get());
             }
         }
         _ => {}

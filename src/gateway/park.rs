@@ -42,7 +42,7 @@ pub(super) struct ParkedCall {
     session: String,
     /// The client profile whose share it takes.
     profile: Option<String>,
-    abort: Option<tokio::task::AbortHandle>,
+    abort: Option<super::session::InFlight>,
     attach: tokio::sync::oneshot::Sender<(Attach, Option<Box<RawValue>>)>,
 }
 
@@ -66,7 +66,7 @@ impl ParkedCalls {
         if parked.values().filter(|p| p.profile == s.profile).count() >= MAX_PARKED {
             return false;
         }
-        let abort = lock(&s.inflight).remove(client_id);
+        let abort = s.take_inflight(client_id);
         parked.insert(
             state.to_owned(),
             ParkedCall {
@@ -231,20 +231,20 @@ impl ParkedCalls {
             .and_then(|a| a.gatehouse);
         let (tx, rx) = mpsc::channel(super::session::OUT_QUEUE);
         if let Some(abort) = parked.abort {
-            lock(&s.inflight).insert(id.get().to_owned(), abort);
+            s.put_inflight(id.get(), abort);
         }
         let attach = Attach {
             client_id: id.get().to_owned(),
             tx,
         };
         if parked.attach.send((attach, answer)).is_err() {
-            lock(&s.inflight).remove(id.get());
+            s.take_inflight(id.get());
             return Some(Outcome::error(
                 id.get(),
                 jsonrpc::ErrorCode::InvalidParams,
                 "Invalid params: the call this requestState belonged to has ended; call the tool again",
             ));
         }
-        Some(Outcome::Stream(rx))
+        Some(Outcome::Stream(rx.into()))
     }
 }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::AbortHandle;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
@@ -49,7 +50,7 @@ pub struct ClientSession {
     resource_subs: Mutex<HashMap<String, Option<super::subs::Held>>>,
     /// Requests being forwarded, by the client's raw id: aborting one drops the upstream call,
     /// which sends `notifications/cancelled` to the server.
-    pub(super) inflight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    inflight: Mutex<HashMap<String, InFlight>>,
     /// Server→client requests forwarded to this client, by our raw id.
     pub(super) forwarded: Mutex<HashMap<String, Forwarded>>,
     /// When the client last sent anything (ms since the epoch), for evicting idle sessions.
@@ -57,6 +58,35 @@ pub struct ClientSession {
     /// A modern client's session ends at this time (ms since the epoch); legacy sessions end
     /// when their client ends them (or is evicted).
     pub expires_ms: Option<u64>,
+}
+
+/// A request being forwarded: Gatehouse's number for its call, and how to end it.
+pub(super) struct InFlight {
+    call: u64,
+    abort: AbortHandle,
+}
+
+/// Takes a call out of its session's table of calls in flight however its work ends (answered,
+/// refused, its client gone, aborted).
+pub(super) struct Tracked {
+    session: Arc<ClientSession>,
+    call: u64,
+}
+
+impl Tracked {
+    /// Call number `call` of `session`, untracked when this is dropped.
+    pub(super) fn new(session: &Arc<ClientSession>, call: u64) -> Tracked {
+        Tracked {
+            session: session.clone(),
+            call,
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.session.untrack(self.call);
+    }
 }
 
 /// Open `subscriptions/listen` streams per session, at most: one more is refused.
@@ -300,6 +330,36 @@ impl ClientSession {
         });
     }
 
+    /// Request `id` is forwarded as Gatehouse's call number `call`, ended by `abort`.
+    pub(super) fn track(&self, id: &str, call: u64, abort: AbortHandle) {
+        lock(&self.inflight).insert(id.to_owned(), InFlight { call, abort });
+    }
+
+    /// Call number `call` ended: it is no longer in flight, under whichever request id it runs
+    /// now (a parked call's retry took it over under its own).
+    pub(super) fn untrack(&self, call: u64) {
+        lock(&self.inflight).retain(|_, f| f.call != call);
+    }
+
+    /// The client cancelled request `id`: its call is ended (dropping the upstream call sends
+    /// `notifications/cancelled` to the server).
+    pub(super) fn cancel(&self, id: &str) {
+        let gone = lock(&self.inflight).remove(id);
+        if let Some(f) = gone {
+            f.abort.abort();
+        }
+    }
+
+    /// Takes request `id`'s call out of the table (a parked call keeps it until its retry).
+    pub(super) fn take_inflight(&self, id: &str) -> Option<InFlight> {
+        lock(&self.inflight).remove(id)
+    }
+
+    /// A parked call's retry, request `id`, runs `call` from now on.
+    pub(super) fn put_inflight(&self, id: &str, call: InFlight) {
+        lock(&self.inflight).insert(id.to_owned(), call);
+    }
+
     pub(super) fn touch(&self) {
         self.last_seen
             .store(crate::logs::now_ms(), Ordering::Relaxed);
@@ -311,8 +371,8 @@ impl ClientSession {
         drop(listeners);
         let subs = std::mem::take(&mut *lock(&self.resource_subs));
         drop(subs);
-        for (_, h) in lock(&self.inflight).drain() {
-            h.abort();
+        for (_, f) in lock(&self.inflight).drain() {
+            f.abort.abort();
         }
         lock(&self.forwarded).clear();
         *lock(&self.standalone) = None;

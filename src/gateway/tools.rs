@@ -12,7 +12,7 @@ use super::catalog::Entry;
 use super::context::Cx;
 use super::forward::{forward, Pass, ToolCall};
 use super::names::Resolved;
-use super::outcome::{member_params, Out, Outcome};
+use super::outcome::{member_params, Out, Outcome, Stream};
 use crate::activity::Decision;
 use crate::approval::policy::Decision as Policy;
 use crate::jsonrpc::{self, ErrorCode};
@@ -37,7 +37,8 @@ pub(super) fn call(
 
 /// An idle on-demand server's call (or a starting server's): the server is started and
 /// waited for (within its startup timeout), then the call is taken again from the top —
-/// looked up, admitted and forwarded as any other.
+/// looked up, admitted and forwarded as any other. A client that stops waiting meanwhile
+/// drops the stream, and no call is made for it.
 fn start_then_call(
     cx: &Cx,
     id: &RawValue,
@@ -45,32 +46,32 @@ fn start_then_call(
     server: ServerHandle,
 ) -> Outcome {
     let (tx, rx) = tokio::sync::mpsc::channel(super::session::OUT_QUEUE);
-    let (cx, id) = (cx.clone(), id.to_owned());
+    let (cx, id, events) = (cx.clone(), id.to_owned(), tx.clone());
     let params = params.map(ToOwned::to_owned);
-    tokio::spawn(async move {
+    let run = async move {
         if let Err(why) = server.demand().await {
             tracing::info!(server = %server.id(), "started for a call, but: {why}");
         }
-        // A client that stopped waiting while the server started gets no call made for it.
-        if tx.is_closed() {
-            return;
-        }
         cx.tools.refresh(&cx.hub, &cx.sessions);
         match call_once(&cx, &id, params.as_deref(), None, true) {
-            Outcome::Reply(line) | Outcome::Error(line, _) => {
-                let _ = tx.send(Out::Final(line)).await;
-            }
+            Outcome::Reply(line) | Outcome::Error(line, _) => Some(line),
             Outcome::Stream(mut more) => {
                 while let Some(out) = more.recv().await {
-                    if tx.send(out).await.is_err() {
-                        break;
+                    match out {
+                        Out::Final(line) => return Some(line),
+                        event => {
+                            if events.send(event).await.is_err() {
+                                return None;
+                            }
+                        }
                     }
                 }
+                None
             }
-            Outcome::Accepted => {}
+            Outcome::Accepted => None,
         }
-    });
-    Outcome::Stream(rx)
+    };
+    Outcome::Stream(Stream::running(rx, tx, Box::pin(run)))
 }
 
 /// One `tools/call` taken from the top; `started` once its server was started for it (its

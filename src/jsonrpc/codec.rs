@@ -166,9 +166,12 @@ pub async fn write_lines<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Vec<u8>>,
     stop: CancellationToken,
 ) {
+    // Waited on once for the whole loop, not registered again for every line.
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
     loop {
         let mut line = tokio::select! {
-            _ = stop.cancelled() => break,
+            _ = &mut stopped => break,
             line = rx.recv() => match line { Some(l) => l, None => break },
         };
         flatten(&mut line);

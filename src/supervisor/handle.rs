@@ -220,7 +220,8 @@ impl ServerHandle {
         route: Option<CallRoute>,
     ) -> Result<Reply, CallError> {
         let _in_use = super::shared::InUse::begin(&self.shared);
-        if self.status().state == State::Idle {
+        // The state alone, read in place: no copy of the status on a call's path.
+        if self.state() == State::Idle {
             self.demand().await.map_err(|why| CallError::NotRunning {
                 server: self.shared.id.to_string(),
                 state: why,

@@ -2,7 +2,6 @@
 //! a reader task that owns stdout. Replies are raw JSON; nothing on this path re-encodes a
 //! result.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -150,10 +149,11 @@ pub const RELATED: &str = "gatehouse/related";
 #[derive(Default)]
 struct Pending {
     closed: Option<String>,
-    map: HashMap<u64, Waiter>,
+    map: foldhash::HashMap<u64, Waiter>,
     /// Routed calls by our request id.
-    routes: HashMap<u64, RouteTx>,
-    progress: HashMap<String, u64>,
+    routes: foldhash::HashMap<u64, RouteTx>,
+    /// Our progress tokens (raw JSON) → our request id.
+    progress: foldhash::HashMap<String, u64>,
 }
 
 /// Which call a message from the server belongs to.

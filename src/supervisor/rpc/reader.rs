@@ -28,9 +28,13 @@ pub(super) async fn read_loop<R: AsyncRead + Unpin>(
     stop: CancellationToken,
 ) {
     let mut lines = jsonrpc::LineReader::new(stdout, jsonrpc::MAX_LINE_BYTES);
+    // Waited on once for the whole loop: a fresh wait per line would register with the token
+    // on every message.
+    let stopped = stop.cancelled();
+    tokio::pin!(stopped);
     loop {
         let line = tokio::select! {
-            _ = stop.cancelled() => break,
+            _ = &mut stopped => break,
             l = lines.next() => l,
         };
         match line {
