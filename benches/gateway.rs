@@ -6,11 +6,15 @@
 //! - gateway 2026: the same from a 2026-07-28 client (no session; envelope and routing headers);
 //! - connect bridge: a stdio client on `gatehouse connect`, which goes over HTTP to the hub;
 //! - floor proxy: a minimal proxy in this process (HTTP on loopback, one pipe hop, nothing
-//!   else: `gateway/floor.rs`), what any proxy pays — and then the gateway's own pieces per call,
-//!   each timed alone (message read, catalog lookup, policy and rules, activity row).
+//!   else: `gateway/floor.rs`), what any proxy pays;
+//! - gateway, no HTTP: a call handed to the gateway as a transport hands it (its own path and
+//!   the pipe hop, no HTTP) — so the gateway's added latency splits into its own path and its
+//!   HTTP exchange, beside the floor's — and then the gateway's own pieces per call, each timed
+//!   alone (message read, catalog lookup, policy and rules, the answer read, made and masked,
+//!   the activity row).
 //!
-//! p50/p99 of 2,000 sequential calls and calls/s with 16 concurrent callers, then `tools/list`
-//! over 100 servers × 50 tools.
+//! p50/p99 of 2,000 sequential calls, calls/s and p99 with 16 concurrent callers, then
+//! `tools/list` over 100 servers × 50 tools.
 //!
 //! Then the hub as users run it, a `gatehouse serve` process of its own, so its CPU time is its
 //! own (utime + stime from /proc): direct stdio vs the gateway for 1 KiB, 1 MiB and 10 MiB
@@ -164,6 +168,20 @@ async fn run() {
     })
     .await;
 
+    // The gateway without HTTP: its own path (names, admission, the activity row, the answer)
+    // and the same pipe hop, a message handed to it as the transports hand theirs.
+    let session = gw.open_session();
+    let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+    let _ = gw.handle_bytes(&session, init).await;
+    let inner = measure("gateway, no HTTP", {
+        let (gw, session) = (gw.clone(), session.clone());
+        move |i| {
+            let (gw, session) = (gw.clone(), session.clone());
+            async move { in_process(&gw, &session, i).await }
+        }
+    })
+    .await;
+
     // Reference: the HTTP round trip alone (the gateway answers ping itself, nothing forwarded).
     let ping = measure("HTTP ping only", {
         let http = http.clone();
@@ -197,25 +215,29 @@ async fn run() {
     );
     for (name, m) in [
         ("floor proxy", &f),
+        ("gateway, no HTTP", &inner),
         ("gateway HTTP", &h),
         ("gateway 2026", &m),
         ("connect bridge", &b),
     ] {
         println!(
-            "{name:<15} added p50 {:>7.3} ms ({:>4.2}× the floor's)   added p99 {:>7.3} ms   throughput {:>5.1} % of direct, {:>5.2}× the floor's",
+            "{name:<16} added p50 {:>7.3} ms ({:>4.2}× the floor's)   added p99 {:>7.3} ms, with {CONC} callers {:>7.3} ms   throughput {:>5.1} % of direct, {:>5.2}× the floor's",
             (m.p50 - d.p50) * 1000.0,
             (m.p50 - d.p50) / (f.p50 - d.p50).max(1e-9),
             (m.p99 - d.p99) * 1000.0,
+            (m.p99_conc - d.p99_conc) * 1000.0,
             100.0 * m.rate / d.rate,
             m.rate / f.rate
         );
     }
     let own = floor::breakdown(&gw, &hub);
     println!(
-        "of the gateway's p50 over the floor's ({:.1} µs), these pieces are {:.1} µs; the rest ({:.1} µs) is task hand-offs, copies and the session table",
-        (h.p50 - f.p50) * 1e6,
+        "where the gateway's added p50 ({:.1} µs) goes: its own path, without HTTP, {:.1} µs over direct (of which the pieces above {:.1} µs; the rest is admission, names, the call's own state and its wake-ups), and its HTTP exchange {:.1} µs (the floor's, with nothing but the pipe hop behind it: {:.1} µs)",
+        (h.p50 - d.p50) * 1e6,
+        (inner.p50 - d.p50) * 1e6,
         own * 1e6,
-        (h.p50 - f.p50 - own) * 1e6
+        (h.p50 - inner.p50) * 1e6,
+        (f.p50 - d.p50) * 1e6
     );
     println!(
         "a 2026-07-28 client (no session; envelope and routing headers checked) adds {:+.3} ms p50 over a legacy one",
@@ -235,6 +257,8 @@ struct Figures {
     p50: f64,
     p99: f64,
     rate: f64,
+    /// p99 of one call while 16 callers call at once.
+    p99_conc: f64,
 }
 
 async fn measure<F, Fut>(name: &str, f: F) -> Figures
@@ -259,19 +283,53 @@ where
     for c in 0..CONC {
         let f = f.clone();
         set.spawn(async move {
+            let mut lat = Vec::with_capacity(CONC_CALLS);
             for i in 0..CONC_CALLS {
+                let t = Instant::now();
                 f(c * CONC_CALLS + i).await;
+                lat.push(t.elapsed().as_secs_f64());
             }
+            lat
         });
     }
-    while set.join_next().await.is_some() {}
+    let mut all = Vec::with_capacity(CONC * CONC_CALLS);
+    while let Some(Ok(lat)) = set.join_next().await {
+        all.extend(lat);
+    }
     let rate = (CONC * CONC_CALLS) as f64 / t.elapsed().as_secs_f64();
+    all.sort_by(|a, b| a.total_cmp(b));
+    let p99_conc = all[all.len() * 99 / 100];
     println!(
-        "{name:<15} p50 {:>7.3} ms   p99 {:>7.3} ms   {CONC} concurrent: {rate:>8.0} calls/s",
+        "{name:<16} p50 {:>7.3} ms   p99 {:>7.3} ms   {CONC} concurrent: {rate:>8.0} calls/s, p99 {:>7.3} ms",
         p50 * 1000.0,
-        p99 * 1000.0
+        p99 * 1000.0,
+        p99_conc * 1000.0
     );
-    Figures { p50, p99, rate }
+    Figures {
+        p50,
+        p99,
+        rate,
+        p99_conc,
+    }
+}
+
+/// One call handed to the gateway as a transport hands it, read to its final answer.
+async fn in_process(gw: &Gateway, session: &Arc<gateway::ClientSession>, i: usize) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"fx__echo","arguments":{{"text":"hello {i}"}}}}}}"#
+    );
+    match gw.handle_bytes(session, body.as_bytes()).await {
+        gateway::Outcome::Stream(mut rx) => {
+            while let Some(out) = rx.recv().await {
+                if let gateway::Out::Final(line) = out {
+                    assert!(memchr::memmem::find(&line, b"\"result\"").is_some());
+                    return;
+                }
+            }
+            panic!("no answer");
+        }
+        _ => panic!("a call is answered with a stream"),
+    }
 }
 
 fn parse(v: Value) -> Config {

@@ -37,6 +37,7 @@ mod lists;
 pub mod names;
 mod outcome;
 mod own;
+mod params;
 mod park;
 pub mod session;
 pub mod stdio;

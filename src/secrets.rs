@@ -60,7 +60,44 @@ impl SecretSource for MemorySecretStore {
 #[derive(Default)]
 pub struct Redactions {
     /// Every form of every value, longest first. Guards one registration or one masking pass.
-    values: std::sync::RwLock<Vec<Form>>,
+    values: std::sync::RwLock<Forms>,
+}
+
+/// The forms known, and one automaton that finds any of them in a single pass.
+#[derive(Default)]
+struct Forms {
+    all: Vec<Form>,
+    /// Every form of `all`, found at once (`None`: none known, or it could not be built — each
+    /// form is then looked for on its own).
+    any: Option<aho_corasick::AhoCorasick>,
+}
+
+impl Forms {
+    /// Whether `haystack` holds any form, found in one pass.
+    fn may_hold(&self, haystack: &[u8]) -> bool {
+        match &self.any {
+            Some(any) => any.is_match(haystack),
+            None => self.all.iter().any(|f| f.found_in(haystack)),
+        }
+    }
+
+    /// The automaton made again after a change of the forms.
+    fn changed(&mut self) {
+        // Longest first, so a value containing another is masked whole.
+        self.all.sort_by_key(|f| std::cmp::Reverse(f.text.len()));
+        self.any = if self.all.is_empty() {
+            None
+        } else {
+            aho_corasick::AhoCorasick::new(self.all.iter().map(|f| f.text.as_bytes())).ok()
+        };
+    }
+}
+
+impl std::ops::Deref for Forms {
+    type Target = Vec<Form>;
+    fn deref(&self) -> &Vec<Form> {
+        &self.all
+    }
 }
 
 /// One form of a value to find, with its searcher built once (building one costs more than the
@@ -102,16 +139,18 @@ impl Redactions {
         let mut v = crate::sync::write(&self.values);
         for form in forms(value) {
             if form.len() >= MIN_SECRET_LEN && !v.iter().any(|f| f.name == name && f.text == form) {
-                v.push(Form::new(name, form));
+                v.all.push(Form::new(name, form));
             }
         }
-        // Longest first, so a value containing another is masked whole.
-        v.sort_by_key(|f| std::cmp::Reverse(f.text.len()));
+        v.changed();
     }
 
     /// `text` with every known value, in every form, replaced by `[secret:NAME]`.
     pub fn mask(&self, text: &str) -> String {
         let v = crate::sync::read(&self.values);
+        if !v.may_hold(text.as_bytes()) {
+            return text.to_owned();
+        }
         let mut out = text.to_owned();
         for f in v.iter() {
             if f.found_in(out.as_bytes()) {
@@ -127,9 +166,11 @@ impl Redactions {
     /// over). Returned as it came, uncopied, when it holds none.
     pub fn mask_line(&self, line: Vec<u8>, keep: &[String]) -> Vec<u8> {
         let v = crate::sync::read(&self.values);
-        let holds = v
-            .iter()
-            .any(|f| !keep.contains(&f.name) && f.found_in(&line));
+        // One pass finds whether any form is there (most lines hold none); only then is each
+        // form looked for, the ones handed over left alone.
+        let holds = v.may_hold(&line)
+            && v.iter()
+                .any(|f| !keep.contains(&f.name) && f.found_in(&line));
         if !holds {
             return line;
         }
@@ -148,7 +189,11 @@ impl Redactions {
     /// Forgets every value registered under `name` and registers `values` instead: a token that
     /// replaces an older one (a refresh) does not grow the list.
     pub fn replace(&self, name: &str, values: &[&str]) {
-        crate::sync::write(&self.values).retain(|f| f.name != name);
+        {
+            let mut v = crate::sync::write(&self.values);
+            v.all.retain(|f| f.name != name);
+            v.changed();
+        }
         for v in values {
             self.register(name, v);
         }
@@ -157,7 +202,11 @@ impl Redactions {
     /// Forgets every value whose name starts with `prefix` and registers `named` instead (the
     /// client profiles' tokens, after a change of the table).
     pub fn replace_all(&self, prefix: &str, named: &[(String, String)]) {
-        crate::sync::write(&self.values).retain(|f| !f.name.starts_with(prefix));
+        {
+            let mut v = crate::sync::write(&self.values);
+            v.all.retain(|f| !f.name.starts_with(prefix));
+            v.changed();
+        }
         for (name, value) in named {
             self.register(name, value);
         }

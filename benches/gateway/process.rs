@@ -183,28 +183,26 @@ pub(super) async fn hub_process() {
             );
         }
     }
-    // CPU per call with 16 clients at once (1 KiB).
+    // 16 clients at once (1 KiB): direct on the fixture's stdio, then through the hub, with the
+    // hub's CPU per call and each call's p99.
+    let (d_rate, d_p99) = concurrently(|i| {
+        let direct = direct.clone();
+        async move { call_sized(&direct, "echo", i, 1024).await }
+    })
+    .await;
     let client = Arc::new(hub.client.clone());
     let cpu0 = hub.cpu();
-    let t = Instant::now();
-    let mut set = tokio::task::JoinSet::new();
-    for c in 0..CONC {
+    let (rate, p99) = concurrently(|i| {
         let client = client.clone();
-        set.spawn(async move {
-            for i in 0..CONC_CALLS {
-                client
-                    .call_sized("fx__echo", c * CONC_CALLS + i, 1024)
-                    .await;
-            }
-        });
-    }
-    while set.join_next().await.is_some() {}
-    let wall = t.elapsed().as_secs_f64();
-    let calls = (CONC * CONC_CALLS) as f64;
-    let cpu = (hub.cpu() - cpu0) / calls;
+        async move { client.call_sized("fx__echo", i, 1024).await }
+    })
+    .await;
+    let cpu = (hub.cpu() - cpu0) / (CONC * CONC_CALLS) as f64;
     println!(
-        "{CONC} clients × {CONC_CALLS} calls (1 KiB): {:.0} calls/s, hub CPU/call {:.1} µs",
-        calls / wall,
+        "{CONC} clients × {CONC_CALLS} calls (1 KiB): direct {d_rate:.0} calls/s, p99 {:.3} ms; gateway {rate:.0} calls/s, p99 {:.3} ms (added {:.3} ms), hub CPU/call {:.1} µs",
+        d_p99 * 1e3,
+        p99 * 1e3,
+        (p99 - d_p99) * 1e3,
         cpu * 1e6
     );
     println!("hub RSS, one server: {:.1} MiB", hub.rss_mib());
@@ -228,6 +226,35 @@ pub(super) async fn hub_process() {
         hub.rss_mib()
     );
     hub.stop().await;
+}
+
+/// `call` from 16 callers at once, 500 calls each: calls/s and one call's p99 (seconds).
+async fn concurrently<F, Fut>(call: F) -> (f64, f64)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let t = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for c in 0..CONC {
+        let calls: Vec<Fut> = (0..CONC_CALLS).map(|i| call(c * CONC_CALLS + i)).collect();
+        set.spawn(async move {
+            let mut lat = Vec::with_capacity(CONC_CALLS);
+            for one in calls {
+                let t = Instant::now();
+                one.await;
+                lat.push(t.elapsed().as_secs_f64());
+            }
+            lat
+        });
+    }
+    let mut all = Vec::with_capacity(CONC * CONC_CALLS);
+    while let Some(Ok(lat)) = set.join_next().await {
+        all.extend(lat);
+    }
+    let rate = all.len() as f64 / t.elapsed().as_secs_f64();
+    all.sort_by(|a, b| a.total_cmp(b));
+    (rate, all[all.len() * 99 / 100])
 }
 
 /// A process's CPU time so far (all its threads, user + system), in seconds.

@@ -28,12 +28,16 @@ const RETRY: Duration = Duration::from_secs(1);
 pub(super) const LINGER: Duration = Duration::from_millis(10);
 /// Records in one transaction at most.
 const BATCH: usize = 1024;
+/// How often rows past the retention are looked for, at most.
+const AGE_PRUNE_EVERY: Duration = Duration::from_secs(600);
 
 pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>, redactor: Arc<dyn Redactor>) {
     let mut db = open_or_rotate(&path);
     let mut backlog: std::collections::VecDeque<Box<CallRecord>> = Default::default();
     let mut failing = false;
     let mut since_prune = 0usize;
+    // The first prune looks at the age too (a log that was not opened for weeks).
+    let mut aged_at: Option<std::time::Instant> = None;
     loop {
         // With records waiting for a database that refused them, wake up to try again.
         let first = if backlog.is_empty() && db.is_some() {
@@ -81,7 +85,13 @@ pub(super) fn writer(path: PathBuf, rx: Receiver<Msg>, redactor: Arc<dyn Redacto
         if since_prune >= 500 {
             since_prune = 0;
             if let Some(conn) = db.as_ref() {
-                prune(conn, crate::logs::now_ms(), MAX_ROWS);
+                // The count by rowid every 500 rows; the age (a scan of the table) at most once
+                // every `AGE_PRUNE_EVERY`: a day's precision is plenty for a 30-day retention.
+                prune_count(conn, MAX_ROWS);
+                if aged_at.is_none_or(|t| t.elapsed() >= AGE_PRUNE_EVERY) {
+                    aged_at = Some(std::time::Instant::now());
+                    prune_age(conn, crate::logs::now_ms());
+                }
             }
         }
         for q in queries {
@@ -171,8 +181,12 @@ pub(super) fn is_corrupt(e: &rusqlite::Error) -> bool {
 
 pub(super) fn insert_batch(conn: &mut Connection, batch: &[&CallRecord]) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
-    for r in batch {
-        insert(&tx, r)?;
+    {
+        // Looked up once per batch: the statement cache hashes the whole SQL text on each look.
+        let mut stmt = tx.prepare_cached(INSERT)?;
+        for r in batch {
+            insert_with(&mut stmt, r)?;
+        }
     }
     tx.commit()
 }
@@ -269,39 +283,57 @@ pub(super) fn rotate_aside(path: &Path) {
     tracing::error!(aside = %aside.display(), "the old activity log was kept aside");
 }
 
+/// The one insert of a row, prepared once per connection and reused: parsing the SQL would cost
+/// more than the insert.
+const INSERT: &str = "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error, answered_in, rule)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
+
+/// Inserts one row (the unit tests').
+#[cfg(test)]
 pub(super) fn insert(conn: &Connection, r: &CallRecord) -> rusqlite::Result<()> {
-    // Prepared once per connection and reused: parsing the SQL would cost more than the insert.
-    conn.prepare_cached(
-        "INSERT INTO calls (time_ms, client, session, server, tool, arguments, decision, decided_by, duration_ms, outcome, decided_via, profile, waited_ms, client_version, client_protocol, error, answered_in, rule)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-    )?
-    .execute(params![
-            r.time_ms as i64,
-            r.client,
-            r.session,
-            r.server,
-            r.tool,
-            r.arguments,
-            r.decision.as_str(),
-            r.decided_by.as_str(),
-            r.duration_ms as i64,
-            r.outcome.as_str(),
-            r.decided_via,
-            r.profile,
-            r.waited_ms as i64,
-            r.client_version,
-            r.client_protocol,
-            r.error,
-            r.answered_in,
-            r.rule,
-        ],
-    )?;
+    let mut stmt = conn.prepare_cached(INSERT)?;
+    insert_with(&mut stmt, r)
+}
+
+fn insert_with(stmt: &mut rusqlite::Statement<'_>, r: &CallRecord) -> rusqlite::Result<()> {
+    stmt.execute(params![
+        r.time_ms as i64,
+        r.client,
+        r.session,
+        r.server,
+        r.tool,
+        r.arguments,
+        r.decision.as_str(),
+        r.decided_by.as_str(),
+        r.duration_ms as i64,
+        r.outcome.as_str(),
+        r.decided_via,
+        r.profile,
+        r.waited_ms as i64,
+        r.client_version,
+        r.client_protocol,
+        r.error,
+        r.answered_in,
+        r.rule,
+    ])?;
     Ok(())
 }
 
+/// Both prunes at once (the unit tests').
+#[cfg(test)]
 pub(super) fn prune(conn: &Connection, now_ms: u64, max_rows: i64) {
+    prune_age(conn, now_ms);
+    prune_count(conn, max_rows);
+}
+
+/// Rows older than the retention go (a scan: the table has no index on time).
+fn prune_age(conn: &Connection, now_ms: u64) {
     let cutoff = now_ms.saturating_sub(RETENTION_DAYS * 24 * 3600 * 1000) as i64;
     let _ = conn.execute("DELETE FROM calls WHERE time_ms < ?1", params![cutoff]);
+}
+
+/// Rows past the newest `max_rows` go (by rowid: cheap).
+fn prune_count(conn: &Connection, max_rows: i64) {
     let _ = conn.execute(
         "DELETE FROM calls WHERE id <= (SELECT max(id) FROM calls) - ?1",
         params![max_rows],

@@ -396,7 +396,7 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
             .unwrap_or(EXOTIC);
         let line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}");
         if let Ok(mut out) = shared.out.lock() {
-            let _ = writeln!(out, "{line}");
+            let _ = out.write_all(format!("{line}\n").as_bytes());
             let _ = out.flush();
         }
         return;
@@ -576,7 +576,9 @@ fn send(shared: &Shared, opts: &Opts, msg: &Value) {
         let _ = writeln!(out, "this is not JSON {{{{");
         let _ = writeln!(out, "{}", json!({"jsonrpc":"2.0","id":987654,"result":{}}));
     }
-    let _ = writeln!(out, "{msg}");
+    // One write per message, as servers that serialise first do (stdout's line buffer would
+    // split a long line into pieces).
+    let _ = out.write_all(format!("{msg}\n").as_bytes());
     let _ = out.flush();
 }
 

@@ -131,9 +131,8 @@ impl Catalog {
         names: &super::names::Names,
         kept: impl Fn(&str) -> bool,
     ) -> Arc<super::names::View> {
-        // A profile's setting can change without the catalog changing: it is part of the key.
-        let cache_key = format!("{key}\0{profile:?}");
-        self.views.get(&cache_key, || {
+        // A profile's setting can change without the catalog changing: a view is made for one.
+        self.views.get(key, profile, || {
             // A tool whose app URI another server's tool (that this profile sees) points at
             // too: shown with its server's alias (`apps.rs`).
             let shared = self.ui_shared(profile);

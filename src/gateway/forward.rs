@@ -41,10 +41,9 @@ pub(super) enum Pass {
     Held(Box<Gate>),
 }
 
-/// Forwards a request to `server` and streams what it says about it back to the client: the
-/// request's call is in its session's table of calls in flight (a `notifications/cancelled`
-/// ends it) until its work ends or is dropped.
-pub(super) fn forward(
+/// Forwards a request to `server` with `params` as raw members (the cold paths: prompts,
+/// resources, completions): the client's progress token is swapped for ours, then [`forward`].
+pub(super) fn forward_members(
     cx: &Cx,
     id: &RawValue,
     server: ServerHandle,
@@ -55,6 +54,22 @@ pub(super) fn forward(
     let Some((params, tokens)) = with_our_token(cx, params) else {
         return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid params");
     };
+    forward(cx, id, server, method, params, tokens, tool)
+}
+
+/// Forwards a request to `server` with `params` as the server gets them (`tokens` says whose
+/// progress token they carry) and streams what it says about it back to the client: the
+/// request's call is in its session's table of calls in flight (a `notifications/cancelled`
+/// ends it) until its work ends or is dropped.
+pub(super) fn forward(
+    cx: &Cx,
+    id: &RawValue,
+    server: ServerHandle,
+    method: &'static str,
+    params: Box<RawValue>,
+    tokens: Tokens,
+    tool: Option<ToolCall>,
+) -> Outcome {
     let (tx, rx) = mpsc::channel::<Out>(OUT_QUEUE);
     let number = cx.next_id();
     let (sink, events) = crate::supervisor::rpc::route_channel();
@@ -76,9 +91,25 @@ pub(super) fn forward(
 }
 
 /// The client's progress token (raw JSON), and ours that replaces it upstream.
-struct Tokens {
+pub(super) struct Tokens {
     client: Option<String>,
     ours: Option<String>,
+}
+
+impl Tokens {
+    /// For a request that carries `client`'s token (raw JSON): one of ours, unique across
+    /// clients, in its place.
+    pub fn for_client(cx: &Cx, client: Option<&str>) -> Tokens {
+        Tokens {
+            ours: client.map(|_| format!("\"gatehouse-{}\"", cx.next_id())),
+            client: client.map(str::to_owned),
+        }
+    }
+
+    /// Our token, when the client sent one.
+    pub fn ours(&self) -> Option<&str> {
+        self.ours.as_deref()
+    }
 }
 
 /// `params` as the server gets them, with the client's progress token replaced by one of ours
@@ -96,10 +127,8 @@ fn with_our_token(
                 .and_then(|m| m.get("progressToken").map(|t| t.get().to_owned())),
         }
     });
-    let ours = client
-        .as_ref()
-        .map(|_| format!("\"gatehouse-{}\"", cx.next_id()));
-    if let (Some(ours), Some(meta)) = (&ours, params.get("_meta")) {
+    let tokens = Tokens::for_client(cx, client.as_deref());
+    if let (Some(ours), Some(meta)) = (tokens.ours(), params.get("_meta")) {
         if let Some(new_meta) = set_member(meta.get(), "progressToken", ours) {
             if let Ok(raw) = RawValue::from_string(new_meta) {
                 params.insert("_meta".into(), raw);
@@ -108,7 +137,7 @@ fn with_our_token(
     }
     // Serialised straight into a RawValue: the members are raw already, no re-validation.
     let params = serde_json::value::to_raw_value(&params).ok()?;
-    Some((params, Tokens { client, ours }))
+    Some((params, tokens))
 }
 
 /// One forwarded request: what its phases share.

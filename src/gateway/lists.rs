@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 
 use super::catalog::rename;
 use super::context::Cx;
-use super::forward::forward;
+use super::forward::forward_members;
 use super::outcome::{member_params, Outcome};
 use super::session::lock;
 use super::subs::Upstreams;
@@ -124,7 +124,7 @@ impl Lists {
             return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid prompt name");
         };
         p.insert("name".into(), original);
-        forward(cx, id, server, "prompts/get", p, None)
+        forward_members(cx, id, server, "prompts/get", p, None)
     }
 
     /// The prompt `exposed` names; prompts are listed first when no listing of this run knows
@@ -268,7 +268,7 @@ impl Lists {
                 s.subscribe(&uri, None);
             }
         }
-        forward(cx, id, server, method, p, None)
+        forward_members(cx, id, server, method, p, None)
     }
 
     /// Asks each legacy server that owns one of `uris` to tell of its changes
@@ -418,7 +418,7 @@ impl Lists {
             _ => None,
         };
         match server {
-            Some(server) => forward(cx, id, server, "completion/complete", p, None),
+            Some(server) => forward_members(cx, id, server, "completion/complete", p, None),
             None => Outcome::Reply(super::answer::ours(
                 id.get(),
                 r#"{"completion":{"values":[],"hasMore":false}}"#,

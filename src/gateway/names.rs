@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::config::ClientProfile;
 use crate::naming;
 use crate::sync::lock;
 
@@ -290,18 +291,30 @@ fn build(seen: &[Seen<'_>], assigned: &BTreeMap<String, String>) -> View {
     view
 }
 
-/// A cache of views, one per profile, for one catalog.
+/// A cache of views, one per profile, for one catalog: each made for the profile's setting it
+/// was asked with (a setting can change without the catalog changing).
 #[derive(Debug, Default)]
-pub struct Views(Mutex<HashMap<String, Arc<View>>>);
+pub struct Views(Mutex<HashMap<String, MadeFor>>);
+
+/// A view, and the profile setting it was made for.
+type MadeFor = (Option<ClientProfile>, Arc<View>);
 
 impl Views {
-    /// The view of `profile`, made by `make` the first time it is asked for.
-    pub fn get(&self, profile: &str, make: impl FnOnce() -> View) -> Arc<View> {
-        if let Some(v) = lock(&self.0).get(profile) {
-            return v.clone();
+    /// The view of `profile` with `setting`, made by `make` the first time it is asked for (and
+    /// again when the setting is another): looked up without a copy or a key of its own.
+    pub fn get(
+        &self,
+        profile: &str,
+        setting: Option<&ClientProfile>,
+        make: impl FnOnce() -> View,
+    ) -> Arc<View> {
+        if let Some((made_for, v)) = lock(&self.0).get(profile) {
+            if made_for.as_ref() == setting {
+                return v.clone();
+            }
         }
         let v = Arc::new(make());
-        lock(&self.0).insert(profile.to_owned(), v.clone());
+        lock(&self.0).insert(profile.to_owned(), (setting.cloned(), v.clone()));
         v
     }
 }

@@ -10,9 +10,10 @@ use super::answer::tool_error;
 use super::audit::{record, CallMeta};
 use super::catalog::Entry;
 use super::context::Cx;
-use super::forward::{forward, Pass, ToolCall};
+use super::forward::{forward, Pass, Tokens, ToolCall};
 use super::names::Resolved;
-use super::outcome::{member_params, Out, Outcome, Stream};
+use super::outcome::{Out, Outcome, Stream};
+use super::params::Params;
 use crate::activity::Decision;
 use crate::approval::policy::Decision as Policy;
 use crate::jsonrpc::{self, ErrorCode};
@@ -83,15 +84,16 @@ fn call_once(
     headers: Option<&ParamHeaders>,
     started: bool,
 ) -> Outcome {
-    let (mut p, name) = match member_params(id, params, "tools/call", "name") {
-        Ok(x) => x,
+    // The params read once: the name, the arguments and `_meta` found, the rest stepped over.
+    let p = match Params::read(id, params, "tools/call", "name") {
+        Ok(p) => p,
         Err(reply) => return reply,
     };
-    let name = match canonical(cx, id, &name) {
+    let name = match canonical(cx, id, &p.value) {
         Ok(name) => name,
         Err(refused) => return refused,
     };
-    let arguments = p.get("arguments").map(|a| &**a);
+    let arguments = p.arguments();
     let (entry, server) = match found(cx, id, params, &name, arguments, headers, started) {
         Ok(found) => found,
         Err(answered) => return answered,
@@ -111,12 +113,14 @@ fn call_once(
         Admission::Held(g) => Pass::Held(g),
         Admission::Refused(d, text) => return refuse(cx, id, &meta, d, text),
     };
-    let Ok(original) = RawValue::from_string(jsonrpc::json_string(&entry.tool.name)) else {
-        return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid tool name");
+    // The server gets the client's params with its own tool name, and our progress token.
+    let tokens = Tokens::for_client(cx, p.progress_token());
+    let own = jsonrpc::json_string(&entry.tool.name);
+    let Some(upstream) = p.upstream(&own, tokens.ours()) else {
+        return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid params");
     };
-    p.insert("name".into(), original);
     let tool = ToolCall { name, pass, meta };
-    forward(cx, id, server, "tools/call", p, Some(tool))
+    forward(cx, id, server, "tools/call", upstream, tokens, Some(tool))
 }
 
 /// The canonical name the client's name resolves to in its profile's view, or the refusal of an

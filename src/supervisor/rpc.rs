@@ -315,11 +315,11 @@ impl RpcPeer {
         &self,
         method: &str,
         params: Option<&RawValue>,
-        route: Option<CallRoute>,
+        mut route: Option<CallRoute>,
     ) -> Result<Reply, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let declared = route.as_ref().and_then(|r| r.client_capabilities.clone());
+        let declared = route.as_mut().and_then(|r| r.client_capabilities.take());
         {
             let mut p = self.lock();
             if let Some(reason) = &p.closed {
