@@ -19,7 +19,7 @@ const GUARD_MS = 1000;
 
 let queue = []; // ApprovalRequest, oldest first
 let shownReq = null; // the request the modal shows
-let liveAt = 0; // answers are taken from this time on (ms)
+let guarded = false; // answers are inert (the buttons disabled): one fact for both
 let guardTimer = null;
 let timer = null;
 
@@ -117,19 +117,22 @@ function update() {
 
 /** Every answer inert for GUARD_MS from now (the call just appeared or replaced another). */
 function guard(replaced) {
-  liveAt = Date.now() + GUARD_MS;
+  guarded = true;
   $('#approval-swapped').hidden = !replaced;
   const buttons = [...dialog().querySelectorAll('footer button, .others-actions button, .rule-offer button')];
   for (const b of buttons) b.disabled = true;
   clearTimeout(guardTimer);
   guardTimer = setTimeout(() => {
+    // Live when the buttons are: a timer may fire a moment before a clock says GUARD_MS passed,
+    // and a click on a button shown enabled is never dropped.
+    guarded = false;
     for (const b of buttons) b.disabled = false;
     // Deny has the focus once the answers are live (a disabled button cannot hold it).
     if (dialog().open) $('#approval-deny').focus();
   }, GUARD_MS);
 }
 
-const live = () => Date.now() >= liveAt;
+const live = () => !guarded;
 
 /** Who asks: the token's client profile, then what the client says it is. */
 const who = (r) => `client profile ${r.client.profile ?? 'default'} — ${r.client.name ? `says “${r.client.name}”` : 'gives no name'}`;
