@@ -20,9 +20,11 @@ struct Prompt {
     /// The request shown (`None`: hidden), and its digest (what an answer carries).
     id: Option<String>,
     digest: String,
-    /// Answers are not taken before this: the call shown just appeared or replaced another, and
-    /// a click or key meant for what was there must not land on it.
-    live_at: std::time::Instant,
+    /// Answers are taken once this is set — by the same timer that makes the buttons sensitive,
+    /// so a button shown live is never a click dropped: the call shown just appeared or replaced
+    /// another, and a click or key meant for what was there must not land on it. Its own cell
+    /// per call shown (the timer of one replaced cannot make the next one live early).
+    live: std::rc::Rc<std::cell::Cell<bool>>,
     /// Ticks the countdown; removed with the content it updates.
     tick: Option<glib::SourceId>,
     /// Reports the first draw of the content shown.
@@ -101,7 +103,10 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize, r
     for b in &answers {
         b.set_sensitive(false);
     }
+    let live = std::rc::Rc::new(std::cell::Cell::new(false));
+    let comes_alive = live.clone();
     glib::timeout_add_local_once(GUARD, move || {
+        comes_alive.set(true);
         for b in &answers {
             b.set_sensitive(true);
         }
@@ -134,7 +139,7 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize, r
             window,
             id: Some(req.id.clone()),
             digest: req.digest.clone(),
-            live_at: std::time::Instant::now() + GUARD,
+            live,
             tick: Some(tick),
             drawn: Some(drawn),
             head: Some(head),
@@ -363,9 +368,8 @@ fn label(text: &str) -> gtk::Label {
 fn answer_front<R: Runtime>(app: &AppHandle<R>, decision: Choice) {
     let shown = PROMPT.with(|p| {
         p.borrow().as_ref().and_then(|p| {
-            let live = std::time::Instant::now() >= p.live_at;
             p.id.clone()
-                .filter(|_| live)
+                .filter(|_| p.live.get())
                 .map(|id| (id, p.digest.clone()))
         })
     });
