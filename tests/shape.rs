@@ -1,5 +1,6 @@
 //! The house keeps its shape by itself: `cargo test` fails when a source file passes 650 lines,
-//! a module imports one that imports it back, or a module with children is a `mod.rs`. Read from the files as text (the `mod`
+//! a module imports one that imports it back, a module with children is a `mod.rs`, or the
+//! codemap in ARCHITECTURE.md does not name a source file. Read from the files as text (the `mod`
 //! declarations that make each crate's tree, and the `crate::`/`super::`/`self::` paths a module
 //! names outside its tests), so it stays fast.
 
@@ -77,6 +78,47 @@ fn no_source_file_is_over_650_lines() {
         over.is_empty(),
         "over {MAX_LINES} lines — split each along its seam: {}",
         over.join(", ")
+    );
+}
+
+/// The codemap names every source file: as its path (`` `src/gateway/tools.rs` ``), or by the
+/// rest of its path on a row that names the folder before it (`` `tests/it/` `` … `` `calls.rs` ``,
+/// `` `src-tauri/src/prompt.rs`, `prompt/native.rs` ``). A file added without its row fails here.
+#[test]
+fn the_codemap_names_every_source_file() {
+    let root = repo();
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
+    let map = text
+        .split_once("## Codemap")
+        .map(|(_, rest)| rest.split_once("\n## ").map_or(rest, |(map, _)| map))
+        .unwrap_or("");
+    assert!(map.lines().count() > 100, "no codemap in ARCHITECTURE.md");
+    let rows: Vec<&str> = map.lines().filter(|l| l.starts_with('|')).collect();
+    let named = |path: &str| {
+        let parts: Vec<&str> = path.split('/').collect();
+        rows.iter().any(|row| {
+            row.contains(&format!("`{path}`"))
+                || (1..parts.len()).any(|i| {
+                    let folder = format!("{}/", parts[..i].join("/"));
+                    let rest = parts[i..].join("/");
+                    row.contains(&format!("`{rest}`")) && row.contains(&folder)
+                })
+        })
+    };
+    let mut all = Vec::new();
+    for d in SOURCE_DIRS {
+        files(&root.join(d), &mut all);
+    }
+    let unnamed: Vec<String> = all
+        .iter()
+        .filter_map(|p| p.strip_prefix(&root).ok())
+        .map(|p| p.display().to_string())
+        .filter(|p| !named(p))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "ARCHITECTURE.md's codemap does not name (give each its row, or its name on its folder's): {}",
+        unnamed.join(", ")
     );
 }
 
