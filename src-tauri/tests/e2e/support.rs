@@ -106,6 +106,7 @@ impl Desktop {
         )
         .expect("write config");
         let control = dir.path().join("control.sock");
+        crate::xproc::no_app_left(&bin("gatehouse-app"));
         let driver_port = free_port();
         let native_port = free_port();
         let driver = Command::new(tauri_driver())
@@ -162,8 +163,8 @@ impl Desktop {
                 }
                 Ok(Err(e)) => panic!("no WebDriver session with the app: {e}"),
                 Err(_) => panic!(
-                    "the WebDriver session did not start within 60 s (is another gatehouse-app running? see {})",
-                    dir.path().join("driver.log").display()
+                    "the WebDriver session did not start within 60 s; the driver's log:\n{}",
+                    std::fs::read_to_string(dir.path().join("driver.log")).unwrap_or_default()
                 ),
             }
         };

@@ -96,6 +96,41 @@ pub fn descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The running processes whose executable is `exe` (an app left by an earlier test, or this one's).
+pub fn processes_of(exe: &std::path::Path) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let running = std::fs::read_link(e.path().join("exe")).ok()?;
+            (running == exe && alive(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+/// No app left from an earlier test before one starts (the tests run one at a time): an app
+/// still stopping holds the single-instance name, and a new one would hand over to it and exit,
+/// leaving its driver without a window. Waits for it up to 20 s, then ends it (TERM, then KILL).
+pub fn no_app_left(exe: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !processes_of(exe).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in processes_of(exe) {
+        eprintln!("e2e: an app ({pid}) from an earlier test is still running; ending it");
+        nix_kill(pid, 15);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_of(exe).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in processes_of(exe) {
+        nix_kill(pid, 9);
+    }
+}
+
 /// Answers a native window titled `title` (a regex) with a key press: focus it, then type.
 pub async fn answer_native(title: &str, key: &str) {
     let id = wait_native(title).await;
