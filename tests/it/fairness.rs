@@ -277,15 +277,7 @@ async fn one_profiles_unanswered_input_requests_never_refuse_anothers() {
             params[k] = v.clone();
         }
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-        let req = http
-            .post(&s.info.url)
-            .bearer_auth(token)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "fx__ask")
-            .body(body.to_string());
+        let req = modern_tool_post(&http, &s.info.url, token, "fx__ask").body(body.to_string());
         async move { last_message(&req.send().await.unwrap().text().await.unwrap()) }
     };
     for i in 0..256 {

@@ -27,13 +27,7 @@ async fn a_param_header_that_disagrees_with_its_argument_is_refused() {
     let send = |args: Value, param: Vec<&'static str>| {
         let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
             "name": "fx__regional", "arguments": args, "_meta": meta}});
-        let mut req = http
-            .post(&s.info.url)
-            .bearer_auth(&s.info.token)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", MODERN)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "fx__regional")
+        let mut req = modern_tool_post(&http, &s.info.url, &s.info.token, "fx__regional")
             .body(body.to_string());
         for v in param {
             req = req.header("mcp-param-region", v);

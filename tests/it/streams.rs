@@ -147,13 +147,7 @@ async fn a_legacy_servers_request_reaches_a_modern_client_as_an_input_request() 
         "requestState": "gatehouse:00000000000000000000000000000000",
         "inputResponses": {"gatehouse": {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}},
         "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}}});
-    let r = http
-        .post(&s.info.url)
-        .bearer_auth(&s.info.token)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "fx__ask")
+    let r = modern_tool_post(&http, &s.info.url, &s.info.token, "fx__ask")
         .body(body.to_string())
         .send()
         .await

@@ -589,3 +589,20 @@ pub fn messages(text: &str) -> Vec<serde_json::Value> {
 pub fn last_message(text: &str) -> serde_json::Value {
     messages(text).pop().unwrap_or(serde_json::Value::Null)
 }
+
+/// A 2026-07-28 client's `tools/call` POST of `tool` to the gateway at `url` with `token`: the
+/// headers such a client sends (version, `Mcp-Method`, `Mcp-Name`), the body the caller's.
+pub fn modern_tool_post(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+) -> reqwest::RequestBuilder {
+    http.post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+}
