@@ -193,11 +193,15 @@ pub fn read_envelope(params: Option<&RawValue>) -> Result<Option<Envelope>, Enve
     if NEEDLES.version.find(params.get().as_bytes()).is_none() {
         return Ok(None);
     }
-    // `_meta` is found at the top level, the rest stepped over (never parsed for this).
+    // `_meta` is found at the top level and its envelope keys inside it, in one pass; the rest
+    // is stepped over (never parsed for this).
     let text = params.get();
-    let meta = match scan::top_level(text.as_bytes(), [b"_meta"]) {
-        Some([Some(r)]) => &text[r],
-        Some([None]) => return Ok(None),
+    match scan::top_level_and_inner(text.as_bytes(), [b"_meta"], 0, ENVELOPE_KEYS) {
+        Some(([None], _)) => Ok(None),
+        // `_meta` that is no object carries no envelope.
+        Some(([Some(_)], None)) => Ok(None),
+        Some(([Some(_)], Some(inner))) => envelope_of(inner.map(|r| r.map(|r| &text[r]))),
+        // Escaped keys, a key twice or malformed text: a parser decides.
         None => {
             #[derive(Deserialize)]
             struct P<'a> {
@@ -205,34 +209,58 @@ pub fn read_envelope(params: Option<&RawValue>) -> Result<Option<Envelope>, Enve
                 meta: Option<&'a RawValue>,
             }
             match serde_json::from_str::<P>(text) {
-                Ok(P { meta: Some(m) }) => m.get(),
-                _ => return Ok(None),
+                Ok(P { meta: Some(m) }) => envelope_of_meta(m.get()),
+                _ => Ok(None),
             }
         }
-    };
-    envelope_of_meta(meta)
+    }
 }
+
+/// The envelope's keys in `_meta`, in the order [`envelope_of`] takes their values.
+const ENVELOPE_KEYS: [&[u8]; 3] = [
+    PROTOCOL_VERSION_KEY.as_bytes(),
+    CLIENT_CAPABILITIES_KEY.as_bytes(),
+    CLIENT_INFO_KEY.as_bytes(),
+];
 
 /// The modern envelope in a request's `_meta` (its raw text).
 pub fn envelope_of_meta(meta: &str) -> Result<Option<Envelope>, EnvelopeError> {
+    if let Some(found) = scan::top_level(meta.as_bytes(), ENVELOPE_KEYS) {
+        return envelope_of(found.map(|r| r.map(|r| &meta[r])));
+    }
+    // What the scan cannot decide (escaped keys, a key twice), a parser does: the last wins.
     let Ok(meta) = serde_json::from_str::<BTreeMap<std::borrow::Cow<'_, str>, &RawValue>>(meta)
     else {
         return Ok(None);
     };
-    let Some(version) = meta.get(PROTOCOL_VERSION_KEY) else {
+    envelope_of(
+        [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+        ]
+        .map(|k| meta.get(k).map(|v| v.get())),
+    )
+}
+
+/// The envelope from the raw values of its keys in `_meta` (`ENVELOPE_KEYS`' order).
+fn envelope_of(
+    [version, capabilities, info]: [Option<&str>; 3],
+) -> Result<Option<Envelope>, EnvelopeError> {
+    let Some(version) = version else {
         return Ok(None);
     };
-    let Some(capabilities) = meta.get(CLIENT_CAPABILITIES_KEY) else {
+    let Some(capabilities) = capabilities else {
         return Err(EnvelopeError::Invalid(format!(
             "params._meta is missing the required envelope key {CLIENT_CAPABILITIES_KEY}"
         )));
     };
-    if !capabilities.get().starts_with('{') {
+    if !capabilities.starts_with('{') {
         return Err(EnvelopeError::Invalid(format!(
             "{CLIENT_CAPABILITIES_KEY} must be an object"
         )));
     }
-    let Ok(version) = serde_json::from_str::<String>(version.get()) else {
+    let Ok(version) = serde_json::from_str::<String>(version) else {
         return Err(EnvelopeError::Invalid(format!(
             "{PROTOCOL_VERSION_KEY} must be a string"
         )));
@@ -245,13 +273,12 @@ pub fn envelope_of_meta(meta: &str) -> Result<Option<Envelope>, EnvelopeError> {
         name: Option<String>,
         version: Option<String>,
     }
-    let who: Who = meta
-        .get(CLIENT_INFO_KEY)
-        .and_then(|w| serde_json::from_str(w.get()).ok())
+    let who: Who = info
+        .and_then(|w| serde_json::from_str(w).ok())
         .unwrap_or_default();
     Ok(Some(Envelope {
         version,
-        capabilities: capabilities.get().to_owned(),
+        capabilities: capabilities.to_owned(),
         client: (
             client_label(who.name, MAX_CLIENT_NAME),
             client_label(who.version, MAX_CLIENT_VERSION),

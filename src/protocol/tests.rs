@@ -96,6 +96,33 @@ fn envelopes_are_read_or_refused_precisely() {
         .unwrap_err(),
         EnvelopeError::Unsupported("2025-11-25".into())
     );
+    // What the one-pass scan cannot decide, a parser does, with the same answer: a key spelled
+    // with escapes, a key given twice (the last wins, as for the server), `_meta` no object.
+    let escaped = CLIENT_INFO_KEY.replace("clientInfo", "\\u0063lientInfo");
+    assert_eq!(
+        env(&format!(
+            r#"{{"{PROTOCOL_VERSION_KEY}":"2026-07-28","{CLIENT_CAPABILITIES_KEY}":{{}},"{escaped}":{{"name":"e"}}}}"#
+        ))
+        .unwrap()
+        .unwrap()
+        .client
+        .0
+        .as_deref(),
+        Some("e")
+    );
+    assert_eq!(
+        env(&format!(
+            r#"{{"{PROTOCOL_VERSION_KEY}":"2026-07-28","{PROTOCOL_VERSION_KEY}":"2025-11-25","{CLIENT_CAPABILITIES_KEY}":{{}}}}"#
+        ))
+        .unwrap_err(),
+        EnvelopeError::Unsupported("2025-11-25".into())
+    );
+    assert!(matches!(
+        read_envelope(Some(&raw(&format!(
+            r#"{{"_meta":[1],"x":"{PROTOCOL_VERSION_KEY}"}}"#
+        )))),
+        Ok(None)
+    ));
 }
 
 #[test]
