@@ -81,12 +81,17 @@ pub(super) fn forward(
         tokens,
         client_id: id.get().to_owned(),
         tx: tx.clone(),
-        number,
     };
     let (run, abort) = futures_util::future::abortable(call.run(params, sink, events));
     cx.session.track(id.get(), number, abort);
+    // Untracked however the work ends — answered, aborted, or dropped before it was ever
+    // polled (its stream dropped unread): the guard lives in the future from here.
+    let tracked = Tracked::new(&cx.session, number);
     // Aborted (the client cancelled it, or its session ended): no answer.
-    let run = Box::pin(async move { run.await.ok().flatten() });
+    let run = Box::pin(async move {
+        let _tracked = tracked;
+        run.await.ok().flatten()
+    });
     Outcome::Stream(Stream::running(rx, tx, run))
 }
 
@@ -151,8 +156,6 @@ struct Call {
     client_id: String,
     /// Where the call's messages to its client go.
     tx: mpsc::Sender<Out>,
-    /// Gatehouse's number for the call (its entry in the session's calls in flight).
-    number: u64,
 }
 
 impl Call {
@@ -164,7 +167,6 @@ impl Call {
         sink: RouteTx,
         mut events: RouteRx,
     ) -> Option<Vec<u8>> {
-        let _tracked = Tracked::new(&self.cx.session, self.number);
         let (exposed, pass, meta) = match self.tool.take() {
             Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
             None => (None, None, None),

@@ -104,6 +104,26 @@ async fn a_free_call_reaches_the_server_and_comes_back() {
     assert_eq!(rig.calls_reached(), 1);
 }
 
+/// A call leaves nothing in its session's calls in flight however its stream ends: dropped
+/// before it was read (the client gone at once — none of those reaches the server), or read to
+/// its answer.
+#[tokio::test]
+async fn a_call_leaves_nothing_in_flight_however_its_stream_ends() {
+    let rig = Rig::new(json!({}), json!({"default": "flagged-only"})).await;
+    let s = rig.session().await;
+    for id in 1..=50 {
+        let msg = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"x"}}});
+        let o = rig.gw.handle_bytes(&s, msg.to_string().as_bytes()).await;
+        assert!(matches!(o, Outcome::Stream(_)), "call {id} is forwarded");
+        drop(o);
+    }
+    assert_eq!(s.calls_in_flight(), 0, "dropped unread, still in flight");
+    let v = rig.call(&s, 51, "fx__echo", json!({"text": "hi"})).await;
+    assert_eq!(text(&v), "hi", "{v}");
+    assert_eq!(s.calls_in_flight(), 0, "answered, still in flight");
+    assert_eq!(rig.calls_reached(), 1);
+}
+
 /// A flagged call waits for the person: denied, the client is told the person denied it and
 /// nothing reaches the server; allowed, it runs once.
 #[tokio::test]

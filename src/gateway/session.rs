@@ -350,6 +350,12 @@ impl ClientSession {
         }
     }
 
+    /// How many calls are in flight (the tests' view of the table).
+    #[cfg(test)]
+    pub(super) fn calls_in_flight(&self) -> usize {
+        lock(&self.inflight).len()
+    }
+
     /// Takes request `id`'s call out of the table (a parked call keeps it until its retry).
     pub(super) fn take_inflight(&self, id: &str) -> Option<InFlight> {
         lock(&self.inflight).remove(id)
