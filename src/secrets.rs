@@ -81,6 +81,20 @@ impl Forms {
         }
     }
 
+    /// Adds every form of `value` under `name` (not yet [`Forms::changed`]).
+    fn add(&mut self, name: &str, value: &str) {
+        if value.len() < MIN_SECRET_LEN {
+            return;
+        }
+        for form in forms(value) {
+            if form.len() >= MIN_SECRET_LEN
+                && !self.all.iter().any(|f| f.name == name && f.text == form)
+            {
+                self.all.push(Form::new(name, form));
+            }
+        }
+    }
+
     /// The automaton made again after a change of the forms.
     fn changed(&mut self) {
         // Longest first, so a value containing another is masked whole.
@@ -137,11 +151,7 @@ impl Redactions {
             return;
         }
         let mut v = crate::sync::write(&self.values);
-        for form in forms(value) {
-            if form.len() >= MIN_SECRET_LEN && !v.iter().any(|f| f.name == name && f.text == form) {
-                v.all.push(Form::new(name, form));
-            }
-        }
+        v.add(name, value);
         v.changed();
     }
 
@@ -189,27 +199,25 @@ impl Redactions {
     /// Forgets every value registered under `name` and registers `values` instead: a token that
     /// replaces an older one (a refresh) does not grow the list.
     pub fn replace(&self, name: &str, values: &[&str]) {
-        {
-            let mut v = crate::sync::write(&self.values);
-            v.all.retain(|f| f.name != name);
-            v.changed();
+        // Under one lock, the automaton made once: no line is relayed between the old values
+        // going and the new ones coming.
+        let mut v = crate::sync::write(&self.values);
+        v.all.retain(|f| f.name != name);
+        for value in values {
+            v.add(name, value);
         }
-        for v in values {
-            self.register(name, v);
-        }
+        v.changed();
     }
 
     /// Forgets every value whose name starts with `prefix` and registers `named` instead (the
     /// client profiles' tokens, after a change of the table).
     pub fn replace_all(&self, prefix: &str, named: &[(String, String)]) {
-        {
-            let mut v = crate::sync::write(&self.values);
-            v.all.retain(|f| !f.name.starts_with(prefix));
-            v.changed();
-        }
+        let mut v = crate::sync::write(&self.values);
+        v.all.retain(|f| !f.name.starts_with(prefix));
         for (name, value) in named {
-            self.register(name, value);
+            v.add(name, value);
         }
+        v.changed();
     }
 
     /// The name of the first value registered under a name starting with `prefix` that `text`
@@ -488,6 +496,32 @@ mod tests {
 
     /// A relayed line: every secret masked but the ones the entry hands over; a line holding
     /// none comes back as it was.
+    /// A refreshed token replaces the old one (the old one no longer masked, the new one is);
+    /// a table of tokens is replaced by its prefix, leaving the other names alone.
+    #[test]
+    fn replaced_values_are_masked_and_the_old_ones_forgotten() {
+        let r = Redactions::default();
+        r.register("oauth:a", "old-token-0001");
+        r.register("other", "other-secret-01");
+        r.replace("oauth:a", &["new-token-0002"]);
+        // Alone in a line: found by the one-pass search, made again with the new value.
+        assert_eq!(r.mask("new-token-0002"), "[secret:oauth:a]");
+        assert_eq!(
+            r.mask("old-token-0001 new-token-0002 other-secret-01"),
+            "old-token-0001 [secret:oauth:a] [secret:other]"
+        );
+        r.register("own:client:x", "client-token-x1");
+        r.replace_all(
+            "own:client:",
+            &[("own:client:y".into(), "client-token-y2".into())],
+        );
+        assert_eq!(r.mask("client-token-y2"), "[secret:own:client:y]");
+        assert_eq!(
+            r.mask("client-token-x1 client-token-y2 other-secret-01"),
+            "client-token-x1 [secret:own:client:y] [secret:other]"
+        );
+    }
+
     #[test]
     fn relayed_lines_are_masked_but_for_the_secrets_handed_over() {
         let r = Redactions::default();
