@@ -375,7 +375,8 @@ enum Msg {
 #[derive(Clone)]
 pub struct ActivityLog {
     tx: SyncSender<Msg>,
-    /// The writer thread, unparked when a query is queued (records never wake it).
+    /// The writer thread, unparked when a query is queued (a record wakes it only as the first
+    /// of a batch, from its wait for one; while it gathers, records wake nothing).
     writer: Option<std::thread::Thread>,
     /// Guards the count of records dropped because the writer fell behind (reported once).
     dropped: Arc<Mutex<u64>>,
@@ -404,7 +405,8 @@ impl ActivityLog {
     }
 
     /// Queues a record (its arguments and error text are masked by the writer, before anything
-    /// is stored); never blocks, never fails the caller, wakes nothing.
+    /// is stored); never blocks, never fails the caller, and wakes the writer only when it was
+    /// idle (the first record of a batch).
     pub fn record(&self, rec: CallRecord) {
         match self.tx.try_send(Msg::Record(Box::new(rec))) {
             Ok(()) => {}
