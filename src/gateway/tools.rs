@@ -38,23 +38,26 @@ pub(super) fn call(
 
 /// An idle on-demand server's call (or a starting server's): the server is started and
 /// waited for (within its startup timeout), then the call is taken again from the top —
-/// looked up, admitted and forwarded as any other. A client that stops waiting meanwhile
-/// drops the stream, and no call is made for it.
+/// looked up, its `Mcp-Param-*` headers checked against the tool as it is now listed, admitted
+/// and forwarded as any other. A client that stops waiting meanwhile drops the stream, and no
+/// call is made for it.
 fn start_then_call(
     cx: &Cx,
     id: &RawValue,
     params: Option<&RawValue>,
+    headers: Option<&ParamHeaders>,
     server: ServerHandle,
 ) -> Outcome {
     let (tx, rx) = tokio::sync::mpsc::channel(super::session::OUT_QUEUE);
     let (cx, id, events) = (cx.clone(), id.to_owned(), tx.clone());
     let params = params.map(ToOwned::to_owned);
+    let headers = headers.cloned();
     let run = async move {
         if let Err(why) = server.demand().await {
             tracing::info!(server = %server.id(), "started for a call, but: {why}");
         }
         cx.tools.refresh(&cx.hub, &cx.sessions);
-        match call_once(&cx, &id, params.as_deref(), None, true) {
+        match call_once(&cx, &id, params.as_deref(), headers.as_ref(), true) {
             Outcome::Reply(line) | Outcome::Error(line, _) => Some(line),
             Outcome::Stream(mut more) => {
                 while let Some(out) = more.recv().await {
@@ -75,8 +78,7 @@ fn start_then_call(
     Outcome::Stream(Stream::running(rx, tx, Box::pin(run)))
 }
 
-/// One `tools/call` taken from the top; `started` once its server was started for it (its
-/// headers were checked then, before the start).
+/// One `tools/call` taken from the top; `started` once its server was started for it.
 fn call_once(
     cx: &Cx,
     id: &RawValue,
@@ -182,7 +184,7 @@ fn found(
             .and_then(|(srv, _)| cx.hub.server(srv).ok())
             .filter(|h| h.state() == State::Starting);
         if let Some(server) = starting.filter(|_| !started) {
-            return Err(start_then_call(cx, id, params, server));
+            return Err(start_then_call(cx, id, params, headers, server));
         }
         if profile.is_some() {
             // Outside a client's profile a tool does not exist for it: nothing more is said.
@@ -194,8 +196,10 @@ fn found(
         }
         return Err(not_in_catalog(cx, id, name, raw_or_empty(arguments)));
     };
-    // A 2026-07-28 request's `Mcp-Param-*` headers against the arguments of the tool found.
-    if let Some(headers) = headers.filter(|_| !started) {
+    // A 2026-07-28 request's `Mcp-Param-*` headers against the arguments of the tool found —
+    // before a start it asks for (a bad request starts nothing), and again after it, against the
+    // tool as its server lists it then (what is checked is what runs).
+    if let Some(headers) = headers {
         let arguments = arguments.map(RawValue::get);
         if let Err(why) = headers::check(&entry.tool, arguments, headers) {
             return Err(Outcome::error(id.get(), ErrorCode::HeaderMismatch, &why));
@@ -209,7 +213,7 @@ fn found(
     // (a definition changed while it was idle is asked about again).
     let waits = matches!(server.state(), State::Idle | State::Starting);
     if waits && !started {
-        return Err(start_then_call(cx, id, params, server));
+        return Err(start_then_call(cx, id, params, headers, server));
     }
     Ok((entry, server))
 }

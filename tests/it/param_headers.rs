@@ -74,3 +74,48 @@ async fn a_param_header_that_disagrees_with_its_argument_is_refused() {
     let v = mcp.call(2, "fx__regional", args).await;
     assert_eq!(v["result"]["content"][0]["text"], "eu-west: hi", "{v}");
 }
+
+/// A call that arrives while its server is still starting (its tool not listed yet) waits for
+/// the start and is then taken again — its `Mcp-Param-*` header checked against the tool as the
+/// server lists it: one that disagrees with its argument is refused, not run.
+#[tokio::test]
+async fn a_call_that_waits_for_its_server_to_start_has_its_headers_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&[("fx", fixture(&["--header-tool", "--slow-start", "3000"]))]);
+    let s = serve(dir.path(), &cfg, &[]).await;
+    let control = gatehouse::control::ControlClient::new(s.sock.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let status = control
+            .call(&gatehouse::control::Request::Status)
+            .await
+            .ok()
+            .and_then(|r| r.result)
+            .unwrap_or_default();
+        if status[0]["state"] == "starting" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never starting: {status}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+        "name": "fx__regional", "arguments": {"region": "eu-west", "q": "hi"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "early", "version": "1"}}}});
+    let r = modern_tool_post(&http, &s.info.url, &s.info.token, "fx__regional")
+        .header("mcp-param-region", "us-east")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let v = last_message(&r.text().await.unwrap());
+    assert_eq!(v["error"]["code"], -32020, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Mcp-Param-Region")),
+        "{v}"
+    );
+}
