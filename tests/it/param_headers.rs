@@ -95,7 +95,10 @@ async fn a_call_that_waits_for_its_server_to_start_has_its_headers_checked() {
         if status[0]["state"] == "starting" {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "never starting: {status}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never starting: {status}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
