@@ -12,6 +12,19 @@ struct HubProcess {
     _dir: tempfile::TempDir,
 }
 
+impl Drop for HubProcess {
+    /// The whole group is killed: `kill_on_drop` alone would end only a wrapper, leaving the
+    /// hub it started (and the hub's servers) running into the next row.
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 impl HubProcess {
     async fn start() -> HubProcess {
         HubProcess::start_with(json!({"fx": {"command": FIXTURE}})).await
@@ -50,6 +63,8 @@ impl HubProcess {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
+            // A group of its own: a wrapper's child (strace forks the hub) goes with it.
+            .process_group(0)
             .spawn()
             .expect("spawn gatehouse serve");
         let control = gatehouse::control::ControlClient::new(sock);
