@@ -13,14 +13,19 @@ struct HubProcess {
 }
 
 impl Drop for HubProcess {
-    /// The whole group is killed: `kill_on_drop` alone would end only a wrapper, leaving the
-    /// hub it started (and the hub's servers) running into the next row.
+    /// A wrapper's own children (the hub `strace` forked) are killed first: `kill_on_drop` alone
+    /// would end only the wrapper, leaving the hub and its servers running into the next row.
+    /// The hub stays in the bench's process group, so an interrupted bench takes it along.
     fn drop(&mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+        let Some(pid) = self.child.id() else { return };
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+        for child in children.unwrap_or_default().split_whitespace() {
+            if let Ok(child) = child.parse::<i32>() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(child),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }
@@ -63,8 +68,6 @@ impl HubProcess {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
-            // A group of its own: a wrapper's child (strace forks the hub) goes with it.
-            .process_group(0)
             .spawn()
             .expect("spawn gatehouse serve");
         let control = gatehouse::control::ControlClient::new(sock);
