@@ -304,3 +304,54 @@ async fn one_profiles_unanswered_input_requests_never_refuse_anothers() {
         "{v}"
     );
 }
+
+/// A request's headers have `HEADER_TIMEOUT` (10 s) to arrive, however they trickle: a socket
+/// that sends half a request's headers and then nothing, and one that sends a byte every 2 s,
+/// are each ended at the deadline, while a client calling
+/// on its own connection meanwhile is answered.
+#[tokio::test]
+async fn a_request_whose_headers_never_finish_is_ended_at_its_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({"servers": {"a": fixture(&[])}});
+    let s = serve(dir.path(), &cfg.to_string(), &["a"]).await;
+    let addr = s.addr();
+    let ended_after = |trickle: bool| {
+        let addr = addr.clone();
+        async move {
+            let mut c = tokio::net::TcpStream::connect(&addr).await.unwrap();
+            let t = std::time::Instant::now();
+            c.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .unwrap();
+            let mut buf = [0u8; 256];
+            loop {
+                let wait = if trickle { 2 } else { 20 };
+                match tokio::time::timeout(std::time::Duration::from_secs(wait), c.read(&mut buf))
+                    .await
+                {
+                    Ok(Ok(0)) | Ok(Err(_)) => return t.elapsed(),
+                    Ok(Ok(_)) => {}
+                    Err(_) if trickle => {
+                        if c.write_all(b"X").await.is_err() {
+                            return t.elapsed();
+                        }
+                    }
+                    Err(_) => panic!("still open after 20 s"),
+                }
+                assert!(t.elapsed().as_secs() < 20, "still open after 20 s");
+            }
+        }
+    };
+    let (silent, trickling) = tokio::join!(ended_after(false), ended_after(true));
+    let c = Mcp::open(&s.info.url, &s.info.token).await;
+    let v = c.call(1, "echo", json!({"text": "served"})).await;
+    assert_eq!(v["result"]["content"][0]["text"], "served", "{v}");
+    for (what, took) in [("silent", silent), ("trickling", trickling)] {
+        let secs = took.as_secs_f64();
+        assert!(
+            (9.5..12.5).contains(&secs),
+            "{what} socket ended after {secs:.1} s"
+        );
+    }
+}
