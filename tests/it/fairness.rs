@@ -307,8 +307,8 @@ async fn one_profiles_unanswered_input_requests_never_refuse_anothers() {
 
 /// A request's headers have `HEADER_TIMEOUT` (10 s) to arrive, however they trickle: a socket
 /// that sends half a request's headers and then nothing, and one that sends a byte every 2 s,
-/// are each ended at the deadline, while a client calling
-/// on its own connection meanwhile is answered.
+/// are each ended at the deadline, while a client calling on its own connection meanwhile (5 s
+/// in) is answered.
 #[tokio::test]
 async fn a_request_whose_headers_never_finish_is_ended_at_its_deadline() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -343,9 +343,12 @@ async fn a_request_whose_headers_never_finish_is_ended_at_its_deadline() {
             }
         }
     };
-    let (silent, trickling) = tokio::join!(ended_after(false), ended_after(true));
-    let c = Mcp::open(&s.info.url, &s.info.token).await;
-    let v = c.call(1, "echo", json!({"text": "served"})).await;
+    let meanwhile = async {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        let c = Mcp::open(&s.info.url, &s.info.token).await;
+        c.call(1, "echo", json!({"text": "served"})).await
+    };
+    let (silent, trickling, v) = tokio::join!(ended_after(false), ended_after(true), meanwhile);
     assert_eq!(v["result"]["content"][0]["text"], "served", "{v}");
     for (what, took) in [("silent", silent), ("trickling", trickling)] {
         let secs = took.as_secs_f64();
