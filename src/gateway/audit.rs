@@ -10,6 +10,7 @@ use crate::approval::Decider;
 use crate::supervisor::ServerHandle;
 
 /// What the activity log needs of a tool call.
+#[derive(Clone)]
 pub(super) struct CallMeta {
     server: String,
     tool: String,
@@ -82,7 +83,7 @@ impl Audit {
             record(
                 &self.activity,
                 &self.session,
-                &m,
+                m,
                 (decision, by, outcome),
                 via,
                 error,
@@ -102,32 +103,32 @@ impl Drop for Audit {
     }
 }
 
-/// Records a tool call in the activity log (never waits on it).
+/// Records a tool call in the activity log (never waits on it); its meta moves into the row.
 pub(super) fn record(
     activity: &ActivityLog,
     s: &ClientSession,
-    m: &CallMeta,
+    m: CallMeta,
     (decision, by, outcome): (Decision, Decider, CallOutcome),
     via: Option<String>,
     error: Option<String>,
 ) {
     let elapsed = m.started.elapsed().as_millis() as u64;
-    let info = s.info();
+    let (name, version, protocol) = s.identity();
     let (decided_by, answered_in) = DecidedBy::of(decision, by, m.rule.is_some());
     activity.record(CallRecord {
         time_ms: crate::logs::now_ms().saturating_sub(elapsed),
-        client: info.name,
-        client_version: info.version,
-        client_protocol: info.protocol_version,
+        client: name,
+        client_version: version,
+        client_protocol: protocol,
         session: s.id.clone(),
-        server: m.server.clone(),
-        tool: m.tool.clone(),
-        arguments: m.arguments.clone(),
+        server: m.server,
+        tool: m.tool,
+        arguments: m.arguments,
         id: 0,
         decision,
         decided_by,
         answered_in: answered_in.map(str::to_owned),
-        rule: m.rule.clone(),
+        rule: m.rule,
         duration_ms: elapsed,
         outcome,
         decided_via: via,

@@ -200,6 +200,17 @@ impl ClientSession {
         );
     }
 
+    /// Who the client says it is — name, version, protocol revision — for its activity rows (no
+    /// copy of its capabilities).
+    pub fn identity(&self) -> (Option<String>, Option<String>, Option<String>) {
+        let i = lock(&self.info);
+        (
+            i.name.clone(),
+            i.version.clone(),
+            i.protocol_version.clone(),
+        )
+    }
+
     /// What the client declared it can answer (no copy of the rest of its info).
     pub fn capabilities(&self) -> Option<String> {
         lock(&self.info).capabilities.clone()

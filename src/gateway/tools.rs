@@ -310,7 +310,7 @@ fn refuse(cx: &Cx, id: &RawValue, m: &CallMeta, decision: Decision, result: Stri
     record(
         cx.hub.activity(),
         &cx.session,
-        m,
+        m.clone(),
         (
             decision,
             crate::approval::Decider::Policy,
