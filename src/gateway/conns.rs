@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::http::Request;
+use axum::response::Response;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -235,7 +238,13 @@ impl tokio::io::AsyncWrite for Heard {
 /// Accepts connections up to [`connection_limit`] at once and serves each with a header timeout,
 /// until `shutdown`. When every place is taken, the oldest connection that has not shown a
 /// token is ended for the new one; when every connection has shown one, the new one is closed.
-pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: CancellationToken) {
+/// Each request goes to `handler` with its connection's [`Shown`] — straight from hyper, no
+/// router or layer between (each cost allocations on every request).
+pub async fn accept_loop<H, F>(listener: TcpListener, handler: H, shutdown: CancellationToken)
+where
+    H: Fn(Request<Body>, Shown) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Response> + Send + 'static,
+{
     let limit = connection_limit();
     let permits = Arc::new(tokio::sync::Semaphore::new(limit));
     let holders = Arc::new(Holders {
@@ -293,8 +302,11 @@ pub async fn accept_loop(listener: TcpListener, app: axum::Router, shutdown: Can
             alive: Arc::downgrade(&alive),
         });
         let release = Release(shown.clone());
-        let app = app.clone().layer(axum::Extension(shown));
-        let service = hyper_util::service::TowerToHyperService::new(app);
+        let handler = handler.clone();
+        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+            let answer = handler(req.map(Body::new), shown.clone());
+            async move { Ok::<_, std::convert::Infallible>(answer.await) }
+        });
         let stop = shutdown.clone();
         conns.spawn(async move {
             let _alive = alive;

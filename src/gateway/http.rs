@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::conns::Shown;
 use super::{Gateway, Incoming, Out, Outcome, ParamHeaders, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{error_line, sse, ErrorCode, NULL_ID};
 use crate::token::constant_time_eq;
@@ -75,13 +75,12 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, HttpError> {
     })
 }
 
-#[derive(Clone)]
 struct AppState {
     gw: Gateway,
     /// The port we listen on: the only one a `Host` header may name.
     port: u16,
     token: Arc<str>,
-    origins: Arc<Vec<String>>,
+    origins: Vec<String>,
 }
 
 /// Serves `/mcp` until `shutdown` is cancelled. Call [`Gateway::shutdown`] after cancelling so
@@ -104,51 +103,55 @@ pub async fn serve(
             format!("http://[::1]:{port}"),
         ]);
     }
-    let state = AppState {
+    let state = Arc::new(AppState {
         gw,
         port,
         token: Arc::from(token),
-        origins: Arc::new(origins),
+        origins,
+    });
+    let handler = move |req: Request<Body>, shown: Shown| {
+        let st = state.clone();
+        async move {
+            if req.uri().path() == "/mcp" {
+                mcp(&st, req, &shown).await
+            } else {
+                not_found()
+            }
+        }
     };
-    let app = axum::Router::new()
-        .route("/mcp", axum::routing::any(mcp))
-        .fallback(not_found)
-        .with_state(state);
-    super::conns::accept_loop(listener, app, shutdown).await;
+    super::conns::accept_loop(listener, handler, shutdown).await;
 }
 
 pub use super::conns::HEADER_TIMEOUT;
 /// How long a request's body may take to arrive.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-async fn not_found() -> Response {
+fn not_found() -> Response {
     (StatusCode::NOT_FOUND, "Gatehouse serves MCP at /mcp\n").into_response()
 }
 
-async fn mcp(State(st): State<AppState>, req: Request<Body>) -> Response {
+async fn mcp(st: &AppState, req: Request<Body>, shown: &Shown) -> Response {
     let (parts, body) = req.into_parts();
-    let profile = match guard(&st, &parts.headers) {
+    let profile = match guard(st, &parts.headers) {
         Ok(p) => p,
         Err(resp) => return resp,
     };
     // This connection showed a valid token: it keeps its place when the gateway is full, and it
     // is its profile's — which may hold only its share of the places.
-    if let Some(shown) = parts.extensions.get::<super::conns::Shown>() {
-        let whose = profile
-            .as_deref()
-            .unwrap_or(crate::profiles::DEFAULT_PROFILE);
-        if let Err(share) = shown.mark(whose) {
-            let text = format!("client profile {whose} holds {share} connections to Gatehouse already, its share of them; send this request on one of those, or close some first\n");
-            let mut r = (StatusCode::TOO_MANY_REQUESTS, text).into_response();
-            r.headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return r;
-        }
+    let whose = profile
+        .as_deref()
+        .unwrap_or(crate::profiles::DEFAULT_PROFILE);
+    if let Err(share) = shown.mark(whose) {
+        let text = format!("client profile {whose} holds {share} connections to Gatehouse already, its share of them; send this request on one of those, or close some first\n");
+        let mut r = (StatusCode::TOO_MANY_REQUESTS, text).into_response();
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return r;
     }
     match parts.method {
-        Method::POST => post(&st, &parts.headers, body, &profile).await,
-        Method::GET => get(&st, &parts.headers, &profile),
-        Method::DELETE => delete(&st, &parts.headers, &profile),
+        Method::POST => post(st, &parts.headers, body, &profile).await,
+        Method::GET => get(st, &parts.headers, &profile),
+        Method::DELETE => delete(st, &parts.headers, &profile),
         _ => {
             let mut r = plain(
                 StatusCode::METHOD_NOT_ALLOWED,
