@@ -13,8 +13,10 @@
 //!   alone (message read, catalog lookup, policy and rules, the answer read, made and masked,
 //!   the activity row).
 //!
-//! p50/p99 of 2,000 sequential calls, calls/s and p99 with 16 concurrent callers, then
-//! `tools/list` over 100 servers × 50 tools.
+//! p50/p99 of 2,000 sequential calls — in rounds, one call of every row a round, so that every
+//! row is measured under the same conditions and the added latencies compare like with like —,
+//! calls/s and p99 with 16 concurrent callers (a row at a time), then `tools/list` over 100
+//! servers × 50 tools.
 //!
 //! Then the hub as users run it, a `gatehouse serve` process of its own, so its CPU time is its
 //! own (utime + stime from /proc): direct stdio vs the gateway for 1 KiB, 1 MiB and 10 MiB
@@ -124,74 +126,19 @@ async fn run() {
         stop.clone(),
     ));
 
-    println!("gateway benchmarks: echo tool, {SEQ} sequential calls; {CONC} callers × {CONC_CALLS} calls\n");
+    println!("gateway benchmarks: echo tool, {SEQ} sequential calls in rounds (one call of every row a round); {CONC} callers × {CONC_CALLS} calls, a row at a time\n");
     let (direct, _child) = stdio_client(FIXTURE, &[], &[]).await;
     let direct = Arc::new(direct);
-    let d = measure("direct stdio", {
-        let direct = direct.clone();
-        move |i| {
-            let p = direct.clone();
-            async move { call(&p, "echo", i).await }
-        }
-    })
-    .await;
-
     // The floor: a minimal proxy (HTTP on loopback, one pipe hop, nothing else).
     let (floor_url, _floor_child) = floor::floor_proxy().await;
     let floor_client = Arc::new(floor::floor_client(&floor_url));
-    let f = measure("floor proxy", {
-        let floor_client = floor_client.clone();
-        move |i| {
-            let c = floor_client.clone();
-            async move { c.call("echo", i).await }
-        }
-    })
-    .await;
-
     let http = Arc::new(HttpClient::new(&url).await);
-    let h = measure("gateway HTTP", {
-        let http = http.clone();
-        move |i| {
-            let c = http.clone();
-            async move { c.call("fx__echo", i).await }
-        }
-    })
-    .await;
-
     let modern = Arc::new(HttpClient::modern(&url));
-    let m = measure("gateway 2026", {
-        let modern = modern.clone();
-        move |i| {
-            let c = modern.clone();
-            async move { c.call("fx__echo", i).await }
-        }
-    })
-    .await;
-
     // The gateway without HTTP: its own path (names, admission, the activity row, the answer)
     // and the same pipe hop, a message handed to it as the transports hand theirs.
     let session = gw.open_session();
     let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
     let _ = gw.handle_bytes(&session, init).await;
-    let inner = measure("gateway, no HTTP", {
-        let (gw, session) = (gw.clone(), session.clone());
-        move |i| {
-            let (gw, session) = (gw.clone(), session.clone());
-            async move { in_process(&gw, &session, i).await }
-        }
-    })
-    .await;
-
-    // Reference: the HTTP round trip alone (the gateway answers ping itself, nothing forwarded).
-    let ping = measure("HTTP ping only", {
-        let http = http.clone();
-        move |i| {
-            let c = http.clone();
-            async move { c.ping(i).await }
-        }
-    })
-    .await;
-
     let (bridge, _bridge_child) = stdio_client(
         GATEHOUSE,
         &["connect"],
@@ -199,14 +146,64 @@ async fn run() {
     )
     .await;
     let bridge = Arc::new(bridge);
-    let b = measure("connect bridge", {
-        let bridge = bridge.clone();
-        move |i| {
+
+    let rows: Vec<(&str, CallFn)> = vec![
+        ("direct stdio", {
+            let p = direct.clone();
+            row(move |i| {
+                let p = p.clone();
+                async move { call(&p, "echo", i).await }
+            })
+        }),
+        ("floor proxy", {
+            let c = floor_client.clone();
+            row(move |i| {
+                let c = c.clone();
+                async move { c.call("echo", i).await }
+            })
+        }),
+        ("gateway HTTP", {
+            let c = http.clone();
+            row(move |i| {
+                let c = c.clone();
+                async move { c.call("fx__echo", i).await }
+            })
+        }),
+        ("gateway 2026", {
+            let c = modern.clone();
+            row(move |i| {
+                let c = c.clone();
+                async move { c.call("fx__echo", i).await }
+            })
+        }),
+        ("gateway, no HTTP", {
+            let (gw, session) = (gw.clone(), session.clone());
+            row(move |i| {
+                let (gw, session) = (gw.clone(), session.clone());
+                async move { in_process(&gw, &session, i).await }
+            })
+        }),
+        // Reference: the HTTP round trip alone (the gateway answers ping itself, nothing
+        // forwarded).
+        ("HTTP ping only", {
+            let c = http.clone();
+            row(move |i| {
+                let c = c.clone();
+                async move { c.ping(i).await }
+            })
+        }),
+        ("connect bridge", {
             let p = bridge.clone();
-            async move { call(&p, "fx__echo", i).await }
-        }
-    })
-    .await;
+            row(move |i| {
+                let p = p.clone();
+                async move { call(&p, "fx__echo", i).await }
+            })
+        }),
+    ];
+    let figures = measure_all(&rows).await;
+    let [d, f, h, m, inner, ping, b] = figures.as_slice() else {
+        unreachable!("one figure per row")
+    };
 
     println!();
     println!(
@@ -267,23 +264,59 @@ struct Figures {
     p99_conc: f64,
 }
 
-async fn measure<F, Fut>(name: &str, f: F) -> Figures
+/// One row's call, boxed so that rows of different kinds go in one list.
+type CallFn = Arc<dyn Fn(usize) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync>;
+
+fn row<F, Fut>(f: F) -> CallFn
 where
-    F: Fn(usize) -> Fut + Clone + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    for i in 0..200 {
-        f(i).await; // warm up
+    Arc::new(move |i| Box::pin(f(i)))
+}
+
+/// Every row's figures. The sequential calls go in rounds — call `i` of every row, in turn,
+/// before call `i + 1` of any — so that a slow spell of the machine (a frequency step, another
+/// process) falls on all rows alike and the added latencies compare rows measured under the same
+/// conditions; then each row's concurrent run, a row at a time.
+async fn measure_all(rows: &[(&str, CallFn)]) -> Vec<Figures> {
+    for (_, f) in rows {
+        for i in 0..200 {
+            f(i).await; // warm up
+        }
     }
-    let mut lat = Vec::with_capacity(SEQ);
+    let mut lat = vec![Vec::with_capacity(SEQ); rows.len()];
     for i in 0..SEQ {
-        let t = Instant::now();
-        f(i).await;
-        lat.push(t.elapsed().as_secs_f64());
+        for ((_, f), lat) in rows.iter().zip(&mut lat) {
+            let t = Instant::now();
+            f(i).await;
+            lat.push(t.elapsed().as_secs_f64());
+        }
     }
-    lat.sort_by(|a, b| a.total_cmp(b));
-    let p50 = lat[SEQ / 2];
-    let p99 = lat[SEQ * 99 / 100];
+    let mut figures = Vec::with_capacity(rows.len());
+    for ((name, f), mut lat) in rows.iter().zip(lat) {
+        lat.sort_by(|a, b| a.total_cmp(b));
+        let p50 = lat[SEQ / 2];
+        let p99 = lat[SEQ * 99 / 100];
+        let (rate, p99_conc) = concurrent(f).await;
+        println!(
+            "{name:<16} p50 {:>7.3} ms   p99 {:>7.3} ms   {CONC} concurrent: {rate:>8.0} calls/s, p99 {:>7.3} ms",
+            p50 * 1000.0,
+            p99 * 1000.0,
+            p99_conc * 1000.0
+        );
+        figures.push(Figures {
+            p50,
+            p99,
+            rate,
+            p99_conc,
+        });
+    }
+    figures
+}
+
+/// Calls/s and the p99 of one call with [`CONC`] callers calling at once.
+async fn concurrent(f: &CallFn) -> (f64, f64) {
     let t = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for c in 0..CONC {
@@ -304,19 +337,7 @@ where
     }
     let rate = (CONC * CONC_CALLS) as f64 / t.elapsed().as_secs_f64();
     all.sort_by(|a, b| a.total_cmp(b));
-    let p99_conc = all[all.len() * 99 / 100];
-    println!(
-        "{name:<16} p50 {:>7.3} ms   p99 {:>7.3} ms   {CONC} concurrent: {rate:>8.0} calls/s, p99 {:>7.3} ms",
-        p50 * 1000.0,
-        p99 * 1000.0,
-        p99_conc * 1000.0
-    );
-    Figures {
-        p50,
-        p99,
-        rate,
-        p99_conc,
-    }
+    (rate, all[all.len() * 99 / 100])
 }
 
 /// One call handed to the gateway as a transport hands it, read to its final answer.
