@@ -1,7 +1,7 @@
 //! The floor and the breakdown: what any proxy pays, and where Gatehouse's own share goes.
 //!
 //! The floor is a minimal MCP proxy in this process: an HTTP/1.1 server on loopback (the same
-//! hyper and axum the gateway uses) that reads each POST's `method`, `id` and `params`, sends the
+//! hyper the gateway uses, serving one handler with no router, as the gateway does) that reads each POST's `method`, `id` and `params`, sends the
 //! request to one fixture child over its stdio (the same `RpcPeer` the hub uses: one pipe hop each
 //! way) and answers with the child's result — no session, no token, no policy, no pins, no
 //! activity row. The breakdown times, in this process and one at a time, the pieces of the
@@ -10,22 +10,39 @@
 
 use super::*;
 
-/// Starts the floor proxy; its URL (and the child it forwards to, kept alive with it).
+/// Starts the floor proxy; its URL (and the child it forwards to, kept alive with it). Each
+/// connection is served by hyper straight to the one handler, as the gateway's are: no router.
 pub(super) async fn floor_proxy() -> (String, tokio::process::Child) {
     let (peer, child) = stdio_client(FIXTURE, &[], &[]).await;
-    let app = axum::Router::new().route(
-        "/",
-        axum::routing::post(move |body: bytes::Bytes| {
-            let peer = peer.clone();
-            async move { forward(&peer, &body).await }
-        }),
-    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}/", listener.local_addr().expect("addr"));
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        while let Ok((stream, _)) = listener.accept().await {
+            let peer = peer.clone();
+            let service = hyper::service::service_fn(
+                move |req: axum::http::Request<hyper::body::Incoming>| {
+                    let peer = peer.clone();
+                    async move {
+                        let body = axum::body::to_bytes(
+                            axum::body::Body::new(req.into_body()),
+                            usize::MAX,
+                        )
+                        .await
+                        .unwrap_or_default();
+                        let line = forward(&peer, &body).await;
+                        Ok::<_, std::convert::Infallible>(axum::http::Response::new(
+                            axum::body::Body::from(line),
+                        ))
+                    }
+                },
+            );
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service),
+            );
+        }
     });
     (url, child)
 }
