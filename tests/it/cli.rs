@@ -326,11 +326,12 @@ fn serve_and_verbs_end_to_end() {
     // logs, and --follow sees the lines of a restart.
     let out = env.run(&["logs", "a"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("fixture starting"));
-    let mut follow = env
-        .cmd(&["logs", "a", "--follow", "-n", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut follow = Reaped(
+        env.cmd(&["logs", "a", "--follow", "-n", "0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert!(env.run(&["restart", "a"]).status.success());
     let mut stdout = follow.stdout.take().unwrap();

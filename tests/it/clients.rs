@@ -282,12 +282,14 @@ async fn official_conformance_suite_through_the_gateway() {
     use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().unwrap();
     // The suite cannot send a bearer token: a loopback proxy adds it, passing Host and Origin on.
-    let mut proxy = Command::new("node")
-        .arg(clients_script("auth_proxy.mjs"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut proxy = Reaped(
+        Command::new("node")
+            .arg(clients_script("auth_proxy.mjs"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut port_line = String::new();
     std::io::BufReader::new(proxy.stdout.take().unwrap())
         .read_line(&mut port_line)

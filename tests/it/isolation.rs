@@ -319,11 +319,13 @@ class H(http.server.BaseHTTPRequestHandler):
 print("ready", flush=True)
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 "#;
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", script, &port.to_string()])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped(
+        std::process::Command::new("python3")
+            .args(["-c", script, &port.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),

@@ -4,7 +4,7 @@
 //! pinged) — and
 //! `running` again once it is back.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -13,7 +13,7 @@ use crate::clients::{clients_script, python};
 use crate::modern::status_of;
 use crate::support::*;
 
-fn modern_server(port: u16) -> Child {
+fn modern_server(port: u16) -> Reaped {
     let child = Command::new(python())
         .args([
             &clients_script("modern_server.py"),
@@ -25,11 +25,11 @@ fn modern_server(port: u16) -> Child {
         .spawn()
         .unwrap();
     wait_for_port(port, "the modern HTTP server");
-    child
+    Reaped(child)
 }
 
 /// The TypeScript SDK 1.32 over Streamable HTTP with sessions: 2025-era only.
-fn legacy_server(port: u16) -> Child {
+fn legacy_server(port: u16) -> Reaped {
     let child = Command::new("node")
         .arg(clients_script("legacy_http_server.mjs"))
         .arg(peers_dir().join("clients"))
@@ -39,7 +39,7 @@ fn legacy_server(port: u16) -> Child {
         .spawn()
         .unwrap();
     wait_for_port(port, "the 2025 HTTP server");
-    child
+    Reaped(child)
 }
 
 async fn until(s: &Served, id: &str, within: Duration, ok: impl Fn(&Value) -> bool) -> Value {

@@ -95,11 +95,13 @@ while True:
         pass
     c.close()
 "#;
-    let mut child = Command::new("python3")
-        .args(["-c", impostor, sock.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped(
+        Command::new("python3")
+            .args(["-c", impostor, sock.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),

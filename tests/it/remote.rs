@@ -224,17 +224,19 @@ threading.Thread(target=http.server.HTTPServer(("127.0.0.1", b), Record).serve_f
 print("ready", flush=True)
 http.server.HTTPServer(("127.0.0.1", a), Redirect).serve_forever()
 "#;
-    let mut child = std::process::Command::new("python3")
-        .args([
-            "-c",
-            script,
-            &a.to_string(),
-            &b.to_string(),
-            seen.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped(
+        std::process::Command::new("python3")
+            .args([
+                "-c",
+                script,
+                &a.to_string(),
+                &b.to_string(),
+                seen.to_str().unwrap(),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),

@@ -201,6 +201,31 @@ pub struct Served {
     pub info: GatewayInfo,
 }
 
+/// A helper process a test started (a stand-in server, a proxy, a follower), killed and reaped
+/// however the test ends: left running after a failed assertion, it would hold the test run's
+/// output open and the run would never end.
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Reaped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 impl Served {
     /// The gateway's `HOST:PORT` (for raw sockets).
     pub fn addr(&self) -> String {
