@@ -326,7 +326,9 @@ async function answer(decision, req = shownReq) {
     answeredHere.delete(req.id); // its outcome came (or comes) from elsewhere
     toast(api.errorText(e), 'error'); // already answered elsewhere, withdrawn or timed out
   } finally {
-    for (const b of dialog().querySelectorAll('footer button')) b.disabled = false;
+    // The next call may have been shown while this answer was on its way, and be guarded: its
+    // buttons stay disabled until its guard ends (enabled now, a click on them would be dropped).
+    for (const b of dialog().querySelectorAll('footer button')) b.disabled = guarded;
     queue = queue.filter((r) => r.id !== req.id);
     if (shownReq && shownReq.id === req.id) shownReq = null;
     update();
