@@ -13,7 +13,8 @@ use crate::clients::{clients_script, python};
 use crate::modern::status_of;
 use crate::support::*;
 
-fn modern_server(port: u16) -> Reaped {
+/// The Python SDK's 2026-07-28 server over HTTP on `port`, listening (killed when dropped).
+pub(crate) fn modern_server(port: u16) -> Reaped {
     let child = Command::new(python())
         .args([
             &clients_script("modern_server.py"),

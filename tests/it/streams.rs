@@ -60,19 +60,7 @@ async fn a_modern_client_hears_list_changes_on_its_listen_stream() {
 #[ignore = "needs the Python SDK 2.3: run `make test`"]
 async fn a_modern_remote_server_gets_its_routing_and_parameter_headers() {
     let port = crate::remote::free_port();
-    let mut server = Reaped(
-        Command::new(python())
-            .args([
-                &clients_script("modern_server.py"),
-                "http",
-                &port.to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(port, "the modern HTTP server");
+    let mut server = crate::liveness::modern_server(port);
     let dir = tempfile::tempdir().unwrap();
     let mut cfg: Value = serde_json::from_str(&config(&[(
         "web",
