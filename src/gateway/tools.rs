@@ -103,7 +103,7 @@ fn call_once(
     let mut meta = CallMeta::new(&server, &entry.tool.name, raw_or_empty(arguments));
     if server.state() != State::Running {
         let text = tool_error(&not_running(&server, &name));
-        return refuse(cx, id, &meta, Decision::NotRunning, text);
+        return refuse(cx, id, meta, Decision::NotRunning, text);
     }
     if let Err(refused) = checked(cx, id, (&server, &entry, &name), arguments, &meta) {
         return refused;
@@ -113,7 +113,7 @@ fn call_once(
     let pass = match admitted.admission {
         Admission::Free(d) => Pass::Free(d),
         Admission::Held(g) => Pass::Held(g),
-        Admission::Refused(d, text) => return refuse(cx, id, &meta, d, text),
+        Admission::Refused(d, text) => return refuse(cx, id, meta, d, text),
     };
     // The server gets the client's params with its own tool name, and our progress token.
     let tokens = Tokens::for_client(cx, p.progress_token());
@@ -255,10 +255,11 @@ fn checked(
         name,
     );
     if let Err(why) = cx.calls.limits.take(&limits, std::time::Instant::now()) {
+        // The meta is the call's until it is forwarded: a refusal here records a copy of it.
         return Err(refuse(
             cx,
             id,
-            meta,
+            meta.clone(),
             Decision::RateLimited,
             tool_error(&why),
         ));
@@ -287,14 +288,14 @@ fn not_in_catalog(cx: &Cx, id: &RawValue, name: &str, arguments: String) -> Outc
             let tool = split_server(name).map_or(name, |(_, t)| t);
             let meta = CallMeta::new(&server, tool, arguments);
             let text = tool_error(&not_running(&server, name));
-            return refuse(cx, id, &meta, Decision::NotRunning, text);
+            return refuse(cx, id, meta, Decision::NotRunning, text);
         }
         // A tool hidden by `enabled: false` is refused with a reason, not "unknown".
         if let Some(def) = def {
             let (v, _) = super::admission::verdict(cx, &server, &def, None);
             if v.decision == Policy::Disabled {
                 let meta = CallMeta::new(&server, &def.name, arguments);
-                return refuse(cx, id, &meta, Decision::Disabled, disabled(name));
+                return refuse(cx, id, meta, Decision::Disabled, disabled(name));
             }
         }
     }
@@ -306,11 +307,11 @@ fn not_in_catalog(cx: &Cx, id: &RawValue, name: &str, arguments: String) -> Outc
 }
 
 /// A call Gatehouse refuses without running it: recorded, answered with an isError result.
-fn refuse(cx: &Cx, id: &RawValue, m: &CallMeta, decision: Decision, result: String) -> Outcome {
+fn refuse(cx: &Cx, id: &RawValue, m: CallMeta, decision: Decision, result: String) -> Outcome {
     record(
         cx.hub.activity(),
         &cx.session,
-        m.clone(),
+        m,
         (
             decision,
             crate::approval::Decider::Policy,
