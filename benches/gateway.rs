@@ -22,6 +22,8 @@
 //! own (utime + stime from /proc): direct stdio vs the gateway for 1 KiB, 1 MiB and 10 MiB
 //! results (the echo tool padded to that size), the hub's CPU per call at 1 and 16 clients, and
 //! the HTTP floor (ping: a reply from the same HTTP stack with nothing forwarded) with its CPU.
+//! The 16 clients run 5 times (each run's tail, then the median added p99 and its range);
+//! `cargo bench --bench gateway -- --concurrent R` runs only them, R times, against one hub.
 //!
 //! `cargo bench --bench gateway -- --calls N [--bytes B] [--modern]` only starts that hub, makes
 //! N sequential calls (B-byte results, default 1 KiB; from a 2026-07-28 client with `--modern`)
@@ -83,6 +85,15 @@ fn main() {
         .map_or(1024, |n| n.parse::<usize>().expect("--bytes B"));
     // `--modern`: the fixed calls come from a 2026-07-28 client (no session, envelope).
     let modern = args.iter().any(|a| a == "--modern");
+    // `--concurrent R`: only the hub process's 16-client comparison, R times over.
+    let runs = args
+        .iter()
+        .position(|a| a == "--concurrent")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse::<usize>().expect("--concurrent R"));
+    if let Some(r) = runs {
+        return rt.block_on(process::concurrent_runs(r));
+    }
     match calls {
         Some(n) => rt.block_on(fixed_calls(n, bytes, modern)),
         None => rt.block_on(async {
