@@ -143,19 +143,20 @@ pub fn answerable(capabilities: &str) -> String {
     const KEYS: [&[u8]; 3] = [b"elicitation", b"sampling", b"roots"];
     match scan::top_level(capabilities.as_bytes(), KEYS) {
         Some(found) => {
-            let members: Vec<String> = KEYS
-                .iter()
-                .zip(found)
-                .filter_map(|(k, r)| {
-                    let r = r?;
-                    Some(format!(
-                        "\"{}\":{}",
-                        String::from_utf8_lossy(k),
-                        &capabilities[r]
-                    ))
-                })
-                .collect();
-            capabilities::normalized(&format!("{{{}}}", members.join(",")))
+            // Built by pushes (a request's own capabilities are read on every modern call).
+            let mut kept = String::from("{");
+            for (k, r) in KEYS.iter().zip(found) {
+                let Some(r) = r else { continue };
+                if kept.len() > 1 {
+                    kept.push(',');
+                }
+                kept.push('"');
+                kept.push_str(&String::from_utf8_lossy(k));
+                kept.push_str("\":");
+                kept.push_str(&capabilities[r]);
+            }
+            kept.push('}');
+            capabilities::normalized(&kept)
         }
         None => capabilities::normalized(capabilities),
     }
@@ -379,8 +380,8 @@ pub fn for_upstream(params: Option<&RawValue>, era: Era, declared: Option<&str>)
     }
     new_meta.push('}');
     let out = match (params, meta_range) {
-        (None, _) => format!("{{\"_meta\":{new_meta}}}"),
-        (Some(_), Some(r)) => format!("{}{new_meta}{}", &text[..r.start], &text[r.end..]),
+        (None, _) => ["{\"_meta\":", &new_meta, "}"].concat(),
+        (Some(_), Some(r)) => crate::jsonrpc::splice(text, r, &new_meta),
         (Some(_), None) if era == Era::Legacy => return None,
         (Some(_), None) => insert_first(text, "_meta", &new_meta),
     };

@@ -69,14 +69,14 @@ struct Pin {
 }
 
 fn key(server: &str, tool: &str) -> String {
-    format!("{server}/{tool}")
+    [server, "/", tool].concat()
 }
 
 /// The key of an "always" answer: the tool's, plus ` @PROFILE` when a client profile gave it
 /// (an answer covers the client that gave it; the gateway token's is the plain key).
 fn always_key(server: &str, tool: &str, profile: Option<&str>) -> String {
     match profile {
-        Some(p) => format!("{server}/{tool} @{p}"),
+        Some(p) => [server, "/", tool, " @", p].concat(),
         None => key(server, tool),
     }
 }

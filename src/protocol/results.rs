@@ -154,7 +154,7 @@ pub fn for_client_viewed<'a>(raw: &'a str, client: Era, view: &ResultView) -> Co
                 Some((without, _)) => Cow::Owned(without),
                 None => Cow::Borrowed(raw),
             },
-            Some(m) => Cow::Owned(format!("{}{m}{}", &raw[..range.start], &raw[range.end..])),
+            Some(m) => Cow::Owned(crate::jsonrpc::splice(raw, range, m)),
             None => Cow::Borrowed(raw),
         };
     }
