@@ -166,27 +166,9 @@ async fn run() {
                 async move { call(&p, "echo", i).await }
             })
         }),
-        ("floor proxy", {
-            let c = floor_client.clone();
-            row(move |i| {
-                let c = c.clone();
-                async move { c.call("echo", i).await }
-            })
-        }),
-        ("gateway HTTP", {
-            let c = http.clone();
-            row(move |i| {
-                let c = c.clone();
-                async move { c.call("fx__echo", i).await }
-            })
-        }),
-        ("gateway 2026", {
-            let c = modern.clone();
-            row(move |i| {
-                let c = c.clone();
-                async move { c.call("fx__echo", i).await }
-            })
-        }),
+        ("floor proxy", http_row(&floor_client, "echo")),
+        ("gateway HTTP", http_row(&http, "fx__echo")),
+        ("gateway 2026", http_row(&modern, "fx__echo")),
         ("gateway, no HTTP", {
             let (gw, session) = (gw.clone(), session.clone());
             row(move |i| {
@@ -286,6 +268,15 @@ where
     Arc::new(move |i| Box::pin(f(i)))
 }
 
+/// A row of `tool` calls from an HTTP client.
+fn http_row(c: &Arc<HttpClient>, tool: &'static str) -> CallFn {
+    let c = c.clone();
+    row(move |i| {
+        let c = c.clone();
+        async move { c.call(tool, i).await }
+    })
+}
+
 /// Every row's figures. The sequential calls go in rounds — call `i` of every row, in turn,
 /// before call `i + 1` of any — so that a slow spell of the machine (a frequency step, another
 /// process) falls on all rows alike and the added latencies compare rows measured under the same
@@ -309,7 +300,8 @@ async fn measure_all(rows: &[(&str, CallFn)]) -> Vec<Figures> {
         lat.sort_by(|a, b| a.total_cmp(b));
         let p50 = lat[SEQ / 2];
         let p99 = lat[SEQ * 99 / 100];
-        let (rate, p99_conc) = concurrent(f).await;
+        let (rate, conc) = concurrent(f).await;
+        let p99_conc = conc[conc.len() * 99 / 100];
         println!(
             "{name:<16} p50 {:>7.3} ms   p99 {:>7.3} ms   {CONC} concurrent: {rate:>8.0} calls/s, p99 {:>7.3} ms",
             p50 * 1000.0,
@@ -326,8 +318,8 @@ async fn measure_all(rows: &[(&str, CallFn)]) -> Vec<Figures> {
     figures
 }
 
-/// Calls/s and the p99 of one call with [`CONC`] callers calling at once.
-async fn concurrent(f: &CallFn) -> (f64, f64) {
+/// Calls/s with [`CONC`] callers calling at once, and every call's latency (seconds), sorted.
+async fn concurrent(f: &CallFn) -> (f64, Vec<f64>) {
     let t = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for c in 0..CONC {
@@ -348,7 +340,7 @@ async fn concurrent(f: &CallFn) -> (f64, f64) {
     }
     let rate = (CONC * CONC_CALLS) as f64 / t.elapsed().as_secs_f64();
     all.sort_by(|a, b| a.total_cmp(b));
-    (rate, all[all.len() * 99 / 100])
+    (rate, all)
 }
 
 /// One call handed to the gateway as a transport hands it, read to its final answer.

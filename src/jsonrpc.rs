@@ -34,6 +34,8 @@ pub fn set_member(raw_object: &str, key: &str, raw_value: &str) -> Option<String
 
 /// `text` with the bytes in `range` replaced by `with` (a value swapped in place; the rest keeps
 /// its bytes), made in one allocation of its exact size, no formatting machinery on the way.
+/// `range` is one the scanner found in this same `text` (on its JSON delimiters, so on char
+/// boundaries), as every caller's is.
 pub fn splice(text: &str, range: std::ops::Range<usize>, with: &str) -> String {
     let (head, tail) = (&text[..range.start], &text[range.end..]);
     let mut out = String::with_capacity(head.len() + with.len() + tail.len());

@@ -245,21 +245,26 @@ pub(super) async fn concurrent_runs(runs: usize) {
 /// through the hub, each run's tail (p50, p90, p99, p99.9, max) and the hub's CPU per call;
 /// then the runs' median of the gateway's added p99, with their range.
 async fn sixteen_clients(hub: &HubProcess, direct: &Arc<RpcPeer>, runs: usize) {
-    let client = Arc::new(hub.client.clone());
-    let ms = |v: &[f64], q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)] * 1e3;
-    let (mut added, mut rates, mut cpus) = (Vec::new(), Vec::new(), Vec::new());
-    for run in 1..=runs {
-        let (d_rate, d) = concurrently(|i| {
+    let direct_row = {
+        let direct = direct.clone();
+        row(move |i| {
             let direct = direct.clone();
             async move { call_sized(&direct, "echo", i, 1024).await }
         })
-        .await;
-        let cpu0 = hub.cpu();
-        let (rate, g) = concurrently(|i| {
+    };
+    let gateway_row = {
+        let client = Arc::new(hub.client.clone());
+        row(move |i| {
             let client = client.clone();
             async move { client.call_sized("fx__echo", i, 1024).await }
         })
-        .await;
+    };
+    let ms = |v: &[f64], q: f64| v[((v.len() as f64 * q) as usize).min(v.len() - 1)] * 1e3;
+    let (mut added, mut rates, mut cpus) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 1..=runs {
+        let (d_rate, d) = concurrent(&direct_row).await;
+        let cpu0 = hub.cpu();
+        let (rate, g) = concurrent(&gateway_row).await;
         let cpu = (hub.cpu() - cpu0) / (CONC * CONC_CALLS) as f64;
         println!(
             "{CONC} clients × {CONC_CALLS} calls (1 KiB), run {run}: direct {d_rate:.0} calls/s, p99 {:.3} ms; gateway {rate:.0} calls/s, p50 {:.3} p90 {:.3} p99 {:.3} ms (added {:.3} ms), p99.9 {:.3}, max {:.3}; hub CPU/call {:.1} µs",
@@ -287,36 +292,6 @@ async fn sixteen_clients(hub: &HubProcess, direct: &Arc<RpcPeer>, runs: usize) {
         rates[runs / 2],
         cpus[runs / 2]
     );
-}
-
-/// `call` from 16 callers at once, 500 calls each: calls/s and every call's latency (seconds),
-/// sorted.
-async fn concurrently<F, Fut>(call: F) -> (f64, Vec<f64>)
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let t = Instant::now();
-    let mut set = tokio::task::JoinSet::new();
-    for c in 0..CONC {
-        let calls: Vec<Fut> = (0..CONC_CALLS).map(|i| call(c * CONC_CALLS + i)).collect();
-        set.spawn(async move {
-            let mut lat = Vec::with_capacity(CONC_CALLS);
-            for one in calls {
-                let t = Instant::now();
-                one.await;
-                lat.push(t.elapsed().as_secs_f64());
-            }
-            lat
-        });
-    }
-    let mut all = Vec::with_capacity(CONC * CONC_CALLS);
-    while let Some(Ok(lat)) = set.join_next().await {
-        all.extend(lat);
-    }
-    let rate = all.len() as f64 / t.elapsed().as_secs_f64();
-    all.sort_by(|a, b| a.total_cmp(b));
-    (rate, all)
 }
 
 /// A process's CPU time so far (all its threads, user + system), in seconds.
