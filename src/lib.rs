@@ -10,6 +10,7 @@
 //! - [`supervisor`]: one actor per server — spawn, handshake, restart with backoff, stop.
 //!   - `supervisor::process`: process groups, minimal env, group signals.
 //!   - `supervisor::rpc`: the JSON-RPC connection to one child (pending table, reader, writer).
+//! - [`arguments`]: a call's arguments read once, as I-JSON, by every rule, grant and view.
 //! - [`jsonrpc`]: the envelope (raw params/results) and the bounded newline codec.
 //! - [`events`]: the broadcast bus (status changes, log lines).
 //! - [`logs`]: per-server ring buffer and rotated log file.
@@ -33,6 +34,7 @@
 
 pub mod activity;
 pub mod approval;
+pub mod arguments;
 pub mod client_file;
 pub mod clients;
 pub mod config;

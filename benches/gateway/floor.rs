@@ -117,7 +117,15 @@ pub(super) fn breakdown(gw: &Gateway, hub: &gatehouse::HubHandle) -> f64 {
     let t = Instant::now();
     for _ in 0..N {
         let config = hub.config();
-        let rule = gatehouse::approval::rules::for_call(&config, "fx", "echo", None, Some(&args));
+        // The call's one reading of its arguments (I-JSON checked), then the rules over it.
+        let read = gatehouse::arguments::read(Some(std::hint::black_box(args.get())))
+            .expect("readable arguments");
+        let rule = gatehouse::approval::rules::for_call(
+            &config,
+            ("fx", "echo", entry.tool.raw.get()),
+            None,
+            read.as_ref(),
+        );
         let v = hub.tool_verdict(&config, &entry.server, &entry.tool, None, rule.as_ref());
         std::hint::black_box(v.decision);
     }
@@ -156,7 +164,7 @@ pub(super) fn breakdown(gw: &Gateway, hub: &gatehouse::HubHandle) -> f64 {
     }
     let record = t.elapsed().as_secs_f64() * 1e6 / ROWS as f64;
     println!(
-        "the gateway's own pieces, each alone (µs per call): message read {parse:.2}, catalog lookup {lookup:.2}, policy and rules {policy:.2}, answer read, made and masked (1 KiB) {answered:.2}, activity row handed over {record:.2}; sum {:.2}",
+        "the gateway's own pieces, each alone (µs per call): message read {parse:.2}, catalog lookup {lookup:.2}, arguments read, policy and rules {policy:.2}, answer read, made and masked (1 KiB) {answered:.2}, activity row handed over {record:.2}; sum {:.2}",
         parse + lookup + policy + answered + record
     );
     (parse + lookup + policy + answered + record) / 1e6

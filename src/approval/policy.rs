@@ -67,7 +67,8 @@ pub struct Verdict {
 
 /// The one place the approval policy's precedence lives. A tool the server's entry disables, or
 /// a profile does not see, is disabled (a profile never un-disables). Then a matching deny rule
-/// refuses. Then an explicit flag wins — the profile's, else the tool's in the entry, else the
+/// refuses, and a deny rule that can no longer match the tool (`Ruling::stale`) asks the
+/// person. Then an explicit flag wins — the profile's, else the tool's in the entry, else the
 /// entry's own — except that a matching allow rule marked `even_if_flagged` beats a flag that
 /// asks. Then a matching allow rule runs the call. Only an unflagged, unruled tool follows the
 /// default (the profile's, else `approval.default`), where a tool counts as read-only only if it
@@ -84,6 +85,10 @@ pub fn evaluate(l: &Layers<'_>) -> Verdict {
         return verdict(Decision::Disabled, None, false);
     }
     let (allow_rule, over_flag) = match l.rule {
+        // A deny rule that no longer fits the tool: the person decides, never nobody.
+        Some(r) if r.stale.is_some() => {
+            return verdict(Decision::Ask, Some(AskReason::StaleRule), true)
+        }
         Some(r) if r.effect == Effect::Deny => return verdict(Decision::Deny, None, true),
         Some(r) => (true, r.even_if_flagged),
         None => (false, false),
@@ -238,6 +243,7 @@ mod tests {
             name: "servers.s.tools.t.rules[0]".into(),
             even_if_flagged,
             text: String::new(),
+            stale: None,
         };
         let v = |tool: &str, rule: &Ruling| {
             evaluate(&Layers {
@@ -270,5 +276,16 @@ mod tests {
             (over_flag.decision, over_flag.by_rule),
             (Decision::Allow, true)
         );
+        // A deny rule that no longer fits its tool asks, whatever a flag or the tool says.
+        let stale = Ruling {
+            stale: Some("names the argument \"path\", which the tool does not have".into()),
+            ..ruling(Effect::Deny, false)
+        };
+        for tool in ["t", "r", "w"] {
+            let d = v(tool, &stale);
+            assert_eq!(d.decision, Decision::Ask, "{tool}");
+            assert_eq!(d.reason, Some(AskReason::StaleRule), "{tool}");
+        }
+        assert_eq!(v("off", &stale).decision, Decision::Disabled);
     }
 }

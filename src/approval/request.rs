@@ -167,6 +167,9 @@ pub enum AskReason {
     NewTool,
     /// Its definition changed since you last saw it.
     Changed,
+    /// A deny rule of yours names an argument the tool no longer has (or has with another
+    /// type): it cannot refuse what it was written for, so the call is asked about instead.
+    StaleRule,
 }
 
 impl AskReason {
@@ -178,6 +181,7 @@ impl AskReason {
             AskReason::AlwaysAsk => "your default is to ask before every call",
             AskReason::NewTool => "it appeared after the server's first listing and says it only reads: that is not believed until you allow it once",
             AskReason::Changed => "its definition changed since you last saw it",
+            AskReason::StaleRule => "a deny rule of yours no longer fits this tool (the server changed its arguments): it is asked about instead of run unchecked",
         }
     }
 }

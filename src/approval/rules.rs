@@ -31,6 +31,10 @@ pub struct Ruling {
     pub even_if_flagged: bool,
     /// The rule in words.
     pub text: String,
+    /// A deny rule that can no longer match the tool's definition as the server lists it now
+    /// (an argument it names is gone, or changed type): why. The call is then held for the
+    /// person with this reason, never run as if the rule were not there.
+    pub stale: Option<String>,
 }
 
 /// One list of rules and where it is in the config (`servers.fs.tools.write_file`).
@@ -55,6 +59,7 @@ pub fn decide(sources: &[Source<'_>], arguments: &Value, home: Option<&Path>) ->
                 name: format!("{}.rules[{i}]", src.at),
                 even_if_flagged: rule.even_if_flagged,
                 text: rule.describe(),
+                stale: None,
             };
             match rule.effect {
                 Effect::Deny => return Some(ruling()),
@@ -66,16 +71,42 @@ pub fn decide(sources: &[Source<'_>], arguments: &Value, home: Option<&Path>) ->
     allow
 }
 
-/// The ruling over one call to `server`'s `tool` with `arguments` (the raw `arguments` object):
-/// the rules of the server's tool, then those of the calling profile's (`profile`: its id and
-/// entry). Nothing is parsed when neither has rules.
+/// The ruling over one call to `server`'s `tool` (its `definition` as the server lists it, raw
+/// JSON) with `arguments` (the call's one reading,
+/// [`crate::arguments::read`]; `None`: it has none): the rules of the server's tool, then those
+/// of the calling profile's (`profile`: its id and entry). A deny rule that can no longer match
+/// the tool as listed now, when no deny matched, makes a stale ruling (the call is held, never
+/// waved on). Nothing is looked at when neither has rules.
 pub fn for_call(
     config: &crate::config::Config,
+    (server, tool, definition): (&str, &str, &str),
+    profile: Option<(&str, &crate::config::ClientProfile)>,
+    arguments: Option<&Value>,
+) -> Option<Ruling> {
+    let sources = sources(config, server, tool, profile);
+    if sources.is_empty() {
+        return None;
+    }
+    let none = Value::Object(serde_json::Map::new());
+    let ruling = decide(
+        &sources,
+        arguments.unwrap_or(&none),
+        dirs::home_dir().as_deref(),
+    );
+    if ruling.as_ref().is_some_and(|r| r.effect == Effect::Deny) {
+        return ruling;
+    }
+    stale_deny(&sources, tool, definition).or(ruling)
+}
+
+/// The rules that apply to a call of `server`'s `tool` through `profile`, each list with where
+/// it is in the config.
+pub fn sources<'a>(
+    config: &'a crate::config::Config,
     server: &str,
     tool: &str,
-    profile: Option<(&str, &crate::config::ClientProfile)>,
-    arguments: Option<&serde_json::value::RawValue>,
-) -> Option<Ruling> {
+    profile: Option<(&str, &'a crate::config::ClientProfile)>,
+) -> Vec<Source<'a>> {
     let mut sources = Vec::new();
     if let Some(t) = config
         .servers
@@ -106,13 +137,40 @@ pub fn for_call(
             });
         }
     }
-    if sources.is_empty() {
+    sources
+}
+
+/// The first deny rule of `sources` that can never match `tool` as `definition` (its raw JSON)
+/// describes it: a ruling that holds the call, with why.
+fn stale_deny(sources: &[Source<'_>], tool: &str, definition: &str) -> Option<Ruling> {
+    if !sources
+        .iter()
+        .any(|s| s.rules.iter().any(|r| r.effect == Effect::Deny))
+    {
         return None;
     }
-    let args: Value = arguments
-        .and_then(|a| serde_json::from_str(a.get()).ok())
-        .unwrap_or(Value::Null);
-    decide(&sources, &args, dirs::home_dir().as_deref())
+    let def: Value = serde_json::from_str(definition).ok()?;
+    sources.iter().find_map(|src| {
+        check(tool, src.rules, &def)
+            .into_iter()
+            .find(|p| {
+                p.refuse
+                    && src
+                        .rules
+                        .get(p.rule)
+                        .is_some_and(|r| r.effect == Effect::Deny)
+            })
+            .and_then(|p| {
+                let rule = src.rules.get(p.rule)?;
+                Some(Ruling {
+                    effect: Effect::Deny,
+                    name: format!("{}.rules[{}]", src.at, p.rule),
+                    even_if_flagged: false,
+                    text: rule.describe(),
+                    stale: Some(format!("{}.{}: {}", src.at, p.text, p.fix)),
+                })
+            })
+    })
 }
 
 /// A rule to offer from a held call, prefilled from what it shows: its first path argument (in
@@ -161,6 +219,19 @@ pub fn matches(rule: &Rule, arguments: &Value, home: Option<&Path>) -> bool {
 }
 
 fn matcher_matches(m: &Matcher, v: &Value, home: Option<&Path>, strict: bool) -> bool {
+    if strict {
+        return matched(m, v, home, true);
+    }
+    // A deny also matches what a lax server may make of the argument (FastMCP turns "95" into
+    // 95 and `true` into 1; "true" may become true, then 1): whatever spelling the server reads
+    // as the denied value is denied.
+    lax_readings(v)
+        .iter()
+        .flat_map(lax_readings)
+        .any(|c| matched(m, &c, home, false))
+}
+
+fn matched(m: &Matcher, v: &Value, home: Option<&Path>, strict: bool) -> bool {
     match m {
         Matcher::Equals(x) => same(x, v),
         Matcher::OneOf(xs) => xs.iter().any(|x| same(x, v)),
@@ -178,6 +249,57 @@ fn matcher_matches(m: &Matcher, v: &Value, home: Option<&Path>, strict: bool) ->
             .as_str()
             .is_some_and(|p| under_strict(dir, p, home) || (!strict && under_loose(dir, p, home))),
     }
+}
+
+/// `v` and what a lax server may read it as: a string holding a number or a boolean word as
+/// that number or boolean, a boolean as 1 or 0 (and its word), a number as its text (and 1 or
+/// 0 as a boolean), a one-element array as its element.
+pub fn lax_readings(v: &Value) -> Vec<Value> {
+    let mut out = vec![v.clone()];
+    match v {
+        Value::String(s) => {
+            let t = s.trim();
+            if let Some(n) = t
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite())
+                .and_then(number)
+            {
+                out.push(n);
+            }
+            match t.to_ascii_lowercase().as_str() {
+                "true" | "yes" | "on" | "t" | "y" | "1" => out.push(Value::Bool(true)),
+                "false" | "no" | "off" | "f" | "n" | "0" => out.push(Value::Bool(false)),
+                _ => {}
+            }
+        }
+        Value::Bool(b) => {
+            out.push(Value::from(u8::from(*b)));
+            out.push(Value::String(b.to_string()));
+        }
+        Value::Number(n) => {
+            out.push(Value::String(n.to_string()));
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if x == 1.0 {
+                out.push(Value::Bool(true));
+            } else if x == 0.0 {
+                out.push(Value::Bool(false));
+            }
+        }
+        Value::Array(items) if items.len() == 1 && !matches!(items[0], Value::Array(_)) => {
+            out.extend(lax_readings(&items[0]));
+        }
+        _ => {}
+    }
+    out
+}
+
+/// A finite number as JSON would hold it: an integral one as an integer.
+fn number(n: f64) -> Option<Value> {
+    if n.fract() == 0.0 && n.abs() <= crate::arguments::MAX_SAFE_INTEGER as f64 {
+        return Some(Value::from(n as i64));
+    }
+    serde_json::Number::from_f64(n).map(Value::Number)
 }
 
 /// JSON equality with numbers compared by value (`1` equals `1.0` and `1e0`).
@@ -205,10 +327,12 @@ pub fn same(a: &Value, b: &Value) -> bool {
 /// work per byte a client sends.
 pub const MAX_PATH_BYTES: usize = 4096;
 
-/// `~` and `~/…` made absolute; any other `~…` (another user's home), relative paths and paths
-/// over [`MAX_PATH_BYTES`]: `None`.
-fn expand(p: &str, home: Option<&Path>) -> Option<PathBuf> {
-    if p.contains('\0') || p.len() > MAX_PATH_BYTES {
+/// `~` and `~/…` made absolute; any other `~…` (another user's home) and relative paths:
+/// `None`. Paths over [`MAX_PATH_BYTES`] too when `bounded` (the strict test resolves each part
+/// through the kernel; the loose one reads text only, so a deny matches however long a path is
+/// padded — with `/./` or `//` — to slip past the bound).
+fn expand(p: &str, home: Option<&Path>, bounded: bool) -> Option<PathBuf> {
+    if p.contains('\0') || (bounded && p.len() > MAX_PATH_BYTES) {
         return None;
     }
     if p == "~" {
@@ -245,7 +369,7 @@ fn resolve(path: &Path) -> Option<(PathBuf, Vec<std::ffi::OsString>)> {
 /// The strict test: the argument resolves, and it is the directory or inside it — by name, or
 /// because one of its existing ancestors is the same directory (device and inode).
 fn under_strict(dir: &str, arg: &str, home: Option<&Path>) -> bool {
-    let (Some(dir), Some(arg)) = (expand(dir, home), expand(arg, home)) else {
+    let (Some(dir), Some(arg)) = (expand(dir, home, true), expand(arg, home, true)) else {
         return false;
     };
     let (Some((dreal, drest)), Some((areal, arest))) = (resolve(&dir), resolve(&arg)) else {
@@ -282,7 +406,7 @@ fn file_id(_: &Path) -> Option<(u64, u64)> {
 /// The loose test (deny rules): the path's text, `..` and `.` taken lexically, in NFC and lower
 /// case, starts with the directory's in the same form.
 fn under_loose(dir: &str, arg: &str, home: Option<&Path>) -> bool {
-    let (Some(dir), Some(arg)) = (expand(dir, home), expand(arg, home)) else {
+    let (Some(dir), Some(arg)) = (expand(dir, home, false), expand(arg, home, false)) else {
         return false;
     };
     let (d, a) = (lexical(&dir), lexical(&arg));

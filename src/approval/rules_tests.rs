@@ -213,3 +213,114 @@ fn the_offered_rule_is_the_path_arguments_folder() {
     assert_eq!(s(r#"{"path": "/x/../etc/passwd"}"#), None);
     assert_eq!(s(r#"{"path": "notes/a.md", "n": 1}"#), None);
 }
+
+/// A deny also matches every spelling a lax server turns into the denied value — a number or a
+/// boolean written as text, a boolean as 1 or 0, a one-element array — while an allow stays
+/// strict: FastMCP made `{"level": "95"}` volume 95 and `{"id": true}` item 1.
+#[test]
+fn a_deny_matches_what_a_lax_server_coerces_and_an_allow_stays_strict() {
+    let deny = |v: Value, args: Value| matches(&rule(json!({"deny": v})), &args, None);
+    let allow = |v: Value, args: Value| matches(&rule(json!({"allow": v})), &args, None);
+    let min = json!({"level": {"min": 90}});
+    for level in [
+        json!(95),
+        json!("95"),
+        json!(" 95 "),
+        json!("9.5e1"),
+        json!([95]),
+        json!(["95"]),
+    ] {
+        assert!(deny(min.clone(), json!({ "level": level })), "{level}");
+        assert!(
+            level.is_number() || !allow(min.clone(), json!({ "level": level })),
+            "an allow stays strict: {level}"
+        );
+    }
+    assert!(!deny(min.clone(), json!({"level": "89"})));
+    assert!(!deny(min, json!({"level": "loud"})));
+    let ids = json!({"id": {"one_of": [1, 2, 3]}});
+    for id in [
+        json!(1),
+        json!("1"),
+        json!(true),
+        json!(1.0),
+        json!([1]),
+        json!("true"),
+    ] {
+        assert!(deny(ids.clone(), json!({ "id": id })), "{id}");
+    }
+    assert!(!deny(ids.clone(), json!({"id": "4"})));
+    assert!(!deny(ids, json!({"id": false})));
+    let flag = json!({"force": {"equals": true}});
+    for v in [
+        json!(true),
+        json!(1),
+        json!("yes"),
+        json!("True"),
+        json!("on"),
+    ] {
+        assert!(deny(flag.clone(), json!({ "force": v })), "{v}");
+    }
+    assert!(!deny(flag.clone(), json!({"force": "no"})));
+    assert!(!allow(flag, json!({"force": "yes"})));
+    let path = json!({"path": {"under": "/vault"}});
+    assert!(deny(path.clone(), json!({"path": ["/vault/k"]})));
+    assert!(!allow(path, json!({"path": ["/vault/k"]})));
+}
+
+/// A path padded past the kernel's bound (`/./` repeated) is still caught by a deny: the loose
+/// test reads text, however long, as a server that normalises the path would.
+#[test]
+fn a_deny_catches_a_path_padded_past_the_bound() {
+    let r = rule(json!({"deny": {"path": {"under": "/home/u/vault"}}}));
+    let padded = format!("/home/u/{}vault/secret.txt", "./".repeat(MAX_PATH_BYTES));
+    assert!(padded.len() > MAX_PATH_BYTES);
+    assert!(matches(&r, &json!({ "path": padded }), None));
+    let slashes = format!("/home/u/vault{}secret.txt", "/".repeat(MAX_PATH_BYTES));
+    assert!(matches(&r, &json!({ "path": slashes }), None));
+    let allow = rule(json!({"allow": {"path": {"under": "/home/u/vault"}}}));
+    let padded = format!("/home/u/{}vault/x", "./".repeat(MAX_PATH_BYTES));
+    assert!(!matches(&allow, &json!({ "path": padded }), None));
+}
+
+/// A deny rule whose argument the tool no longer has makes a stale ruling naming it (the call
+/// is held, never run as if the rule were not there); a matching deny still refuses; a tool
+/// that still has the argument gets no stale ruling.
+#[test]
+fn a_deny_that_no_longer_fits_its_tool_is_a_stale_ruling() {
+    let config = crate::config::Config::parse(
+        r#"{"servers": {"fs": {"command": "x", "tools": {"read_file": {"rules": [
+            {"deny": {"path": {"under": "/vault"}}}]}}}}}"#,
+        "t".as_ref(),
+    )
+    .unwrap();
+    let def = |schema: Value| json!({"name": "read_file", "inputSchema": schema}).to_string();
+    let renamed = def(json!({"type": "object", "properties": {"file": {"type": "string"}}}));
+    let r = for_call(
+        &config,
+        ("fs", "read_file", &renamed),
+        None,
+        Some(&json!({"file": "/vault/k"})),
+    )
+    .unwrap();
+    let why = r.stale.expect("stale");
+    assert!(why.contains("servers.fs.tools.read_file.rules[0]"), "{why}");
+    assert!(why.contains("\"path\""), "{why}");
+    let same = def(json!({"type": "object", "properties": {"path": {"type": "string"}}}));
+    let r = for_call(
+        &config,
+        ("fs", "read_file", &same),
+        None,
+        Some(&json!({"path": "/vault/k"})),
+    )
+    .unwrap();
+    assert_eq!((r.effect, r.stale), (Effect::Deny, None));
+    assert!(for_call(
+        &config,
+        ("fs", "read_file", &same),
+        None,
+        Some(&json!({"path": "/tmp/k"}))
+    )
+    .is_none());
+    assert!(for_call(&config, ("fs", "read_file", &same), None, None).is_none());
+}

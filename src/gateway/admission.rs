@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::answer::tool_error;
 use super::context::Cx;
@@ -35,6 +36,8 @@ pub(super) struct Gate {
     /// The call's arguments as the client sent them (the request shows them masked): what the
     /// recheck and the rules judge when the answer comes is what will run.
     pub arguments: Box<RawValue>,
+    /// The same arguments' one reading (`crate::arguments::read`), which the rules judge.
+    pub value: Option<Value>,
 }
 
 /// What a held call finds when the person has allowed it and it is about to run.
@@ -61,10 +64,10 @@ pub(super) fn admit(
     server: &ServerHandle,
     def: &Arc<ToolDef>,
     exposed: &str,
-    arguments: Option<&RawValue>,
+    (arguments, value): (Option<&RawValue>, Option<&Value>),
 ) -> Admitted {
     let (s, tool) = (&cx.session, def.name.as_str());
-    let (verdict, rule) = verdict(cx, server, def, arguments);
+    let (verdict, rule) = verdict(cx, server, def, Some(value));
     let done = |admission| Admitted {
         admission,
         rule: rule.clone().filter(|_| verdict.by_rule),
@@ -125,7 +128,11 @@ pub(super) fn admit(
         expires_at: now + timeout.as_millis() as u64,
         queued: false,
         reason,
-        reason_text: reason.text().to_owned(),
+        // A stale rule's own problem and fix, after the reason's sentence.
+        reason_text: match rule.as_ref().and_then(|r| r.stale.as_deref()) {
+            Some(why) if reason == AskReason::StaleRule => format!("{} — {why}", reason.text()),
+            _ => reason.text().to_owned(),
+        },
         changed,
         digest: String::new(),
         hidden_characters: false,
@@ -142,6 +149,7 @@ pub(super) fn admit(
         hash: def.hash().to_owned(),
         timeout,
         arguments: sent,
+        value: value.cloned(),
     })))
 }
 
@@ -196,19 +204,25 @@ fn others_on_profile(s: &ClientSession, recent: Vec<crate::profiles::Connected>)
 
 /// What a call to this tool from this session does, and why it asks: the one policy
 /// ([`crate::approval::policy::evaluate`]) with the session's client profile and — for a call
-/// (`arguments` given) — the argument rules' ruling as layers.
+/// (`arguments` given: its one reading, `None` inside when it has none) — the argument rules'
+/// ruling as layers.
 pub(super) fn verdict(
     cx: &Cx,
     server: &ServerHandle,
     def: &ToolDef,
-    arguments: Option<&RawValue>,
+    arguments: Option<Option<&Value>>,
 ) -> (Verdict, Option<Ruling>) {
     let (hub, s) = (&cx.hub, &cx.session);
     let config = hub.config();
     let profile = super::context::profile_in(&config, s.profile.as_deref());
     let rule = arguments.and_then(|a| {
         let layer = s.profile.as_deref().zip(profile.as_ref());
-        crate::approval::rules::for_call(&config, server.id().as_str(), &def.name, layer, Some(a))
+        crate::approval::rules::for_call(
+            &config,
+            (server.id().as_str(), &def.name, def.raw.get()),
+            layer,
+            a,
+        )
     });
     let verdict = hub.tool_verdict(&config, server.id(), def, profile.as_ref(), rule.as_ref());
     (verdict, rule)
@@ -222,7 +236,7 @@ pub(super) fn recheck(
     server: &ServerHandle,
     exposed: &str,
     asked: &str,
-    arguments: &RawValue,
+    (arguments, value): (&RawValue, Option<&Value>),
 ) -> Recheck {
     let gone = |decision| {
         Recheck::Refused(
@@ -248,14 +262,14 @@ pub(super) fn recheck(
         return Recheck::Refused(not_running(server, exposed), Decision::NotRunning);
     }
     if entry.tool.hash() == asked {
-        let (v, rule) = verdict(cx, server, &entry.tool, Some(arguments));
+        let (v, rule) = verdict(cx, server, &entry.tool, Some(value));
         return match (v.decision, rule) {
             (Policy::Disabled, _) => gone(Decision::Disabled),
             (Policy::Deny, Some(r)) => Recheck::Refused(refused_by(&r), Decision::Denied),
             _ => Recheck::Go,
         };
     }
-    match admit(cx, server, &entry.tool, exposed, Some(arguments)).admission {
+    match admit(cx, server, &entry.tool, exposed, (Some(arguments), value)).admission {
         Admission::Free(_) => Recheck::Go,
         Admission::Held(g) => Recheck::AskAgain(g),
         Admission::Refused(d, _) => gone(d),

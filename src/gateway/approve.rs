@@ -39,13 +39,14 @@ pub(super) async fn approve(
     let mut asked = 1;
     loop {
         let (hash, arguments) = (gate.hash.clone(), gate.arguments.clone());
+        let value = gate.value.clone();
         let held = hold(cx, gate, tx, client_token, name).await;
         let Held::Allowed(_, _, via) = &held else {
             return held;
         };
         // The answer covers what the person saw, as things stand now: the tool is checked
         // again at the moment it would run.
-        match super::admission::recheck(cx, server, name, &hash, &arguments) {
+        match super::admission::recheck(cx, server, name, &hash, (&arguments, value.as_ref())) {
             Recheck::Go => return held,
             Recheck::AskAgain(g) if asked < MAX_ASKS => {
                 asked += 1;

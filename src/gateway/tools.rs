@@ -4,6 +4,7 @@
 //! here; what comes after (the headers' check, validation, limits, admission) takes it as found.
 
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::admission::{admit, disabled, not_running, Admission};
 use super::answer::tool_error;
@@ -96,7 +97,17 @@ fn call_once(
         Err(refused) => return refused,
     };
     let arguments = p.arguments();
-    let (entry, server) = match found(cx, id, params, &name, arguments, headers, started) {
+    // The arguments read once, as I-JSON: every check below, the person's view and the server
+    // read this one value; a text servers could read another way is refused, never passed on.
+    let value = match crate::arguments::read(arguments.map(RawValue::get)) {
+        Ok(v) => v,
+        Err(why) => {
+            let text = format!("Invalid params: {why}");
+            return Outcome::error(id.get(), ErrorCode::InvalidParams, &text);
+        }
+    };
+    let args = value.as_ref();
+    let (entry, server) = match found(cx, id, params, &name, (arguments, args), headers, started) {
         Ok(found) => found,
         Err(answered) => return answered,
     };
@@ -105,10 +116,10 @@ fn call_once(
         let text = tool_error(&not_running(&server, &name));
         return refuse(cx, id, meta, Decision::NotRunning, text);
     }
-    if let Err(refused) = checked(cx, id, (&server, &entry, &name), arguments, &meta) {
+    if let Err(refused) = checked(cx, id, (&server, &entry, &name), args, &meta) {
         return refused;
     }
-    let admitted = admit(cx, &server, &entry.tool, &name, arguments);
+    let admitted = admit(cx, &server, &entry.tool, &name, (arguments, args));
     meta.rule = admitted.rule.map(|r| r.name);
     let pass = match admitted.admission {
         Admission::Free(d) => Pass::Free(d),
@@ -167,7 +178,7 @@ fn found(
     id: &RawValue,
     params: Option<&RawValue>,
     name: &str,
-    arguments: Option<&RawValue>,
+    (raw, arguments): (Option<&RawValue>, Option<&Value>),
     headers: Option<&ParamHeaders>,
     started: bool,
 ) -> Result<(Entry, ServerHandle), Outcome> {
@@ -194,13 +205,12 @@ fn found(
                 &format!("Unknown tool: {name}"),
             ));
         }
-        return Err(not_in_catalog(cx, id, name, raw_or_empty(arguments)));
+        return Err(not_in_catalog(cx, id, name, raw_or_empty(raw)));
     };
     // A 2026-07-28 request's `Mcp-Param-*` headers against the arguments of the tool found —
     // before a start it asks for (a bad request starts nothing), and again after it, against the
     // tool as its server lists it then (what is checked is what runs).
     if let Some(headers) = headers {
-        let arguments = arguments.map(RawValue::get);
         if let Err(why) = headers::check(&entry.tool, arguments, headers) {
             return Err(Outcome::error(id.get(), ErrorCode::HeaderMismatch, &why));
         }
@@ -226,7 +236,7 @@ fn checked(
     cx: &Cx,
     id: &RawValue,
     (server, entry, name): (&ServerHandle, &Entry, &str),
-    arguments: Option<&RawValue>,
+    arguments: Option<&Value>,
     meta: &CallMeta,
 ) -> Result<(), Outcome> {
     let config = cx.hub.config();

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use super::{HubError, HubHandle};
 use crate::approval::policy::Decision;
@@ -119,9 +118,17 @@ fn replay(
             .as_deref()
             .and_then(|p| config.clients.iter().find(|(k, _)| k.as_str() == p))
             .map(|(k, v)| (k.as_str(), v));
-        let args = RawValue::from_string(r.arguments.clone()).ok();
-        let ruling =
-            crate::approval::rules::for_call(config, &r.server, &r.tool, profile, args.as_deref());
+        // The row's arguments as recorded: a text the gateway read (older rows, before it
+        // refused what it cannot read, may hold one it could not: such a row is left out).
+        let Ok(args) = crate::arguments::read(Some(&r.arguments)) else {
+            continue;
+        };
+        let ruling = crate::approval::rules::for_call(
+            config,
+            (&r.server, &r.tool, def.raw.get()),
+            profile,
+            args.as_ref(),
+        );
         let profile = profile.map(|p| p.1);
         let verdict = super::tools::verdict(
             hub.approvals(),

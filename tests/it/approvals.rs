@@ -92,7 +92,7 @@ async fn held_calls_follow_the_persons_answers() {
             c.call(
                 2,
                 "fx__echo",
-                json!({"text": "hello", "n": 12345678901234567890u64}),
+                json!({"text": "hello", "n": 9_007_199_254_740_991_u64}),
             )
             .await
         }
@@ -105,7 +105,7 @@ async fn held_calls_follow_the_persons_answers() {
     assert_eq!(r["client"]["name"], "test-client");
     assert_eq!(
         r["arguments"],
-        json!({"text": "hello", "n": 12345678901234567890u64})
+        json!({"text": "hello", "n": 9_007_199_254_740_991_u64})
     );
     assert!(r["expires_at"].as_u64().unwrap() > r["requested_at"].as_u64().unwrap());
     assert_eq!(r["annotations"], json!({"readOnlyHint": true}));

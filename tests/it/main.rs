@@ -34,6 +34,7 @@ mod modern;
 mod names;
 mod oauth;
 mod on_demand;
+mod one_reading;
 mod param_headers;
 mod peers;
 mod profiles;

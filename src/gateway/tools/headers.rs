@@ -40,20 +40,16 @@ impl ParamHeaders {
 /// absent. Most tools have no annotation: their arguments are not parsed.
 pub(super) fn check(
     tool: &ToolDef,
-    arguments: Option<&str>,
+    arguments: Option<&serde_json::Value>,
     headers: &ParamHeaders,
 ) -> Result<(), String> {
     let annotations = tool.header_annotations();
     if annotations.is_empty() {
         return Ok(());
     }
-    // Read strictly: a key given twice would let the header match one value while the server
-    // reads the other.
-    let arguments = match arguments.map(crate::jsonrpc::strict::value) {
-        None => serde_json::Value::Null,
-        Some(Ok(v)) => v,
-        Some(Err(e)) => return Err(format!("Invalid arguments: {e}")),
-    };
+    // The call's one reading (`crate::arguments`): no key given twice, so the header matches
+    // the value the server reads.
+    let arguments = arguments.unwrap_or(&serde_json::Value::Null);
     for (path, token) in annotations {
         let header_name = format!("Mcp-Param-{token}");
         let values = headers.values(&header_name.to_ascii_lowercase());
@@ -64,7 +60,7 @@ pub(super) fn check(
             ));
         }
         let given = values.into_iter().next();
-        let rendered = value_at(&arguments, &path).and_then(header_scalar);
+        let rendered = value_at(arguments, &path).and_then(header_scalar);
         match (given, rendered) {
             (None, None) => {}
             (Some(_), None) => {
@@ -84,7 +80,7 @@ pub(super) fn check(
                     ));
                 };
                 let same = decoded == body
-                    || value_at(&arguments, &path).is_some_and(|v| number_matches(&decoded, v));
+                    || value_at(arguments, &path).is_some_and(|v| number_matches(&decoded, v));
                 if !same {
                     return Err(format!(
                         "Header mismatch: {header_name} header value does not match the argument {argument}"

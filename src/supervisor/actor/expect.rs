@@ -46,6 +46,7 @@ impl Actor {
             )
         });
         self.warn("tools-used", used);
+        self.warn("rules", stale_rules(&self.cfg, &tools));
     }
 
     /// Sets or clears a warning; a new one is noted in the server's log too.
@@ -59,4 +60,46 @@ impl Actor {
         }
         self.shared.warn(key, text);
     }
+}
+
+/// The entry's rules that can no longer match its tools as listed now (an argument renamed or
+/// removed by the server, a type changed): the calls they were written for are asked about
+/// instead (a deny) or follow the default (an allow) — said in the server's status, never
+/// silent.
+fn stale_rules(
+    cfg: &crate::config::ServerConfig,
+    tools: &[std::sync::Arc<crate::tool::ToolDef>],
+) -> Option<String> {
+    let mut lines = Vec::new();
+    for (name, policy) in cfg.tools.iter().filter(|(_, p)| !p.rules.is_empty()) {
+        let Some(def) = tools.iter().find(|t| &t.name == name) else {
+            continue;
+        };
+        let Ok(definition) = serde_json::from_str::<serde_json::Value>(def.raw.get()) else {
+            continue;
+        };
+        for p in crate::approval::rules::check(name, &policy.rules, &definition) {
+            if !p.refuse {
+                continue;
+            }
+            let effect = policy.rules.get(p.rule).map(|r| r.effect);
+            let then = if effect == Some(crate::config::rules::Effect::Deny) {
+                "its calls are asked about instead"
+            } else {
+                "it allows nothing"
+            };
+            lines.push(format!(
+                "tools.{}.{} ({then}): {}",
+                crate::text::reveal(name),
+                p.text,
+                p.fix
+            ));
+        }
+    }
+    (!lines.is_empty()).then(|| {
+        format!(
+            "a rule no longer fits the tool as the server lists it now: {}",
+            lines.join("; ")
+        )
+    })
 }
