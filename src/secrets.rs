@@ -21,6 +21,9 @@ pub enum SecretError {
     },
 }
 
+mod forms;
+use forms::{escaped_literals, forms};
+
 /// A source of secret values. Called at spawn/connect time only, from a blocking thread.
 pub trait SecretSource: Send + Sync {
     /// The secret's value.
@@ -114,6 +117,41 @@ impl std::ops::Deref for Forms {
     }
 }
 
+/// `text` with every form of every value but those named in `keep` replaced by
+/// `[secret:NAME]` — also inside a JSON string literal written with `\u` or `\/` escapes in any
+/// mix, which is decoded, masked and written again. `None`: nothing to mask (one pass finds
+/// whether any form is there; most lines hold none).
+fn masked(v: &Forms, text: &str, keep: &[String]) -> Option<String> {
+    let replace = |text: &str| -> Option<String> {
+        let holds = v.may_hold(text.as_bytes())
+            && v.iter()
+                .any(|f| !keep.contains(&f.name) && f.found_in(text.as_bytes()));
+        if !holds {
+            return None;
+        }
+        let mut out = text.to_owned();
+        for f in v.iter().filter(|f| !keep.contains(&f.name)) {
+            if f.found_in(out.as_bytes()) {
+                out = out.replace(f.text.as_str(), &format!("[secret:{}]", f.name));
+            }
+        }
+        Some(out)
+    };
+    let mut changed = false;
+    let mut out = text.to_owned();
+    // From the last literal back, so the earlier ones' places still hold.
+    for (at, decoded) in escaped_literals(text).into_iter().rev() {
+        if let Some(m) = replace(&decoded) {
+            out.replace_range(at, &crate::jsonrpc::json_string(&m));
+            changed = true;
+        }
+    }
+    match replace(&out) {
+        Some(m) => Some(m),
+        None => changed.then_some(out),
+    }
+}
+
 /// One form of a value to find, with its searcher built once (building one costs more than the
 /// search: every result line and every activity row is searched for every form).
 struct Form {
@@ -158,16 +196,7 @@ impl Redactions {
     /// `text` with every known value, in every form, replaced by `[secret:NAME]`.
     pub fn mask(&self, text: &str) -> String {
         let v = crate::sync::read(&self.values);
-        if !v.may_hold(text.as_bytes()) {
-            return text.to_owned();
-        }
-        let mut out = text.to_owned();
-        for f in v.iter() {
-            if f.found_in(out.as_bytes()) {
-                out = out.replace(f.text.as_str(), &format!("[secret:{}]", f.name));
-            }
-        }
-        out
+        masked(&v, text, &[]).unwrap_or_else(|| text.to_owned())
     }
 
     /// A message relayed from a server (a result, an error, a progress or log notification)
@@ -176,24 +205,16 @@ impl Redactions {
     /// over). Returned as it came, uncopied, when it holds none.
     pub fn mask_line(&self, line: Vec<u8>, keep: &[String]) -> Vec<u8> {
         let v = crate::sync::read(&self.values);
-        // One pass finds whether any form is there (most lines hold none); only then is each
-        // form looked for, the ones handed over left alone.
-        let holds = v.may_hold(&line)
-            && v.iter()
-                .any(|f| !keep.contains(&f.name) && f.found_in(&line));
-        if !holds {
+        if v.is_empty() {
             return line;
         }
         let Ok(text) = std::str::from_utf8(&line) else {
             return line;
         };
-        let mut out = text.to_owned();
-        for f in v.iter().filter(|f| !keep.contains(&f.name)) {
-            if f.found_in(out.as_bytes()) {
-                out = out.replace(f.text.as_str(), &format!("[secret:{}]", f.name));
-            }
+        match masked(&v, text, keep) {
+            Some(out) => out.into_bytes(),
+            None => line,
         }
-        out.into_bytes()
     }
 
     /// Forgets every value registered under `name` and registers `values` instead: a token that
@@ -233,67 +254,6 @@ impl Redactions {
     pub fn is_empty(&self) -> bool {
         self.values.read().map(|v| v.is_empty()).unwrap_or(false)
     }
-}
-
-/// The forms of `value` to look for.
-fn forms(value: &str) -> Vec<String> {
-    let escaped = crate::jsonrpc::json_string(value);
-    let mut out = vec![
-        value.to_owned(),
-        escaped[1..escaped.len() - 1].to_owned(),
-        percent_encode(value, false),
-        percent_encode(value, true),
-    ];
-    for url_safe in [false, true] {
-        for shift in 0..3 {
-            out.push(base64_core(value.as_bytes(), shift, url_safe));
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
-fn percent_encode(s: &str, lower: bool) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else if lower {
-                format!("%{b:02x}")
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-/// The base64 characters that depend only on `data` when it starts `shift` bytes into a longer
-/// encoded text (so it is found inside `base64("user:" + value)` too).
-fn base64_core(data: &[u8], shift: usize, url_safe: bool) -> String {
-    const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let alphabet = if url_safe { URL } else { STD };
-    let mut bytes = vec![0u8; shift];
-    bytes.extend_from_slice(data);
-    let total_bits = bytes.len() * 8;
-    let mut chars = Vec::with_capacity(total_bits / 6 + 1);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            chars.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize]);
-        }
-    }
-    // Skip the characters that carry bits of the shift bytes; stop before one that carries bits
-    // beyond the data.
-    let skip = (shift * 8).div_ceil(6);
-    let end = total_bits / 6;
-    String::from_utf8_lossy(&chars[skip.min(end)..end]).into_owned()
 }
 
 impl std::fmt::Debug for Redactions {
@@ -575,10 +535,56 @@ mod tests {
                 );
             }
         }
-        let url = percent_encode(secret, false);
+        let url = forms::percent_encode(secret, false, "");
         assert_eq!(r.mask(&format!("?q={url}&x")), "?q=[secret:k]&x");
-        let lower = percent_encode(secret, true);
+        let lower = forms::percent_encode(secret, true, "");
         assert_ne!(lower, url);
         assert_eq!(r.mask(&format!("?q={lower}")), "?q=[secret:k]");
+    }
+
+    /// However a server's language escapes a value in JSON — `\/`, every character `\u`, some
+    /// of them, Go's HTML escapes, Python's `ensure_ascii` — or encodes it (Python's `quote()`,
+    /// hex), it is masked; other escapes in the same line are kept.
+    #[test]
+    fn a_value_is_masked_in_every_escape_a_server_writes() {
+        let secret = "ghp_tok/en<&>é-0123";
+        let r = Redactions::default();
+        r.register("k", secret);
+        let all: String = secret
+            .encode_utf16()
+            .map(|u| format!("\\u{u:04x}"))
+            .collect();
+        let rest = crate::jsonrpc::json_string(&secret[10..]);
+        let mixed = format!("\\u0067hp_tok\\/en{}", rest.trim_matches('"'));
+        for text in [
+            format!(r#"{{"a":"x{}y","n":"l\nine"}}"#, secret.replace('/', "\\/")),
+            format!(r#"{{"a":"{all}","n":"l\nine"}}"#),
+            format!(
+                r#"{{"a":"{}","n":"l\nine"}}"#,
+                all.to_uppercase().replace("\\U", "\\u")
+            ),
+            format!(r#"{{"a":"{mixed}","n":"l\nine"}}"#),
+            r#"{"a":"ghp_tok/en\u003c\u0026\u003e\u00e9-0123","n":"l\nine"}"#.to_owned(),
+        ] {
+            let out = String::from_utf8(r.mask_line(text.clone().into_bytes(), &[])).unwrap();
+            assert!(out.contains("[secret:k]"), "{text} -> {out}");
+            assert!(!out.contains("0123"), "{text} -> {out}");
+            assert!(out.contains(r#""n":"l\nine""#), "{text} -> {out}");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&out).is_ok(),
+                "{out}"
+            );
+        }
+        for text in [
+            "token=ghp_tok/en%3C%26%3E%C3%A9-0123".to_owned(),
+            "hex 6768705f746f6b2f656e3c263ec3a92d30313233".to_owned(),
+            "HEX 6768705F746F6B2F656E3C263EC3A92D30313233".to_owned(),
+        ] {
+            let out = r.mask(&text);
+            assert!(
+                out.contains("[secret:k]") && !out.contains("0123"),
+                "{text} -> {out}"
+            );
+        }
     }
 }

@@ -140,13 +140,56 @@ pub fn json_has_hidden(raw: &str) -> bool {
 }
 
 /// A JSON text (a call's arguments) pretty-printed for a person, with hidden characters
-/// revealed (a string's line breaks stay escaped as `\n`: the JSON is one value per line).
+/// revealed — those JSON escapes too (`\u0007`, `\r`, `\b` read `⟨U+0007⟩` as an unescaped one
+/// would); a string's line feeds and tabs stay escaped as `\n` and `\t` (the JSON is one value
+/// per line).
 pub fn json_for_person(raw: &str) -> String {
     let pretty = serde_json::from_str::<serde_json::Value>(raw)
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
         .unwrap_or_else(|| raw.to_owned());
-    reveal_lines(&pretty).into_owned()
+    reveal_lines(&json_escapes_revealed(&pretty)).into_owned()
+}
+
+/// A JSON text with every escape of a hidden character but `\n` and `\t` (`\u0007`, `\r`,
+/// `\b`) written as `⟨U+XXXX⟩`, as [`reveal`] writes the character itself; other escapes kept.
+pub fn json_escapes_revealed(json: &str) -> Cow<'_, str> {
+    if !json.contains('\\') {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let esc = &rest[at..];
+        let hidden = match esc.as_bytes().get(1) {
+            Some(b'b') => Some(('\u{8}', 2)),
+            Some(b'f') => Some(('\u{c}', 2)),
+            Some(b'r') => Some(('\r', 2)),
+            Some(b'u') => esc
+                .get(2..6)
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .and_then(char::from_u32)
+                .filter(|c| is_hidden(*c) && *c != '\n' && *c != '\t')
+                .map(|c| (c, 6)),
+            _ => None,
+        };
+        match hidden {
+            Some((c, len)) => {
+                out.push_str(&code_point(c));
+                rest = &esc[len..];
+            }
+            None => {
+                // Another escape (`\"`, `\\`, `\n`…) is kept whole, so its second character is
+                // never read as the start of one.
+                let len = esc.chars().take(2).map(char::len_utf8).sum::<usize>();
+                out.push_str(&esc[..len]);
+                rest = &esc[len..];
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Every hidden code point as inclusive ranges `[first, last]`, for a front end that cannot

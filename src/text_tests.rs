@@ -97,6 +97,14 @@ fn arguments_are_flagged_escaped_or_not() {
     assert!(!json_has_hidden(r#"{"n":1,"b":true}"#));
     let shown = json_for_person(r#"{"path":"a\u202ehs.txt"}"#);
     assert!(shown.contains("a⟨U+202E⟩hs.txt"), "{shown}");
+    // A control character JSON escapes reads as every other hidden one does; a line feed and
+    // a tab stay `\n` and `\t`; an escaped backslash before a `u` is no escape of a character.
+    let shown = json_for_person(r#"{"a":"bell\u0007 cr\r nl\n tab\t","b":"\\u0007"}"#);
+    assert!(
+        shown.contains("bell⟨U+0007⟩ cr⟨U+000D⟩ nl\\n tab\\t"),
+        "{shown}"
+    );
+    assert!(shown.contains(r#""\\u0007""#), "{shown}");
 }
 
 /// The webview's table: sorted, disjoint ranges, with nothing visible in it.

@@ -77,6 +77,11 @@ impl Catalog {
                 else {
                     continue;
                 };
+                // A secret the server wrote into a definition (a description quoting its
+                // token) reaches no client and no model, in any of its forms.
+                let keep = policy.map_or(&[][..], |p| p.unmasked_secrets.as_slice());
+                let def = String::from_utf8(hub.redactions().mask_line(def.into_bytes(), keep))
+                    .unwrap_or_default();
                 if let Some(uri) = super::apps::resource_uri(tool.raw.get()) {
                     ui_refs.insert(name.clone(), (server.id().clone(), uri));
                 }

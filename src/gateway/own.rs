@@ -40,6 +40,9 @@ pub(super) fn initialize(s: &Arc<ClientSession>, params: Option<&RawValue>) -> S
     s.set_info(|info| {
         let who = p.client_info.unwrap_or_default();
         info.name = crate::protocol::client_label(who.name, crate::protocol::MAX_CLIENT_NAME);
+        if let Some(name) = &info.name {
+            crate::text::imitation::note(name);
+        }
         info.version =
             crate::protocol::client_label(who.version, crate::protocol::MAX_CLIENT_VERSION);
         info.protocol_version = Some(version.clone());

@@ -517,6 +517,9 @@ impl Sessions {
         {
             let mut info = lock(&fresh.info);
             info.name = client.0.clone();
+            if let Some(name) = &info.name {
+                crate::text::imitation::note(name);
+            }
             info.version = client.1.clone();
             info.era = crate::protocol::Era::Modern;
             info.protocol_version = Some(crate::protocol::MODERN_VERSION.into());

@@ -218,3 +218,78 @@ async fn an_own_name_never_moves_to_another_server() {
     let r = mcp.call(5, "b__echo", json!({"text": "b"})).await;
     assert_eq!(r["result"]["content"][0]["text"], "b", "{r}");
 }
+
+/// Every CLI verb prints what a server wrote through the one terminal-safe printer: a server
+/// whose stderr, tool title, description and results hold OSC 52, concealed text, erase-line and
+/// C1 sequences, and one that dies quoting them in its handshake error, leave no raw control
+/// character in `tools`, `status`, `logs`, `activity`, `approvals`, `clients` or `test` — on
+/// stdout or stderr — while `--json` keeps the text unchanged.
+#[tokio::test]
+async fn no_verb_lets_a_servers_words_act_on_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = crate::clients::clients_script("loud_server.py");
+    let cfg = json!({
+        "servers": {
+            "loud": {"command": "python3", "args": [&script, "ok"], "sandbox": "off"},
+            "dies": {"command": "python3", "args": [&script, "fail"], "sandbox": "off"}
+        },
+        "approval": {"default": "always", "timeout_secs": 30}
+    });
+    let s = serve(d, &cfg.to_string(), &["loud"]).await;
+    let mcp = Mcp::open_with(
+        &s.info.url,
+        &s.info.token,
+        json!({"name": "agent\u{1b}]52;c;eA==\u{7}", "version": "1\u{9b}2J"}),
+        "2025-11-25",
+    )
+    .await;
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"loud__act","arguments":{"text":"hi\u{1b}[8m"}}});
+    let held = mcp.spawn_post(&s.info.token, call);
+    let r = pending(&s, "loud__act").await;
+    let printed = |args: &[&str]| {
+        let o = gh(&s, args);
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let approvals = printed(&["approvals"]);
+    all_visible("approvals", &approvals);
+    assert!(approvals.contains("hi⟨U+001B⟩[8m"), "{approvals}");
+    let _ = stdout(&gh(&s, &["approve", r["id"].as_str().unwrap()]));
+    let _ = held.await.unwrap();
+    for _ in 0..100 {
+        if printed(&["status"]).contains("failed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Each verb with a word of the server's (or the client's) it prints.
+    for (verb, word) in [
+        (&["tools"][..], "⟨U+001B⟩"),
+        (&["tools", "loud"], "⟨U+001B⟩"),
+        (&["status"], "⟨U+"),
+        (&["logs", "loud"], "⟨U+001B⟩]52"),
+        (&["logs", "dies"], "⟨U+001B⟩]52"),
+        (&["activity"], "⟨U+001B⟩[8m"),
+        (&["clients"], "agent"),
+        (&["test", "dies"], "⟨U+"),
+        (&["test", "loud"], "⟨U+"),
+    ] {
+        let out = printed(verb);
+        all_visible(&verb.join(" "), &out);
+        assert!(out.contains(word), "{verb:?} printed no {word:?}:\n{out}");
+    }
+    // JSON keeps the text as the server wrote it (its own escapes guard the terminal).
+    let tools: Value = serde_json::from_str(&stdout(&gh(&s, &["tools", "--json"]))).unwrap();
+    assert!(
+        tools.to_string().contains("read_file (read-only)"),
+        "{tools}"
+    );
+    assert!(
+        tools.to_string().contains("\\u001b[2K"),
+        "the title unchanged, escaped by JSON: {tools}"
+    );
+}

@@ -278,11 +278,9 @@ async fn write(
 
 /// Asks on the terminal for an id to use instead of a taken or invalid one; empty skips.
 fn ask_new_id(id: &str, why: &str, config: &Config, chosen: &[Candidate]) -> Option<String> {
-    use std::io::Write;
     say!("  {why}");
     loop {
-        print!("  new id for \"{id}\" (empty to skip): ");
-        let _ = std::io::stdout().flush();
+        crate::print::out(&format!("  new id for \"{id}\" (empty to skip): "));
         let mut line = String::new();
         if std::io::stdin().read_line(&mut line).ok()? == 0 {
             return None;
@@ -400,15 +398,15 @@ pub async fn client_config(
             .config_path()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "its config file".into());
-        eprintln!(
+        tell!(
             "Merge this into {place} under \"{}\" (or run `gatehouse client-config {} --write`).",
             kind.servers_key(),
             kind.id()
         );
         if kind.speaks_http() {
-            eprintln!("It holds the gateway token: keep the file private.");
+            tell!("It holds the gateway token: keep the file private.");
         } else {
-            eprintln!("{} starts `gatehouse connect`, which asks the running Gatehouse for its URL and token.", kind.label());
+            tell!("{} starts `gatehouse connect`, which asks the running Gatehouse for its URL and token.", kind.label());
         }
         return Ok(());
     }
@@ -436,18 +434,18 @@ pub async fn client_config(
         &managed,
     )?;
     if let Some(line) = written.backup_line() {
-        eprintln!("{line}");
+        tell!("{line}");
     }
     for r in &written.removed {
-        eprintln!("removed \"{r}\" (Gatehouse runs it now)");
+        tell!("removed \"{r}\" (Gatehouse runs it now)");
     }
-    eprintln!(
+    tell!(
         "wrote the \"{}\" entry into {}",
         clients::ENTRY_NAME,
         path.display()
     );
     if kind.speaks_http() {
-        eprintln!(
+        tell!(
             "{} holds the gateway token, so it is readable by you only (mode 0600).",
             path.display()
         );
@@ -467,7 +465,7 @@ async fn own_profile(kind: ClientKind, control: &ControlClient) -> Result<(), St
         } else {
             "its own client profile"
         };
-        eprintln!(
+        tell!(
             "{} gets {what}, \"{id}\": what you allow \"always\" for {} covers {} only (pass --client default to share the gateway token instead).",
             kind.label(),
             kind.label(),

@@ -19,6 +19,15 @@ macro_rules! say {
     };
 }
 
+/// `eprintln!` for every warning and error a verb prints: through the same terminal-safe
+/// printer as [`say!`] (`print::err`), so text a server or a client wrote cannot act on the
+/// terminal from stderr either.
+macro_rules! tell {
+    ($($arg:tt)*) => {
+        $crate::print::err(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod args;
 mod import;
 mod manage;
@@ -50,7 +59,7 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("gatehouse: cannot start the async runtime: {e}");
+            tell!("gatehouse: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };

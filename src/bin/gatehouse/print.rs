@@ -7,29 +7,52 @@ use gatehouse::logs::{LogLine, LogStream};
 use gatehouse::{ServerStatus, State};
 use serde::Serialize;
 
-/// Writes `text` to stdout. A reader that went away (`gatehouse logs -f | head`) ends the
-/// command quietly, as a closed pipe ends other tools (`println!` would panic); another write
-/// error ends it with a message.
+/// Writes `text` for a person on stdout, through the one terminal-safe printer: every character
+/// a terminal would act on or a person cannot see (ESC and every other control, C1, bidi
+/// overrides, zero-width characters…) is shown as `⟨U+XXXX⟩`, line feeds and tabs kept — so a
+/// server's, a client's or a registry's words cannot move the cursor, write the clipboard (OSC
+/// 52), hide text or spoof a line, whichever verb prints them. A reader that went away
+/// (`gatehouse logs -f | head`) ends the command quietly, as a closed pipe ends other tools
+/// (`println!` would panic); another write error ends it with a message.
 pub fn out(text: &str) {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    write_raw(
+        &mut std::io::stdout().lock(),
+        &gatehouse::text::reveal_lines(text),
+    );
+}
+
+/// Writes `text` for a person on stderr (warnings, errors), as safely as [`out`].
+pub fn err(text: &str) {
+    write_raw(
+        &mut std::io::stderr().lock(),
+        &gatehouse::text::reveal_lines(text),
+    );
+}
+
+fn write_raw(w: &mut impl std::io::Write, text: &str) {
+    if let Err(e) = w.write_all(text.as_bytes()).and_then(|()| w.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("gatehouse: cannot write the output: {e}");
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("gatehouse: cannot write the output: {e}\n").as_bytes(),
+        );
         std::process::exit(1);
     }
 }
 
+/// Text in a format for programs (CSV), as it is: its own grammar escapes what it holds.
+pub fn data(text: &str) {
+    write_raw(&mut std::io::stdout().lock(), text);
+}
+
+/// `v` as JSON for scripts: text unchanged (JSON escapes every control character itself).
 pub fn json(v: &impl Serialize) {
-    out(&format!(
-        "{}\n",
-        serde_json::to_string_pretty(v).unwrap_or_default()
-    ));
+    write_raw(
+        &mut std::io::stdout().lock(),
+        &format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default()),
+    );
 }
 
 pub fn log_line(l: &LogLine) {
@@ -305,7 +328,10 @@ pub fn activity(rows: &[CallRecord]) {
                     r.profile.as_deref().unwrap_or("default"),
                     r.client.as_deref()
                 ),
-                gatehouse::text::reveal(&gatehouse::text::cut(&r.arguments, 400))
+                gatehouse::text::reveal(&gatehouse::text::cut(
+                    &gatehouse::text::json_escapes_revealed(&r.arguments),
+                    400
+                ))
             );
         }
         if let Some(like) = &r.flags.imitates {

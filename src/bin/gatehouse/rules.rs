@@ -41,7 +41,7 @@ async fn test(client: &ControlClient, a: crate::args::RulesTestArgs) -> Result<(
     let report: gatehouse::hub::RulesReport = ask(client, Request::RulesTest(scope)).await?;
     if a.json {
         for w in &report.warnings {
-            eprintln!("warning: {w}");
+            tell!("warning: {w}");
         }
         print::json(&report.calls);
     } else {
@@ -73,7 +73,7 @@ async fn add(
     let rule = gatehouse::config::rules::Rule::read(&value)?;
     let warnings: Vec<String> = ask(client, Request::AddRule { server, tool, rule }).await?;
     for w in warnings {
-        eprintln!("warning: {w}");
+        tell!("warning: {w}");
     }
     say!("added; see `gatehouse rules list`, and try it with `gatehouse rules test`");
     Ok(())

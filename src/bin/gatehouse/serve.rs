@@ -26,7 +26,7 @@ pub async fn serve(o: Options) -> ExitCode {
     {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("gatehouse: --listen: {e}; nothing started");
+            tell!("gatehouse: --listen: {e}; nothing started");
             return ExitCode::from(2);
         }
     };
@@ -44,7 +44,7 @@ pub async fn serve(o: Options) -> ExitCode {
     let mut signals = match Signals::install() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("gatehouse: cannot install signal handlers: {e}");
+            tell!("gatehouse: cannot install signal handlers: {e}");
             return ExitCode::from(1);
         }
     };
@@ -52,15 +52,15 @@ pub async fn serve(o: Options) -> ExitCode {
     let service = match Service::start(opts, keychain).await {
         Ok(s) => s,
         Err(ServiceError::Config(e)) => {
-            eprintln!("gatehouse: invalid config, nothing started\n{e}");
+            tell!("gatehouse: invalid config, nothing started\n{e}");
             let bak = config::backup_path(&config_path);
             if bak.exists() {
-                eprintln!("  the last good copy is {}", bak.display());
+                tell!("  the last good copy is {}", bak.display());
             }
             return ExitCode::from(2);
         }
         Err(e) => {
-            eprintln!("gatehouse: {e}");
+            tell!("gatehouse: {e}");
             return ExitCode::from(1);
         }
     };

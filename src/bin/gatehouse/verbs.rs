@@ -61,7 +61,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            eprintln!("gatehouse: {msg}");
+            tell!("gatehouse: {msg}");
             ExitCode::from(1)
         }
     }
@@ -118,7 +118,7 @@ async fn activity(client: &ControlClient, a: ActivityArgs) -> Result<(), String>
     if a.json {
         print::json(&rows);
     } else if a.csv {
-        print::out(&gatehouse::activity::export::csv(&rows));
+        print::data(&gatehouse::activity::export::csv(&rows));
     } else {
         print::activity(&rows);
     }
@@ -179,11 +179,11 @@ async fn test(client: &ControlClient, args: TestArgs) -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(probe::TestError::Unknown(msg)) => {
-            eprintln!("gatehouse: {msg}");
+            tell!("gatehouse: {msg}");
             ExitCode::from(1)
         }
         Err(probe::TestError::Usage(msg)) => {
-            eprintln!("gatehouse: {msg}");
+            tell!("gatehouse: {msg}");
             ExitCode::from(2)
         }
     }
@@ -339,7 +339,7 @@ pub async fn connect(
             {
                 Ok(i) => (url.unwrap_or(i.url), token.unwrap_or(i.token)),
                 Err(e) => {
-                    eprintln!("gatehouse connect: {e}");
+                    tell!("gatehouse connect: {e}");
                     return ExitCode::from(1);
                 }
             }
@@ -349,7 +349,7 @@ pub async fn connect(
     match gatehouse::connect::run(url, token, input, tokio::io::stdout()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gatehouse connect: {e}");
+            tell!("gatehouse connect: {e}");
             ExitCode::from(1)
         }
     }
