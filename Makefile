@@ -7,8 +7,9 @@ export GATEHOUSE_PEERS_DIR := $(PEERS_DIR)
 DEMO_DIR ?= /tmp/gatehouse-demo
 # The user's config (what the app and `gatehouse serve` read by default).
 USER_CONFIG := $(shell printf '%s' "$${XDG_CONFIG_HOME:-$$HOME/.config}")/gatehouse/gatehouse.json
-# The desktop tests and bench need a display: a private Xvfb server.
-XVFB := xvfb-run -a -s "-screen 0 1280x800x24"
+# The desktop tests and bench need a display: a private Xvfb server, and only the fonts the
+# install step brings (tests/desktop/fonts.conf), so a layout measures the same on every machine.
+XVFB := env FONTCONFIG_FILE=$(CURDIR)/tests/desktop/fonts.conf xvfb-run -a -s "-screen 0 1280x800x24"
 # The suite never asks the public package indexes: pinning (add, import, the app's form) and the
 # integrity check at a start go to a closed local port unless a test points them at its own
 # stand-in (tests/clients/registry_server.py). Servers' own runners (npx, uvx) are unaffected:

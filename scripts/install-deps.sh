@@ -32,6 +32,8 @@ have_cmd xvfb-run || missing+=(xvfb)
 have_cmd xauth || missing+=(xauth)
 have_cmd rsvg-convert || missing+=(librsvg2-bin)
 have_cmd xdotool || missing+=(xdotool)
+# The desktop tests measure layouts in these fonts only (tests/desktop/fonts.conf).
+have_pkg fonts-dejavu-core || missing+=(fonts-dejavu-core)
 # `script` gives the import test a terminal.
 have_cmd script || missing+=(bsdutils)
 

@@ -3,12 +3,13 @@
 // values already masked by the core). While shown, the list refreshes every 4 s; it stops when the view is left.
 
 import * as api from './api.js';
-import { $, el, clock, toast, viewError, setTitle } from './dom.js';
+import { $, el, clock, fitTable, toast, viewError, setTitle } from './dom.js';
 
 const servers = new Set();
 const open = new Set(); // keys of rows whose detail is shown (kept across refreshes)
 const made = new Map(); // key → { sig, tr, detail }: the rows on the page, reused while unchanged
 let poller = null;
+let fit = () => {};
 
 const keyOf = (r) => `${r.time_ms}|${r.session}|${r.server}|${r.tool}`;
 
@@ -56,6 +57,7 @@ function detail(r) {
 }
 
 export function init() {
+  fit = fitTable($('#activity-table'));
   $('#activity-refresh').addEventListener('click', load);
   $('#activity-server').addEventListener('change', load);
   $('#activity-client').addEventListener('change', load);
@@ -191,4 +193,5 @@ async function load() {
   const empty = rows.length === 0;
   $('#activity-empty').hidden = !empty;
   $('#activity-table').hidden = empty;
+  if (!same) fit();
 }

@@ -75,6 +75,7 @@ export const removeClientProfile = (id) => call('remove_client_profile', { id })
 export const rotateClientToken = (id) => call('rotate_client_token', { id });
 export const autostart = () => call('autostart');
 export const setAutostart = (enabled) => call('set_autostart', { enabled });
+export const setTextSize = (scale) => call('set_text_size', { scale });
 
 export const uiPainted = (servers) => call('ui_painted', { servers });
 export const approvalShown = (id) => call('approval_shown', { id });

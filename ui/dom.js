@@ -147,3 +147,28 @@ export async function copyText(text) {
     return ok;
   }
 }
+
+/**
+ * Keeps `table` a table while it fits beside what holds it, and shows each row as a card of
+ * labelled fields (its cells' `data-label`) where it would not: measured on the page — the
+ * table's own content, the person's font and text size — never guessed from the window's width.
+ * Checked again when its container is resized; call the returned function after the rows change.
+ */
+export function fitTable(table) {
+  const check = () => {
+    const room = table.parentElement?.clientWidth ?? 0;
+    if (!room || table.hidden) return;
+    table.classList.remove('stacked');
+    // Wider than its pane, or a cell holding more than it shows (a word longer than its column).
+    const over = table.offsetWidth > room + 1 || table.scrollWidth > table.clientWidth + 1
+      || [...table.querySelectorAll('td')].some((td) => td.scrollWidth > td.clientWidth + 1);
+    if (over) table.classList.add('stacked');
+  };
+  if (table.parentElement && 'ResizeObserver' in window) new window.ResizeObserver(check).observe(table.parentElement);
+  return check;
+}
+
+/** A table cell with its column's name (`fitTable` shows it beside the value in a card). */
+export function cell(label, ...content) {
+  return el('td', { dataset: { label } }, ...content);
+}

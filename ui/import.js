@@ -2,7 +2,7 @@
 // server with its exact command line, credential warnings, and a choice of which to import.
 
 import * as api from './api.js';
-import { $, el, toast, viewError } from './dom.js';
+import { $, cell, el, fitTable, toast, viewError } from './dom.js';
 
 let otherPath = '';
 // Servers imported from this view in this run, by file and name, with the id each went in
@@ -34,6 +34,7 @@ export async function shown() {
   }
   $('#import-sources').replaceChildren(...sources.map(card));
   $('#import-empty').hidden = sources.length > 0;
+  for (const t of document.querySelectorAll('#import-sources table')) fitTable(t)();
 }
 
 function card(src) {
@@ -143,10 +144,10 @@ function row(src, s) {
   } else if (s.skip) status = el('div', { class: 'hint', text: s.skip });
   const id = done ? as : s.id;
   return el('tr', { dataset: { name: s.source_name, id: s.id, state: done ? 'imported' : s.state } },
-    el('td', {}, box),
-    el('td', {}, el('strong', { text: id }), id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
-      s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null),
-    el('td', {}, el('code', { text: s.command_line }),
+    cell('Import', box),
+    cell('Id', el('span', {}, el('strong', { text: id }), id !== s.source_name ? el('span', { class: 'hint', text: ` (${s.source_name})` }) : null,
+      s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null)),
+    cell('Runs', el('span', {}, el('code', { text: s.command_line }),
       s.credentials.length ? el('div', { class: 'warn', text: `Plain-text credential: ${s.credentials.join(', ')}` }) : null,
-      status));
+      status)));
 }

@@ -5,13 +5,17 @@
 // approval.
 
 import * as api from './api.js';
-import { $, el, clock, setText, shown as revealed, toast, viewError } from './dom.js';
+import { $, cell, el, clock, fitTable, setText, shown as revealed, toast, viewError } from './dom.js';
 
 let visible = false;
+let fitGrants = () => {};
+let fitRules = () => {};
 
 const SCOPES = { always: 'always', session: 'this session', exact: 'this exact call, this session', 'exact-always': 'this exact call, always' };
 
 export function init() {
+  fitGrants = fitTable($('#grants-table'));
+  fitRules = fitTable($('#rules-table'));
   api.on('approval-resolved', () => { if (visible) load(); });
   $('#rules-test').addEventListener('click', testRules);
 }
@@ -49,18 +53,19 @@ async function load() {
       load();
     });
     return el('tr', { dataset: { tool: `${g.server}__${g.tool}`, scope: g.scope } },
-      el('td', {}, el('code', { text: `${g.server}__${g.tool}` })),
-      el('td', { text: SCOPES[g.scope] ?? g.scope }),
-      el('td', {}, el('span', { text: g.profile ?? 'default' }),
+      cell('Tool', el('code', { text: `${g.server}__${g.tool}` })),
+      cell('Scope', SCOPES[g.scope] ?? g.scope),
+      cell('Client', el('span', { text: g.profile ?? 'default' }),
         el('span', { class: 'hint covers', text: covers(g, profiles) })),
-      el('td', { text: g.since_ms ? clock(g.since_ms) : '—' }),
-      el('td', { text: [g.definition ? `definition ${g.definition}…` : `session of ${g.client ?? 'an unnamed client'}`,
-        g.arguments_digest && `arguments ${g.arguments_digest.slice(0, 12)}…`].filter(Boolean).join(', ') }),
-      el('td', {}, revoke));
+      cell('Since', g.since_ms ? clock(g.since_ms) : '—'),
+      cell('Covers', [g.definition ? `definition ${g.definition}…` : `session of ${g.client ?? 'an unnamed client'}`,
+        g.arguments_digest && `arguments ${g.arguments_digest.slice(0, 12)}…`].filter(Boolean).join(', ')),
+      el('td', { class: 'row-actions' }, revoke));
   }));
   const empty = rows.length === 0;
   $('#grants-empty').hidden = !empty;
   $('#grants-table').hidden = empty;
+  fitGrants();
 }
 
 /** Whom an answer covers, in words: a session's client, or every client of the profile. */
@@ -98,12 +103,13 @@ async function loadRules() {
       loadRules();
     });
     return el('tr', { dataset: { at: r.at } },
-      el('td', {}, el('code', { text: r.at })),
-      el('td', { text: r.text }),
-      el('td', {}, remove));
+      cell('Rule', el('code', { text: r.at })),
+      cell('Says', r.text),
+      el('td', { class: 'row-actions' }, remove));
   }));
   $('#rules-empty').hidden = rules.length > 0;
   $('#rules-table').hidden = rules.length === 0;
+  fitRules();
 }
 
 /** Runs the rules over the recorded calls and says what they would have done. */

@@ -2,9 +2,12 @@
 // replace or delete a value. Values are typed into a password field and cleared at once.
 
 import * as api from './api.js';
-import { $, el, toast, viewError, setText } from './dom.js';
+import { $, cell, el, fitTable, toast, viewError, setText } from './dom.js';
+
+let fit = () => {};
 
 export function init() {
+  fit = fitTable($('#secrets-table'));
   $('#add-secret').addEventListener('click', () => openForm(null));
   $('#secret-cancel').addEventListener('click', closeForm);
   $('#secret-dialog').addEventListener('close', () => { $('#secret-form').elements.value.value = ''; });
@@ -67,13 +70,14 @@ export async function shown() {
       if (act === 'delete') remove(s.name);
     });
     return el('tr', { dataset: { secret: s.name } },
-      el('td', {}, el('code', { text: s.name })),
-      el('td', {}, el('span', { class: `badge secret-${s.state}`, title: s.error ?? '', text: label })),
-      el('td', { text: s.used_by.join(', ') }),
+      cell('Name', el('code', { text: s.name })),
+      cell('State', el('span', { class: `badge secret-${s.state}`, title: s.error ?? '', text: label })),
+      cell('Used by', s.used_by.join(', ')),
       actions);
   }));
   $('#secrets-empty').hidden = rows.length > 0;
   $('#secrets-table').hidden = rows.length === 0;
+  fit();
 }
 
 async function remove(name) {

@@ -3,7 +3,7 @@
 
 import * as api from './api.js';
 import { menuButton } from './menu.js';
-import { $, el, duration, clock, toast, viewError, setText, setTitle } from './dom.js';
+import { $, el, duration, clock, fitTable, toast, viewError, setText, setTitle } from './dom.js';
 import { initForm, openForm } from './server-form.js';
 import { initRegistry } from './registry.js';
 
@@ -437,6 +437,8 @@ async function loadTools(row) {
       el('td', {}, description(t.title ? `${t.title} — ${t.description ?? ''}` : (t.description ?? ''))),
       el('td', { class: 'calls' }, ...flags, select));
   }));
+  row.fitTools ??= fitTable(row.node.querySelector('.tools'));
+  row.fitTools();
   setText(row.node.querySelector('.tools-title'), tools.length ? `Tools (${tools.length})` : 'Tools');
   const filter = row.node.querySelector('.tools-filter');
   filter.hidden = tools.length < FILTER_FROM;

@@ -1,11 +1,12 @@
 // The Settings view: the approval default and timeout (used at once) and the gateway address
 // (used from the next start), saved in the config by the core; start at login; the theme
-// (this computer only: kept in the webview's storage).
+// and text size (this computer only: kept in the webview's storage).
 
 import * as api from './api.js';
 import { $, toast, viewError, setText } from './dom.js';
 
 const THEME_KEY = 'gatehouse-theme';
+const TEXT_SIZE_KEY = 'gatehouse-text-size';
 
 const systemDark = window.matchMedia('(prefers-color-scheme: dark)');
 
@@ -16,8 +17,32 @@ export function applyTheme() {
   document.documentElement.dataset.theme = stored || (systemDark.matches ? 'dark' : 'light');
 }
 
+/** Applies the stored text size (the webview's zoom: the layout reflows for the width left). */
+export async function applyTextSize() {
+  const scale = Number(window.localStorage.getItem(TEXT_SIZE_KEY) || '1');
+  $('#text-size').value = String(scale);
+  if (scale === 1) return;
+  try {
+    await api.setTextSize(scale);
+  } catch (x) {
+    window.localStorage.removeItem(TEXT_SIZE_KEY);
+    toast(api.errorText(x), 'error');
+  }
+}
+
 export function init() {
   applyTheme();
+  applyTextSize();
+  $('#text-size').addEventListener('change', async (e) => {
+    const scale = Number(e.target.value);
+    try {
+      await api.setTextSize(scale);
+      if (scale === 1) window.localStorage.removeItem(TEXT_SIZE_KEY);
+      else window.localStorage.setItem(TEXT_SIZE_KEY, String(scale));
+    } catch (x) {
+      toast(api.errorText(x), 'error');
+    }
+  });
   systemDark.addEventListener('change', applyTheme);
   $('#theme').addEventListener('change', (e) => {
     if (e.target.value) window.localStorage.setItem(THEME_KEY, e.target.value);

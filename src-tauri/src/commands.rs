@@ -24,6 +24,7 @@ pub mod import;
 pub mod keychain;
 pub mod registry;
 pub mod rules;
+pub mod view;
 
 #[tauri::command]
 pub fn app_state(state: AppStateRef<'_>) -> PhaseView {

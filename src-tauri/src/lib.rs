@@ -209,6 +209,7 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::import::import_servers,
             commands::import::import_paste,
             commands::import::remove_from_client,
+            commands::view::set_text_size,
             ui_timing::ui_painted,
             ui_timing::approval_shown,
         ])

@@ -62,9 +62,35 @@ window.__midword = (scope) => {
 return true;
 "#;
 
-/// Every view at 720, 800, 1040, 1280 and 1600 px, light and dark, with what makes texts long:
-/// long ids and tool names, a failed server's multi-line error, calls in Activity (one whose
-/// tool reported an error), a client's file in Import, a grant, a secret.
+/// A path no line can break at a space, 200 characters long (what a deep checkout or a long
+/// home directory gives a command): a layout that fits only short paths is cut by it.
+fn long_path() -> String {
+    let mut p = String::from("/home/someone-with-a-long-login");
+    while p.len() < 188 {
+        p.push_str("/a-deeply-nested-folder");
+    }
+    p.truncate(188);
+    p.push_str("/server.bin");
+    p
+}
+
+/// A name with no space at all, 120 characters long.
+fn long_word(stem: &str, len: usize) -> String {
+    let mut w = String::from(stem);
+    while w.len() < len {
+        w.push_str("AndMore");
+    }
+    w.truncate(len);
+    w
+}
+
+/// Every view at 720, 800, 1024, 1280 and 1600 px, light and dark, at 100 % and 125 % text
+/// scale, with what makes texts long — deliberately longer than any machine's paths: a
+/// 200-character command path and a 120-character server name in a client's file, a client
+/// name with no space, long ids and tool names, a failed server's multi-line error, calls in
+/// Activity (one whose tool reported an error), Permissions with an "always" answer, an exact
+/// grant and two rules, a secret. A layout that fits only with one machine's paths and fonts
+/// fails here on every machine.
 #[tokio::test]
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn nothing_is_cut_in_any_view_at_any_width() {
@@ -80,7 +106,7 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
     let d = Desktop::launch_with(
         json!({
             "alpha": { "command": fixture_cmd, "requires_approval": false },
-            "github-enterprise-server-mirror": { "command": fixture_cmd, "args": ["--spec-file", spec], "sandbox": "off", "tools": { "echo": { "requires_approval": true } }, "name": "GitHub Enterprise (the company's own mirror, read-only)" },
+            "github-enterprise-server-mirror": { "command": fixture_cmd, "args": ["--spec-file", spec], "sandbox": "off", "tools": { "echo": { "requires_approval": true }, "add": { "requires_approval": true } }, "name": "GitHub Enterprise (the company's own mirror, read-only)" },
             "crashes": { "command": "sh", "args": ["-c", "echo 'error: cannot open /home/someone/projects/a-rather-long-folder-name/and/a/deeper/one/with/a/very-long-file-name-without-spaces.json: permission denied' >&2; printf '%s\\n' /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin /usr/games /usr/local/games /snap/bin >&2; exit 3"] }
         }),
         |home| {
@@ -90,11 +116,26 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
                 cursor.join("mcp.json"),
                 json!({ "mcpServers": {
                     "filesystem-with-a-long-name": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/someone/Documents/a-very-long-folder-name-that-keeps-going"], "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_not_a_real_token_000000000000" } },
-                    "spec": { "command": fixture_cmd, "args": ["--spec-file", spec] }
+                    "spec": { "command": fixture_cmd, "args": ["--spec-file", spec] },
+                    long_word("a-server-whose-name-never-ends-", 120): { "command": long_path(), "args": [long_path()] }
                 }})
                 .to_string(),
             )
             .expect("cursor config");
+            // A project whose folder path is longer than any checkout's: Claude Code knows it,
+            // and Import shows its `.mcp.json` by that path.
+            let mut project = home.join("work");
+            for part in ["a-client-project-with-a-rather-long-name", "and-its-subfolder-for-the-mcp-servers", "nested-once-more-because-monorepos-do-this", "packages-and-more-packages-and-tools"] {
+                project.push(part);
+            }
+            std::fs::create_dir_all(&project).expect("project dir");
+            std::fs::write(project.join(".mcp.json"), json!({ "mcpServers": { "proj": { "command": "echo" } } }).to_string())
+                .expect("project .mcp.json");
+            std::fs::write(
+                home.join(".claude.json"),
+                json!({ "projects": { project.to_string_lossy(): { "enabledMcpjsonServers": ["proj"] } } }).to_string(),
+            )
+            .expect("claude.json");
         },
     )
     .await;
@@ -105,9 +146,10 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
          return r && ['restarting', 'failed'].includes(r.dataset.state) && !r.querySelector('.last-error').hidden;",
     )
     .await;
-    // Activity: answered calls, one whose tool reported an error, one with long arguments.
+    // Activity: answered calls, one whose tool reported an error, one with long arguments, from
+    // a client whose name has no space.
     let out = d
-        .client_call(json!([
+        .client_call_named(TOKEN, &long_word("AnAIClientWhoseNameHasNoSpaces", 64), json!([
             ["alpha__echo", { "text": "a short one" }],
             ["alpha__exotic", { "raw": "{\"content\":[{\"type\":\"text\",\"text\":\"disk full: could not write /var/lib/something/that/is/quite/deep/and/long/cache.db\"}],\"isError\":true}" }],
             ["alpha__echo", { "text": "x".repeat(300) }]
@@ -124,6 +166,32 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
         "s3cret-value-0123456789",
     );
     assert_eq!(code, 0, "{err}");
+    // Permissions: an "always" answer, an exact grant and two rules.
+    d.wait_state("github-enterprise-server-mirror", "running")
+        .await;
+    for (scope, call) in [
+        (
+            "exact-always",
+            json!(["github-enterprise-server-mirror__echo", { "text": "this exact call" }]),
+        ),
+        (
+            "always",
+            json!(["github-enterprise-server-mirror__add", { "a": 1, "b": 2 }]),
+        ),
+    ] {
+        let held = d.client_call(json!([call]));
+        let id = first_waiting(&d).await;
+        let (code, _, err) = d.cli(&["approve", &id, "--scope", scope]);
+        assert_eq!(code, 0, "{err}");
+        let _ = held.finish();
+    }
+    for rule in [
+        json!({"allow": {"text": {"glob": "a short one*"}}}),
+        json!({"deny": {"text": {"one_of": [long_word("NoSpaceInThisValueAtAll", 90), "rm -rf /"]}}}),
+    ] {
+        let (code, _, err) = d.cli(&["rules", "add", "alpha", "echo", &rule.to_string()]);
+        assert_eq!(code, 0, "{err}");
+    }
     d.js(CUTS).await;
     // Each view, made to show what it holds (a row expanded, a call's detail opened).
     let views: &[(&str, &str)] = &[
@@ -132,7 +200,8 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
         ("permissions", ""),
         ("secrets", ""),
         ("connect", ""),
-        ("import", ""),
+        // A file named by the person, at the long project path: its card shows that path.
+        ("import", "const f = document.getElementById('import-other'); if (!document.querySelector('.import-source[data-path$=\"packages-and-more-packages-and-tools/.mcp.json\"]')) { f.elements.path.value = document.querySelector('#import-sources td .hint')?.textContent.replace(/^project (.*) scope$/, '$1/.mcp.json') ?? ''; f.requestSubmit(); return null; }"),
         ("settings", ""),
     ];
     let mut found: Vec<String> = Vec::new();
@@ -235,25 +304,64 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
     d.quit().await;
 }
 
+/// The id of the call waiting for an answer (within 15 s).
+async fn first_waiting(d: &Desktop) -> String {
+    for _ in 0..300 {
+        let (_, out, _) = d.cli(&["approvals", "--json"]);
+        let listed: Value = serde_json::from_str(&out).unwrap_or_default();
+        if let Some(id) = listed[0]["id"].as_str() {
+            return id.to_owned();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no call waiting for an answer");
+}
+
 /// The cut texts of `scope` at every width and in both themes, each named with where.
 async fn sweep(d: &Desktop, scope: &str, what: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for width in [720u32, 800, 1040, 1280, 1600] {
+    for width in [720u32, 800, 1024, 1280, 1600] {
         d.resize(width, 760).await;
-        for theme in ["light", "dark"] {
-            let bad = d
-                .js(&format!(
-                    "document.documentElement.dataset.theme = '{theme}';
-                     return [...window.__cuts('{scope}'), ...window.__midword('{scope} table.tools code')];"
+        for zoom in ["1", "1.25"] {
+            text_size(d, zoom).await;
+            for theme in ["light", "dark"] {
+                d.js(&format!(
+                    "document.documentElement.dataset.theme = '{theme}'; return true;"
                 ))
                 .await;
-            for b in bad.as_array().cloned().unwrap_or_default() {
-                found.push(format!(
-                    "{what} at {width} px, {theme}: {}",
-                    b.as_str().unwrap_or("")
-                ));
+                // Two frames: the page laid out again, its tables measured again.
+                tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                let bad = d
+                    .js(&format!(
+                        "return [...window.__cuts('{scope}'), ...window.__midword('{scope} table.tools code')];"
+                    ))
+                    .await;
+                for b in bad.as_array().cloned().unwrap_or_default() {
+                    found.push(format!(
+                        "{what} at {width} px, {zoom}×, {theme}: {}",
+                        b.as_str().unwrap_or("")
+                    ));
+                }
             }
         }
+        text_size(d, "1").await;
     }
     found
+}
+
+/// Sets the text size as a person does in Settings (the webview's zoom: every length of the
+/// page scaled, so the same window holds less), and waits until the page has it.
+async fn text_size(d: &Desktop, zoom: &str) {
+    d.js(&format!(
+        "const s = document.getElementById('text-size');
+         s.value = '{zoom}';
+         s.dispatchEvent(new Event('change'));
+         return true;"
+    ))
+    .await;
+    d.wait_js(
+        "the text size",
+        &format!("return Math.abs(window.outerWidth / window.innerWidth - {zoom}) < 0.05;"),
+    )
+    .await;
 }
