@@ -1,7 +1,9 @@
 //! The Linux sandbox: a Landlock ruleset (files, signals, abstract sockets) and a seccomp filter
-//! (no local sockets, no network when it is off, no io_uring, no keystrokes pushed into a
-//! terminal: `TIOCSTI`, `TIOCLINUX`), both built in the hub and only *applied* in the child
-//! between fork and exec — nothing of Gatehouse's own runs confined.
+//! (sockets by an allow-list of families — IPv4, IPv6 and the kernel's own netlink when the
+//! network is on, none when it is off, never a local one —, no SysV IPC between servers, no
+//! io_uring, no keystrokes pushed into a terminal: `TIOCSTI`, `TIOCLINUX`; a foreign
+//! architecture's calls kill the process, the x32 range is refused), both built in the hub and
+//! only *applied* in the child between fork and exec — nothing of Gatehouse's own runs confined.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -86,20 +88,45 @@ fn filter(plan: &Plan) -> Result<BpfProgram, String> {
     let arch = std::env::consts::ARCH
         .try_into()
         .map_err(|e: seccompiler::BackendError| failed(e))?;
-    let domain = |family: i32| -> Result<SeccompRule, String> {
-        let family = u64::try_from(family).unwrap_or_default();
-        let c = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family)
-            .map_err(failed)?;
-        SeccompRule::new(vec![c]).map_err(failed)
-    };
-    // Local sockets reach the control socket and the keychain's D-Bus service: none, ever.
-    let mut socket = vec![domain(nix::libc::AF_UNIX)?];
-    if !plan.network {
-        socket.push(domain(nix::libc::AF_INET)?);
-        socket.push(domain(nix::libc::AF_INET6)?);
-    }
+    // Sockets by an allow-list of families. Local sockets reach the control socket and the
+    // keychain's D-Bus service: none, ever. Without network, no socket at all (no raw packet,
+    // netlink or vsock socket either: as root a packet socket would read the loopback's
+    // traffic, bearer tokens included); with it, IPv4, IPv6 and netlink (the kernel's own
+    // routing answers, which finding the machine's addresses needs).
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(nix::libc::SYS_socket, socket);
+    if plan.network {
+        let other = |family: i32| -> Result<SeccompCondition, String> {
+            let family = u64::try_from(family).unwrap_or_default();
+            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family)
+                .map_err(failed)
+        };
+        let not_allowed = SeccompRule::new(vec![
+            other(nix::libc::AF_INET)?,
+            other(nix::libc::AF_INET6)?,
+            other(nix::libc::AF_NETLINK)?,
+        ])
+        .map_err(failed)?;
+        rules.insert(nix::libc::SYS_socket, vec![not_allowed]);
+    } else {
+        rules.insert(nix::libc::SYS_socket, Vec::new());
+    }
+    // SysV IPC passes data between processes that share no file: between confined servers.
+    for call in [
+        nix::libc::SYS_shmget,
+        nix::libc::SYS_shmat,
+        nix::libc::SYS_shmctl,
+        nix::libc::SYS_shmdt,
+        nix::libc::SYS_msgget,
+        nix::libc::SYS_msgsnd,
+        nix::libc::SYS_msgrcv,
+        nix::libc::SYS_msgctl,
+        nix::libc::SYS_semget,
+        nix::libc::SYS_semop,
+        nix::libc::SYS_semtimedop,
+        nix::libc::SYS_semctl,
+    ] {
+        rules.insert(call, Vec::new());
+    }
     // io_uring can open sockets without the socket() call above.
     rules.insert(nix::libc::SYS_io_uring_setup, Vec::new());
     // Typing into a terminal (the person's shell) or a console: refused whatever the
@@ -120,8 +147,53 @@ fn filter(plan: &Plan) -> Result<BpfProgram, String> {
         arch,
     )
     .map_err(failed)?;
-    f.try_into()
-        .map_err(|e: seccompiler::BackendError| failed(e))
+    let program: BpfProgram = f
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| failed(e))?;
+    Ok(without_x32(program))
+}
+
+/// `program` refusing the x32 system calls too (x86-64 numbers with bit 30 set: the same
+/// architecture to the arch check, other numbers to every rule), right after its arch check
+/// (three instructions: a call of another architecture kills the process).
+#[cfg(target_arch = "x86_64")]
+fn without_x32(program: BpfProgram) -> BpfProgram {
+    use seccompiler::sock_filter;
+    const X32_BIT: u32 = 0x4000_0000;
+    let errno = 0x0005_0000 | u32::try_from(nix::libc::EACCES).unwrap_or(13);
+    let check = [
+        // Load the call's number (offset 0 of seccomp_data).
+        sock_filter {
+            code: 0x20,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        // At or past the x32 bit: refused; else on to the filter.
+        sock_filter {
+            code: 0x35,
+            jt: 0,
+            jf: 1,
+            k: X32_BIT,
+        },
+        sock_filter {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: errno,
+        },
+    ];
+    let at = 3.min(program.len());
+    let mut out = Vec::with_capacity(program.len() + check.len());
+    out.extend_from_slice(&program[..at]);
+    out.extend_from_slice(&check);
+    out.extend_from_slice(&program[at..]);
+    out
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn without_x32(program: BpfProgram) -> BpfProgram {
+    program
 }
 
 impl Confinement {

@@ -66,6 +66,25 @@ pub const STARTUP: &[&str] = &[
     ".yarnrc",
 ];
 
+/// Inside a folder opened for writing: what a client, an editor or git runs code from when the
+/// folder is opened as a project (a project's MCP servers, hooks, tasks, settings) — kept
+/// read-only, the folder itself opened entry by entry around them so none is renamed aside or
+/// made anew at its top. Looked for at the folder's top and one level down.
+pub const RUNS_CODE_INSIDE: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".mcp.json",
+    ".vscode",
+    ".cursor",
+    ".claude",
+    ".gemini",
+    ".idea",
+    ".github/workflows",
+];
+
+/// The most entries of a folder looked at for [`RUNS_CODE_INSIDE`] one level down.
+const PROJECTS_LOOKED_AT: usize = 256;
+
 /// Where a named path came from, for the person.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Named {
@@ -105,6 +124,13 @@ pub struct Opened {
     pub write: Vec<PathBuf>,
     /// The home directory was named as a whole: its entries open one by one.
     pub home_entries: bool,
+    /// Inside what is opened for writing, what runs code later ([`RUNS_CODE_INSIDE`]): readable,
+    /// never writable.
+    pub protected: Vec<PathBuf>,
+    /// Named, not opened for writing, but readable: what the server was told about (a package
+    /// folder, a file in a settings folder) — never `/`, a shared folder or the home itself,
+    /// and never a credential store (the plan's denials hold).
+    pub read: Vec<PathBuf>,
     /// What was not opened, and why.
     pub left_out: Vec<LeftOut>,
 }
@@ -165,6 +191,9 @@ fn refused(dir: &Path, home: Option<&Path>, guarded: &[PathBuf]) -> Option<Strin
     if SYSTEM_TREES.iter().any(|s| dir.starts_with(s)) {
         return Some("it is a system directory".into());
     }
+    if let Some(why) = runs_programs(dir) {
+        return Some(why);
+    }
     // Inside Gatehouse's own files: refused. A folder that merely holds them (a project folder
     // with a config in it) opens entry by entry around them, as the plan does for every
     // guarded path.
@@ -181,6 +210,7 @@ fn refused(dir: &Path, home: Option<&Path>, guarded: &[PathBuf]) -> Option<Strin
     if dir == h {
         return Some("it is your home directory itself".into());
     }
+
     for s in CREDENTIAL_STORES {
         let store = h.join(s);
         if dir.starts_with(&store) {
@@ -201,7 +231,71 @@ fn refused(dir: &Path, home: Option<&Path>, guarded: &[PathBuf]) -> Option<Strin
             ));
         }
     }
-    guarded_by(dir).then(|| "it is among Gatehouse's own files".into())
+    if guarded_by(dir) {
+        return Some("it is among Gatehouse's own files".into());
+    }
+    // A settings folder of the home (`~/.config`, `~/.local`, `~/.cargo`…): programs read
+    // what is there when they start, desktop entries and user services included.
+    if let Some(first) = dir
+        .strip_prefix(&h)
+        .ok()
+        .and_then(|r| r.components().next())
+    {
+        let name = first.as_os_str().to_string_lossy();
+        if name.starts_with('.') {
+            return Some(format!(
+                "it is among your settings (~/{name}), which programs read and run when they start"
+            ));
+        }
+    }
+    None
+}
+
+/// Why `dir` holds programs that run later, if it does: a folder on the search path for
+/// programs (`PATH`), or a Python package folder (`site-packages`, `dist-packages`).
+fn runs_programs(dir: &Path) -> Option<String> {
+    let code = dir.components().find(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some("site-packages" | "dist-packages")
+        )
+    });
+    if code.is_some() {
+        return Some("it is among Python's installed packages, which run when imported".into());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .find(|p| dir.starts_with(p) || (p.starts_with(dir) && p != dir && dir != Path::new("/")))
+        .map(|p| {
+            format!(
+                "{} is where programs are found (PATH): what is written there runs in place of a command",
+                p.display()
+            )
+        })
+}
+
+/// What in `dir` (opened for writing) runs code later ([`RUNS_CODE_INSIDE`]), at its top and
+/// one level down: existing paths only.
+pub fn runs_code_inside(dir: &Path) -> Vec<PathBuf> {
+    let look = |base: &Path, out: &mut Vec<PathBuf>| {
+        for rel in RUNS_CODE_INSIDE {
+            let p = base.join(rel);
+            if std::fs::symlink_metadata(&p).is_ok() {
+                out.push(p);
+            }
+        }
+    };
+    let mut out = Vec::new();
+    look(dir, &mut out);
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten().take(PROJECTS_LOOKED_AT) {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                look(&e.path(), &mut out);
+            }
+        }
+    }
+    out
 }
 
 /// What `named` open for writing (see the module's rules).
@@ -246,6 +340,22 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
         };
         match refused(&target, home, guarded) {
             None => {
+                let inside = runs_code_inside(&target);
+                if !inside.is_empty() {
+                    let shown: Vec<String> = inside
+                        .iter()
+                        .filter_map(|p| p.strip_prefix(&target).ok())
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    left(
+                        format!(
+                            "what it holds that runs code when it is opened as a project ({}) stays read-only, and the folder opens entry by entry around it, so nothing new can be made directly in it",
+                            shown.join(", ")
+                        ),
+                        allow(&n.written),
+                    );
+                    out.protected.extend(inside);
+                }
                 if !out.write.contains(&target) {
                     out.write.push(target);
                 }
@@ -258,6 +368,12 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
                 }
             }
             Some(why) => {
+                let wide = SHARED.iter().any(|s| target == Path::new(s))
+                    || real_home.as_deref() == Some(target.as_path());
+                let seen = if exists { &path } else { &target };
+                if !wide && !out.read.contains(seen) {
+                    out.read.push(seen.clone());
+                }
                 // A file's own reason first (`~/.bashrc` runs code at login), else its folder's.
                 let own = exists.then(|| refused(&path, home, guarded)).flatten();
                 let why = if let Some(own) = own {

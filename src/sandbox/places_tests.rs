@@ -138,3 +138,77 @@ fn paths_are_named_in_arguments_environment_and_cwd() {
         ]
     );
 }
+
+/// Places never include what runs code later: a settings folder of the home, a Python package
+/// folder, a folder on PATH are left out with why; inside a project folder given, its
+/// `.git/hooks`, `.git/config`, `.mcp.json`, `.vscode/` and `.claude/` (at its top and one level
+/// down) are kept read-only, said in `left_out` with the line that opens the folder whole.
+#[test]
+fn what_runs_code_later_is_never_a_place() {
+    let h = home();
+    let hp = h.path();
+    for d in [
+        "projects/app/.git/hooks",
+        "projects/app/.vscode",
+        "projects/app/.claude",
+        "work/repo/.git/hooks",
+        ".local/share/applications",
+        "venv/lib/python3.11/site-packages/pkg",
+    ] {
+        std::fs::create_dir_all(hp.join(d)).unwrap();
+    }
+    std::fs::write(hp.join("projects/app/.git/config"), "").unwrap();
+    std::fs::write(hp.join("projects/app/.mcp.json"), "{}").unwrap();
+    let o = open(
+        &[
+            named("~/projects/app"),
+            named("~/work"),
+            named("~/.local/share/applications/evil.desktop"),
+            named("~/venv/lib/python3.11/site-packages/pkg/__init__.py"),
+        ],
+        Some(hp),
+        &[],
+    );
+    let real = |p: &str| std::fs::canonicalize(hp.join(p)).unwrap();
+    for p in [
+        "projects/app/.git/hooks",
+        "projects/app/.git/config",
+        "projects/app/.mcp.json",
+        "projects/app/.vscode",
+        "projects/app/.claude",
+        "work/repo/.git/hooks",
+    ] {
+        assert!(
+            o.protected
+                .iter()
+                .any(|x| std::fs::canonicalize(x).unwrap() == real(p)),
+            "{p} not protected: {:?}",
+            o.protected
+        );
+    }
+    assert!(o.write.contains(&real("projects/app")) && o.write.contains(&real("work")));
+    let why = |w: &str| {
+        o.left_out
+            .iter()
+            .find(|l| l.path == w)
+            .map(|l| l.why.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        why("~/projects/app").contains(".mcp.json"),
+        "{:?}",
+        o.left_out
+    );
+    assert!(
+        why("~/.local/share/applications/evil.desktop").contains("settings"),
+        "{:?}",
+        o.left_out
+    );
+    assert!(
+        why("~/venv/lib/python3.11/site-packages/pkg/__init__.py")
+            .contains("Python's installed packages"),
+        "{:?}",
+        o.left_out
+    );
+    assert!(!o.write.iter().any(|w| w.starts_with(real(".local"))));
+}

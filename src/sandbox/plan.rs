@@ -1,14 +1,21 @@
 //! Which paths a confined server may read and write: computed from its policy, its own places
-//! and the home directory, before anything is confined. Landlock only *allows* (a rule on a
-//! directory opens everything beneath it), so "everything but `~/.ssh`" is built by opening each
-//! sibling on the way down to a denied path and never the denied path itself.
+//! and the home directory, before anything is confined. Reads are an allow-list: the system's
+//! runtime (`/usr`, `/etc`, …), the program's own installation and its interpreter's, its
+//! pinned artifact, its places and what its entry grants — never the rest of the home, so a
+//! credential file nobody listed (a token in `~/.lmstudio`, `~/.npmrc`, a backup) is unreadable
+//! because nothing opened it. Landlock only *allows* (a rule on a directory opens everything
+//! beneath it), so a folder that holds a denied path (a credential store, Gatehouse's own files)
+//! is opened entry by entry on the way down to it, never the denied path itself.
 
 use std::path::{Path, PathBuf};
 
 use super::paths::{expand, CREDENTIAL_STORES};
 use super::policy::{Level, SandboxPolicy};
 
-/// Where package runners keep what they download: writable so `npx`/`uvx` work confined.
+/// Where package runners keep what they download, under the home directory: shared by every
+/// program that runs `npx`/`uvx` — the person's own shell included —, so no confined server may
+/// read or write them (one could rewrite what another runs). A confined runner gets a cache of
+/// its own instead ([`RUNNER_CACHE_VARS`]); a pinned one runs from Gatehouse's store.
 pub const RUNNER_CACHES: &[&str] = &[
     ".npm",
     ".cache/uv",
@@ -22,10 +29,22 @@ pub const RUNNER_CACHES: &[&str] = &[
     ".yarn",
 ];
 
-/// Runners' own settings, readable under `strict` too.
-const RUNNER_SETTINGS: &[&str] = &[".npmrc", ".config/uv", ".config/pip", ".pip", ".yarnrc"];
+/// The variables that point every package runner at a cache of the server's own (each its
+/// place `cache/`): npm/npx, pnpm, yarn, bun, uv/uvx, pip, deno and everything that follows
+/// the XDG cache directory.
+pub const RUNNER_CACHE_VARS: &[&str] = &[
+    "npm_config_cache",
+    "npm_config_store_dir",
+    "YARN_CACHE_FOLDER",
+    "BUN_INSTALL_CACHE_DIR",
+    "UV_CACHE_DIR",
+    "UV_TOOL_DIR",
+    "PIP_CACHE_DIR",
+    "DENO_DIR",
+    "XDG_CACHE_HOME",
+];
 
-/// The system a program needs to start at all, readable under `strict`.
+/// The system a program needs to start at all: what every confined server reads.
 const SYSTEM: &[&str] = &[
     "/usr",
     "/bin",
@@ -92,8 +111,10 @@ pub struct Places {
     pub data: PathBuf,
     /// Its private temporary directory.
     pub tmp: PathBuf,
-    /// The program it runs, resolved through PATH.
+    /// The program it runs, resolved through PATH (as written: a link is followed here).
     pub program: Option<PathBuf>,
+    /// Its pinned artifact in Gatehouse's store, read-only.
+    pub artifact: Option<PathBuf>,
     /// What the paths it is told about (arguments, environment, working directory) open
     /// ([`super::places::open`]).
     pub opened: super::places::Opened,
@@ -130,6 +151,8 @@ impl Plan {
 
 struct Builder {
     denied: Vec<PathBuf>,
+    /// Readable, never writable (inside a place, what runs code later).
+    protected: Vec<PathBuf>,
     plan: Plan,
 }
 
@@ -143,6 +166,9 @@ impl Builder {
     }
     fn holds_denied(&self, p: &Path) -> bool {
         self.denied.iter().any(|d| d.starts_with(p) && d != p)
+    }
+    fn holds_protected(&self, p: &Path) -> bool {
+        self.protected.iter().any(|d| d.starts_with(p) && d != p)
     }
     fn push(&mut self, p: PathBuf, write: bool) {
         if self.plan.read.len() + self.plan.write.len() >= MAX_RULES {
@@ -166,15 +192,18 @@ impl Builder {
         if self.is_denied(&r) {
             return;
         }
-        if self.holds_denied(&r) {
+        if self.holds_denied(&r) || (write && self.holds_protected(&r)) {
             self.cover(&r, write, 0);
+        } else if write && self.protected.contains(&r) {
+            self.push(r, false);
         } else {
             self.push(r, write);
         }
     }
 
-    /// The home directory named as a whole: its folders and ordinary files for writing, its
-    /// dot-entries and the startup files for reading, the credential stores not at all.
+    /// The home directory named as a whole: its folders and ordinary files for writing, the
+    /// startup files among them for reading; its dot-entries (settings, caches, credentials,
+    /// other programs' files) not at all.
     fn home_entries(&mut self, home: &Path) {
         let Ok(entries) = std::fs::read_dir(home) else {
             return;
@@ -185,13 +214,11 @@ impl Builder {
             .collect();
         for e in entries.flatten() {
             let p = e.path();
-            let hidden = e.file_name().to_str().is_none_or(|n| n.starts_with('.'));
-            let settings = hidden || startup.iter().any(|s| s.starts_with(&p));
-            if settings {
-                self.grant(&p, false);
-            } else {
-                self.grant(&p, true);
+            if e.file_name().to_str().is_none_or(|n| n.starts_with('.')) {
+                continue;
             }
+            let runs_code = startup.iter().any(|s| s.starts_with(&p));
+            self.grant(&p, !runs_code);
         }
     }
 
@@ -209,13 +236,15 @@ impl Builder {
                 continue;
             }
             let link = e.file_type().is_ok_and(|t| t.is_symlink());
-            if self.holds_denied(&r) || self.holds_denied(&p) {
+            let protects = write && (self.holds_protected(&r) || self.holds_protected(&p));
+            if self.holds_denied(&r) || self.holds_denied(&p) || protects {
                 if !link && depth < 16 {
                     self.cover(&r, write, depth + 1);
                 }
                 continue;
             }
-            self.push(r, write);
+            let kept = write && (self.protected.contains(&r) || self.protected.contains(&p));
+            self.push(r, write && !kept);
         }
     }
 }
@@ -229,12 +258,20 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
     let mut denied: Vec<PathBuf> = places.guarded.iter().filter_map(|p| real(p)).collect();
     if let Some(h) = home {
         denied.extend(CREDENTIAL_STORES.iter().filter_map(|c| real(&h.join(c))));
+        denied.extend(RUNNER_CACHES.iter().filter_map(|c| real(&h.join(c))));
     }
     denied.extend(closed_devices());
     // The server's own places live inside Gatehouse's guarded data directory: they are opened
     // by their own rules, which Landlock adds to whatever the parents allow.
+    let protected = places
+        .opened
+        .protected
+        .iter()
+        .filter_map(|p| real(p))
+        .collect();
     let mut b = Builder {
         denied,
+        protected,
         plan: Plan {
             network: policy.network,
             ..Plan::default()
@@ -247,35 +284,25 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
     for p in &own {
         b.push(p.clone(), true);
     }
-    match policy.level {
-        Level::Default => b.grant(Path::new("/"), false),
-        Level::Strict => {
-            for s in SYSTEM {
-                b.grant(Path::new(s), false);
-            }
-            if let Some(h) = home {
-                for s in RUNNER_SETTINGS {
-                    b.grant(&h.join(s), false);
-                }
-            }
-            // The program's own installation: `…/node/v20/bin/node` → `…/node/v20`.
-            if let Some(prog) = places.program.as_deref().and_then(real) {
-                if let Some(root) = prog.parent().and_then(Path::parent) {
-                    if root.parent().is_some() {
-                        b.grant(root, false);
-                    }
-                }
-            }
+    // Its artifact lives in the store, among Gatehouse's guarded files: opened by a rule of its
+    // own, for reading only.
+    if let Some(a) = places.artifact.as_deref().and_then(real) {
+        b.push(a, false);
+    }
+    if policy.level != Level::Off {
+        for s in SYSTEM {
+            b.grant(Path::new(s), false);
         }
-        Level::Off => {}
+        for root in program_roots(places.program.as_deref(), home) {
+            b.grant(&root, false);
+        }
     }
     for d in DEVICES {
         b.grant(Path::new(d), true);
     }
-    if let Some(h) = home {
-        for c in RUNNER_CACHES {
-            b.grant(&h.join(c), true);
-        }
+    // What its arguments name that may not be written (a settings folder, a system file): read.
+    for p in &places.opened.read {
+        b.grant(p, false);
     }
     for p in &places.opened.write {
         if real(p).is_some_and(|r| b.holds_denied(&r)) {
@@ -283,7 +310,8 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
         }
         b.grant(p, true);
     }
-    if let (true, Some(h)) = (places.opened.home_entries, home.and_then(real)) {
+    let whole_home = policy.level == Level::Default && places.opened.home_entries;
+    if let (true, Some(h)) = (whole_home, home.and_then(real)) {
         b.plan.list.push(h.clone());
         b.home_entries(&h);
     }
@@ -296,6 +324,83 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
         }
     }
     Some(b.plan)
+}
+
+/// What a program needs to read to run at all, beyond the system: its own installation (the
+/// folder above its `bin/`, or the folder holding the `node_modules` it lives in) and the
+/// installation of the interpreter its first line names (`#!/usr/bin/env node`,
+/// `#!/…/venv/bin/python`). Never the home directory itself or `/`: a program right in such a
+/// folder gets its own folder only.
+pub fn program_roots(program: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(program) = program else {
+        return Vec::new();
+    };
+    let real_home = home.and_then(real);
+    let fits = |p: &Path| {
+        p.parent().is_some()
+            && real_home.as_deref() != Some(p)
+            && !real_home.as_deref().is_some_and(|h| h.starts_with(p))
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut add = |p: PathBuf| {
+        if fits(&p) && !out.contains(&p) {
+            out.push(p);
+        }
+    };
+    let mut root_of = |file: &Path| {
+        // A package in a `node_modules` tree reads its siblings: the folder holding the tree.
+        let written = file
+            .components()
+            .position(|c| c.as_os_str() == "node_modules");
+        if let Some(i) = written {
+            let above: PathBuf = file.components().take(i).collect();
+            add(above);
+        }
+        // A link (`venv/bin/python` → the interpreter it was made from): the folder it was
+        // written in counts too (the venv, with its `pyvenv.cfg` and packages).
+        if let Some(root) = file.parent().and_then(Path::parent).filter(|r| fits(r)) {
+            if let Some(r) = real(root) {
+                add(r);
+            }
+        }
+        let Some(r) = real(file) else { return };
+        if let Some(i) = r.components().position(|c| c.as_os_str() == "node_modules") {
+            add(r.components().take(i).collect());
+        }
+        match r.parent().and_then(Path::parent) {
+            Some(root) if fits(root) => add(root.to_owned()),
+            _ => {
+                if let Some(dir) = r.parent() {
+                    add(dir.to_owned());
+                }
+            }
+        }
+    };
+    root_of(program);
+    if let Some(interpreter) = interpreter(program) {
+        root_of(&interpreter);
+    }
+    out
+}
+
+/// The interpreter a script's first line names (`#!/usr/bin/env node` → `node` found through
+/// PATH), when it is a script.
+fn interpreter(program: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = std::str::from_utf8(head.get(..n)?).ok()?;
+    let line = line.strip_prefix("#!")?.lines().next()?;
+    let mut words = line.split_whitespace();
+    let first = PathBuf::from(words.next()?);
+    if first.file_name().and_then(|f| f.to_str()) != Some("env") {
+        return Some(first);
+    }
+    let name = words.find(|w| !w.starts_with('-'))?;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]

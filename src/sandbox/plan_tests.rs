@@ -19,10 +19,12 @@ fn writes(plan: &Plan, p: &Path) -> bool {
     plan.write.iter().any(|r| p.starts_with(r))
 }
 
-/// The default plan opens the whole home directory but its credential stores and Gatehouse's
-/// own places — not through a symbolic link either — and writes only to the server's places.
+/// The default plan reads by an allow-list — the system, its places, what its entry grants —
+/// never the rest of the home directory (a credential file nobody listed is unreadable because
+/// nothing opened it), never a runner's shared cache, never Gatehouse's own places — not through
+/// a symbolic link either — and writes only to the server's places.
 #[test]
-fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
+fn the_default_plan_reads_by_allow_list_and_writes_only_its_places() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let guarded = dir.path().join("gatehouse-data");
@@ -35,6 +37,10 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
         "notes/todo.md",
         ".claude.json",
         ".npm/_cacache/index",
+        ".npmrc",
+        ".lmstudio/mcp.json",
+        ".claude.json.20261201.bak",
+        "snap/firefox/common/.mozilla/firefox/p/cookies.sqlite",
     ] {
         touch(&home.join(f));
     }
@@ -49,6 +55,7 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
         data: data.clone(),
         tmp: tmp.clone(),
         program: None,
+        artifact: None,
         opened: crate::sandbox::places::open(
             &crate::sandbox::places::named(&["--root=~/notes".into(), "-v".into()], &[], None),
             Some(&home),
@@ -58,12 +65,17 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
     let plan = plan(&SandboxPolicy::default(), &places).unwrap();
     assert!(plan.network);
     assert!(reads(&plan, &home.join("notes/todo.md")));
-    assert!(reads(&plan, &home.join(".config/other/settings.json")));
     assert!(reads(&plan, Path::new("/usr")));
     for denied in [
         home.join(".ssh/id_ed25519"),
         home.join(".config/gcloud/credentials.db"),
+        home.join(".config/other/settings.json"),
         home.join(".claude.json"),
+        home.join(".npmrc"),
+        home.join(".lmstudio/mcp.json"),
+        home.join(".claude.json.20261201.bak"),
+        home.join("snap/firefox/common/.mozilla/firefox/p/cookies.sqlite"),
+        home.join(".npm/_cacache/index"),
         guarded.join("approvals.json"),
         guarded.join("servers/other/data/secret"),
     ] {
@@ -73,18 +85,29 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
         !plan.read.iter().any(|r| r.ends_with("keys")),
         "a link into ~/.ssh was opened"
     );
-    // Writes: its own places, the runner's cache and the directory its arguments name.
+    // Writes: its own places and the directory its arguments name; never a shared cache.
     assert!(writes(&plan, &data) && writes(&plan, &tmp));
-    assert!(writes(&plan, &home.join(".npm/_cacache")));
+    assert!(!writes(&plan, &home.join(".npm/_cacache")));
     assert!(writes(&plan, &home.join("notes")));
     assert!(!writes(&plan, &home.join(".config/other")));
     assert!(!writes(&plan, Path::new("/usr")));
-    // Off plans nothing; strict reads the system and the paths given, not the home directory.
+    // Off plans nothing; strict reads the same allow-list.
     assert!(super::plan(&SandboxPolicy::of(Level::Off), &places).is_none());
     let strict = super::plan(&SandboxPolicy::of(Level::Strict), &places).unwrap();
     assert!(reads(&strict, Path::new("/usr")));
     assert!(reads(&strict, &home.join("notes/todo.md")));
     assert!(!reads(&strict, &home.join(".config/other/settings.json")));
+    // Its artifact in the store (among Gatehouse's guarded files) is read, never written.
+    let artifact = guarded.join("store/npm/pkg@1.0.0-abc");
+    touch(&artifact.join("node_modules/pkg/index.js"));
+    let with = Places {
+        artifact: Some(artifact.clone()),
+        ..places.clone()
+    };
+    let stored = super::plan(&SandboxPolicy::default(), &with).unwrap();
+    assert!(reads(&stored, &artifact.join("node_modules/pkg/index.js")));
+    assert!(!writes(&stored, &artifact));
+    assert!(!reads(&stored, &guarded.join("approvals.json")));
     // What the entry itself names is opened even in a store: the person asked for it.
     let mut asked = SandboxPolicy::default();
     asked.read.push("~/.ssh".into());
@@ -92,9 +115,9 @@ fn the_default_plan_reads_all_but_credentials_and_writes_only_its_places() {
     assert!(reads(&asked, &home.join(".ssh/id_ed25519")));
 }
 
-/// The home directory named as a whole: its folders and ordinary files writable, its dot-files
-/// and startup files read-only, its credential stores closed; no terminal, console or shared
-/// memory device is even readable.
+/// The home directory named as a whole: its folders and ordinary files writable, its startup
+/// files read-only, its dot-entries (settings, caches, credentials) closed; no terminal,
+/// console or shared memory device is even readable.
 #[test]
 fn a_home_given_whole_opens_its_files_not_its_settings() {
     let dir = tempfile::tempdir().unwrap();
@@ -117,6 +140,7 @@ fn a_home_given_whole_opens_its_files_not_its_settings() {
         data: own.clone(),
         tmp: own.clone(),
         program: None,
+        artifact: None,
         opened: crate::sandbox::places::open(
             &crate::sandbox::places::named(&["~".into()], &[], None),
             Some(&home),
@@ -126,9 +150,9 @@ fn a_home_given_whole_opens_its_files_not_its_settings() {
     let plan = plan(&SandboxPolicy::default(), &places).unwrap();
     assert!(writes(&plan, &home.join("notes/todo.md")));
     assert!(writes(&plan, &home.join("photo.jpg")));
-    for ro in [".bashrc", ".config/autostart/x.desktop", ".local/bin/tool"] {
-        assert!(reads(&plan, &home.join(ro)), "{ro} unreadable");
-        assert!(!writes(&plan, &home.join(ro)), "{ro} writable");
+    for closed in [".bashrc", ".config/autostart/x.desktop", ".local/bin/tool"] {
+        assert!(!reads(&plan, &home.join(closed)), "{closed} readable");
+        assert!(!writes(&plan, &home.join(closed)), "{closed} writable");
     }
     assert!(!reads(&plan, &home.join(".ssh/id_ed25519")));
     assert!(
@@ -141,4 +165,58 @@ fn a_home_given_whole_opens_its_files_not_its_settings() {
         }
     }
     assert!(writes(&plan, Path::new("/dev/null")));
+}
+
+/// Inside a project folder given to a server, what runs code later stays readable and never
+/// writable — and the folder opens entry by entry, so none can be renamed aside or made anew at
+/// its top — while the rest of the project is writable.
+#[test]
+fn a_projects_hooks_and_settings_stay_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    for f in [
+        "proj/.git/hooks/pre-commit",
+        "proj/.git/config",
+        "proj/.git/HEAD",
+        "proj/.mcp.json",
+        "proj/.vscode/tasks.json",
+        "proj/src/main.rs",
+    ] {
+        touch(&home.join(f));
+    }
+    let own = dir.path().join("own");
+    std::fs::create_dir_all(&own).unwrap();
+    let places = Places {
+        home: Some(home.clone()),
+        guarded: Vec::new(),
+        data: own.clone(),
+        tmp: own.clone(),
+        program: None,
+        artifact: None,
+        opened: crate::sandbox::places::open(
+            &crate::sandbox::places::named(&["~/proj".into()], &[], None),
+            Some(&home),
+            &[],
+        ),
+    };
+    let plan = plan(&SandboxPolicy::default(), &places).unwrap();
+    for ro in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        ".mcp.json",
+        ".vscode/tasks.json",
+    ] {
+        assert!(reads(&plan, &home.join("proj").join(ro)), "{ro} unreadable");
+        assert!(!writes(&plan, &home.join("proj").join(ro)), "{ro} writable");
+    }
+    assert!(writes(&plan, &home.join("proj/src/main.rs")));
+    assert!(writes(&plan, &home.join("proj/.git/HEAD")));
+    assert!(
+        !writes(&plan, &home.join("proj")),
+        "the project folder itself was opened"
+    );
+    assert!(
+        !writes(&plan, &home.join("proj/.git")),
+        ".git itself was opened"
+    );
 }

@@ -168,6 +168,20 @@ impl Actor {
         while self.cleanup.join_next().await.is_some() {}
     }
 
+    /// The entry's sandbox as status says it: what the running launch left out stays there
+    /// until it is launched again (a relaunch says anew).
+    fn sandbox_status(&self) -> Option<crate::sandbox::SandboxReport> {
+        let kept = lock(&self.shared.confined)
+            .as_ref()
+            .map(|c| c.left_out.clone())
+            .unwrap_or_default();
+        self.cfg.sandbox_report().map(|mut sb| {
+            sb.left_out = kept.iter().map(|l| l.path.clone()).collect();
+            sb.left_out_why = kept;
+            sb
+        })
+    }
+
     async fn on_control(&mut self, c: Control) {
         match c {
             Control::Start(done) => {
@@ -225,11 +239,11 @@ impl Actor {
                     std::sync::atomic::Ordering::Relaxed,
                 );
                 self.cfg = *cfg;
-                let (enabled, name, command, sandbox, start) = (
+                let sandbox = self.sandbox_status();
+                let (enabled, name, command, start) = (
                     self.cfg.enabled,
                     self.cfg.name.clone(),
                     self.cfg.describe(),
-                    self.cfg.sandbox_report(),
                     self.cfg.effective_start,
                 );
                 self.update_status(|s| {

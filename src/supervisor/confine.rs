@@ -18,6 +18,8 @@ pub struct SandboxRoots {
     pub guarded: Vec<PathBuf>,
     /// `DATA/servers`: each server's places are made under `ID/`.
     pub servers: Option<PathBuf>,
+    /// `DATA/store`: the pinned artifacts servers run from.
+    pub store: Option<crate::registry::store::Store>,
 }
 
 /// The confinement to apply in the child (`None`: it runs unconfined, as its entry or the
@@ -28,21 +30,6 @@ pub type Confinement = crate::sandbox::linux::Confinement;
 #[cfg(not(target_os = "linux"))]
 pub struct Confinement;
 
-/// Package runners and the caches they write.
-fn runner_caches(program: &str) -> &'static [&'static str] {
-    let base = Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(program);
-    match base {
-        "npx" | "npm" | "node" | "pnpm" | "pnpx" | "yarn" => &[".npm"],
-        "uvx" | "uv" => &[".cache/uv", ".local/share/uv"],
-        "pip" | "pipx" | "python" | "python3" => &[".cache/pip"],
-        "bunx" | "bun" => &[".bun"],
-        _ => &[],
-    }
-}
-
 fn make_private(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -50,6 +37,11 @@ fn make_private(dir: &Path) -> Result<(), String> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot make the sandbox's directory {}: {e}", dir.display()))
+}
+
+/// The data directory, as a confined child's working directory.
+fn confined_cwd(data: &Path) -> PathBuf {
+    data.to_owned()
 }
 
 /// `program` as PATH finds it.
@@ -68,6 +60,9 @@ fn resolve(program: &str, env: &[(String, String)]) -> Option<PathBuf> {
 pub struct Prepared {
     /// Applied in the child between fork and exec.
     pub confinement: Confinement,
+    /// Where it starts when its entry names no working directory: its data directory (the
+    /// hub's own, a folder it could not read, never is).
+    pub cwd: PathBuf,
     /// The plan and what it left out.
     pub confined: Confined,
 }
@@ -78,7 +73,7 @@ pub struct Prepared {
 /// the kernel has none; `notes` then say so when it matters, and name every path the entry
 /// names that was left out.
 pub fn prepare(
-    t: &StdioTransport,
+    (t, artifact): (&StdioTransport, Option<&Path>),
     id: &str,
     roots: &SandboxRoots,
     env: &mut Vec<(String, String)>,
@@ -97,15 +92,13 @@ pub fn prepare(
     let home = dirs::home_dir();
     let own = servers.join(id);
     let (data, tmp) = (own.join("data"), own.join("tmp"));
-    // The temp directory starts empty at each launch; the data directory is kept.
+    // The temp directory starts empty at each launch; the data directory (and the runner's
+    // cache in it) is kept.
     let _ = std::fs::remove_dir_all(&tmp);
     make_private(&data)?;
     make_private(&tmp)?;
-    if let Some(h) = &home {
-        for c in runner_caches(&t.command) {
-            let _ = make_private(&h.join(c));
-        }
-    }
+    let cache = data.join(".cache");
+    make_private(&cache)?;
     let set = |env: &mut Vec<(String, String)>, k: &str, v: &Path| {
         env.retain(|(key, _)| key != k);
         env.push((k.to_owned(), v.to_string_lossy().into_owned()));
@@ -114,6 +107,12 @@ pub fn prepare(
         set(env, k, &tmp);
     }
     set(env, DATA_VAR, &data);
+    // A package runner (an unpinned `npx`, `uvx`…) downloads into a cache of this server's own:
+    // the person's shared caches are neither read nor written, so no server changes what
+    // another, or the person's own shell, runs.
+    for k in plan::RUNNER_CACHE_VARS {
+        set(env, k, &cache);
+    }
     let program = expand_tilde(&t.command);
     // Only the entry's plain values are looked at: a secret's value is never a place.
     let plain: Vec<(String, String)> = t
@@ -125,6 +124,7 @@ pub fn prepare(
         })
         .collect();
     let named = places::named(&t.args, &plain, t.cwd.as_deref());
+    let places_data = data.clone();
     let opened = places::open(&named, home.as_deref(), &roots.guarded);
     let left_out = opened.left_out.clone();
     let places = Places {
@@ -133,12 +133,23 @@ pub fn prepare(
         data,
         tmp,
         program: resolve(&program, env),
+        artifact: artifact.map(Path::to_owned),
         opened,
     };
     let Some(plan) = plan::plan(&t.sandbox, &places) else {
         return Ok(None);
     };
     notes.extend(left_out.iter().map(|l| format!("sandbox: {}", l.line())));
+    // What the entry opens by name is opened whole: said when that takes in what runs code.
+    for w in &t.sandbox.write {
+        let inside = places::runs_code_inside(&crate::sandbox::paths::expand(w, home.as_deref()));
+        if !inside.is_empty() {
+            notes.push(format!(
+                "warning: \"sandbox\": {{\"write\": [\"{w}\"]}} opens {w} whole — {} included — so this server can plant code there that runs when a client, an editor or git opens the folder",
+                inside.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
     if plan.left_out > 0 {
         notes.push(format!(
             "the sandbox opened its first {} paths and left {} out (a directory with very many entries); name what the server needs in \"sandbox\": {{\"read\": [...]}}",
@@ -155,9 +166,11 @@ pub fn prepare(
     };
     #[cfg(target_os = "linux")]
     {
+        let cwd = confined_cwd(&places_data);
         Confinement::prepare(&confined.plan).map(|confinement| {
             Some(Prepared {
                 confinement,
+                cwd,
                 confined,
             })
         })

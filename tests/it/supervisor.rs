@@ -555,7 +555,9 @@ async fn detached_descendants_with_no_environment_end_with_stop_and_with_the_hub
         pidfile = node_pid.to_str().unwrap(),
     );
     let cfg = json!({"servers": {
-        "node": writes_in(json!({"command": "node", "args": ["-e", script]}), d),
+        // The program its script runs is named nowhere the sandbox looks (inside the script):
+        // the entry lets it read it, as a person would.
+        "node": {"command": "node", "args": ["-e", script], "sandbox": {"write": [d], "read": [FIXTURE]}},
         "clean": writes_in(fixture(&["--escape-clean", clean_pid.to_str().unwrap()]), d),
     }});
     let s = serve(d, &cfg.to_string(), &["node", "clean"]).await;

@@ -41,10 +41,21 @@ impl Bridge {
             match events.next().await {
                 Some(Ok(SseEvent { event, data })) if event == "endpoint" => {
                     let data = String::from_utf8_lossy(&data);
-                    break self
+                    let endpoint = self
                         .url
                         .join(data.trim())
                         .map_err(|e| format!("the server sent a bad endpoint \"{data}\": {e}"))?;
+                    // The entry's headers (its secrets) go only where its own URL was checked
+                    // and pinned: an endpoint at another origin — a metadata address, a private
+                    // one the entry could not name — is refused, never followed.
+                    if endpoint.origin() != self.url.origin() {
+                        return Err(format!(
+                            "refused: the server's SSE \"endpoint\" event names {}, another origin than {}; Gatehouse sends the entry's requests (and its headers) only to the origin whose addresses it checked",
+                            crate::text::reveal(endpoint.as_str()),
+                            self.url
+                        ));
+                    }
+                    break endpoint;
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Err(lost(e)),
