@@ -76,6 +76,8 @@ pub enum Request {
     Reload,
     /// The config file the hub runs from (`null`: it was started from none).
     ConfigPath,
+    /// The folder of the hub's store of pinned artifacts (`null`: it has none).
+    StorePath,
     /// Add a server to the config file (or replace `original`), then apply it.
     SaveServer {
         /// The server being replaced, when it is an edit.
@@ -221,6 +223,7 @@ impl Request {
             Request::Status
             | Request::Tools { .. }
             | Request::ConfigPath
+            | Request::StorePath
             | Request::Gateway { .. }
             | Request::Clients
             | Request::Approvals

@@ -119,6 +119,7 @@ struct HubState {
     shutting_down: bool,
 }
 
+pub mod artifacts;
 mod clients;
 mod edits;
 mod replay;
@@ -240,10 +241,26 @@ impl HubHandle {
     }
 
     /// Every server's status, the entries that cannot be read among them (state `invalid`), in
-    /// id order.
+    /// id order; a pinned runner entry's with its artifact in the store.
     pub fn status(&self) -> Vec<ServerStatus> {
         let mut all: Vec<ServerStatus> = self.servers().iter().map(|h| h.status()).collect();
         let config = self.config();
+        // A pinned runner entry's artifact: installed and checked, or not (it does not start).
+        if let Some(store) = &self.inner.ctx.sandbox.store {
+            for s in &mut all {
+                let entry = config.servers.iter().find(|(k, _)| k.as_str() == s.id);
+                if let Some((
+                    _,
+                    crate::config::ServerConfig {
+                        transport: crate::config::Transport::Stdio(t),
+                        ..
+                    },
+                )) = entry
+                {
+                    s.artifact = store.report(t);
+                }
+            }
+        }
         all.extend(
             config
                 .invalid
@@ -276,6 +293,19 @@ impl HubHandle {
             .restart()
             .await
             .map_err(|_| HubError::ShuttingDown)
+    }
+
+    /// Installs into the store the artifacts of `config`'s pinned runner entries that are not
+    /// there yet (called where the person changed the config, before it is applied).
+    pub async fn install_artifacts(&self, config: &Config) {
+        if let Some(store) = &self.inner.ctx.sandbox.store {
+            artifacts::install_missing(store, config).await;
+        }
+    }
+
+    /// The store of pinned artifacts.
+    pub fn store(&self) -> Option<&crate::registry::store::Store> {
+        self.inner.ctx.sandbox.store.as_ref()
     }
 
     /// Applies a new config: new servers start, removed ones stop, changed ones are updated

@@ -65,7 +65,8 @@ fn repair(path: &Path, recurse: bool, fixed: &mut Vec<PathBuf>) {
     let want = if meta.is_dir() {
         0o700
     } else if meta.is_file() {
-        0o600
+        // A program (an installed artifact's) stays runnable by its owner.
+        0o600 | (mode & 0o100)
     } else {
         return;
     };

@@ -8,6 +8,7 @@ pub mod entry;
 pub mod index;
 pub mod model;
 pub mod pin;
+pub mod store;
 
 use std::time::Duration;
 

@@ -233,6 +233,7 @@ async fn answer(
                 .map(|revoked| super::SignedOut { revoked }),
         ),
         Request::ConfigPath => Response::ok(hub.config_path()),
+        Request::StorePath => Response::ok(hub.store().map(|s| s.root().to_owned())),
         Request::Reload => then(hub.reload().await, || hub.status()),
         Request::AuthLogin { .. } | Request::Logs { .. } => Response::err(
             ErrorKind::BadRequest,

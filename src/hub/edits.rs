@@ -90,6 +90,7 @@ pub(super) async fn edit(
         .await
         .map_err(|e| HubError::Config(format!("the config edit failed: {e}")))?
         .map_err(|e| HubError::Config(e.to_string()))?;
+    hub.install_artifacts(&next).await;
     hub.apply_config(next).await
 }
 
@@ -98,6 +99,7 @@ pub(super) async fn reload(hub: &HubHandle, path: Option<PathBuf>) -> Result<(),
     let path =
         path.ok_or_else(|| HubError::Config("this hub was not started from a config file".into()))?;
     let config = Config::load(&path).map_err(|e| HubError::Config(e.to_string()))?;
+    hub.install_artifacts(&config).await;
     hub.apply_config(config).await
 }
 

@@ -123,6 +123,7 @@ impl Hub {
                 opts.control_path.as_deref(),
             ),
             servers: Some(opts.data_dir.join("servers")),
+            store: Some(crate::registry::store::Store::at(&opts.data_dir)),
         };
         ctx.known_tools_dir = Some(opts.data_dir.join("tools"));
         let ctx = Arc::new(ctx);

@@ -311,6 +311,52 @@ pub fn risky_env(name: &str) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
+/// Variables any program may use to say how it runs that no runtime reads to load code or to
+/// fetch: they pass from a registry whoever's they look like.
+const HARMLESS_ENV: &[&str] = &[
+    "LOG_LEVEL",
+    "DEBUG",
+    "NODE_ENV",
+    "TZ",
+    "LANG",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "PORT",
+    "HOST",
+];
+
+/// Why a variable a registry sets for package `package` is refused unless the person allows it
+/// by name, if it is (an allow-list): a variable passes when it is the server's own — its
+/// first word (`GITHUB` of `GITHUB_PERSONAL_ACCESS_TOKEN`) is a word of the package's name
+/// (`ghcr.io/github/github-mcp-server`) — or one of a few harmless ones (`LOG_LEVEL`, `TZ`…);
+/// any other may be one that the machine's software reads to load code or choose where it
+/// fetches from (`BASH_ENV`, `GCONV_PATH`, `OPENSSL_CONF`, `XDG_CONFIG_HOME`, `CONTAINER_HOST`…),
+/// and one that certainly is (`NODE_OPTIONS`, `LD_PRELOAD`…) says so.
+pub fn foreign_env(name: &str, package: &str) -> Option<String> {
+    if let Some(why) = risky_env(name) {
+        return Some(why.to_owned());
+    }
+    let upper = name.to_ascii_uppercase();
+    if HARMLESS_ENV.contains(&upper.as_str()) {
+        return None;
+    }
+    const DOMAINS: &[&str] = &["IO", "COM", "ORG", "NET", "DEV", "AI", "WWW", "NPM", "PYPI"];
+    let owners: Vec<String> = package
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 2)
+        .map(str::to_ascii_uppercase)
+        .filter(|w| !DOMAINS.contains(&w.as_str()))
+        .collect();
+    let first = upper.split('_').find(|w| !w.is_empty()).unwrap_or_default();
+    if owners.iter().any(|w| w == first) {
+        return None;
+    }
+    Some(format!(
+        "it is not one of the package's own variables (they start with a word of its name: {}), and another program's variable can change how the machine's software loads code or where it fetches from",
+        if owners.is_empty() { "none".to_owned() } else { owners.join(", ") }
+    ))
+}
+
 /// A value from a registry must be literal text: `$VAR`, `${VAR}`, `${env:VAR}`, `{env:VAR}` or
 /// `${input:…}` would read Gatehouse's (or a client's) environment when the server starts.
 pub fn literal(name: &str, value: &str) -> Result<(), String> {

@@ -178,3 +178,55 @@ fn risky_variables_and_indirect_values_are_caught() {
     assert!(server_name("io.github.x/server-y").is_ok());
     assert!(server_name("io.github.x/\u{1b}[2Kfake").is_err());
 }
+
+/// A registry's variable passes only when it is the package's own (its first word is a word of
+/// the package's name) or one of a few harmless ones: every other program's variable — each of
+/// those that change how software loads code or where it fetches from — is refused unless
+/// allowed by name.
+#[test]
+fn only_the_packages_own_variables_pass_without_being_allowed() {
+    for (name, package) in [
+        (
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "ghcr.io/github/github-mcp-server",
+        ),
+        ("BRAVE_API_KEY", "@brave/brave-search-mcp-server"),
+        ("MEMORY_FILE_PATH", "@modelcontextprotocol/server-memory"),
+        ("LOG_LEVEL", "anything"),
+        ("TZ", "mcp-server-time"),
+    ] {
+        assert_eq!(foreign_env(name, package), None, "{name} of {package}");
+    }
+    for name in [
+        "BASH_ENV",
+        "ENV",
+        "GCONV_PATH",
+        "OPENSSL_CONF",
+        "OPENSSL_MODULES",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "CONTAINER_HOST",
+        "DOCKER_HOST",
+        "GIT_SSH_COMMAND",
+        "NODE_OPTIONS",
+        "LD_PRELOAD",
+        "PYTHONSTARTUP",
+        "PERL5OPT",
+        "RUBYOPT",
+        "JAVA_TOOL_OPTIONS",
+        "npm_config_registry",
+        "UV_INDEX_URL",
+        "PIP_INDEX_URL",
+        "HOSTALIASES",
+        "LOCALDOMAIN",
+        "RES_OPTIONS",
+        "ZDOTDIR",
+        "PROMPT_COMMAND",
+        "GIT_CONFIG_GLOBAL",
+        "EDITOR",
+    ] {
+        let why = foreign_env(name, "@modelcontextprotocol/server-memory");
+        assert!(why.is_some(), "{name} passed");
+    }
+}

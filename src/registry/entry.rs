@@ -95,12 +95,25 @@ pub fn needs(detail: &ServerDetail) -> (Vec<Field>, Vec<(String, String)>) {
     let vars = detail
         .packages
         .iter()
-        .flat_map(|p| p.environment_variables.iter())
-        .chain(detail.remotes.iter().flat_map(|r| r.headers.iter()));
-    for v in vars {
-        if let Some(why) = check::risky_env(&v.name) {
+        .flat_map(|p| {
+            p.environment_variables
+                .iter()
+                .map(move |v| (v, Some(&p.identifier)))
+        })
+        .chain(
+            detail
+                .remotes
+                .iter()
+                .flat_map(|r| r.headers.iter().map(|v| (v, None))),
+        );
+    for (v, package) in vars {
+        let refused = match package {
+            Some(p) => check::foreign_env(&v.name, p),
+            None => check::risky_env(&v.name).map(str::to_owned),
+        };
+        if let Some(why) = refused {
             if !risky.iter().any(|(n, _)| n == &v.name) {
-                risky.push((v.name.clone(), why.to_owned()));
+                risky.push((v.name.clone(), why));
             }
         }
         if !v.is_secret && v.value.is_none() && !fields.iter().any(|f| f.var == v.name) {
@@ -170,17 +183,22 @@ fn arg_words(args: &[Argument], what: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// Values and secret references for `vars`; secrets not given are asked for.
+/// Values and secret references for `vars` — a package's variables (`package`: its identifier,
+/// whose own variables pass) or a remote's headers (`None`); secrets not given are asked for.
 fn values(
     id: &str,
-    vars: &[KeyValue],
+    (vars, package): (&[KeyValue], Option<&String>),
     inputs: &Inputs,
     ask: &mut Vec<Ask>,
 ) -> Result<Map<String, Value>, String> {
     let mut out = Map::new();
     for v in vars {
         check::env_name(&v.name)?;
-        if let Some(why) = check::risky_env(&v.name) {
+        let refused = match package {
+            Some(p) => check::foreign_env(&v.name, p),
+            None => check::risky_env(&v.name).map(str::to_owned),
+        };
+        if let Some(why) = refused {
             if !inputs.allow_env.contains(&v.name) {
                 return Err(format!(
                     "it sets {}, which is refused unless you allow it by name: {why}. Look at what it is for ({}) and, if you accept it, allow it (--allow-env {}; in the app, tick it)",
@@ -250,7 +268,13 @@ fn local(id: &str, p: &Package, inputs: &Inputs, engine: Option<&str>) -> Result
         ));
     };
     let mut ask = Vec::new();
-    let env = values(id, &p.environment_variables, inputs, &mut ask).map_err(Refusal::Input)?;
+    let env = values(
+        id,
+        (&p.environment_variables, Some(&p.identifier)),
+        inputs,
+        &mut ask,
+    )
+    .map_err(Refusal::Input)?;
     let runtime = arg_words(&p.runtime_arguments, "runtime arguments").map_err(cannot)?;
     let package = arg_words(&p.package_arguments, "arguments").map_err(cannot)?;
     let runner = match p.registry_type.as_str() {
@@ -382,7 +406,7 @@ pub fn plan(
         } else {
             let mut ask = Vec::new();
             check::literal("its URL", &r.url)?;
-            let headers = values(id, &r.headers, inputs, &mut ask)?;
+            let headers = values(id, (&r.headers, None), inputs, &mut ask)?;
             let mut entry = Map::new();
             entry.insert("url".into(), json!(r.url));
             if !headers.is_empty() {

@@ -200,14 +200,14 @@ fn a_hostile_entry_is_refused_naming_what() {
         (
             with(
                 "environmentVariables",
-                json!([{"name": "TOKEN", "value": "$HOME"}]),
+                json!([{"name": "PKG_TOKEN", "value": "$HOME"}]),
             ),
             "would read a variable",
         ),
         (
             with(
                 "environmentVariables",
-                json!([{"name": "TOKEN", "default": "${env:AWS_SECRET}"}]),
+                json!([{"name": "PKG_TOKEN", "default": "${env:AWS_SECRET}"}]),
             ),
             "would read a variable",
         ),

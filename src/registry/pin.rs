@@ -2,8 +2,8 @@
 //! recorded in its entry, never whatever the package index serves today. Finds the package in a
 //! command line (its name checked by the ecosystem's grammar), asks the index ([`super::index`])
 //! and takes the newest release at least the cool-down old (`registry.min_age_days`), rewrites
-//! the argument to `pkg@1.4.2` / `pkg==1.4.2` and records `"pin": {version, integrity}`; at each
-//! start, [`verify`] refuses an artifact other than the one pinned.
+//! the argument to `pkg@1.4.2` / `pkg==1.4.2` and records `"pin": {version, integrity}`; what is
+//! pinned is installed, checked and run from Gatehouse's store (`registry::store`).
 
 pub use super::index::Index;
 use super::index::{Release, Releases};
@@ -213,7 +213,8 @@ fn command_line(entry: &serde_json::Value) -> (String, Vec<String>) {
 
 /// A new entry's `npx`/`uvx` package pinned (every way of adding does this: the CLI's `add`, the
 /// app's form and paste, import): the newest release at least `min_age_days` old — the newest
-/// overall when none is, said so. `Ok(None)`: it runs no package from an index. The sentence
+/// overall when none is, said so; a version the command names already (`npx -y pkg@1.0.0`) is
+/// kept and its integrity recorded. `Ok(None)`: it runs no package from an index. The sentence
 /// says what was done (and a newer release waiting out the cool-down).
 pub async fn pin_new(
     entry: &mut serde_json::Value,
@@ -223,9 +224,20 @@ pub async fn pin_new(
     if let Some(problem) = not_a_package(&command, &args) {
         return Err(problem);
     }
-    let Some(spec) = spec(&command, &args).filter(|s| s.version.is_none()) else {
+    let Some(spec) = spec(&command, &args) else {
         return Ok(None);
     };
+    if let Some(v) = spec.version.clone() {
+        let note = record(entry, min_age_days).await?;
+        let said = format!(
+            "pinned {} (the version given) with its artifact's integrity",
+            spec.pinned(&v)
+        );
+        return Ok(Some(match note {
+            Some(n) => format!("{said}; {n}"),
+            None => said,
+        }));
+    }
     let look = look(&spec, min_age_days).await?;
     let now = crate::logs::now_ms();
     let (take, note) = match &look.take {
@@ -302,44 +314,6 @@ pub fn not_a_package(command: &str, args: &[String]) -> Option<String> {
             std::path::Path::new(command).file_name().and_then(|n| n.to_str()).unwrap_or(command)
         )
     })
-}
-
-/// At a start: the entry's package still runs the artifact it was pinned to. The version in the
-/// command must be the pin's, and the index must give the pin's integrity for it (asked at each
-/// start: an index, or a mirror put in front of it, can change what it serves at any time); a
-/// different artifact is refused, naming both. An index that cannot be reached is no refusal
-/// (the runner fetches from it and checks what it gets against what it says): the note says so.
-pub async fn verify(spec: &Spec, pin: &crate::config::Pin) -> Result<Option<String>, String> {
-    if spec.version.as_deref() != Some(pin.version.as_str()) {
-        return Err(format!(
-            "not started: its command runs {} but its pin says {}; pin it again with `gatehouse pin ID`",
-            spec.version.as_deref().map_or_else(|| format!("{} (unpinned)", spec.name), |v| spec.pinned(v)),
-            spec.pinned(&pin.version)
-        ));
-    }
-    let Some(want) = &pin.integrity else {
-        return Ok(None);
-    };
-    let served = match super::index::releases(spec.index, &spec.name).await {
-        Ok(r) => r.get(&pin.version).and_then(|r| r.integrity.clone()),
-        Err(e) => {
-            return Ok(Some(format!(
-                "could not check {}'s artifact against its pin ({e}); the runner checks what it downloads",
-                spec.pinned(&pin.version)
-            )))
-        }
-    };
-    match served {
-        Some(s) if s == *want => Ok(None),
-        Some(s) => Err(format!(
-            "not started: the index serves a different artifact for {} than the one pinned — integrity {want} pinned, {s} now; look at it with `gatehouse pin ID`, and pin it again only if you trust the change",
-            spec.pinned(&pin.version)
-        )),
-        None => Err(format!(
-            "not started: the index no longer lists {} (pinned with integrity {want}); pin another version with `gatehouse pin ID`",
-            spec.pinned(&pin.version)
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -131,19 +131,49 @@ impl Launcher for SystemLauncher {
     }
 }
 
+/// What a stdio entry runs: a pinned runner entry (`npx -y pkg@1.4.2 ARGS`) runs its artifact's
+/// program from the store with the arguments after the package (`STORE/…/.bin/pkg ARGS`), and
+/// its artifact's folder; any other entry runs as written. A pinned entry whose artifact is not
+/// installed, or not the pinned one, is not started, with the step that installs it.
+fn from_store(
+    t: &StdioTransport,
+    store: Option<&crate::registry::store::Store>,
+) -> Result<(StdioTransport, Option<std::path::PathBuf>), String> {
+    let (Some(pin), Some(spec)) = (&t.pin, crate::registry::pin::spec(&t.command, &t.args)) else {
+        return Ok((t.clone(), None));
+    };
+    if spec.version.as_deref() != Some(pin.version.as_str()) {
+        return Err(format!(
+            "not started: its command runs {} but its pin says {}; pin it again with `gatehouse pin ID`",
+            spec.version.as_deref().map_or_else(|| format!("{} (unpinned)", spec.name), |v| spec.pinned(v)),
+            spec.pinned(&pin.version)
+        ));
+    }
+    let Some(store) = store else {
+        return Err("not started: Gatehouse has no store to run its pinned artifact from".into());
+    };
+    let a = store
+        .installed(&spec, pin)
+        .map_err(|e| format!("not started: {e}"))?;
+    let mut run = t.clone();
+    run.command = a.program.to_string_lossy().into_owned();
+    run.args = t
+        .args
+        .get(spec.at + 1..)
+        .map(<[String]>::to_vec)
+        .unwrap_or_default();
+    Ok((run, Some(a.store)))
+}
+
 /// The capacity asked for a child's stdout pipe (Linux).
 #[cfg(target_os = "linux")]
 const STDOUT_PIPE_BYTES: nix::libc::c_int = 256 * 1024;
 
-async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
-    // A pinned package runs the artifact it was pinned to, or not at all.
-    if let Some(pin) = &t.pin {
-        if let Some(spec) = crate::registry::pin::spec(&t.command, &t.args) {
-            if let Some(note) = crate::registry::pin::verify(&spec, pin).await? {
-                (req.log)(LogStream::Gatehouse, note);
-            }
-        }
-    }
+async fn launch_child(entry: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Launched, String> {
+    // A pinned package runs the artifact Gatehouse installed and checked, from its store, or
+    // not at all: never what a runner fetches or finds in a cache others write.
+    let (run, artifact) = from_store(entry, req.sandbox.store.as_ref())?;
+    let t = &run;
     // Secrets are resolved at spawn time only, off the async threads.
     let mut env = resolve_env(&t.env, req.secrets.clone(), req.redactions.clone()).await?;
     // `~/` at the start of a plain value is the home directory, as in the arguments: a program
@@ -162,7 +192,8 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     let (owned, id, roots) = (t.clone(), req.id.to_owned(), req.sandbox.clone());
     let (env, prepared, notes) = tokio::task::spawn_blocking(move || {
         let mut notes = Vec::new();
-        let c = super::confine::prepare(&owned, &id, &roots, &mut env, &mut notes);
+        let place = artifact.as_deref();
+        let c = super::confine::prepare((&owned, place), &id, &roots, &mut env, &mut notes);
         c.map(|c| (env, c, notes))
     })
     .await
@@ -170,10 +201,17 @@ async fn launch_child(t: &StdioTransport, req: &LaunchRequest<'_>) -> Result<Lau
     for n in notes {
         (req.log)(LogStream::Gatehouse, n);
     }
+    let mut run = t.clone();
     let (confinement, confined) = match prepared {
-        Some(p) => (Some(p.confinement), Some(Arc::new(p.confined))),
+        Some(p) => {
+            run.cwd = run
+                .cwd
+                .or_else(|| Some(p.cwd.to_string_lossy().into_owned()));
+            (Some(p.confinement), Some(Arc::new(p.confined)))
+        }
         None => (None, None),
     };
+    let t = &run;
     #[cfg(target_os = "linux")]
     let cell = super::cgroup::Cell::new(req.id, &tag).map(Arc::new);
     #[cfg(target_os = "linux")]

@@ -177,6 +177,24 @@ pub struct ServerStatus {
     /// When it starts: `at_launch` or `on_demand`.
     #[serde(default)]
     pub start: crate::config::StartMode,
+    /// A pinned runner entry's artifact in Gatehouse's store (what it runs), `None` for any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactReport>,
+}
+
+/// A pinned package's artifact as `status` reports it: where it is in the store, whether it is
+/// installed and checked against the pin, the packages of its tree and whether each is locked
+/// with its integrity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactReport {
+    /// Its folder in the store.
+    pub store: std::path::PathBuf,
+    /// Installed and checked against the pin (false: the server does not start until it is).
+    pub verified: bool,
+    /// Packages in its tree, itself included.
+    pub packages: usize,
+    /// Every package of the tree has its integrity in the lock.
+    pub locked: bool,
 }
 
 impl ServerStatus {
@@ -206,6 +224,7 @@ impl ServerStatus {
             warnings: Vec::new(),
             sandbox: None,
             start: crate::config::StartMode::AtLaunch,
+            artifact: None,
         }
     }
 

@@ -26,16 +26,6 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
                 "time",
                 json!({"command": peer_bin("venv/bin/mcp-server-time"), "args": ["--local-timezone", "UTC"]}),
             ),
-            // Started the way READMEs say, by npx (its cache warmed by install-peers.sh).
-            (
-                "npx",
-                json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"]}),
-            ),
-            // Writes its knowledge graph next to its own code by default: in npx's cache.
-            (
-                "memory",
-                json!({"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2026.8.31"]}),
-            ),
         ]),
         gatehouse::Tuning::default(),
     );
@@ -43,13 +33,7 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
     // server-everything lists 16 tools to a client that declares roots, sampling and
     // elicitation, as Gatehouse does (it forwards those to the calling client).
     // Each runs and answers inside the default sandbox.
-    for (id, tools) in [
-        ("everything", 16),
-        ("fs", 14),
-        ("time", 2),
-        ("npx", 16),
-        ("memory", 9),
-    ] {
+    for (id, tools) in [("everything", 16), ("fs", 14), ("time", 2)] {
         let h = th.server(id);
         let s = wait_state(&h, State::Running, limit).await;
         assert_eq!(s.tools, tools, "{id}: {s:?}");
@@ -92,19 +76,6 @@ async fn real_peers_reach_running_with_their_real_tool_counts() {
     .await
     .unwrap();
     assert_eq!(std::fs::read_to_string(&made).unwrap(), "written inside");
-    // The memory server keeps what it is told (it writes its file) and reads it back.
-    call_tool(
-        &th.server("memory"),
-        "create_entities",
-        json!({"entities": [{"name": "gatehouse", "entityType": "app", "observations": ["sandboxed"]}]}),
-    )
-    .await
-    .unwrap();
-    let r = call_tool(&th.server("memory"), "read_graph", json!({}))
-        .await
-        .unwrap();
-    assert!(r.contains("sandboxed"), "{r}");
-
     let pgids: Vec<u32> = th.hub.status().iter().filter_map(|s| s.pid).collect();
     th.hub.shutdown().await;
     for pgid in pgids {
@@ -136,4 +107,115 @@ async fn a_real_peer_recovers_from_kill_9() {
     assert_eq!(s.restarts, 1);
     assert_eq!(s.tools, 2);
     th.hub.shutdown().await;
+}
+
+/// Real npm peers added the way their READMEs say (`npx -y PKG`): Gatehouse pins each, installs
+/// it with its whole tree from the index (a local stand-in serving the peers' real packages)
+/// into its store, and runs it from there inside the default sandbox — server-everything with
+/// its 16 tools; the memory server keeping its graph in the file its README's variable names.
+#[tokio::test]
+#[ignore = "needs the real peers: run `make test`"]
+async fn npx_peers_run_pinned_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    let port_file = d.join("npm.port");
+    let _index = Reaped(
+        std::process::Command::new("python3")
+            .arg(crate::clients::clients_script("npm_index.py"))
+            .arg(&port_file)
+            .arg("--node-modules")
+            .arg(peers_dir().join("npm/node_modules"))
+            .spawn()
+            .unwrap(),
+    );
+    for _ in 0..400 {
+        if port_file.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let url = format!(
+        "http://127.0.0.1:{}",
+        std::fs::read_to_string(&port_file).unwrap()
+    );
+    let cfg = json!({"servers": {}, "approval": {"default": "flagged-only"}});
+    let s = serve_env(
+        &d,
+        &cfg.to_string(),
+        &[],
+        &[],
+        &[("npm_config_registry", &url)],
+    )
+    .await;
+    let graph = d.join("memory/graph.jsonl");
+    std::fs::create_dir_all(graph.parent().unwrap()).unwrap();
+    let graph_env = format!("MEMORY_FILE_PATH={}", graph.display());
+    for args in [
+        &[
+            "add",
+            "npx",
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-everything",
+            "stdio",
+        ][..],
+        &[
+            "add",
+            "memory",
+            "--env",
+            &graph_env,
+            "--",
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-memory",
+        ],
+    ] {
+        let out = std::process::Command::new(GATEHOUSE)
+            .args(args)
+            .env("GATEHOUSE_CONTROL", &s.sock)
+            .env("npm_config_registry", &url)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.contains("in the store"),
+            "{said}"
+        );
+    }
+    let mcp = Mcp::connect(&s, "npx-peers").await;
+    let mut tools = Vec::new();
+    for _ in 0..600 {
+        tools = mcp.tools().await;
+        if tools.len() == 25 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Its 16 tools and the memory server's 9, each under its own name (none is shared).
+    assert_eq!(tools.len(), 25, "{tools:?}");
+    let status: serde_json::Value =
+        serde_json::from_slice(&crate::approvals::gh(&s, &["status", "--json"]).stdout).unwrap();
+    for e in status.as_array().unwrap() {
+        assert_eq!(e["artifact"]["verified"], true, "{e}");
+        assert_eq!(e["artifact"]["locked"], true, "{e}");
+        assert_eq!(e["sandbox"]["confined"], true, "{e}");
+    }
+    let v = mcp
+        .call(1, "echo", json!({"message": "from the store"}))
+        .await;
+    assert!(v.to_string().contains("from the store"), "{v}");
+    let v = mcp
+        .call(2, "create_entities", json!({"entities": [{"name": "gatehouse", "entityType": "app", "observations": ["sandboxed"]}]}))
+        .await;
+    assert!(v["result"]["isError"] != true, "{v}");
+    let v = mcp.call(3, "read_graph", json!({})).await;
+    assert!(v.to_string().contains("sandboxed"), "{v}");
+    assert!(std::fs::read_to_string(&graph)
+        .unwrap()
+        .contains("sandboxed"));
 }

@@ -256,7 +256,9 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
         let mut c = Command::new(GATEHOUSE);
         c.args(args)
             .env("GATEHOUSE_CONTROL", d.join("no-hub.sock"))
-            .env("npm_config_registry", &reg.1);
+            .env("npm_config_registry", &reg.1)
+            // With no hub, the CLI installs into the platform's data directory: one of its own.
+            .env("XDG_DATA_HOME", d.join("xdg"));
         c.output().unwrap()
     };
     let args_of = |id: &str| -> Value {
@@ -316,7 +318,21 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
         args_of("ev")[1],
         "@modelcontextprotocol/server-everything@2026.8.31"
     );
+    // `--update` shows each package that would change, with its age, and writes nothing.
     let out = pin_cmd(&["pin", "ev", "--update", "--config", cfg_s]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("@modelcontextprotocol/server-everything: 2026.8.31 → 2026.9.1, 30 days old"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("nothing was written"), "{}", text(&out));
+    assert_eq!(
+        args_of("ev")[1],
+        "@modelcontextprotocol/server-everything@2026.8.31"
+    );
+    let out = pin_cmd(&["pin", "ev", "--update", "--yes", "--config", cfg_s]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("ev: @modelcontextprotocol/server-everything 2026.8.31 → 2026.9.1"),

@@ -127,8 +127,10 @@ async fn registry_text_is_shown_never_interpreted() {
 }
 
 /// A release younger than the cool-down (7 days by default) is shown with its age and never
-/// taken by `pin --update`; `--update --now` takes it; the pin records the artifact's integrity;
-/// an artifact that changed under the same version is refused at the next start, naming both.
+/// taken by `pin --update`; `--update --now` shows every package it changes and writes nothing;
+/// `--yes` takes it; the pin records the artifact's integrity, and Gatehouse installs that
+/// artifact into its store; an artifact the index changed under the same version never runs:
+/// the verified one in the store does, and installing it again refuses the index's, naming both.
 #[tokio::test]
 async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     let reg = stand_in("ok");
@@ -137,11 +139,17 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     let cfg = d.join("gatehouse.json");
     std::fs::write(&cfg, json!({"servers": {}}).to_string()).unwrap();
     let cfg_s = cfg.to_str().unwrap().to_owned();
+    // With no hub, the CLI installs into the data directory a hub would use (the platform's,
+    // under XDG_DATA_HOME): here the one `serve` gets below.
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    std::fs::create_dir_all(d.join("xdg")).unwrap();
+    std::os::unix::fs::symlink(d.join("data"), d.join("xdg/gatehouse")).unwrap();
     let run = |args: &[&str]| {
         let out = std::process::Command::new(GATEHOUSE)
             .args(args)
             .env("GATEHOUSE_CONTROL", d.join("no-hub.sock"))
             .env("npm_config_registry", &reg.1)
+            .env("XDG_DATA_HOME", d.join("xdg"))
             .output()
             .unwrap();
         text(&out)
@@ -165,9 +173,16 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
         said.contains("to @modelcontextprotocol/server-everything@2026.8.31"),
         "{said}"
     );
-    assert_eq!(
-        entry("ev")["pin"],
-        json!({"version": "2026.8.31", "integrity": format!("sha512-{}==", "B".repeat(86))})
+    let pinned = entry("ev")["pin"].clone();
+    assert_eq!(pinned["version"], "2026.8.31", "{pinned}");
+    let integrity = pinned["integrity"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        integrity.starts_with("sha512-") && integrity.len() > 80,
+        "{pinned}"
+    );
+    assert!(
+        said.contains("installed:") && said.contains("checked against the pin"),
+        "{said}"
     );
     // Published yesterday: shown, not taken.
     let http = gatehouse::http_client_builder().no_proxy().build().unwrap();
@@ -191,6 +206,15 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     assert!(said.contains("stays at 2026.8.31"), "{said}");
     assert_eq!(entry("ev")["pin"]["version"], "2026.8.31");
     let said = run(&["pin", "ev", "--update", "--now", "--config", &cfg_s]);
+    assert!(
+        said.contains("@modelcontextprotocol/server-everything: 2026.8.31 → 2026.11.27, 1 day old"),
+        "{said}"
+    );
+    assert!(said.contains("nothing was written"), "{said}");
+    assert_eq!(entry("ev")["pin"]["version"], "2026.8.31");
+    let said = run(&[
+        "pin", "ev", "--update", "--now", "--yes", "--config", &cfg_s,
+    ]);
     assert!(said.contains("2026.8.31 → 2026.11.27"), "{said}");
     assert_eq!(entry("ev")["pin"]["version"], "2026.11.27");
     assert_eq!(
@@ -207,7 +231,8 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     assert!(said.contains("not an exact npm version"), "{said}");
     assert_eq!(entry("ev")["pin"]["version"], "2026.11.27");
 
-    // A package whose artifact changes under its pinned version: its start is refused.
+    // A package whose artifact the index changes under its pinned version: what runs is the
+    // verified one in the store; installing it again refuses the index's, naming both.
     std::fs::write(
         &cfg,
         json!({"servers": {"tool": {"command": "npx", "args": ["-y", "@gatehouse-test/tool"]}}})
@@ -215,7 +240,14 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     )
     .unwrap();
     let said = run(&["pin", "tool", "--config", &cfg_s]);
-    assert!(said.contains("1.0.0"), "{said}");
+    assert!(
+        said.contains("1.0.0") && said.contains("installed:"),
+        "{said}"
+    );
+    let pinned = entry("tool")["pin"]["integrity"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let republish = format!(
         "{}/_republish?name=@gatehouse-test/tool&version=1.0.0",
         reg.1
@@ -228,25 +260,43 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
         .status()
         .is_success());
     let cfg_text = std::fs::read_to_string(&cfg).unwrap();
-    let s = serve_env(d, &cfg_text, &[], &[], &[("npm_config_registry", &reg.1)]).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let s = serve_env(
+        d,
+        &cfg_text,
+        &["tool"],
+        &[],
+        &[("npm_config_registry", &reg.1)],
+    )
+    .await;
+    let c = crate::support::Mcp::connect(&s, "trust").await;
+    let v = c.call(1, "tool__hello", json!({})).await;
+    assert_eq!(crate::approvals::text_of(&v), "hello from 1.0.0", "{v}");
+    let st: Vec<Value> =
+        serde_json::from_slice(&crate::approvals::gh(&s, &["status", "--json"]).stdout).unwrap();
+    let store = st[0]["artifact"]["store"].as_str().unwrap().to_owned();
+    std::fs::remove_dir_all(&store).unwrap();
+    let out = std::process::Command::new(GATEHOUSE)
+        .args(["pin", "tool"])
+        .env("GATEHOUSE_CONTROL", &s.sock)
+        .env("npm_config_registry", &reg.1)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(
+        said.contains("another artifact") && said.contains(&pinned) && said.contains("refused"),
+        "{said}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let _ = crate::approvals::gh(&s, &["restart", "tool"]);
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let st: Vec<Value> =
             serde_json::from_slice(&crate::approvals::gh(&s, &["status", "--json"]).stdout)
                 .unwrap();
-        let e = st[0]["last_error"].as_str().unwrap_or_default().to_owned();
-        if e.contains("different artifact") {
-            assert!(
-                e.contains(&format!("sha512-{}", "C".repeat(20)))
-                    && e.contains(&format!("sha512-{}", "F".repeat(20))),
-                "{e}"
-            );
-            break;
+        if st[0]["state"] == "failed" {
+            assert_eq!(st[0]["artifact"]["verified"], false, "{:?}", st[0]);
+            return;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the changed artifact was not refused: {st:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    panic!("the changed artifact was run");
 }

@@ -118,10 +118,14 @@ pub enum Cmd {
     /// newest one; shows when a newer version is available
     Pin {
         id: String,
-        /// Move to the newest version past the cool-down (`registry.min_age_days`; the change is
-        /// shown; its tools are reviewed at the next start)
+        /// Show what moving to the newest version past the cool-down (`registry.min_age_days`)
+        /// changes — every package of its tree, old → new, with its age — without writing
         #[arg(long)]
         update: bool,
+        /// With --update: take it (installed into the store, then written; its tools are
+        /// reviewed at the next start)
+        #[arg(long, requires = "update")]
+        yes: bool,
         /// With --update: take the newest version even inside the cool-down
         #[arg(long, requires = "update")]
         now: bool,

@@ -30,7 +30,9 @@ macro_rules! tell {
 
 mod args;
 mod import;
+mod install;
 mod manage;
+mod pin;
 mod print;
 mod probe;
 mod registry;

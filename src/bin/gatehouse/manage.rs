@@ -289,11 +289,34 @@ fn report(s: &ServerStatus) {
 pub async fn add(client: &ControlClient, a: AddArgs) -> Result<(), String> {
     let mut entry = entry(&a)?;
     let id = a.id.clone().unwrap_or_default();
+    // Where a remote's URL leads is checked before it is written (and again at every connect).
+    if let Some(url) = entry.get("url").and_then(Value::as_str) {
+        use gatehouse::supervisor::remote::{check_address, AddressError};
+        let private = entry
+            .get("allow_private")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        match check_address(url, private).await {
+            Err(AddressError::Refused(e)) => return Err(format!("{e} — nothing was added")),
+            Err(AddressError::Unresolved(e)) => {
+                say!("note: {e}; where it leads is checked when Gatehouse connects")
+            }
+            Ok(_) => {}
+        }
+    }
     if a.pin {
         let min_age = min_age_days(client, a.config.as_deref()).await;
         pin_new(&id, &mut entry, min_age).await;
     }
-    save(client, id, entry, a.config).await
+    let pinned = crate::install::pinned_package(&entry);
+    save(client, id, entry, a.config.clone()).await?;
+    // A hub installs what it saves; without one, the artifact is installed here.
+    if let Some((spec, p)) = pinned {
+        let min_age = min_age_days(client, a.config.as_deref()).await;
+        let store = crate::install::store(client).await;
+        crate::install::ensure_installed(&store, &spec, &p, min_age).await?;
+    }
+    Ok(())
 }
 
 /// Saves `entry` as server `id` (through the running hub, else into the config file) and says

@@ -306,6 +306,12 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
     let mut planned = planned;
     let min_age = min_age_days(client, a.config.as_deref()).await;
     match pin::record(&mut planned.entry, min_age).await {
+        // The newest release, taken without being named, inside the cool-down: not taken.
+        Ok(Some(note)) if version.is_none() => {
+            return Err(format!(
+                "{note}; it was not named, so it is not taken: name a version past the cool-down (`gatehouse registry show {name}` lists them: `--registry {name}@VERSION`), or name this one to take it anyway — nothing was added"
+            ))
+        }
         Ok(Some(note)) => say!("{note}"),
         Ok(None) => {}
         Err(e) => say!("warning: its artifact's integrity is not recorded: {e}"),
@@ -344,97 +350,4 @@ pub async fn add(client: &ControlClient, a: AddArgs, spec: &str) -> Result<(), S
         entry["requires_approval"] = Value::Bool(true);
     }
     crate::manage::save(client, id, entry, a.config).await
-}
-
-/// `gatehouse pin ID [--update [--now]]`: an unpinned package pinned; a pinned one compared with
-/// the index (a newer release shown — with its age while it waits out the cool-down — or taken
-/// with `--update`; `--now` takes one inside the cool-down); the version's integrity recorded.
-pub async fn pin(
-    client: &ControlClient,
-    id: &str,
-    (update, now): (bool, bool),
-    config: Option<std::path::PathBuf>,
-) -> Result<(), String> {
-    let path = config_path(client, config.as_deref()).await;
-    let cfg = Config::load(&path).map_err(|e| e.to_string())?;
-    let min_age = cfg.registry.min_age_days();
-    let server = cfg
-        .servers
-        .iter()
-        .find(|(k, _)| k.as_str() == id)
-        .map(|(_, v)| v.clone())
-        .ok_or_else(|| format!("unknown server \"{id}\""))?;
-    let mut entry = serde_json::to_value(&server).map_err(|e| e.to_string())?;
-    let (command, args) = crate::manage::command_and_args(&entry);
-    if let Some(problem) = pin::not_a_package(&command, &args) {
-        return Err(format!("{id}: {problem}"));
-    }
-    let Some(spec) = pin::spec(&command, &args) else {
-        return Err(format!(
-            "{id} runs no npx or uvx package: there is no version to pin"
-        ));
-    };
-    let look = pin::look(&spec, min_age).await?;
-    let stamp = gatehouse::logs::now_ms();
-    let newest = &look.newest;
-    let waiting = || pin::cooldown_line(newest, min_age, stamp);
-    let to = match (&spec.version, update) {
-        (None, _) => look.take.clone().unwrap_or_else(|| newest.clone()),
-        (Some(v), false) => {
-            let current = format!("{id} is pinned to {}", spec.pinned(v));
-            match &look.take {
-                _ if !pin::is_newer(&newest.version, v) => {
-                    say!("{current}, the newest version");
-                }
-                Some(t) if pin::is_newer(&t.version, v) => {
-                    say!(
-                        "{current}; update available: {} — `gatehouse pin {id} --update` takes it",
-                        t.version
-                    );
-                    if t.version != newest.version {
-                        say!("{}", waiting());
-                    }
-                }
-                _ => say!("{current}; {}", waiting()),
-            }
-            return Ok(());
-        }
-        (Some(v), true) => {
-            let target = if now {
-                Some(newest.clone())
-            } else {
-                look.take.clone()
-            };
-            match target.filter(|t| pin::is_newer(&t.version, v)) {
-                Some(t) => t,
-                None if pin::is_newer(&newest.version, v) => {
-                    say!("{id} stays at {v}: {}", waiting());
-                    return Ok(());
-                }
-                None => {
-                    say!("{id} is already at {v}, the newest version");
-                    return Ok(());
-                }
-            }
-        }
-    };
-    let from = spec.version.clone().unwrap_or_else(|| "unpinned".into());
-    pin::apply(&mut entry, &spec, &to);
-    crate::manage::apply(
-        client,
-        crate::manage::Edit::Replace {
-            id: id.to_owned(),
-            entry,
-        },
-        config,
-    )
-    .await?;
-    say!("{id}: {} {from} → {}", spec.name, to.version);
-    if let Some(i) = &to.integrity {
-        say!("its artifact's integrity is recorded ({i}): a start that would run another one is refused");
-    }
-    if spec.version.is_some() {
-        say!("at its next start, any tool whose definition changed asks again before it runs");
-    }
-    Ok(())
 }

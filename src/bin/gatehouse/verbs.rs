@@ -47,9 +47,10 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::Pin {
             id,
             update,
+            yes,
             now,
             config,
-        } => crate::registry::pin(client, &id, (update, now), config).await,
+        } => crate::pin::pin(client, &id, (update, yes, now), config).await,
         Cmd::Remove { id, config } => manage::remove(client, id, config).await,
         Cmd::Enable { id, config } => manage::set_enabled(client, id, true, config).await,
         Cmd::Disable { id, config } => manage::set_enabled(client, id, false, config).await,
