@@ -186,6 +186,9 @@ pub enum Request {
         server: String,
         /// The server's own tool name.
         tool: String,
+        /// For this client profile only (its tool's rules); absent: for every client.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: Option<String>,
         /// The rule.
         rule: crate::config::rules::Rule,
     },

@@ -554,9 +554,10 @@ impl HubHandle {
         &self,
         server: &str,
         tool: &str,
+        profile: Option<&str>,
         rule: crate::config::rules::Rule,
     ) -> Result<Vec<String>, HubError> {
-        rules::add(self, server, tool, rule).await
+        rules::add(self, (server, tool), profile, rule).await
     }
 
     /// Removes the rule named `at`, if it is still `expected` (the rule as it was shown), and

@@ -16,7 +16,10 @@ use crate::secrets::SecretSource;
 use crate::supervisor::State;
 use crate::supervisor::{Reply, Tuning};
 
+pub mod artifact;
 pub mod compare;
+
+pub use artifact::FromStore;
 
 /// What a probe found.
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +58,9 @@ pub struct ProbeReport {
     pub warnings: Vec<String>,
     /// A local server's sandbox: its policy and what enforces it.
     pub sandbox: Option<crate::sandbox::SandboxReport>,
+    /// The package it ran, at its exact version (`pkg@1.2.3`), when it runs one from an index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
 }
 
 /// One tool as a probe reports it.
@@ -89,6 +95,7 @@ impl ProbeReport {
             stderr: Vec::new(),
             warnings: Vec::new(),
             sandbox: server.sandbox_report(),
+            package: None,
         }
     }
 
@@ -159,13 +166,30 @@ fn stderr_tail(h: &crate::supervisor::ServerHandle) -> Vec<String> {
 }
 
 /// Starts `server` on its own, waits at most `timeout` for it to be ready, reports, stops it.
+/// With `from`, a package it runs from an index is pinned and run from that store, as Save
+/// would ([`artifact::ready`]).
 pub async fn probe(
     id: &str,
     mut server: ServerConfig,
     secrets: Arc<dyn SecretSource>,
     timeout: Duration,
+    from: Option<&FromStore>,
 ) -> ProbeReport {
     let mut report = ProbeReport::empty(id, &server);
+    if let Some(f) = from {
+        match artifact::ready(&mut server, f).await {
+            Ok(Some((package, note))) => {
+                report.command = server.describe();
+                report.package = Some(package);
+                report.warnings.extend(note);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                report.error = Some(e);
+                return report;
+            }
+        }
+    }
     let key = match ServerId::parse(id) {
         Ok(k) => k,
         Err(e) => {
@@ -190,6 +214,7 @@ pub async fn probe(
     config.servers.insert(key, server.clone());
     let mut opts = HubOptions::new(dir.clone());
     opts.secrets = secrets;
+    opts.store = from.map(|f| f.store.clone());
     // One try: a probe reports the first failure instead of backing off.
     opts.tuning = Tuning {
         max_failures: 1,
@@ -205,7 +230,7 @@ pub async fn probe(
         report.era = status.era;
         report.server_name = status.server_name.clone();
         report.server_version = status.server_version.clone();
-        report.warnings = status.warnings.clone();
+        report.warnings.extend(status.warnings.iter().cloned());
         // After the launch: what its sandbox left out is known.
         if status.sandbox.is_some() {
             report.sandbox = status.sandbox.clone();

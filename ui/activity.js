@@ -3,7 +3,7 @@
 // values already masked by the core). While shown, the list refreshes every 4 s; it stops when the view is left.
 
 import * as api from './api.js';
-import { $, el, clock, fitTable, toast, viewError, setTitle } from './dom.js';
+import { $, el, clientName, clock, fitTable, toast, viewError, setTitle } from './dom.js';
 
 const servers = new Set();
 const open = new Set(); // keys of rows whose detail is shown (kept across refreshes)
@@ -117,7 +117,8 @@ function row(r, key) {
   const cell = (name, ...content) => el('td', { dataset: { label: name } }, el('span', {}, ...content));
   const tr = el('tr', { class: `decision-${r.decision}` },
     cell('Time', clock(r.time_ms)),
-    cell('Client', r.profile ? `${r.client ?? '—'} (${r.profile})` : (r.client ?? '—')),
+    cell('Client', el('span', { class: r.imitates ? 'warning' : undefined },
+      r.profile ? `${r.client ? clientName(r.client, r.imitates) : '—'} (${r.profile})` : (r.client ? clientName(r.client, r.imitates) : '—'))),
     cell('Tool', el('code', { text: `${r.server}__${r.tool}` })),
     cell('Decision', el('span', { class: `badge decision ${r.group}`, text: label(r.decision) }), by),
     cell('Duration', `${r.duration_ms} ms`),

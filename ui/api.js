@@ -67,7 +67,7 @@ export const saveSettings = (s) => call('save_settings', {
 });
 export const revokeGrant = (grant) => call('revoke_grant', { grant });
 export const rules = () => call('rules');
-export const addRule = (server, tool, rule) => call('add_rule', { server, tool, rule });
+export const addRule = (server, tool, rule, client) => call('add_rule', { server, tool, rule, client: client || null });
 export const removeRule = (r) => call('remove_rule', { at: r.at, rule: r.rule });
 export const testRules = (days) => call('test_rules', { days: days ?? null });
 export const saveClientProfile = (id, servers) => call('save_client_profile', { id, servers });

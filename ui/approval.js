@@ -61,7 +61,8 @@ export function init() {
   $('#approval-deny-all').addEventListener('click', () => answerAll(queue, 'deny'));
   $('#approval-allow-like').addEventListener('click', () => answerAll(likeFront(), 'once'));
   $('#approval-deny-from').addEventListener('click', () => answerAll(fromFront(), 'deny'));
-  $('#approval-rule-add').addEventListener('click', addSuggestedRule);
+  $('#approval-rule-add').addEventListener('click', () => addSuggestedRule(null));
+  $('#approval-rule-add-profile').addEventListener('click', () => addSuggestedRule(shownReq?.client.profile));
   $('#away-note').addEventListener('click', () => {
     away = 0;
     showAway();
@@ -199,21 +200,27 @@ function fill(req) {
     setText($('#approval-changed-new'), JSON.stringify(req.changed.new, null, 2), true);
   }
   // A rule offered from this call (its path argument's folder): added to the config, then this
-  // call allowed once.
+  // call allowed once. Whom it covers is the person's choice: this call's client profile only
+  // (its tool's rules), or every client (the server's tool); a call made with the gateway
+  // token (no profile) can only be offered the latter.
   const offer = req.suggested_rule;
   $('#approval-rule').hidden = !offer;
-  setText($('#approval-rule-text'), offer ? `${offer.text}?` : '');
+  const own = req.client.profile;
+  setText($('#approval-rule-text'), offer ? `${offer.text}, and allow this call?` : '');
+  $('#approval-rule-add-profile').hidden = !own;
+  setText($('#approval-rule-profile'), own ? `client profile ${own}` : '');
   startCountdown(req);
 }
 
-/** Adds the rule the shown call offers (refused with the reason if it can never match), then
- * allows that call once. */
-async function addSuggestedRule() {
+/** Adds the rule the shown call offers — for client profile `profile` only, or (`null`) for
+ * every client — (refused with the reason if it can never match), then allows that call once. */
+async function addSuggestedRule(profile) {
   const req = shownReq;
   if (!req?.suggested_rule || !live()) return;
   try {
-    const warnings = await api.addRule(req.server, req.tool, req.suggested_rule.rule);
-    toast(warnings.length ? `Rule added, but: ${warnings[0]}` : 'Rule added (Permissions lists it)');
+    const warnings = await api.addRule(req.server, req.tool, req.suggested_rule.rule, profile);
+    const whom = profile ? `for client profile ${profile} only` : 'for every client';
+    toast(warnings.length ? `Rule added ${whom}, but: ${warnings[0]}` : `Rule added ${whom} (Permissions lists it)`);
   } catch (e) {
     toast(api.errorText(e), 'error');
     return;

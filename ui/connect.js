@@ -2,7 +2,7 @@
 // for each AI client.
 
 import * as api from './api.js';
-import { $, el, toast, copyText, viewError, setText } from './dom.js';
+import { $, clientName, el, toast, copyText, viewError, setText } from './dom.js';
 
 let info = null;
 let profile = ''; // '' is the default profile (the gateway token)
@@ -187,7 +187,7 @@ function ago(ms) {
 function renderConnected(connected) {
   $('#connected-list').replaceChildren(...(connected.length
     ? connected.map((c) => el('li', { dataset: { seen: c.last_seen_ms } },
-      `profile ${c.profile} — says “${c.name}${c.version ? ` ${c.version}` : ''}”${c.imitates ? ` (imitates “${c.imitates}”)` : ''}`
+      `profile ${c.profile} — says “${clientName(c.name, c.imitates)}”${c.version ? ` (version ${c.version})` : ''}`
         + `${c.protocol ? `, protocol ${c.protocol}` : ''}`
         + ` — ${c.open ? 'connected' : 'left'}, last seen `,
       el('span', { class: 'seen', text: ago(c.last_seen_ms) })))

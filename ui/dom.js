@@ -172,3 +172,9 @@ export function fitTable(table) {
 export function cell(label, ...content) {
   return el('td', { dataset: { label } }, ...content);
 }
+
+/** A client's self-given name as every view shows it, with the one mark of a borrowed name
+ * (the core's `text::imitation::marked`): `Clаude Code ⚠ imitates “Claude Code”`. */
+export function clientName(name, imitates) {
+  return imitates ? `${name} ⚠ imitates “${imitates}”` : name;
+}

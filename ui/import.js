@@ -39,7 +39,8 @@ export async function shown() {
 
 function card(src) {
   const box = el('div', { class: 'card import-source', dataset: { path: src.path } },
-    el('h2', { text: src.label }), el('p', { class: 'hint' }, el('code', { text: src.path })));
+    // A file under its client's name, with its path; the pasted snippet has no path to add.
+    el('h2', { text: src.label }), src.path !== src.label ? el('p', { class: 'hint' }, el('code', { text: src.path })) : null);
   if (src.error) {
     box.append(el('p', { class: 'form-error', text: src.error }));
     return box;

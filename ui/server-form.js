@@ -99,18 +99,48 @@ function clearErrors(form) {
   for (const note of form.querySelectorAll('.field-error')) clearFieldError(form, note.dataset.field);
 }
 
-/** The server's state a few seconds after a save, in a sentence. */
+/** How long after a save the form waits before it says "still starting", and how long the
+ * follow-up keeps watching (a first `npx` start may download for a minute). */
+const SAVE_WAIT_MS = 6000;
+const FOLLOW_UP_MS = 180000;
+
+/** The server's state in a sentence once it has settled (running, failed, waiting for a
+ * sign-in, disabled), or null while it is on its way. */
+async function settled(id, did) {
+  const row = (await api.servers().catch(() => [])).find((r) => r.id === id);
+  if (row?.state === 'running') return `${id} ${did} — running (${row.tools} tool${row.tools === 1 ? '' : 's'})`;
+  if (row && ['failed', 'restarting', 'needs_sign_in'].includes(row.state)) {
+    return `${id} ${did} — ${row.state === 'needs_sign_in' ? 'it needs a sign-in' : `failed to start: ${row.last_error ?? 'see its log'}`}`;
+  }
+  if (row?.state === 'stopped' && row.enabled === false) return `${id} ${did} — disabled`;
+  if (row?.state === 'idle') return `${id} ${did} — idle: it starts when a call needs it`;
+  return null;
+}
+
+/** The server's state a few seconds after a save, in a sentence; when it is still starting by
+ * then, that, and its outcome in a second message when it comes. */
 async function outcome(id, did) {
-  for (let i = 0; i < 24; i++) {
-    const row = (await api.servers().catch(() => [])).find((r) => r.id === id);
-    if (row?.state === 'running') return `${id} ${did} — running (${row.tools} tool${row.tools === 1 ? '' : 's'})`;
-    if (row && ['failed', 'restarting', 'needs_sign_in'].includes(row.state)) {
-      return `${id} ${did} — ${row.state === 'needs_sign_in' ? 'it needs a sign-in' : `failed to start: ${row.last_error ?? 'see its log'}`}`;
-    }
-    if (row?.state === 'stopped' && row.enabled === false) return `${id} ${did} — disabled`;
+  const waited = Date.now();
+  while (Date.now() - waited < SAVE_WAIT_MS) {
+    const said = await settled(id, did);
+    if (said) return said;
     await new Promise((r) => setTimeout(r, 250));
   }
-  return `${id} ${did} — still starting`;
+  followUp(id, did);
+  return `${id} ${did} — still starting (you will be told when it is up)`;
+}
+
+async function followUp(id, did) {
+  const began = Date.now();
+  while (Date.now() - began < FOLLOW_UP_MS) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const said = await settled(id, did);
+    if (said) {
+      toast(said, said.includes('failed') ? 'error' : undefined);
+      return;
+    }
+  }
+  toast(`${id} ${did} — still not running after ${FOLLOW_UP_MS / 60000} minutes: its log says why`, 'error');
 }
 
 /**
@@ -268,7 +298,8 @@ function reportText(r) {
   const lines = [];
   if (r.ok) lines.push(`Ready in ${r.elapsed_ms} ms (protocol ${r.protocol_version ?? '?'})`);
   else lines.push(`Not ready after ${r.elapsed_ms} ms: ${r.error ?? 'unknown error'}`);
-  if (r.server_name) lines.push(`Server: ${r.server_name} ${r.server_version ?? ''}`);
+  if (r.package) lines.push(`Package: ${r.package}`);
+  if (r.server_name) lines.push(`Server: ${r.server_name}${r.server_version ? ` (version ${r.server_version})` : ''}`);
   if (r.ok) {
     lines.push(`${r.tools.length} tool${r.tools.length === 1 ? '' : 's'}:`);
     for (const t of r.tools) {
@@ -279,7 +310,7 @@ function reportText(r) {
   if (r.prompts !== null && r.prompts !== undefined) lines.push(`Prompts: ${r.prompts}`);
   if (r.resources !== null && r.resources !== undefined) lines.push(`Resources: ${r.resources}`);
   for (const w of r.warnings) lines.push(`Warning: ${w}`);
-  for (const l of r.sandbox?.left_out_why ?? []) lines.push(`Sandbox: ${l.path} (${l.from}) was not opened for writing: ${l.why}; to allow it, add ${l.allow}`);
+  for (const l of r.sandbox?.left_out_why ?? []) lines.push(`Sandbox: ${l.path} (${l.from}) was not opened for writing: ${l.why}; to allow it, ${l.rename ? `name "${l.rename}" in place of "${l.path}" and ` : ''}add ${l.allow} to the entry`);
   if (r.fix) lines.push(`Fix: ${r.fix}`);
   if (!r.ok && r.stderr.length) lines.push('Last stderr lines:', ...r.stderr.map((l) => `  ${l}`));
   return lines.join('\n');
@@ -401,29 +432,37 @@ export async function openForm(id) {
     f.id.value = id;
     f.kind.value = baseEntry.url ? 'remote' : 'stdio';
     f.command.value = baseEntry.command ?? '';
-    f.args.value = (baseEntry.args ?? []).join('\n');
-    f.env.value = Object.entries(baseEntry.env ?? {}).map(([k, v]) => `${k}=${valueText(v)}`).join('\n');
+    // An entry that cannot be read may hold a setting of the wrong type: shown as the form's
+    // own form (a string of arguments one word a line), never a script error.
+    const args = baseEntry.args ?? [];
+    f.args.value = Array.isArray(args) ? args.join('\n') : String(args).split(/\s+/).filter(Boolean).join('\n');
+    const env = baseEntry.env && typeof baseEntry.env === 'object' && !Array.isArray(baseEntry.env) ? baseEntry.env : {};
+    f.env.value = Object.entries(env).map(([k, v]) => `${k}=${valueText(v)}`).join('\n');
     f.cwd.value = baseEntry.cwd ?? '';
     sandboxToForm(f, baseEntry.sandbox);
     f.url.value = baseEntry.url ?? '';
-    f.headers.value = Object.entries(baseEntry.headers ?? {}).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
+    const headers = baseEntry.headers && typeof baseEntry.headers === 'object' && !Array.isArray(baseEntry.headers) ? baseEntry.headers : {};
+    f.headers.value = Object.entries(headers).map(([k, v]) => `${k}: ${valueText(v)}`).join('\n');
     f.allow_insecure.checked = !!baseEntry.allow_insecure;
     f.requires_approval.value = baseEntry.requires_approval === undefined ? '' : String(baseEntry.requires_approval);
     f.start.value = baseEntry.start ?? '';
     f.enabled.checked = baseEntry.enabled !== false;
   }
   syncKind();
-  // An entry that cannot be read says why above the form, which shows it repaired where it can.
-  if (problem) {
-    const box = $('#server-form-error');
-    setText(box, problem);
-    box.hidden = false;
-  }
   const dialog = $('#server-dialog');
   dialog.showModal();
   // Opened at its top, the title in view (focusing the first field never scrolls it away).
   form.elements.id.focus({ preventScroll: true });
   dialog.scrollTop = 0;
+  // An entry that cannot be read: the form opens on the problem — next to the setting it is
+  // about, that field focused and scrolled into view (the form shows the entry repaired where
+  // it can), or in the form's error line, scrolled into view.
+  if (problem) {
+    showError(form, problem);
+    const note = form.querySelector(`.field-error[data-field="${problem.field}"]`);
+    const shownAt = note && !note.hidden ? note : $('#server-form-error');
+    shownAt.scrollIntoView({ block: 'center' });
+  }
 }
 
 async function removeCurrent() {

@@ -175,9 +175,7 @@ function render(row) {
   if (s.sandbox) {
     setText(shield, s.sandbox.confined ? 'sandboxed' : 'unconfined');
     shield.className = `shield ${s.sandbox.confined ? 'confined' : 'open'}`;
-    const says = s.sandbox.confined
-      ? `Sandboxed: ${s.sandbox.summary} (${s.sandbox.mechanism})`
-      : `Not sandboxed: ${s.sandbox.mechanism}`;
+    const says = s.sandbox.confined ? confinedWords(s.sandbox) : `Not sandboxed: ${s.sandbox.mechanism}`;
     setTitle(shield, says);
     shield.setAttribute('aria-label', says);
     shield.setAttribute('role', 'img');
@@ -349,7 +347,27 @@ function appendLog(pre, line) {
   if (atBottom) pre.scrollTop = pre.scrollHeight;
 }
 
+/** What a confined server may do, in words (the kernel's mechanism is in `gatehouse status`). */
+function confinedWords(sb) {
+  const level = sb.summary.split(',')[0];
+  const reads = level === 'strict'
+    ? 'reads only the system, its own program and what its entry names'
+    : 'reads the system, its own program and what its entry names, not the rest of your home';
+  const net = sb.summary.includes('no network') ? 'no network' : 'network allowed';
+  const left = sb.left_out?.length ? `; ${sb.left_out.length} place${sb.left_out.length === 1 ? '' : 's'} it names left out (see its warnings)` : '';
+  return `Sandboxed (${level}): it ${reads}, writes only its own folders and the places it was given; ${net}${left}`;
+}
+
 const FLAG_LABELS = { ask: 'asks you', allow: 'runs', disabled: 'disabled' };
+
+/** The argument rules that may decide a call to `tool` of server `id`: the server's own, and
+ * each client profile's for its exposed name (`id__tool`, or a pattern ending in `*`). */
+function rulesOf(rules, id, tool) {
+  const exposed = `${id}__${tool}`;
+  return rules.filter((r) => (r.kind === 'server'
+    ? r.owner === id && r.tool === tool
+    : r.tool === exposed || (r.tool.endsWith('*') && exposed.startsWith(r.tool.slice(0, -1)))));
+}
 
 /** A filter box from this many tools on. */
 const FILTER_FROM = 11;
@@ -400,9 +418,11 @@ async function loadTools(row) {
   let tools = [];
   let entry = {};
   let grants = [];
+  let rules = [];
   try {
     [tools, entry] = await Promise.all([api.serverTools(id), api.serverEntry(id)]);
     grants = await api.grants().catch(() => []);
+    rules = await api.rules().catch(() => []);
   } catch (e) {
     setText(empty, api.errorText(e));
   }
@@ -431,6 +451,13 @@ async function loadTools(row) {
           `always allowed (${g.profile ?? 'default'}) since ${g.since_ms ? clock(g.since_ms) : 'earlier'} — `, revoke);
       })
       : [el('span', { class: `flag flag-${t.approval}`, text: FLAG_LABELS[t.approval] })];
+    // Its argument rules decide before the policy does: said beside it, with whom each covers —
+    // never a bare "asks you" for a tool a rule allows.
+    const decided = rulesOf(rules, id, t.tool);
+    if (decided.length && t.approval !== 'disabled') {
+      flags.push(el('span', { class: 'flag flag-rule', dataset: { rules: decided.length } },
+        `unless a rule decides: ${decided.map((r) => `${r.text} (${r.kind === 'client' ? `profile ${r.owner} only` : 'every client'})`).join('; ')}`));
+    }
     // The name the gateway token's clients see (the server's own where it is unique).
     return el('tr', { dataset: { tool: t.tool } },
       el('td', {}, el('code', { title: t.shown && t.shown !== t.name ? `also ${t.name}` : '' }, ...breakable(t.shown ?? t.name))),

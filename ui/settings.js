@@ -99,7 +99,7 @@ function fill(s) {
   // wins for this run; an address saved here is used from the next start.
   let running = s.running_url ? `Listening now on ${s.running_url}` : '';
   if (s.running_url && s.listen_override) {
-    running += ` — given with --listen when Gatehouse started, which overrides the address above for this run.`;
+    running += ` — given with ${s.listen_given_by ?? '--listen'} when Gatehouse started, which overrides the address above for this run.`;
   } else if (s.running_url && !s.running_url.includes(`//${s.listen}/`)) {
     running += ` — the address above is used from the next start.`;
   } else if (running) running += '.';

@@ -22,6 +22,7 @@ type AppStateRef<'a> = State<'a, Arc<AppState>>;
 pub mod history;
 pub mod import;
 pub mod keychain;
+pub mod prefs;
 pub mod registry;
 pub mod rules;
 pub mod view;
@@ -167,9 +168,10 @@ pub fn server_entry(state: AppStateRef<'_>, id: String) -> CommandResult<Value> 
     serde_json::to_value(cfg).map_err(CommandError::failed)
 }
 
-/// Why a server's entry cannot be read and what the form changed to show it (`None`: it can).
+/// Why a server's entry cannot be read, what the form changed to show it, and the setting it is
+/// about (the form puts the problem there, in view, the field focused); `None`: it can be read.
 #[tauri::command]
-pub fn server_problem(state: AppStateRef<'_>, id: String) -> CommandResult<Option<String>> {
+pub fn server_problem(state: AppStateRef<'_>, id: String) -> CommandResult<Option<CommandError>> {
     let config = state.hub()?.config();
     Ok(config.invalid.get(&id).map(|bad| {
         let (_, said) = gatehouse::config::repair_entry(&bad.raw);
@@ -180,7 +182,10 @@ pub fn server_problem(state: AppStateRef<'_>, id: String) -> CommandResult<Optio
                 said.join(", ")
             ));
         }
-        text
+        CommandError {
+            field: bad.error.field,
+            ..CommandError::invalid(text)
+        }
     }))
 }
 
@@ -208,6 +213,19 @@ pub async fn save_server(
         .await?)
 }
 
+/// Where a Test runs a package from: the running hub's store, pinned as Save would pin it (so
+/// the Save after a Test downloads nothing more).
+fn from_store(state: &AppStateRef<'_>) -> CommandResult<Option<gatehouse::probe::FromStore>> {
+    let hub = state.hub()?;
+    Ok(hub
+        .store()
+        .cloned()
+        .map(|store| gatehouse::probe::FromStore {
+            store,
+            min_age_days: hub.config().registry.min_age_days(),
+        }))
+}
+
 /// Starts a form's entry on its own and reports on it (the form's Test button): a private hub of
 /// its own, never the running one; the report says what it offers or why it failed.
 #[tauri::command]
@@ -222,7 +240,15 @@ pub async fn test_server(
         id => id.to_owned(),
     };
     let secrets: Arc<dyn gatehouse::secrets::SecretSource> = Arc::new(state.keychain.clone());
-    Ok(gatehouse::probe::probe(&id, cfg, secrets, std::time::Duration::from_secs(30)).await)
+    let from = from_store(&state)?;
+    Ok(gatehouse::probe::probe(
+        &id,
+        cfg,
+        secrets,
+        std::time::Duration::from_secs(30),
+        from.as_ref(),
+    )
+    .await)
 }
 
 /// The form's entry started twice on its own — confined, then with the sandbox off — and the
@@ -239,9 +265,16 @@ pub async fn compare_server(
         id => id.to_owned(),
     };
     let secrets: Arc<dyn gatehouse::secrets::SecretSource> = Arc::new(state.keychain.clone());
-    gatehouse::probe::compare::compare(&id, cfg, secrets, std::time::Duration::from_secs(30))
-        .await
-        .map_err(CommandError::invalid)
+    let from = from_store(&state)?;
+    gatehouse::probe::compare::compare(
+        &id,
+        cfg,
+        secrets,
+        std::time::Duration::from_secs(30),
+        from.as_ref(),
+    )
+    .await
+    .map_err(CommandError::invalid)
 }
 
 /// A pasted command line as program and arguments (the shell's quoting rules; nothing expanded).
@@ -416,53 +449,6 @@ fn gateway_for(
         None => Ok((info.url, info.token, None)),
         Some(token) => Ok((info.url, token, profile.map(|p| p.trim().to_owned()))),
     }
-}
-
-/// What the Settings view shows and edits.
-#[derive(Serialize)]
-pub struct Settings {
-    approval_default: gatehouse::config::ApprovalDefault,
-    approval_timeout_secs: u64,
-    /// The address in the config (used from the next start).
-    listen: String,
-    /// The address the running gateway listens on.
-    running_url: Option<String>,
-    /// The address given with `--listen` when the app started, which overrides the config's
-    /// for this run.
-    listen_override: Option<String>,
-}
-
-#[tauri::command]
-pub fn settings(state: AppStateRef<'_>) -> CommandResult<Settings> {
-    let config = state.hub()?.config();
-    Ok(Settings {
-        approval_default: config.approval.default,
-        approval_timeout_secs: config.approval.timeout_secs,
-        listen: config.gateway.listen.to_string(),
-        running_url: state.gateway_info().map(|i| i.url),
-        listen_override: match &state.opts.endpoint {
-            gatehouse::service::Endpoint::Http { listen: Some(a) } => Some(a.to_string()),
-            _ => None,
-        },
-    })
-}
-
-/// Saves the approval default and timeout (used at once) and the gateway address (used from the
-/// next start) in the config.
-#[tauri::command]
-pub async fn save_settings(
-    state: AppStateRef<'_>,
-    approval_default: gatehouse::config::ApprovalDefault,
-    approval_timeout_secs: u64,
-    listen: String,
-) -> CommandResult<Settings> {
-    let hub = state.hub()?;
-    hub.set_approval(approval_default, approval_timeout_secs)
-        .await?;
-    if listen.trim() != hub.config().gateway.listen.to_string() {
-        hub.set_listen(listen.trim()).await?;
-    }
-    settings(state)
 }
 
 /// Every remembered answer ("always" and "session"), newest first.

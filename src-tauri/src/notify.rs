@@ -48,7 +48,8 @@ pub fn approval_notice(req: &gatehouse::approval::ApprovalRequest) -> Notice {
     let who = match req.client.name.as_deref() {
         Some(name) => {
             let name: String = name.chars().take(64).collect();
-            format!("Client profile {profile} (says \"{}\")", reveal(&name))
+            let said = gatehouse::text::imitation::marked(&name, req.client.imitates.as_deref());
+            format!("Client profile {profile} (says \"{said}\")")
         }
         None => format!("Client profile {profile}"),
     };
@@ -286,5 +287,7 @@ mod tests {
         r.client.imitates = Some("Claude Code".into());
         let n = super::approval_notice(&r.seal());
         assert!(!n.whole && n.body.contains("⟨U+200B⟩"), "{}", n.body);
+        // A borrowed name is marked in the notification's text, as on every surface.
+        assert!(n.body.contains("⚠ imitates “Claude Code”"), "{}", n.body);
     }
 }

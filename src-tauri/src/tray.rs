@@ -26,14 +26,39 @@ pub enum Entry {
     Server {
         id: String,
         text: String,
+        /// Its warnings, each a line of its own above the actions (not clickable).
+        notes: Vec<String>,
         /// The actions that fit its state: (verb, label).
         actions: Vec<(&'static str, &'static str)>,
     },
     Separator,
 }
 
-/// The menu for `pending` approvals and these servers (`(id, state)`), in order.
-pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) -> Vec<Entry> {
+/// One server as the tray shows it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Row {
+    pub id: String,
+    pub state: String,
+    /// What its status warns of (a place its sandbox left out, a stale rule, …).
+    pub warnings: Vec<String>,
+}
+
+impl Row {
+    #[cfg(test)]
+    fn new(id: &str, state: &str) -> Self {
+        Row {
+            id: id.to_owned(),
+            state: state.to_owned(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The longest a warning's line in the menu grows before it is cut (the window shows it whole).
+const NOTE_CHARS: usize = 110;
+
+/// The menu for `pending` approvals and these servers, in order.
+pub fn model(pending: usize, servers: &[Row], phase_error: bool) -> Vec<Entry> {
     let mut out = vec![Entry::Item {
         id: "open".into(),
         text: "Open Gatehouse".into(),
@@ -71,9 +96,14 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
     }
     // The ones that need the person first (cannot be read, failed, waiting for a sign-in),
     // then the rest, each group by id.
-    let mut ordered: Vec<&(String, String)> = servers.iter().collect();
-    ordered.sort_by_key(|(id, state)| (!needs_you(state), id.clone()));
-    for (id, state) in ordered {
+    let mut ordered: Vec<&Row> = servers.iter().collect();
+    ordered.sort_by_key(|r| (!needs_you(&r.state), r.id.clone()));
+    for Row {
+        id,
+        state,
+        warnings,
+    } in ordered
+    {
         // Menus cannot colour text: the state leads with a mark of its own, said in words.
         let (mark, actions): (&str, Vec<(&'static str, &'static str)>) = match state.as_str() {
             "running" => ("●", vec![("restart", "Restart"), ("stop", "Stop")]),
@@ -84,10 +114,21 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
             "stopped" => ("○", vec![("start", "Start")]),
             _ => ("◌", vec![("stop", "Stop")]),
         };
+        // A warning is said on the server's own line and, each, inside its menu.
+        let warned = match warnings.len() {
+            0 => String::new(),
+            1 => " · ⚠ 1 warning".to_owned(),
+            n => format!(" · ⚠ {n} warnings"),
+        };
         out.push(Entry::Server {
             id: id.clone(),
             // An entry that cannot be read may have any key: shown as code points where hidden.
-            text: format!("{mark} {} — {}", gatehouse::text::reveal(id), words(state)),
+            text: format!(
+                "{mark} {} — {}{warned}",
+                gatehouse::text::reveal(id),
+                words(state)
+            ),
+            notes: warnings.iter().map(|w| note(w)).collect(),
             actions,
         });
     }
@@ -98,6 +139,16 @@ pub fn model(pending: usize, servers: &[(String, String)], phase_error: bool) ->
         enabled: true,
     });
     out
+}
+
+/// A warning as one menu line: hidden characters shown, cut where it would widen the menu.
+fn note(warning: &str) -> String {
+    let shown = gatehouse::text::reveal(warning);
+    if shown.chars().count() <= NOTE_CHARS {
+        return format!("⚠ {shown}");
+    }
+    let cut: String = shown.chars().take(NOTE_CHARS - 1).collect();
+    format!("⚠ {cut}… (open Gatehouse to read it all)")
 }
 
 /// Whether a server in `state` needs the person.
@@ -117,8 +168,8 @@ fn words(state: &str) -> &str {
 }
 
 /// One line on every server: how many run, and how many need the person, in words.
-fn summary(servers: &[(String, String)]) -> String {
-    let count = |st: &str| servers.iter().filter(|(_, s)| s == st).count();
+fn summary(servers: &[Row]) -> String {
+    let count = |st: &str| servers.iter().filter(|r| r.state == st).count();
     let mut parts = vec![format!("{} running", count("running"))];
     for (state, text) in [
         ("idle", "idle"),
@@ -231,10 +282,14 @@ fn current_model<R: Runtime>(app: &AppHandle<R>) -> Vec<Entry> {
     let failed = state.view().phase == crate::state::PhaseName::Failed;
     let (pending, servers) = match state.hub() {
         Ok(hub) => {
-            let mut servers: Vec<(String, String)> = hub
+            let mut servers: Vec<Row> = hub
                 .status()
                 .into_iter()
-                .map(|s| (s.id, s.state.to_string()))
+                .map(|s| Row {
+                    id: s.id,
+                    state: s.state.to_string(),
+                    warnings: s.warnings,
+                })
                 .collect();
             servers.sort();
             (hub.approvals().pending().len(), servers)
@@ -278,13 +333,21 @@ fn render<R: Runtime>(app: &AppHandle<R>, model: &[Entry]) -> tauri::Result<Menu
                 menu.append(&MenuItem::with_id(app, id, text, *enabled, None::<&str>)?)?
             }
             Entry::Separator => menu.append(&PredefinedMenuItem::separator(app)?)?,
-            Entry::Server { id, text, actions } => {
-                let items = actions
-                    .iter()
-                    .map(|(verb, label)| {
-                        MenuItem::with_id(app, format!("{verb}:{id}"), *label, true, None::<&str>)
-                    })
-                    .collect::<tauri::Result<Vec<_>>>()?;
+            Entry::Server {
+                id,
+                text,
+                notes,
+                actions,
+            } => {
+                let mut items = Vec::new();
+                for (i, line) in notes.iter().enumerate() {
+                    let note_id = format!("note-{i}:{id}");
+                    items.push(MenuItem::with_id(app, note_id, line, false, None::<&str>)?);
+                }
+                for (verb, label) in actions {
+                    let item_id = format!("{verb}:{id}");
+                    items.push(MenuItem::with_id(app, item_id, *label, true, None::<&str>)?);
+                }
                 let refs: Vec<&dyn IsMenuItem<R>> =
                     items.iter().map(|i| i as &dyn IsMenuItem<R>).collect();
                 menu.append(&Submenu::with_items(app, text, true, &refs)?)?
@@ -300,10 +363,7 @@ mod tests {
 
     #[test]
     fn menu_lists_approvals_and_each_server_with_its_state() {
-        let servers = vec![
-            ("fs".to_owned(), "running".to_owned()),
-            ("time".to_owned(), "restarting".to_owned()),
-        ];
+        let servers = vec![Row::new("fs", "running"), Row::new("time", "restarting")];
         let m = model(2, &servers, false);
         assert!(m.contains(&Entry::Item {
             id: "approvals".into(),
@@ -313,6 +373,7 @@ mod tests {
         assert!(m.contains(&Entry::Server {
             id: "time".into(),
             text: "◌ time — restarting".into(),
+            notes: vec![],
             actions: vec![("stop", "Stop")],
         }));
         assert!(m.contains(&Entry::Item {
@@ -343,7 +404,7 @@ mod tests {
 
     #[test]
     fn every_clickable_entry_has_an_action() {
-        let m = model(1, &[("fs".to_owned(), "running".to_owned())], true);
+        let m = model(1, &[Row::new("fs", "running")], true);
         for e in &m {
             match e {
                 Entry::Item {
@@ -366,7 +427,7 @@ mod tests {
     /// marked at the front.
     #[test]
     fn each_server_offers_the_actions_that_fit_its_state() {
-        let servers: Vec<(String, String)> = [
+        let servers: Vec<Row> = [
             "running",
             "stopped",
             "failed",
@@ -376,7 +437,7 @@ mod tests {
             "invalid",
         ]
         .iter()
-        .map(|s| (format!("s-{s}"), (*s).to_owned()))
+        .map(|s| Row::new(&format!("s-{s}"), s))
         .collect();
         let m = model(0, &servers, false);
         let of = |id: &str| {
@@ -386,6 +447,7 @@ mod tests {
                         id: i,
                         text,
                         actions,
+                        ..
                     } if i == id => Some((text.clone(), actions.clone())),
                     _ => None,
                 })
@@ -402,11 +464,7 @@ mod tests {
         assert_eq!(of("s-invalid").1, vec![("fix", "Fix in Gatehouse…")]);
         assert_eq!(action("fix:s-invalid"), Some(TrayAction::Open));
         // An unreadable entry's key is any text its file holds: hidden characters as code points.
-        let odd = model(
-            0,
-            &[("x\u{202e}hs.txt".to_owned(), "invalid".to_owned())],
-            false,
-        );
+        let odd = model(0, &[Row::new("x\u{202e}hs.txt", "invalid")], false);
         assert!(odd.iter().any(|e| matches!(e, Entry::Server { text, .. }
             if text == "✕ x⟨U+202E⟩hs.txt — its entry cannot be read")));
         // Words, not state names.
@@ -456,5 +514,40 @@ mod tests {
             Some(TrayAction::SignIn("web".into()))
         );
         assert_eq!(action("explode:x"), None);
+    }
+
+    /// A server whose status warns (a place its sandbox left out) says so on its own line, and
+    /// each warning is a line of its menu, with the line that fixes it, before any call fails.
+    #[test]
+    fn a_servers_warnings_show_in_the_tray() {
+        let left =
+            "the sandbox left out what the entry names — /var/tmp/x.json (MEMORY_FILE_PATH): \
+                    a system folder; add \"sandbox\": {\"write\": [\"/var/tmp\"]}";
+        let mut warned = Row::new("memory", "running");
+        warned.warnings = vec![left.to_owned(), "rule\u{202e} stale".to_owned()];
+        let m = model(0, &[warned, Row::new("fs", "running")], false);
+        let (text, notes) = m
+            .iter()
+            .find_map(|e| match e {
+                Entry::Server {
+                    id, text, notes, ..
+                } if id == "memory" => Some((text.clone(), notes.clone())),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(text, "● memory — running · ⚠ 2 warnings");
+        assert_eq!(notes.len(), 2);
+        assert!(
+            notes[0].starts_with("⚠ the sandbox left out"),
+            "{}",
+            notes[0]
+        );
+        assert!(notes[0].chars().count() < 160, "{}", notes[0]);
+        assert!(notes[0].ends_with("(open Gatehouse to read it all)"));
+        assert_eq!(notes[1], "⚠ rule⟨U+202E⟩ stale");
+        assert!(m
+            .iter()
+            .any(|e| matches!(e, Entry::Server { id, text, notes, .. }
+            if id == "fs" && text == "● fs — running" && notes.is_empty())));
     }
 }

@@ -65,45 +65,8 @@ struct Inner {
     writer: Option<super::persist::Persister>,
 }
 
-/// Who got a "session" answer, and when.
-#[derive(Debug, Clone)]
-struct SessionGrant {
-    client: Option<String>,
-    profile: Option<String>,
-    since_ms: u64,
-}
-
-impl SessionGrant {
-    /// The grant as `grants` lists it: `scope` for (session, server, tool), with the arguments
-    /// digest of an exact one.
-    fn listed(
-        &self,
-        scope: Scope,
-        (session, server, tool): (&String, &String, &String),
-        digest: Option<&String>,
-    ) -> Grant {
-        Grant {
-            scope,
-            server: server.clone(),
-            tool: tool.clone(),
-            profile: self.profile.clone(),
-            session: Some(session.clone()),
-            client: self.client.clone(),
-            since_ms: self.since_ms,
-            definition: None,
-            arguments_digest: digest.cloned(),
-        }
-    }
-
-    /// The grant an answer to `request` gives its client, from now.
-    fn of(request: &ApprovalRequest) -> SessionGrant {
-        SessionGrant {
-            client: request.client.name.clone(),
-            profile: request.client.profile.clone(),
-            since_ms: crate::logs::now_ms(),
-        }
-    }
-}
+mod session_grant;
+use session_grant::SessionGrant;
 
 #[derive(Default)]
 struct State {
@@ -443,6 +406,7 @@ impl ApprovalBroker {
                 since_ms,
                 definition: Some(hash.chars().take(12).collect()),
                 arguments_digest: None,
+                arguments: None,
             })
             .collect();
         out.extend(st.store.exact_grants().iter().map(|e| Grant {
@@ -455,6 +419,7 @@ impl ApprovalBroker {
             since_ms: e.since_ms,
             definition: Some(e.sha256.chars().take(12).collect()),
             arguments_digest: Some(e.arguments_digest.clone()),
+            arguments: e.arguments.clone(),
         }));
         out.extend(
             st.exact_grants
@@ -531,7 +496,7 @@ impl ApprovalBroker {
                         request.server.clone(),
                         request.tool.clone(),
                     ),
-                    SessionGrant::of(request),
+                    SessionGrant::of(request, false),
                 );
                 return;
             }
@@ -543,18 +508,21 @@ impl ApprovalBroker {
                         request.tool.clone(),
                         request.arguments_digest.clone(),
                     ),
-                    SessionGrant::of(request),
+                    SessionGrant::of(request, true),
                 );
                 return;
             }
-            Scope::ExactAlways => st.store.trust_exact(&super::Covered {
-                profile: request.client.profile.as_deref(),
-                session: &request.client.session,
-                server: &request.server,
-                tool: &request.tool,
-                hash,
-                arguments_digest: &request.arguments_digest,
-            }),
+            Scope::ExactAlways => st.store.trust_exact(
+                &super::Covered {
+                    profile: request.client.profile.as_deref(),
+                    session: &request.client.session,
+                    server: &request.server,
+                    tool: &request.tool,
+                    hash,
+                    arguments_digest: &request.arguments_digest,
+                },
+                &session_grant::shown_arguments(request.arguments.get()),
+            ),
             Scope::Always => {
                 // "Always" trusts this definition: it becomes the pin.
                 let definition = request.changed.as_ref().map(|c| c.new.clone());

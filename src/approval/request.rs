@@ -243,6 +243,10 @@ pub struct Grant {
     /// The exact call's [`arguments_digest`] (`exact` and `exact-always` grants).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_digest: Option<String>,
+    /// For an exact grant: the call's arguments as the person saw them (masked, cut to 512
+    /// characters) — what it covers, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
 }
 
 /// What changed in a tool's definition since it was pinned.

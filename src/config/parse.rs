@@ -169,10 +169,21 @@ pub fn parse_entry(entry: &serde_json::Value) -> Result<ServerConfig, EntryError
                 .get(key)
                 .is_some_and(|v| BTreeMap::<String, EnvValue>::deserialize(v).is_err())
         };
-        let field = ["env", "headers"].into_iter().find(|k| bad(k));
+        let mut field = ["env", "headers"].into_iter().find(|k| bad(k));
+        // A value of the wrong type: the setting it is in, and its right form.
+        let typed = refusal::mistyped((entry, ENTRY_KEYS), &m, |one| {
+            RawServer::deserialize(one).err()
+        });
+        if let Some((key, _)) = &typed {
+            field = field.or(Some(key));
+        }
         // serde's own text ("unknown field `x`, expected one of …"), or one of ours.
         let (message, fix) = match refusal::split(&m) {
             Some((p, f)) => (p.to_owned(), f.to_owned()),
+            None if typed.is_some() => {
+                let (key, fix) = typed.unwrap_or_default();
+                (format!("\"{key}\": {m}"), fix)
+            }
             None => {
                 let fix = refusal::fix_for(&m, e.classify());
                 let message = match m.strip_prefix("unknown field ") {

@@ -82,7 +82,7 @@ fn bad_id_missing_command_wrong_type() {
 
     let (_, _, msg, fix) = bad_entry("{\"servers\": {\"a\": {\"command\": 5}}}");
     assert!(msg.contains("invalid type"), "{msg}");
-    assert!(fix.contains("type"), "{fix}");
+    assert!(fix.contains("\"command\" is text in quotes"), "{fix}");
 
     let (_, _, msg, _) =
         bad_entry("{\"servers\": {\"a\": {\"command\": \"x\", \"url\": \"http://h\"}}}");
@@ -468,4 +468,24 @@ fn approval_refusals_name_the_change() {
     assert!(m.contains("-5"), "{m}");
     assert!(f.contains("0 or more"), "{f}");
     assert!(!f.contains("examples/gatehouse.json"), "{f}");
+}
+
+/// A value of the wrong type names its setting and shows the setting's right form — a string
+/// given for a list shown split into one — so the fix can be followed as written.
+#[test]
+fn a_wrong_type_names_its_setting_and_the_right_form() {
+    let (_, _, msg, fix) =
+        bad_entry(r#"{"servers": {"a": {"command": "x", "args": "--root /data"}}}"#);
+    assert!(msg.starts_with("\"args\": invalid type"), "{msg}");
+    assert!(fix.contains(r#""args": ["--root", "/data"]"#), "{fix}");
+    let (_, _, msg, fix) = bad_entry(r#"{"servers": {"a": {"command": "x", "enabled": "no"}}}"#);
+    assert!(msg.starts_with("\"enabled\""), "{msg}");
+    assert!(fix.contains(r#""enabled": true"#), "{fix}");
+    let (_, _, msg, fix) =
+        bad_entry(r#"{"servers": {"a": {"command": "x", "startup_timeout_secs": "30"}}}"#);
+    assert!(msg.starts_with("\"startup_timeout_secs\""), "{msg}");
+    assert!(fix.contains("whole number of seconds"), "{fix}");
+    let (_, _, msg, fix) = bad_entry(r#"{"servers": {"a": {"command": "x", "env": ["A=1"]}}}"#);
+    assert!(msg.contains("\"env\""), "{msg}");
+    assert!(fix.contains(r#""env": {"NAME": "value"}"#), "{fix}");
 }

@@ -195,6 +195,55 @@ pub(super) fn fix_for(message: &str, class: serde_json::error::Category) -> Stri
     }
 }
 
+/// For a value of the wrong type in a server entry (`"args": "not-a-list"`): the setting it is in
+/// — each of the entry's settings read alone by `read_alone`, the one refused the same way — and
+/// the fix in the setting's own form (a string given for a list shown split into one).
+pub(super) fn mistyped(
+    (entry, keys): (&serde_json::Value, &[&'static str]),
+    message: &str,
+    read_alone: impl Fn(serde_json::Value) -> Option<serde_json::Error>,
+) -> Option<(&'static str, String)> {
+    let kind = ["invalid type", "invalid value", "invalid length"]
+        .into_iter()
+        .find(|k| message.starts_with(k))?;
+    let o = entry.as_object()?;
+    let (key, value) = o.iter().find(|(k, v)| {
+        let mut one = serde_json::Map::new();
+        one.insert((*k).clone(), (*v).clone());
+        read_alone(serde_json::Value::Object(one)).is_some_and(|e| e.to_string().starts_with(kind))
+    })?;
+    let key: &'static str = keys.iter().copied().find(|k| *k == key)?;
+    Some((key, right_form(key, value)))
+}
+
+/// What setting `key` takes, written out as the entry would hold it.
+fn right_form(key: &str, given: &serde_json::Value) -> String {
+    let q = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
+    match key {
+        "args" | "tools_used" | "unmasked_secrets" => match given.as_str() {
+            Some(text) => {
+                let words: Vec<String> = text.split_whitespace().map(q).collect();
+                format!("\"{key}\" is a list of strings, one a word: \"{key}\": [{}]", words.join(", "))
+            }
+            None => format!("\"{key}\" is a list of strings: \"{key}\": [\"--flag\", \"value\"]"),
+        },
+        "env" | "headers" => format!(
+            "\"{key}\" is an object of names and values: \"{key}\": {{\"NAME\": \"value\"}} (or {{\"secret\": \"NAME\"}} for a value kept in the keychain)"
+        ),
+        "tools" => "\"tools\" is an object of tool names: \"tools\": {\"TOOL\": {\"requires_approval\": true}}".into(),
+        "allow_insecure" | "allow_private" | "enabled" | "requires_approval" | "validate_arguments" | "disabled" => {
+            format!("\"{key}\" is true or false, without quotes: \"{key}\": true")
+        }
+        "startup_timeout_secs" | "call_timeout_secs" | "idle_stop_secs" => {
+            format!("\"{key}\" is a whole number of seconds, without quotes: \"{key}\": 30")
+        }
+        "sandbox" => "\"sandbox\" is \"default\", \"strict\", \"off\", or an object: \"sandbox\": {\"write\": [\"~/notes\"], \"network\": false}".into(),
+        "pin" => "\"pin\" is an object: \"pin\": {\"version\": \"1.4.2\", \"integrity\": \"sha512-…\"}".into(),
+        "auth" | "oauth" => format!("\"{key}\" is an object (see the README's sign-in section)"),
+        _ => format!("\"{key}\" is text in quotes: \"{key}\": \"…\""),
+    }
+}
+
 /// The allowed name nearest to `word` (edit distance ≤ 3), for "did you mean" hints.
 pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates

@@ -197,7 +197,12 @@ async fn answer(
         } => activity(hub, limit, server, client).await,
         Request::RulesTest(scope) => reply(hub.rules_test(scope).await),
         Request::Rules => Response::ok(hub.rules()),
-        Request::AddRule { server, tool, rule } => reply(hub.add_rule(&server, &tool, rule).await),
+        Request::AddRule {
+            server,
+            tool,
+            client,
+            rule,
+        } => reply(hub.add_rule(&server, &tool, client.as_deref(), rule).await),
         Request::RemoveRule { at, rule } => then(hub.remove_rule(&at, rule).await, || hub.rules()),
         Request::Approve { id, scope, digest } => decide(
             hub,

@@ -188,13 +188,21 @@ fn client_ref(s: &ClientSession, recent: Vec<crate::profiles::Connected>) -> Cli
 fn others_on_profile(s: &ClientSession, recent: Vec<crate::profiles::Connected>) -> Vec<String> {
     let profile = s.profile.as_deref().unwrap_or("default");
     let me = s.info();
+    let names: Vec<String> = recent.iter().map(|c| c.name.clone()).collect();
     let mut others: Vec<String> = recent
         .into_iter()
         .filter(|c| c.profile == profile)
         .filter(|c| Some(&c.name) != me.name.as_ref() || c.version != me.version)
-        .map(|c| match c.version {
-            Some(v) => format!("{} {v}", c.name),
-            None => c.name,
+        .map(|c| {
+            // A borrowed name is marked here too, as wherever a client's name is shown.
+            let like = c.imitates.clone().or_else(|| {
+                crate::text::imitation::imitates(&c.name, names.iter().map(String::as_str))
+            });
+            let name = crate::text::imitation::marked(&c.name, like.as_deref());
+            match c.version {
+                Some(v) => format!("{name} {v}"),
+                None => name,
+            }
         })
         .collect();
     others.sort();

@@ -74,14 +74,15 @@ pub(super) fn out_of_reach(
     crate::approval::rules::unreachable(server, rules, |p| confined.plan.reads(p), home.as_deref())
 }
 
-/// Adds `rule` to `server`'s tool `tool` (after its other rules) and applies the config.
-/// Checked first against the tool's definition as Gatehouse knows it: a rule that can never
-/// match is refused with the reason and nothing is saved. Returns the warnings (a rule that
-/// may not match as written).
+/// Adds `rule` to `server`'s tool `tool` (after its other rules) and applies the config: for
+/// every client (the server's tool), or for client profile `profile` only (the profile's tool,
+/// `clients.PROFILE.tools.SERVER__TOOL`). Checked first against the tool's definition as
+/// Gatehouse knows it: a rule that can never match is refused with the reason and nothing is
+/// saved. Returns the warnings (a rule that may not match as written).
 pub(super) async fn add(
     hub: &HubHandle,
-    server: &str,
-    tool: &str,
+    (server, tool): (&str, &str),
+    profile: Option<&str>,
     rule: Rule,
 ) -> Result<Vec<String>, HubError> {
     hub.server(server)?;
@@ -99,15 +100,30 @@ pub(super) async fn add(
         )));
     }
     let (server_id, tool_name) = (server.to_owned(), tool.to_owned());
+    let profile = profile.map(str::to_owned);
     hub.edit_config(move |c| {
         let mut next = c.clone();
-        let entry = next
-            .servers
-            .iter_mut()
-            .find(|(id, _)| id.as_str() == server_id)
-            .map(|(_, s)| s)
-            .ok_or_else(|| format!("there is no server \"{server_id}\" in the config"))?;
-        let policy = entry.tools.entry(tool_name).or_default();
+        let policy = match &profile {
+            Some(p) => {
+                let entry = next
+                    .clients
+                    .iter_mut()
+                    .find(|(id, _)| id.as_str() == p)
+                    .map(|(_, e)| e)
+                    .ok_or_else(|| format!("there is no client profile \"{p}\" in the config"))?;
+                let key = crate::naming::exposed_name(&server_id, &tool_name);
+                entry.tools.entry(key).or_default()
+            }
+            None => {
+                let entry = next
+                    .servers
+                    .iter_mut()
+                    .find(|(id, _)| id.as_str() == server_id)
+                    .map(|(_, s)| s)
+                    .ok_or_else(|| format!("there is no server \"{server_id}\" in the config"))?;
+                entry.tools.entry(tool_name).or_default()
+            }
+        };
         if policy.rules.len() >= crate::config::rules::MAX_RULES {
             return Err(format!(
                 "this tool has {} rules already (the most one tool keeps)",

@@ -40,6 +40,9 @@ pub struct HubOptions {
     /// The control socket this hub serves: its directory is closed to confined servers (the
     /// derived one always is).
     pub control_path: Option<PathBuf>,
+    /// The store pinned artifacts run from (default: `DATA/store`; a probe runs from the
+    /// person's, where Save installs).
+    pub store: Option<crate::registry::store::Store>,
     /// What starts the servers (unit tests: the in-memory fake; default: real processes).
     #[cfg(test)]
     pub(crate) launcher: Option<Arc<dyn crate::supervisor::launch::Launcher>>,
@@ -60,6 +63,7 @@ impl HubOptions {
             browser: None,
             gateway_token: None,
             control_path: None,
+            store: None,
             #[cfg(test)]
             launcher: None,
         }
@@ -123,7 +127,10 @@ impl Hub {
                 opts.control_path.as_deref(),
             ),
             servers: Some(opts.data_dir.join("servers")),
-            store: Some(crate::registry::store::Store::at(&opts.data_dir)),
+            store: Some(
+                opts.store
+                    .unwrap_or_else(|| crate::registry::store::Store::at(&opts.data_dir)),
+            ),
         };
         ctx.known_tools_dir = Some(opts.data_dir.join("tools"));
         let ctx = Arc::new(ctx);

@@ -33,6 +33,7 @@ pub async fn compare(
     server: ServerConfig,
     secrets: Arc<dyn SecretSource>,
     timeout: Duration,
+    from: Option<&super::FromStore>,
 ) -> Result<Comparison, String> {
     let Transport::Stdio(t) = &server.transport else {
         return Err(format!(
@@ -49,8 +50,8 @@ pub async fn compare(
         }
         u.sandbox = SandboxPolicy::of(Level::Off);
     }
-    let a = probe(id, confined, secrets.clone(), timeout).await;
-    let b = probe(id, unconfined, secrets, timeout).await;
+    let a = probe(id, confined, secrets.clone(), timeout, from).await;
+    let b = probe(id, unconfined, secrets, timeout, from).await;
     let difference = difference(&a, &b);
     Ok(Comparison {
         ok: a.ok && b.ok,

@@ -91,9 +91,12 @@ pub async fn releases(index: Index, name: &str) -> Result<Releases, String> {
                 crate::http_client::http_error_chain(&e)
             )
         })?;
+        if r.status() == reqwest::StatusCode::NOT_FOUND {
+            return Err(format!("{root} has no package {name} (HTTP 404)"));
+        }
         if !r.status().is_success() {
             return Err(format!(
-                "{root} has no package {name} (HTTP {})",
+                "{root} could not answer about {name} (HTTP {}); try again later",
                 r.status().as_u16()
             ));
         }

@@ -96,6 +96,39 @@ fn written(p: &Path, home: Option<&Path>) -> String {
     }
 }
 
+/// What to open so that a refused path works: a folder itself; for a file (or a path not there
+/// yet), the folder it is in — programs write beside their files (a temporary copy renamed over
+/// it, a journal) — unless that folder is `/`, the home directory or a system tree, where the
+/// file alone is named.
+fn to_open(p: &Path, home: Option<&Path>) -> PathBuf {
+    const SYSTEM: &[&str] = &[
+        "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/proc", "/sys",
+        "/dev", "/run",
+    ];
+    if p.is_dir() {
+        return p.to_owned();
+    }
+    match p.parent() {
+        Some(dir)
+            if dir != Path::new("/")
+                && home.is_none_or(|h| real(h) != dir)
+                && !SYSTEM.iter().any(|s| dir.starts_with(s)) =>
+        {
+            dir.to_owned()
+        }
+        _ => p.to_owned(),
+    }
+}
+
+/// The other way out, where the line given is not already it.
+fn or_off(l: &super::places::LeftOut) -> &'static str {
+    if l.allow == "\"sandbox\": \"off\"" {
+        ""
+    } else {
+        ", or \"sandbox\": \"off\""
+    }
+}
+
 /// When `text` (what a confined server said, or how it failed) may be the sandbox's doing: a
 /// sentence that contains the word "sandbox", the path when known and the one entry line that
 /// allows it. `None` when nothing points at the sandbox (no refusal, or every path it names is
@@ -116,8 +149,12 @@ pub fn blame(text: &str, c: &Confined, id: &str) -> Option<String> {
     });
     if let Some(l) = left.filter(|_| refused || !named.is_empty()) {
         return Some(format!(
-            "the sandbox may have caused this: {} ({}) was not opened for writing — {}; to allow it, add {} to the entry, or \"sandbox\": \"off\"",
-            l.path, l.from, l.why, l.allow
+            "the sandbox may have caused this: {} ({}) was not opened for writing — {}; to allow it, {}{}",
+            l.path,
+            l.from,
+            l.why,
+            l.fix(),
+            or_off(l)
         ));
     }
     if !refused {
@@ -131,15 +168,20 @@ pub fn blame(text: &str, c: &Confined, id: &str) -> Option<String> {
         Some((p, readable)) => {
             let what = if readable { "write" } else { "read or write" };
             let line = written(&p, home);
+            let open = written(&to_open(&p, home), home);
             Some(format!(
-                "the sandbox may have caused this: it does not let the server {what} {line}; to allow it, add \"sandbox\": {{\"write\": [\"{line}\"]}} to the entry (or \"sandbox\": \"off\"), or see `gatehouse test {id} --compare`"
+                "the sandbox may have caused this: it does not let the server {what} {line}; to allow it, add \"sandbox\": {{\"write\": [\"{open}\"]}} to the entry (or \"sandbox\": \"off\"), or see `gatehouse test {id} --compare`"
             ))
         }
         None if !named.is_empty() => None,
         None => match c.left_out.first() {
             Some(l) => Some(format!(
-                "the sandbox may have caused this: it left out {} ({}: {}); to allow it, add {} to the entry, or \"sandbox\": \"off\"",
-                l.path, l.from, l.why, l.allow
+                "the sandbox may have caused this: it left out {} ({}: {}); to allow it, {}{}",
+                l.path,
+                l.from,
+                l.why,
+                l.fix(),
+                or_off(l)
             )),
             None => Some(format!(
                 "the sandbox ({}) may have caused this refusal (no path was named); `gatehouse test {id} --compare` runs it confined and unconfined and says the difference, and \"sandbox\": {{\"write\": [PATH]}} in the entry opens a path",
@@ -209,6 +251,7 @@ mod tests {
             from: "argument 2".into(),
             why: "it is your home directory itself".into(),
             allow: "\"sandbox\": {\"write\": [\"~/new.db\"]}".into(),
+            rename: None,
         };
         let c = confined(own.path(), vec![left]);
         let b = blame(
@@ -221,6 +264,17 @@ mod tests {
             b.contains("sandbox") && b.contains("~/new.db") && b.contains("argument 2"),
             "{b}"
         );
+        // `/` as a root: the line is `"sandbox": "off"`, said once.
+        let root = LeftOut {
+            path: "/".into(),
+            from: "argument 1".into(),
+            why: "it is the root of the filesystem".into(),
+            allow: "\"sandbox\": \"off\"".into(),
+            rename: None,
+        };
+        let c = confined(own.path(), vec![root]);
+        let b = blame("PermissionError: [Errno 13] Permission denied", &c, "fs").unwrap();
+        assert_eq!(b.matches("\"sandbox\": \"off\"").count(), 1, "{b}");
         let c = confined(own.path(), Vec::new());
         let b = blame("PermissionError: [Errno 13]", &c, "db").unwrap();
         assert!(

@@ -105,15 +105,36 @@ pub struct LeftOut {
     pub why: String,
     /// The entry line that would open it.
     pub allow: String,
+    /// A path to name in its place, when no line can open it where it is (a new file directly
+    /// in the home directory: the line then opens a folder of its own, made at the next start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rename: Option<String>,
 }
 
 impl LeftOut {
     /// One line for the log and `status`.
     pub fn line(&self) -> String {
         format!(
-            "{} ({}) was not opened for writing: {}; to allow it, add {} to the entry",
-            self.path, self.from, self.why, self.allow
+            "{} ({}) was not opened for writing: {}; to allow it, {}",
+            self.path,
+            self.from,
+            self.why,
+            self.fix()
         )
+    }
+
+    /// What to change in the entry so that it opens: `add LINE to the entry`, or, when it cannot
+    /// be opened where it is, `name "NEW" in place of "OLD" and add LINE to the entry`.
+    pub fn fix(&self) -> String {
+        match &self.rename {
+            None => format!("add {} to the entry", self.allow),
+            Some(new) => format!(
+                "name {} in place of {} and add {} to the entry",
+                serde_json::Value::String(new.clone()),
+                serde_json::Value::String(self.path.clone()),
+                self.allow
+            ),
+        }
     }
 }
 
@@ -251,6 +272,53 @@ fn refused(dir: &Path, home: Option<&Path>, guarded: &[PathBuf]) -> Option<Strin
     None
 }
 
+/// The entry line that opens a left-out path so that it works (and, where no line can open it
+/// where it is, the path to name instead): `"sandbox": "off"` for `/`; for a file, its folder
+/// (programs write beside their files: journals, temporary copies), where that is not a system
+/// tree (the file alone there) — a folder that does not exist yet written with a final `/`, which
+/// the next start makes; a new file directly in the home directory (which opens whole or not at
+/// all) moves into a folder of its own, named after it.
+fn opening_line(
+    written: &str,
+    target: &Path,
+    path: &Path,
+    in_home_itself: bool,
+) -> (String, Option<String>) {
+    let allow = |p: &str| format!("\"sandbox\": {{\"write\": [\"{p}\"]}}");
+    if target == Path::new("/") {
+        return ("\"sandbox\": \"off\"".to_owned(), None);
+    }
+    let as_written = Path::new(written);
+    if in_home_itself && !path.exists() {
+        let stem = as_written
+            .file_stem()
+            .map(|s| s.to_string_lossy().trim_start_matches('.').to_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "data".to_owned());
+        let folder = as_written
+            .parent()
+            .map_or_else(|| stem.clone(), |p| p.join(&stem).display().to_string());
+        let name = as_written
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        return (
+            allow(&format!("{folder}/")),
+            Some(format!("{folder}/{name}")),
+        );
+    }
+    let system = SYSTEM_TREES
+        .iter()
+        .any(|s| target.starts_with(s) && *s != "/var");
+    let parent_missing = path.parent().is_some_and(|p| !p.exists());
+    match as_written.parent().map(|p| p.display().to_string()) {
+        Some(folder) if target != path && !system && !folder.is_empty() => {
+            let slash = if parent_missing { "/" } else { "" };
+            (allow(&format!("{folder}{slash}")), None)
+        }
+        _ => (allow(written), None),
+    }
+}
+
 /// Why `dir` holds programs that run later, if it does: a folder on the search path for
 /// programs (`PATH`), or a Python package folder (`site-packages`, `dist-packages`).
 fn runs_programs(dir: &Path) -> Option<String> {
@@ -305,13 +373,14 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
     for n in named {
         let path = resolved(&super::paths::expand(&n.written, home));
         let allow = |p: &str| format!("\"sandbox\": {{\"write\": [\"{p}\"]}}");
-        let mut left = |why: String, allow: String| {
+        let mut left = |why: String, (allow, rename): (String, Option<String>)| {
             if !out.left_out.iter().any(|l| l.path == n.written) {
                 out.left_out.push(LeftOut {
                     path: n.written.clone(),
                     from: n.from.clone(),
                     why,
                     allow,
+                    rename,
                 });
             }
         };
@@ -320,7 +389,7 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
             out.home_entries = true;
             left(
                 "your home directory is opened entry by entry — its folders and files for writing, its settings (dot-files) and startup files for reading only, its credential stores not at all — so nothing new can be created directly in it".into(),
-                allow(&n.written),
+                (allow(&n.written), None),
             );
             continue;
         }
@@ -352,7 +421,7 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
                             "what it holds that runs code when it is opened as a project ({}) stays read-only, and the folder opens entry by entry around it, so nothing new can be made directly in it",
                             shown.join(", ")
                         ),
-                        allow(&n.written),
+                        (allow(&n.written), None),
                     );
                     out.protected.extend(inside);
                 }
@@ -386,12 +455,8 @@ pub fn open(named: &[Named], home: Option<&Path>, guarded: &[PathBuf]) -> Opened
                         target.display()
                     )
                 };
-                let line = if target == Path::new("/") {
-                    "\"sandbox\": \"off\"".to_owned()
-                } else {
-                    allow(&n.written)
-                };
-                left(why, line);
+                let home_itself = real_home.as_deref() == path.parent();
+                left(why, opening_line(&n.written, &target, &path, home_itself));
             }
         }
     }

@@ -212,3 +212,26 @@ fn what_runs_code_later_is_never_a_place() {
     );
     assert!(!o.write.iter().any(|w| w.starts_with(real(".local"))));
 }
+
+/// The line a left-out path gives opens what the server writes, never wider: a new file
+/// directly in the home moves into a folder of its own (made at the next start, written with a
+/// final `/`), a file in a shared system folder opens that folder, `/` turns the sandbox off.
+#[test]
+fn the_opening_line_names_a_folder_that_works() {
+    let h = home();
+    let hp = h.path();
+    let one = |p: &str| open(&[named(p)], Some(hp), &[]).left_out.remove(0);
+    let db = one("~/new.db");
+    assert_eq!(db.allow, "\"sandbox\": {\"write\": [\"~/new/\"]}");
+    assert_eq!(db.rename.as_deref(), Some("~/new/new.db"));
+    assert!(
+        db.line()
+            .contains("name \"~/new/new.db\" in place of \"~/new.db\" and add"),
+        "{}",
+        db.line()
+    );
+    let tmp = one("/var/tmp/gatehouse-x-none.json");
+    assert_eq!(tmp.allow, "\"sandbox\": {\"write\": [\"/var/tmp\"]}");
+    assert_eq!(tmp.rename, None);
+    assert_eq!(one("/").allow, "\"sandbox\": \"off\"");
+}

@@ -325,6 +325,18 @@ impl Actor {
             .as_ref()
             .map(|c| c.left_out.clone())
             .unwrap_or_default();
+        // Said on its row before any call fails: each place left out, with the line that opens it.
+        let said = (!left.is_empty()).then(|| {
+            let lines: Vec<String> = left
+                .iter()
+                .map(|l| format!("{} ({}): {}; {}", l.path, l.from, l.why, l.fix()))
+                .collect();
+            format!(
+                "the sandbox left out what the entry names — {}",
+                lines.join("; ")
+            )
+        });
+        self.warn("left-out", said);
         self.update_status(|s| {
             if let Some(sb) = s.sandbox.as_mut() {
                 sb.left_out = left.iter().map(|l| l.path.clone()).collect();

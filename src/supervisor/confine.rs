@@ -39,6 +39,39 @@ fn make_private(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot make the sandbox's directory {}: {e}", dir.display()))
 }
 
+/// What the entry's own `sandbox.write` does before its plan is built: a folder written with a
+/// final `/` that does not exist yet is made (private), as the sandbox's own advice writes one;
+/// a grant that opens the whole home, or a folder holding what runs code later, is warned of.
+fn entry_grants(write: &[String], home: Option<&Path>, notes: &mut Vec<String>) {
+    // A folder the entry opens that does not exist yet, written with a final `/` (as the
+    // sandbox's own advice writes one): made now, private, so it opens at this start.
+    for w in write.iter().filter(|w| w.ends_with('/')) {
+        let p = crate::sandbox::paths::expand(w, home);
+        if p.is_absolute() && std::fs::symlink_metadata(&p).is_err() {
+            match make_private(&p) {
+                Ok(()) => notes.push(format!("sandbox: made the folder {w} its entry opens")),
+                Err(e) => notes.push(format!("sandbox: {e}")),
+            }
+        }
+    }
+    // What the entry opens by name is opened whole: said when that takes in what runs code.
+    for w in write {
+        let p = crate::sandbox::paths::expand(w, home);
+        if home.is_some_and(|h| std::fs::canonicalize(h).ok() == std::fs::canonicalize(&p).ok()) {
+            notes.push(format!(
+                "warning: \"sandbox\": {{\"write\": [\"{w}\"]}} opens your whole home directory for writing — its credential stores and the files that run at login included"
+            ));
+        }
+        let inside = places::runs_code_inside(&p);
+        if !inside.is_empty() {
+            notes.push(format!(
+                "warning: \"sandbox\": {{\"write\": [\"{w}\"]}} opens {w} whole — {} included — so this server can plant code there that runs when a client, an editor or git opens the folder",
+                inside.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+}
+
 /// The data directory, as a confined child's working directory.
 fn confined_cwd(data: &Path) -> PathBuf {
     data.to_owned()
@@ -123,6 +156,7 @@ pub fn prepare(
             _ => None,
         })
         .collect();
+    entry_grants(&t.sandbox.write, home.as_deref(), notes);
     let named = places::named(&t.args, &plain, t.cwd.as_deref());
     let places_data = data.clone();
     let opened = places::open(&named, home.as_deref(), &roots.guarded);
@@ -140,16 +174,6 @@ pub fn prepare(
         return Ok(None);
     };
     notes.extend(left_out.iter().map(|l| format!("sandbox: {}", l.line())));
-    // What the entry opens by name is opened whole: said when that takes in what runs code.
-    for w in &t.sandbox.write {
-        let inside = places::runs_code_inside(&crate::sandbox::paths::expand(w, home.as_deref()));
-        if !inside.is_empty() {
-            notes.push(format!(
-                "warning: \"sandbox\": {{\"write\": [\"{w}\"]}} opens {w} whole — {} included — so this server can plant code there that runs when a client, an editor or git opens the folder",
-                inside.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect::<Vec<_>>().join(", ")
-            ));
-        }
-    }
     if plan.left_out > 0 {
         notes.push(format!(
             "the sandbox opened its first {} paths and left {} out (a directory with very many entries); name what the server needs in \"sandbox\": {{\"read\": [...]}}",

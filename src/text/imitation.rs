@@ -64,6 +64,16 @@ pub fn imitates<'a>(name: &str, others: impl IntoIterator<Item = &'a str>) -> Op
         .map(str::to_owned)
 }
 
+/// A client's self-given name as every surface shows it (hidden characters revealed), with the
+/// one mark of a borrowed name: `Clаude Code ⚠ imitates “Claude Code”`.
+pub fn marked(name: &str, imitates: Option<&str>) -> String {
+    let shown = super::reveal(name);
+    match imitates {
+        Some(like) => format!("{shown} ⚠ imitates “{}”", super::reveal(like)),
+        None => shown.into_owned(),
+    }
+}
+
 /// The most names whose first sighting is remembered; a name past it counts as seen last.
 const MAX_NAMES: usize = 4096;
 

@@ -342,3 +342,111 @@ async fn a_refusal_the_sandbox_caused_says_so_everywhere() {
     );
     assert!(out.contains("The sandbox stops it"), "{out}");
 }
+
+/// Advice that works when followed: a server whose file is named in a shared system folder
+/// (`/var/tmp`) — the real memory server, and one that saves as careful programs do (a temporary
+/// copy beside the file, renamed over it) —, one given `/` as its root, and the real SQLite
+/// server told to make a new database directly in the home (as its README does) fail a call (or
+/// their start) with the sandbox's fix line; that line (and the new name, where the path cannot
+/// open where it is), put in the entry exactly as written and the config reloaded, makes the same
+/// call succeed — without opening the whole home.
+#[tokio::test]
+#[ignore = "needs the real peers: run `make test`"]
+async fn the_sandboxs_fix_line_works_when_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    let home = scratch_home(&d);
+    let stamp = format!("{}-{}", std::process::id(), gatehouse::logs::now_ms());
+    let (memory_file, atomic_file, root_file) = (
+        format!("/var/tmp/gatehouse-fix-{stamp}.json"),
+        format!("/var/tmp/gatehouse-fix-{stamp}.txt"),
+        format!("var/tmp/gatehouse-fix-root-{stamp}.txt"),
+    );
+    let atomic = crate::clients::clients_script("atomic_server.py");
+    let cfg = json!({"servers": {
+        "memory": {"command": peer_bin("npm/node_modules/.bin/mcp-server-memory"),
+                   "env": {"MEMORY_FILE_PATH": memory_file}},
+        "atomic": {"command": "python3", "args": [atomic],
+                   "env": {"SAVE_FILE": atomic_file}},
+        "rooted": {"command": "python3", "args": [atomic, "/", root_file]},
+        "db": {"command": peer_bin("venv-sqlite/bin/mcp-server-sqlite"), "args": ["--db-path", "~/new.db"]}
+    }, "approval": {"default": "flagged-only"}});
+    let home_var = home.to_string_lossy().into_owned();
+    let ids = ["memory", "atomic", "rooted"];
+    let s = serve_env(&d, &cfg.to_string(), &ids, &[], &[("HOME", &home_var)]).await;
+    let mcp = Mcp::connect(&s, "fix").await;
+    let entities = json!({"entities": [{"name": "gatehouse", "entityType": "app", "observations": ["fixed"]}]});
+    let table = json!({"query": "CREATE TABLE kept (x TEXT)"});
+    let cases = [
+        ("memory", "create_entities", entities),
+        ("atomic", "atomic__save", json!({"text": "kept"})),
+        ("rooted", "rooted__save", json!({"text": "kept"})),
+        ("db", "create_table", table),
+    ];
+    let mut n = 1;
+    for (id, tool, args) in cases {
+        let (failed, text) = said(&mcp.call(n, tool, args.clone()).await);
+        n += 1;
+        // The fix line where the person meets the failure: the call's error, or (a server that
+        // could not start) its row's last error.
+        let row = status_json(&s).into_iter().find(|v| v["id"] == id).unwrap();
+        let told = if text.contains("\"sandbox\": ") {
+            text.clone()
+        } else {
+            row["last_error"].as_str().unwrap_or_default().to_owned()
+        };
+        assert!(
+            failed && told.contains("sandbox"),
+            "{id}: {text} / {told} / {row}"
+        );
+        // The line as the error gives it: `"sandbox": {...}` — parsed and put in the entry.
+        let at = told.find("\"sandbox\": ").expect("a fix line") + "\"sandbox\": ".len();
+        let mut de = serde_json::Deserializer::from_str(&told[at..]).into_iter::<Value>();
+        let fix = de.next().unwrap().unwrap();
+        let path = d.join("gatehouse.json");
+        let mut saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        // `name "NEW" in place of "OLD"`, where no line opens the path where it is: done too.
+        if let Some(at) = told.find("; to allow it, name ") {
+            let rest = &told[at + "; to allow it, name ".len()..];
+            let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+            let new = de.next().unwrap().unwrap();
+            let rest = rest[de.byte_offset()..]
+                .strip_prefix(" in place of ")
+                .unwrap();
+            let old = serde_json::Deserializer::from_str(rest)
+                .into_iter::<String>()
+                .next()
+                .unwrap()
+                .unwrap();
+            let text = saved["servers"][id].to_string();
+            let moved = text.replace(&Value::from(old).to_string(), &Value::from(new).to_string());
+            saved["servers"][id] = serde_json::from_str(&moved).unwrap();
+            assert_ne!(text, moved, "{id}: {told}");
+        }
+        saved["servers"][id]["sandbox"] = fix.clone();
+        std::fs::write(&path, saved.to_string()).unwrap();
+        assert!(gh(&s, &["reload"]).status.success());
+        let mut last = String::new();
+        let mut done = false;
+        for _ in 0..150 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let (failed, text) = said(&mcp.call(n, tool, args.clone()).await);
+            n += 1;
+            if !failed {
+                done = true;
+                break;
+            }
+            last = text;
+        }
+        for f in [&memory_file, &atomic_file, &format!("/{root_file}")] {
+            let _ = std::fs::remove_file(f);
+        }
+        assert!(done, "{id}: followed {fix}, still: {last}");
+        assert_ne!(fix, json!({"write": ["~"]}), "{id}: the whole home opened");
+    }
+    assert!(
+        home.join("new/new.db").is_file(),
+        "the database made where the advice said"
+    );
+}

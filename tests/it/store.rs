@@ -141,7 +141,8 @@ async fn wait_state(s: &Served, index: &Index, id: &str, state: &str) -> Value {
 /// dependency resolved under the cool-down (the release of a day ago not taken), every package
 /// locked; with the index down it starts again; a hostile index that answers npm with another
 /// tarball than it answered Gatehouse's pin changes nothing that runs; an update shows every
-/// package it changes, with its age, before anything is written, and `--yes` takes it.
+/// package it changes, with its age, before anything is written, and `--yes` takes it. Test
+/// runs what Save would run (pinned, from the store), and the Save after it downloads nothing.
 #[tokio::test]
 #[ignore = "needs npm and Node.js: run `make test`"]
 async fn a_pinned_server_runs_what_gatehouse_installed_and_verified() {
@@ -217,6 +218,33 @@ async fn a_pinned_server_runs_what_gatehouse_installed_and_verified() {
     wait_state(&s, &index, "a", "running").await;
     let v = c.call(2, "a__which", json!({})).await;
     assert_eq!(text_of(&v), "srv-a 1.0.0 with dep-b 1.0.0", "{v}");
+
+    // Test runs what Save would: the unpinned command pinned under the cool-down (1.2.0, ten
+    // days old), installed into the store and run from there, its version named; the Save
+    // that follows installs nothing more. A pinned entry of the config is tested from the store.
+    index.hostile(json!({}));
+    let out = cli(&s, &index, &["test", "--", "npx", "-y", "srv-a"]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("package: srv-a@1.2.0"), "{text}");
+    assert!(
+        text.contains("tested srv-a@1.2.0 — the version saving it pins"),
+        "{text}"
+    );
+    let out = cli(&s, &index, &["add", "b", "--", "npx", "-y", "srv-a"]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("its artifact is in the store") && !text.contains("installing"),
+        "Save after Test downloads again: {text}"
+    );
+    let out = cli(&s, &index, &["test", "a"]);
+    let text = said(&out);
+    assert!(
+        out.status.success() && text.contains("package: srv-a@1.0.0"),
+        "{text}"
+    );
+    assert!(cli(&s, &index, &["remove", "b"]).status.success());
 
     // A hostile index: the genuine tarball to Gatehouse's pin, another one to npm.
     index.hostile(json!({"npm_gets": {"srv-h@1.0.0": evil}}));

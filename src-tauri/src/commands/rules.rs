@@ -11,16 +11,20 @@ pub fn rules(state: AppStateRef<'_>) -> CommandResult<Vec<gatehouse::hub::Listed
     Ok(state.hub()?.rules())
 }
 
-/// Adds a rule to a server's tool; the warnings it carries (a rule that can never match is
-/// refused instead, nothing saved).
+/// Adds a rule to a server's tool — for every client, or for client profile `client` only —;
+/// the warnings it carries (a rule that can never match is refused instead, nothing saved).
 #[tauri::command]
 pub async fn add_rule(
     state: AppStateRef<'_>,
     server: String,
     tool: String,
+    client: Option<String>,
     rule: gatehouse::config::rules::Rule,
 ) -> CommandResult<Vec<String>> {
-    Ok(state.hub()?.add_rule(&server, &tool, rule).await?)
+    Ok(state
+        .hub()?
+        .add_rule(&server, &tool, client.as_deref(), rule)
+        .await?)
 }
 
 /// Removes the rule named `at` if it is still the one shown; the rules after.

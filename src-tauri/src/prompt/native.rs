@@ -105,11 +105,15 @@ fn show<R: Runtime>(app: &AppHandle<R>, req: &ApprovalRequest, waiting: usize, r
     }
     let live = std::rc::Rc::new(std::cell::Cell::new(false));
     let comes_alive = live.clone();
+    let deny_focus = deny.clone();
     glib::timeout_add_local_once(GUARD, move || {
         comes_alive.set(true);
         for b in &answers {
             b.set_sensitive(true);
         }
+        // An inert button takes no focus: Deny gets it back now (Enter denies, as in the
+        // window's modal), not the argument text that held it meanwhile.
+        deny_focus.grab_focus();
     });
     let expires = req.expires_at;
     let label = countdown_label.clone();

@@ -233,6 +233,21 @@ async fn approval_modal_allows_denies_and_remembers() {
         "return document.querySelectorAll('#activity-table tbody tr').length >= 5;",
     )
     .await;
+    // At the app's default size (1040 px), the calls are a table: cards only where the columns
+    // would not fit.
+    d.resize(1040, 720).await;
+    let stacked = d
+        .wait_js(
+            "Activity measured at 1040 px",
+            "const t = document.getElementById('activity-table');
+             return window.innerWidth <= 1040 ? String(t.classList.contains('stacked')) : null;",
+        )
+        .await;
+    assert_eq!(
+        stacked,
+        json!("false"),
+        "Activity is cards at the default size"
+    );
     // A row opens its detail: where the time went (waiting for you, the server's own).
     // (Clicked from the page: the list re-renders every few seconds under the pointer.)
     d.js("document.querySelector('#activity-table tbody tr[data-key]').click(); return true;")

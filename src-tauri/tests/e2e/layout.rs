@@ -104,6 +104,33 @@ async fn the_window_fits_at_800_by_600() {
         .await;
     assert_eq!(sticky, json!({ "scrolls": true, "seen": true }), "{sticky}");
     d.click("#server-cancel").await;
+    // The Edit form at the smallest window: its buttons may wrap, Save never alone (it stays
+    // beside Cancel, on the right).
+    d.client
+        .set_window_size(720, 600)
+        .await
+        .expect("resize the window");
+    d.wait_js("at 720", "return window.innerWidth <= 720;")
+        .await;
+    d.row_action("alpha", "edit").await;
+    let paired = d
+        .wait_js(
+            "the Edit form's buttons",
+            "const d = document.getElementById('server-dialog');
+             if (!d.open || document.getElementById('server-remove').hidden) return null;
+             const s = document.getElementById('server-save').getBoundingClientRect();
+             const c = document.getElementById('server-cancel').getBoundingClientRect();
+             return Math.abs(s.top - c.top) < 2 && c.right <= s.left;",
+        )
+        .await;
+    assert_eq!(paired, json!(true), "Save wraps away from Cancel");
+    d.click("#server-cancel").await;
+    d.client
+        .set_window_size(800, 600)
+        .await
+        .expect("resize the window");
+    d.wait_js("back to 800", "return window.innerWidth <= 800;")
+        .await;
     // Every view: nothing clipped at the right edge (main hides what overflows sideways, so
     // a control past its edge would be cut off, as Activity's export buttons once were).
     for view in [

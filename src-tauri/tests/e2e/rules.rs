@@ -40,7 +40,10 @@ async fn the_modal_offers_a_rule_and_the_exact_call() {
     let offer = d.text("#approval-rule-text").await;
     assert_eq!(
         offer,
-        format!("Always allow touch when path is under {}?", notes.display())
+        format!(
+            "Always allow touch when path is under {}, and allow this call?",
+            notes.display()
+        )
     );
     for b in ["#approval-exact", "#approval-exact-always"] {
         assert!(!d.text(b).await.is_empty(), "{b} is offered");
@@ -62,6 +65,25 @@ async fn the_modal_offers_a_rule_and_the_exact_call() {
     assert_eq!(rows[0]["decided_by"], "rule", "{:?}", rows[0]);
     assert_eq!(rows[0]["rule"], "servers.files.tools.touch.rules[0]");
 
+    // The server's tools table says the rule decides, and for whom — not a bare "asks you".
+    d.view("servers").await;
+    d.click("article.server[data-id=files] .expand").await;
+    let flag = d
+        .wait_js(
+            "touch's flags",
+            "const r = document.querySelector('article.server[data-id=files] .tools tbody tr[data-tool=touch]');
+             const f = r && r.querySelector('.flag-rule');
+             return f && f.textContent;",
+        )
+        .await;
+    let flag = flag.as_str().unwrap_or("");
+    assert!(
+        flag.starts_with("unless a rule decides: allow when path is under")
+            && flag.ends_with("(every client)"),
+        "{flag}"
+    );
+    d.click("article.server[data-id=files] .expand").await;
+
     // Permissions lists the rule by its name and tests the rules on the recorded calls.
     d.view("permissions").await;
     d.wait_js(
@@ -72,11 +94,24 @@ async fn the_modal_offers_a_rule_and_the_exact_call() {
     d.click("#rules-test").await;
     d.wait_js(
         "the test's result",
-        "return document.getElementById('rules-test-result').textContent.includes('decided by a rule');",
+        "return document.getElementById('rules-test-result').textContent.includes('otherwise');",
     )
     .await;
     let said = d.text("#rules-test-result").await;
     assert!(said.contains("2 would be allowed"), "{said}");
+    // Not only totals: the call that would go otherwise (asked then, the rule's now), by name.
+    assert!(
+        said.contains("1 would go otherwise than they did:"),
+        "{said}"
+    );
+    let changed = d.text("#rules-test-changes").await;
+    assert!(
+        changed.contains(
+            "files__touch: approved once, would be allowed by servers.files.tools.touch.rules[0]"
+        ),
+        "{changed}"
+    );
+    assert_eq!(changed.lines().count(), 1, "{changed}");
 
     // "This exact call": the same call again in the session is not asked (it would wait here
     // for an answer nobody gives); the activity says which grant decided it.
@@ -104,4 +139,52 @@ async fn the_modal_offers_a_rule_and_the_exact_call() {
         [("remembered_exact", "exact"), ("approved_exact", "person")],
         "{rows:?}"
     );
+
+    // A rule offered from a profile's call, taken "for that profile only": it decides that
+    // profile's next call there, never another client's.
+    let (code, _, err) = d.cli(&["clients", "add", "work"]);
+    assert_eq!(code, 0, "{err}");
+    let work = d.profile_token("work");
+    let shared = d.dir.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let in_shared = |n: &str| shared.join(n).to_string_lossy().into_owned();
+    let call = d.client_call_as(
+        &work,
+        json!([["files__touch", { "path": in_shared("w1") }]]),
+    );
+    modal_open(&d).await;
+    assert_eq!(
+        d.text("#approval-rule-add-profile").await,
+        "For client profile work only"
+    );
+    d.click("#approval-rule-add-profile").await;
+    assert!(!is_error(&call.finish(), "files__touch"));
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&d.config_path).unwrap()).unwrap();
+    assert_eq!(
+        config["clients"]["work"]["tools"]["files__touch"]["rules"],
+        json!([{ "allow": { "path": { "under": shared } } }])
+    );
+    let again = d.client_call_as(
+        &work,
+        json!([["files__touch", { "path": in_shared("w2") }]]),
+    );
+    assert!(!is_error(&again.finish(), "files__touch"));
+    assert_eq!(
+        activity(&d)[0]["rule"],
+        "clients.work.tools.files__touch.rules[0]"
+    );
+    // Another client (the gateway token) is asked, not allowed by it.
+    let other = d.client_call(json!([["files__touch", { "path": in_shared("o1") }]]));
+    modal_open(&d).await;
+    d.click("#approval-deny").await;
+    assert!(is_error(&other.finish(), "files__touch"));
+    assert!(!shared.join("o1").exists());
+    d.view("permissions").await;
+    d.wait_js(
+        "the profile's rule says whom it covers",
+        "const r = document.querySelector('#rules-table tr[data-at=\"clients.work.tools.files__touch.rules[0]\"]');
+         return r && r.textContent.includes('client profile work only');",
+    )
+    .await;
 }

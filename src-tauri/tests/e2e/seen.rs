@@ -106,6 +106,14 @@ async fn the_modal_shows_hidden_characters_and_guards_a_swapped_call() {
     // Once live, the person's answer is taken.
     d.click("#approval-deny").await;
     assert!(is_error(&second.finish(), "files__touch"));
+    // The borrowed name is marked in Activity's list too, not only in the prompt.
+    d.view("activity").await;
+    d.wait_js(
+        "the borrowed name marked in Activity's list",
+        "return [...document.querySelectorAll('#activity-table tbody tr[data-key]')]
+           .some((r) => r.textContent.includes('Сlaude⟨U+200B⟩ Code ⚠ imitates “Claude Code”'));",
+    )
+    .await;
     d.quit().await;
 }
 

@@ -28,9 +28,11 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         shield
             .as_str()
             .unwrap_or("")
-            .starts_with("Sandboxed: default (landlock ABI"),
+            .starts_with("Sandboxed (default): it reads the system, its own program"),
         "{shield}"
     );
+    // In words: no kernel jargon on the shield.
+    assert!(!shield.as_str().unwrap_or("").contains("ABI"), "{shield}");
 
     // The CLI works against the app exactly as against a headless hub.
     let (code, out, err) = d.cli(&["status", "--json"]);
@@ -427,26 +429,55 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         .js("return document.querySelector('.import-source h2').textContent;")
         .await;
     assert_eq!(label, json!("(pasted snippet)"));
+    // Said once: no path line repeating the heading.
+    let card = d
+        .js("return document.querySelector('.import-source').innerText;")
+        .await;
+    assert_eq!(
+        card.as_str()
+            .unwrap_or("")
+            .matches("(pasted snippet)")
+            .count(),
+        1,
+        "{card}"
+    );
     assert!(!d.dir.path().join("data/pasted").exists());
     d.view("servers").await;
     d.click("#add-server").await;
     d.js(&paste(
-        json!({"mcpServers": {"delta": {"command": fixture_bin, "args": ["--tools", "1"]}}}),
+        json!({"mcpServers": {"delta": {"command": fixture_bin, "args": ["--tools", "1", "--slow-start", "8000"]}}}),
     ))
     .await;
     d.wait_js(
         "the form filled from the snippet",
-        "const f = document.querySelector('#server-form').elements; return f.id.value === 'delta' && f.args.value === '--tools\\n1';",
+        "const f = document.querySelector('#server-form').elements; return f.id.value === 'delta' && f.args.value === '--tools\\n1\\n--slow-start\\n8000';",
     )
     .await;
     d.click("#server-save").await;
+    // A server slower to start than the form waits: "still starting", then, when it is up, a
+    // second message that says so.
+    d.wait_js(
+        "the save's first word",
+        "const t = document.getElementById('toast'); return !t.hidden && t.textContent.includes('delta added — still starting');",
+    )
+    .await;
+    let follow_up = d
+        .wait_js(
+            "the follow-up once it runs",
+            "const t = document.getElementById('toast'); return !t.hidden && t.textContent.includes('delta added — running') && t.textContent;",
+        )
+        .await;
+    assert!(
+        follow_up.as_str().unwrap_or("").starts_with("delta added — running ("),
+        "{follow_up}"
+    );
     d.wait_state("delta", "running").await;
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(&d.config_path).expect("config"))
             .expect("json");
     assert_eq!(
         saved["servers"]["delta"]["args"],
-        json!(["--tools", "1"]),
+        json!(["--tools", "1", "--slow-start", "8000"]),
         "{saved}"
     );
     // An address pasted into Command is a remote server; a runner's command line names its id
@@ -524,7 +555,12 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
 async fn a_broken_entry_is_a_row_fixed_in_its_form() {
     let _serial = lock().await;
     let cmd = fixture()["command"].clone();
-    let d = Desktop::launch(json!({ "alpha": fixture(), "broken": { "comand": cmd } })).await;
+    let d = Desktop::launch(json!({
+        "alpha": fixture(),
+        "broken": { "comand": cmd },
+        "typed": { "command": cmd, "args": "--tools 2" }
+    }))
+    .await;
     d.wait_state("alpha", "running").await;
     let row = d
         .wait_js(
@@ -573,5 +609,32 @@ async fn a_broken_entry_is_a_row_fixed_in_its_form() {
         saved["servers"]["broken"].get("comand").is_none(),
         "{saved}"
     );
+    // A setting of the wrong type: Fix… opens on it — its field focused, in view, the problem
+    // beside it naming the setting and its right form — and the form shows it in its own form.
+    d.click("article.server[data-id=typed] .primary-act").await;
+    let at = d
+        .wait_js(
+            "the form on the mistyped entry",
+            "const note = document.querySelector('#server-form .field-error[data-field=args]');
+             if (!note || note.hidden || !document.getElementById('server-dialog').open) return null;
+             const d = document.getElementById('server-dialog').getBoundingClientRect();
+             const r = note.getBoundingClientRect();
+             return { note: note.textContent, focused: document.activeElement.name,
+                      args: document.querySelector('#server-form').elements.args.value,
+                      inView: r.top >= d.top && r.bottom <= d.bottom };",
+        )
+        .await;
+    assert_eq!(at["focused"], "args", "{at}");
+    assert_eq!(at["inView"], true, "{at}");
+    assert_eq!(at["args"], "--tools\n2", "{at}");
+    assert!(
+        at["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains(r#""args": ["--tools", "2"]"#),
+        "{at}"
+    );
+    d.click("#server-save").await;
+    d.wait_state("typed", "running").await;
     d.quit().await;
 }

@@ -121,6 +121,15 @@ async fn closing_hides_the_window_and_calls_keep_flowing() {
     assert!(!d.dir.path().join("escaped").exists());
     wait_native_gone(&prompt).await;
 
+    // Enter denies once the guard is over: the focus is back on Deny, not in the arguments.
+    let held = d.client_call(json!([["files__touch", { "path": path("entered") }]]));
+    let prompt = wait_native(PROMPT).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    answer_prompt("Return").await;
+    assert!(is_error(&held.finish(), "files__touch"));
+    assert!(!d.dir.path().join("entered").exists());
+    wait_native_gone(&prompt).await;
+
     // A call answered elsewhere (the CLI) leaves the prompt at once.
     let held = d.client_call(json!([["files__touch", { "path": path("cli") }]]));
     let prompt = wait_native(PROMPT).await;
@@ -402,33 +411,50 @@ async fn the_notification_allows_or_denies_a_held_call() {
     d.quit().await;
 }
 
-/// The tray says how things are in one line and puts what needs the person first, in words:
+/// The tray says how things are in one line and puts what needs the person first, in words —
+/// and what a server warns of (a place its sandbox left out) on its line and in its menu:
 /// a summary ("1 running · 1 failed · 1 cannot be read"), the failed server and the unreadable
 /// entry above the running one, never a raw state name.
 #[tokio::test]
 #[ignore = "needs a display, tauri-driver and WebKitWebDriver; run by make test"]
 async fn the_tray_summarises_and_puts_what_needs_you_first() {
     let _serial = lock().await;
+    let mut leaky = fixture();
+    leaky["env"] = json!({"STATE_FILE": "/var/tmp/gatehouse-e2e-left-out.json"});
     let d = Desktop::launch(json!({
         "alpha": fixture(),
+        "leaky": leaky,
         "zulu": { "command": "/nonexistent/server" },
         "oops": { "comand": "x" }
     }))
     .await;
     d.wait_state("alpha", "running").await;
+    d.wait_state("leaky", "running").await;
     d.wait_state("zulu", "failed").await;
     let tray = d.dir.path().join("tray.txt");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let text = loop {
         let t = std::fs::read_to_string(&tray).unwrap_or_default();
-        if t.contains("1 failed") || std::time::Instant::now() > deadline {
+        let settled = t.contains("1 failed") && t.contains("⚠ the sandbox left out");
+        if settled || std::time::Instant::now() > deadline {
             break t;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     };
     let lines: Vec<&str> = text.lines().collect();
     assert!(
-        lines.contains(&"1 running · 1 failed · 1 cannot be read"),
+        lines.contains(&"2 running · 1 failed · 1 cannot be read"),
+        "{text}"
+    );
+    // A place its sandbox left out is said on the server's line and inside its menu, with the
+    // line that opens it, before any call fails.
+    assert!(lines.contains(&"● leaky — running · ⚠ 1 warning"), "{text}");
+    let note = lines
+        .iter()
+        .find(|l| l.starts_with("  ⚠ the sandbox left out"))
+        .unwrap_or_else(|| panic!("no warning in leaky's menu: {text}"));
+    assert!(
+        note.contains("/var/tmp/gatehouse-e2e-left-out.json"),
         "{text}"
     );
     let at = |needle: &str| {

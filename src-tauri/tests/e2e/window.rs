@@ -263,6 +263,14 @@ async fn nothing_is_cut_in_any_view_at_any_width() {
         found.len(),
         found.join("\n")
     );
+    // An exact grant says in words the call it covers — its tool and arguments — not a hash.
+    d.view("permissions").await;
+    d.wait_js(
+        "the exact grant's call",
+        "const r = document.querySelector('#grants-table tr[data-scope=\"exact-always\"]');
+         return r && r.textContent.includes('this call: github-enterprise-server-mirror__echo with {\"text\":\"this exact call\"}');",
+    )
+    .await;
     // A call whose tool reported an error reads as such, with its error, in Activity's detail
     // (opened above, kept open across the view's refreshes).
     d.view("activity").await;

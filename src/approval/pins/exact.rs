@@ -21,6 +21,9 @@ pub(in crate::approval) struct ExactAlways {
     pub sha256: String,
     /// The arguments' canonical digest.
     pub arguments_digest: String,
+    /// The arguments as the person saw them (masked, cut): what Permissions shows it covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
     pub since_ms: u64,
 }
 
@@ -37,7 +40,7 @@ impl Store {
     }
 
     /// Remembers "exact call, always" for this call (replacing an equal one).
-    pub fn trust_exact(&mut self, c: &crate::approval::Covered<'_>) {
+    pub fn trust_exact(&mut self, c: &crate::approval::Covered<'_>, arguments: &str) {
         self.revoke_exact(c.server, c.tool, c.profile, c.arguments_digest);
         if self.exact.len() >= MAX_EXACT {
             self.exact.remove(0);
@@ -48,6 +51,7 @@ impl Store {
             profile: c.profile.map(str::to_owned),
             sha256: c.hash.to_owned(),
             arguments_digest: c.arguments_digest.to_owned(),
+            arguments: Some(arguments.to_owned()),
             since_ms: now_ms(),
         });
     }

@@ -388,11 +388,15 @@ pub enum RulesCmd {
     },
     /// Add a rule to a server's tool, e.g.
     /// `rules add fs write_file '{"allow": {"path": {"under": "~/notes"}}}'` (checked against the
-    /// tool's definition first: a rule that can never match is refused)
+    /// tool's definition first: a rule that can never match is refused); for every client, or
+    /// with `--client ID` for that client profile only
     Add {
         server: String,
         tool: String,
         rule: String,
+        /// For this client profile only (its `clients.ID.tools.SERVER__TOOL` rules)
+        #[arg(long, value_name = "ID")]
+        client: Option<String>,
     },
     /// Remove a rule by its name (see `rules list`)
     Remove { at: String },

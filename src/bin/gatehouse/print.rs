@@ -231,6 +231,9 @@ pub fn probe(r: &gatehouse::probe::ProbeReport) {
         );
     }
     say!("  runs: {}", r.command);
+    if let Some(p) = &r.package {
+        say!("  package: {p}");
+    }
     if let Some(s) = &r.sandbox {
         say!("  sandbox: {} ({})", s.summary, s.mechanism);
         for l in &s.left_out_why {

@@ -34,6 +34,7 @@ async fn config_for_test(client: &ControlClient, given: Option<PathBuf>) -> Path
 /// reported on. Exit 1 when it is not ready.
 pub async fn test(client: &ControlClient, a: TestArgs) -> Result<bool, TestError> {
     use serde::Deserialize;
+    let mut min_age = Config::default().registry.min_age_days();
     let (id, server) = match (a.id, a.command.split_first()) {
         (Some(_), Some(_)) => {
             return Err(TestError::Usage(
@@ -49,6 +50,7 @@ pub async fn test(client: &ControlClient, a: TestArgs) -> Result<bool, TestError
         (Some(id), None) => {
             let path = config_for_test(client, a.config).await;
             let c = Config::load(&path).map_err(|e| TestError::Usage(e.to_string()))?;
+            min_age = c.registry.min_age_days();
             let key = config::ServerId::parse(&id).map_err(TestError::Usage)?;
             let server = c.servers.get(&key).cloned().ok_or_else(|| {
                 TestError::Unknown(format!(
@@ -73,8 +75,13 @@ pub async fn test(client: &ControlClient, a: TestArgs) -> Result<bool, TestError
             std::sync::Arc::new(gatehouse::secrets::KeychainStore::start())
         };
     let timeout = Duration::from_secs(a.timeout);
+    // What Save would run: a package pinned and run from the store Gatehouse installs into.
+    let from = gatehouse::probe::FromStore {
+        store: crate::install::store(client).await,
+        min_age_days: min_age,
+    };
     if a.compare {
-        let c = gatehouse::probe::compare::compare(&id, server, secrets, timeout)
+        let c = gatehouse::probe::compare::compare(&id, server, secrets, timeout, Some(&from))
             .await
             .map_err(TestError::Usage)?;
         if a.json {
@@ -87,7 +94,7 @@ pub async fn test(client: &ControlClient, a: TestArgs) -> Result<bool, TestError
         }
         return Ok(c.ok);
     }
-    let report = gatehouse::probe::probe(&id, server, secrets, timeout).await;
+    let report = gatehouse::probe::probe(&id, server, secrets, timeout, Some(&from)).await;
     if a.json {
         crate::print::json(&report);
     } else {

@@ -20,7 +20,12 @@ pub async fn run(client: &ControlClient, cmd: RulesCmd) -> Result<(), String> {
     match cmd {
         RulesCmd::Test(a) => test(client, a).await,
         RulesCmd::List { json } => list(client, json).await,
-        RulesCmd::Add { server, tool, rule } => add(client, server, tool, rule).await,
+        RulesCmd::Add {
+            server,
+            tool,
+            rule,
+            client: profile,
+        } => add(client, (server, tool), profile, rule).await,
         RulesCmd::Remove { at } => remove(client, at).await,
     }
 }
@@ -64,14 +69,23 @@ async fn list(client: &ControlClient, json: bool) -> Result<(), String> {
 
 async fn add(
     client: &ControlClient,
-    server: String,
-    tool: String,
+    (server, tool): (String, String),
+    profile: Option<String>,
     rule: String,
 ) -> Result<(), String> {
     let value: serde_json::Value =
         serde_json::from_str(&rule).map_err(|e| format!("the rule is not JSON: {e}"))?;
     let rule = gatehouse::config::rules::Rule::read(&value)?;
-    let warnings: Vec<String> = ask(client, Request::AddRule { server, tool, rule }).await?;
+    let warnings: Vec<String> = ask(
+        client,
+        Request::AddRule {
+            server,
+            tool,
+            client: profile,
+            rule,
+        },
+    )
+    .await?;
     for w in warnings {
         tell!("warning: {w}");
     }
