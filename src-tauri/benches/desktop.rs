@@ -70,6 +70,17 @@ fn main() {
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }
+    // `GATEHOUSE_BENCH_ONLY=calls`: the app's memory over calls with the window closed.
+    if only == "calls" {
+        let mut run = App::start(&app, &config_path, &dir);
+        run.wait_line("servers panel painted", Duration::from_secs(60));
+        close_window();
+        std::thread::sleep(Duration::from_secs(3));
+        use_::tray_calls(&mut run, port);
+        run.quit();
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     // `GATEHOUSE_BENCH_ONLY=day`: the continuous use alone (a long run without the rest).
     if only == "day" {
         day::day(&app, &config_path, &dir, port);

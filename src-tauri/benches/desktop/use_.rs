@@ -68,3 +68,42 @@ pub fn hour(run: &mut App, port: u16, dir: &Path) {
         at(minutes)
     );
 }
+
+/// Calls with the window closed to the tray (`GATEHOUSE_BENCH_ONLY=calls`): the app alone, no
+/// webview — its RSS and PSS after every 300 routed calls, to see whether the core's or the
+/// shell's memory grows with calls. `GATEHOUSE_BENCH_CALLS` sets how many (default 3000).
+pub fn tray_calls(run: &mut App, port: u16) {
+    let total: usize = std::env::var("GATEHOUSE_BENCH_CALLS")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(3000);
+    let session = initialize(port);
+    let pid = run.child.id();
+    let mib = |k: u64| k as f64 / 1024.0;
+    let mut line = vec![format!(
+        "0: RSS {:.1} PSS {:.1}",
+        mib(kib(pid, "status", "VmRSS:")),
+        mib(kib(pid, "smaps_rollup", "Pss:"))
+    )];
+    for i in 1..=total {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"s1__echo","arguments":{{"text":"tray call {i}"}}}}}}"#
+        );
+        let (_, reply) = post(port, Some(&session), &body);
+        assert!(
+            reply.contains(&format!("tray call {i}")),
+            "unexpected reply: {reply}"
+        );
+        if i % 300 == 0 || i == total {
+            line.push(format!(
+                "{i}: RSS {:.1} PSS {:.1}",
+                mib(kib(pid, "status", "VmRSS:")),
+                mib(kib(pid, "smaps_rollup", "Pss:"))
+            ));
+        }
+    }
+    println!(
+        "app in the tray, MiB after N calls (window closed): {}",
+        line.join(" · ")
+    );
+}

@@ -468,7 +468,10 @@ async fn servers_panel_shows_live_status_and_its_buttons_work() {
         )
         .await;
     assert!(
-        follow_up.as_str().unwrap_or("").starts_with("delta added — running ("),
+        follow_up
+            .as_str()
+            .unwrap_or("")
+            .starts_with("delta added — running ("),
         "{follow_up}"
     );
     d.wait_state("delta", "running").await;
