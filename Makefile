@@ -54,6 +54,7 @@ lint: peers
 	cargo fmt --all --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy -p gatehouse-app --all-targets -- -D warnings
+	PEERS_DIR=$(PEERS_DIR) scripts/audit.sh
 
 # The whole suite in a private D-Bus session with a fresh gnome-keyring (keychain tests); the
 # desktop e2e tests also get a private Xvfb display. The app is built once, by the first cargo test.

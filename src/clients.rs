@@ -12,6 +12,7 @@ pub mod jsonc;
 mod kinds;
 #[cfg(test)]
 mod kinds_tests;
+pub mod managed;
 pub mod yaml;
 
 pub use kinds::{ClientKind, Format};
@@ -160,6 +161,21 @@ pub fn write_entry(
     entry: &Value,
     managed: &[String],
 ) -> Result<Written, String> {
+    write_entry_noting(path, kind, entry, managed, None)
+}
+
+/// [`write_entry`], telling `note` the bytes before they go in place (the hub's watch on the
+/// clients' files: `HubHandle::write_client_entry`).
+pub fn write_entry_noting(
+    path: &Path,
+    kind: ClientKind,
+    entry: &Value,
+    managed: &[String],
+    note: Option<crate::client_file::edit::Note>,
+) -> Result<Written, String> {
+    if let Some(refused) = managed_refusal(kind, entry) {
+        return Err(refused);
+    }
     let edit = |text: &str| {
         let (out, removed) = match kind.format() {
             Format::Toml => codex::write(text, ENTRY_NAME, entry, managed),
@@ -176,6 +192,7 @@ pub fn write_entry(
             text: out,
             result: removed,
             scrub,
+            exact: None,
         })
     };
     let opts = crate::client_file::edit::Options {
@@ -183,6 +200,7 @@ pub fn write_entry(
         private: kind.speaks_http(),
         // Claude Code locks its `~/.claude.json` for its own saves: taken the same way.
         lock: (kind == ClientKind::ClaudeCode).then(|| crate::client_file::lock::lock_dir_of(path)),
+        note,
     };
     let (removed, done) = crate::client_file::edit::edit(path, &opts, edit)?;
     Ok(Written {
@@ -192,8 +210,22 @@ pub fn write_entry(
     })
 }
 
+/// An entry Claude Code's managed settings would never load: said, not written (checked by
+/// every writer, and by the CLI before it asks the hub to write — the managed settings it sees
+/// are the machine's, as Claude Code started from there sees them).
+pub fn managed_refusal(kind: ClientKind, entry: &Value) -> Option<String> {
+    if kind != ClientKind::ClaudeCode {
+        return None;
+    }
+    let url = entry.get("url").and_then(Value::as_str);
+    let why = self::managed::blocks(&self::managed::managed_dir(), ENTRY_NAME, url)?;
+    Some(format!(
+        "Claude Code would not load Gatehouse's entry: {why}; nothing was written"
+    ))
+}
+
 /// What [`write_entry`] did.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Written {
     /// The copy of the file as it was (none when it did not exist or nothing changed).
     pub backup: Option<PathBuf>,
@@ -315,10 +347,11 @@ mod tests {
         let cd = snippet(ClientKind::ClaudeDesktop, url, "t", bin);
         assert_eq!(cd["mcpServers"]["gatehouse"]["args"], json!(["connect"]));
         assert!(cd["mcpServers"]["gatehouse"].get("headers").is_none());
+        // VS Code's portable format: `mcpServers`, as in its workspace `.mcp.json`.
         let vs = snippet(ClientKind::Vscode, url, "t", bin);
-        assert_eq!(vs["servers"]["gatehouse"]["type"], "http");
+        assert_eq!(vs["mcpServers"]["gatehouse"]["type"], "http");
         assert_eq!(
-            vs["servers"]["gatehouse"]["headers"]["Authorization"],
+            vs["mcpServers"]["gatehouse"]["headers"]["Authorization"],
             "Bearer t"
         );
         let cu = snippet(ClientKind::Cursor, url, "t", bin);

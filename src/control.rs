@@ -200,6 +200,31 @@ pub enum Request {
         #[serde(default)]
         rule: Option<crate::config::rules::Rule>,
     },
+    /// The changes to the AI clients' files not yet restored or acknowledged.
+    ClientFiles,
+    /// Puts back what a client's file held before the change it alerted about.
+    RestoreClientFile {
+        /// The file, as the alert names it.
+        path: PathBuf,
+    },
+    /// Keeps the change a client's file alerted about.
+    AckClientFile {
+        /// The file, as the alert names it.
+        path: PathBuf,
+    },
+    /// Writes Gatehouse's entry into a client's file (the hub tells its watch first, so the
+    /// write never alerts).
+    WriteClientEntry {
+        /// The client's file.
+        path: PathBuf,
+        /// The client (`ClientKind`'s id).
+        client: String,
+        /// The entry.
+        entry: Value,
+        /// Entries to remove, by name.
+        #[serde(default)]
+        managed: Vec<String>,
+    },
     /// Recent routed calls, newest first.
     Activity {
         /// How many (50 when absent).
@@ -237,6 +262,10 @@ impl Request {
             | Request::Forget { .. }
             | Request::Secrets
             | Request::Rules
+            | Request::ClientFiles
+            | Request::RestoreClientFile { .. }
+            | Request::AckClientFile { .. }
+            | Request::WriteClientEntry { .. }
             | Request::Activity { .. } => Some(QUICK_ANSWER),
             // Every recorded call (up to 100,000) replayed, paths resolved on the disk.
             Request::RulesTest(_) => Some(QUICK_ANSWER.saturating_mul(4)),

@@ -46,6 +46,16 @@ pub enum Event {
         /// Why, for the person (never a token).
         reason: String,
     },
+    /// A client's file changed outside Gatehouse: a hook, a task, a server entry or a
+    /// command-running setting added or changed (`crate::watch`).
+    ClientFileChanged(crate::watch::ClientFileAlert),
+    /// An alert about a client's file closed: its content put back, or the change kept.
+    ClientFileSettled {
+        /// The file.
+        path: String,
+        /// Put back (else kept).
+        restored: bool,
+    },
     /// A held call was allowed, denied, timed out or withdrawn.
     ApprovalResolved {
         /// The request's id.

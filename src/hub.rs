@@ -106,6 +106,8 @@ struct Inner {
     /// latest gateway's view. The lock guards one read or replacement; the view takes none of
     /// the hub's locks.
     connected: Mutex<Option<ConnectedView>>,
+    /// The watch on the clients' files (`hub/watch.rs`), for the hub a person runs.
+    watch: Option<Arc<crate::watch::Watch>>,
 }
 
 /// The gateway's answer to "which clients were active in the last 5 minutes".
@@ -128,6 +130,7 @@ mod secrets;
 mod sign_in;
 mod start;
 mod tools;
+mod watch;
 
 impl HubHandle {
     /// Where the gateway keeps the names it gave each client profile (`DATA/names.json`).
@@ -394,6 +397,9 @@ impl HubHandle {
     /// Stops every server (in parallel) and waits until each actor has ended: no child process,
     /// no task of the hub is left behind.
     pub async fn shutdown(&self) {
+        if let Some(w) = &self.inner.watch {
+            w.stop();
+        }
         edits::shutdown(self, &self.inner.ctx.oauth).await
     }
 
@@ -456,6 +462,32 @@ impl HubHandle {
     /// gateway token), the profile's own otherwise; an unknown profile says how to add it.
     pub fn profile_token(&self, client: Option<&str>) -> Result<Option<String>, HubError> {
         clients::token_of(&self.inner.client_tokens, client)
+    }
+
+    /// The changes to the AI clients' files not yet restored or acknowledged (`crate::watch`).
+    pub fn client_file_alerts(&self) -> Vec<crate::watch::ClientFileAlert> {
+        watch::alerts(self.inner.watch.as_ref(), &self.inner.redactions)
+    }
+
+    /// Puts back what a client's file held before the change it alerted about.
+    pub fn restore_client_file(&self, path: &std::path::Path) -> Result<String, String> {
+        watch::restore(self.inner.watch.as_ref(), &self.inner.bus, path)
+    }
+
+    /// Keeps the change a client's file alerted about.
+    pub fn ack_client_file(&self, path: &std::path::Path) -> Result<(), String> {
+        watch::ack(self.inner.watch.as_ref(), &self.inner.bus, path)
+    }
+
+    /// Writes Gatehouse's entry into a client's file, told to the watch first (never an alert).
+    pub fn write_client_entry(
+        &self,
+        path: &std::path::Path,
+        kind: crate::clients::ClientKind,
+        entry: &serde_json::Value,
+        managed: &[String],
+    ) -> Result<crate::clients::Written, String> {
+        watch::write_entry(self.inner.watch.as_ref(), path, kind, entry, managed)
     }
 
     /// Every secret Gatehouse knows of — referenced by the config or set through it — each

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{Config, ServerId};
 
-mod claude_code;
+pub mod claude_code;
 mod formats;
 
 pub use crate::credentials::looks_like_credential;
@@ -33,6 +33,9 @@ pub struct Candidate {
     pub scope: String,
     /// The file it was read from.
     pub file: std::path::PathBuf,
+    /// Why the client itself has not approved it (a project's `.mcp.json` server Claude Code
+    /// was never told to run): listed, imported only when the person picks it.
+    pub unapproved: Option<String>,
 }
 
 impl Candidate {
@@ -89,6 +92,7 @@ pub fn read_source(path: &Path) -> Result<Vec<Candidate>, String> {
             found.extend(project);
         }
     }
+    claude_code::mark_unapproved(&mut found);
     Ok(found)
 }
 
@@ -227,6 +231,7 @@ fn client_entry(name: &str, v: &Value, path: &Path) -> Result<Candidate, String>
         tools_used: Vec::new(),
         scope: String::new(),
         file: path.to_owned(),
+        unapproved: None,
     })
 }
 

@@ -63,6 +63,7 @@ pub mod sync;
 pub mod text;
 pub mod token;
 pub mod tool;
+pub mod watch;
 
 pub use config::{Config, ServerId};
 

@@ -338,6 +338,8 @@ fn hub_options(
     hub_opts.control_path = Some(opts.control_path.clone());
     hub_opts.config_path = Some(opts.config_path.clone());
     hub_opts.deny_unattended = opts.deny_unattended;
+    // One hub watches the clients' files: the one on the gateway's port, not a stdio client's.
+    hub_opts.watch_client_files = matches!(opts.endpoint, Endpoint::Http { .. });
     hub_opts.client_tokens = Some(std::sync::Arc::new(crate::profiles::ClientTokens::new(
         Some(keychain.clone()),
         opts.data_dir.clone(),

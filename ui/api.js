@@ -48,6 +48,10 @@ export async function followLogs(id, onLine) {
   return { lines, stop: () => call('unfollow_logs', { follower }) };
 }
 
+export const clientFileAlerts = () => call('client_file_alerts');
+export const restoreClientFile = (path) => call('restore_client_file', { path });
+export const ackClientFile = (path) => call('ack_client_file', { path });
+
 export const pendingApprovals = () => call('pending_approvals');
 export const answerApproval = (req, decision) => call('answer_approval', { id: req.id, digest: req.digest, decision });
 export const hiddenCharacters = () => call('hidden_characters');

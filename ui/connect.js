@@ -148,6 +148,7 @@ export async function shown() {
       el('p', { class: 'hint' },
         c.transport === 'http' ? 'Connects over HTTP with the token. ' : 'Launches the gatehouse connect bridge (stdio). ',
         c.path ? 'Merge into ' : '', c.path ? el('code', { text: c.path }) : ''),
+      c.reads ? el('p', { class: 'hint reads', text: `${c.reads}.` }) : null,
       el('pre', { lines: masked(c.snippet) }),
       el('div', { class: 'row-actions left' },
         el('button', { type: 'button', dataset: { act: 'copy' } }, 'Copy'),

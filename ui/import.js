@@ -128,7 +128,8 @@ function row(src, s) {
   const done = as !== undefined;
   const taken = s.state === 'taken' && !done;
   const blocked = !taken && (!!s.skip || done || s.state === 'here');
-  const box = el('input', { type: 'checkbox', checked: !blocked && (checked.get(k) ?? !taken), disabled: blocked, 'aria-label': `Import ${s.source_name}` });
+  // A project server its client never approved is listed, and imported only when ticked.
+  const box = el('input', { type: 'checkbox', checked: !blocked && (checked.get(k) ?? (!taken && !s.unapproved)), disabled: blocked, 'aria-label': `Import ${s.source_name}` });
   box.addEventListener('change', () => checked.set(k, box.checked));
   let status = null;
   if (done) status = el('div', { class: 'ok-line', text: as === s.id ? 'Imported ✓' : `Imported as ${as} ✓` });
@@ -150,5 +151,6 @@ function row(src, s) {
       s.scope ? el('div', { class: 'hint', text: `${s.scope} scope` }) : null)),
     cell('Runs', el('span', {}, el('code', { text: s.command_line }),
       s.credentials.length ? el('div', { class: 'warn', text: `Plain-text credential: ${s.credentials.join(', ')}` }) : null,
+      s.unapproved && !done ? el('div', { class: 'warn unapproved', text: `${s.unapproved}: it never ran there, and came with the project's files — tick it only if you trust this command` }) : null,
       status)));
 }

@@ -19,6 +19,7 @@ use crate::state::{AppState, PhaseView};
 
 type AppStateRef<'a> = State<'a, Arc<AppState>>;
 
+pub mod client_files;
 pub mod history;
 pub mod import;
 pub mod keychain;
@@ -376,6 +377,8 @@ pub struct ClientSnippet {
     label: &'static str,
     /// Where the client keeps this file on this machine.
     path: Option<String>,
+    /// Which files the client reads now, where that changed lately (VS Code), or null.
+    reads: Option<&'static str>,
     transport: &'static str,
     snippet: String,
     /// Whether the client's own file reaches this Gatehouse (and as which profile).
@@ -418,6 +421,7 @@ pub fn connect_info(state: AppStateRef<'_>, profile: Option<String>) -> CommandR
             ClientSnippet {
                 id: k.id(),
                 label: k.label(),
+                reads: k.reads(),
                 path: k.config_path().map(|p| p.display().to_string()),
                 transport: if k.speaks_http() { "http" } else { "stdio" },
                 snippet: k.render(&snippet),
@@ -543,8 +547,9 @@ pub async fn write_client_config(
         .ok_or_else(|| CommandError::failed("no home directory to find the client's file"))?;
     // The client's file is read (bounded: 8 MiB, 5 s) and written off the async workers.
     let file = path.clone();
+    let hub = state.hub()?;
     let written = tauri::async_runtime::spawn_blocking(move || {
-        clients::write_entry(&file, kind, &entry, &[])
+        hub.write_client_entry(&file, kind, &entry, &[])
     })
     .await
     .map_err(CommandError::failed)?

@@ -34,6 +34,10 @@ pub enum UiEvent {
         outcome: Resolution,
         by: Option<Decider>,
     },
+    /// A client's file changed outside Gatehouse (a hook, a task, a server entry…).
+    ClientFileChanged(gatehouse::watch::ClientFileAlert),
+    /// An alert about a client's file closed (put back, or kept).
+    ClientFileSettled { path: String, restored: bool },
     /// The bridge fell behind: the UI should read everything again.
     Resync,
 }
@@ -95,6 +99,15 @@ pub fn spawn_bridge<R: Runtime>(
                 Ok(Event::ResourceUpdated { .. }) => {}
                 // The row shows it (its status event); the person hears it even when hidden.
                 Ok(Event::SignInNeeded { server, .. }) => sign_in_needed(&app, &server),
+                Ok(Event::ClientFileChanged(alert)) => {
+                    client_file_changed(&app, &alert);
+                    UiEvent::ClientFileChanged(alert).emit(&app);
+                    crate::tray::refresh(&app);
+                }
+                Ok(Event::ClientFileSettled { path, restored }) => {
+                    UiEvent::ClientFileSettled { path, restored }.emit(&app);
+                    crate::tray::refresh(&app);
+                }
                 Err(RecvError::Lagged(n)) => {
                     tracing::debug!(missed = n, "UI bridge lagged; asking the UI to resync");
                     UiEvent::Resync.emit(&app);
@@ -116,6 +129,21 @@ fn sign_in_needed<R: Runtime>(app: &AppHandle<R>, server: &str) {
         &format!("Sign in to {server} again"),
         &format!(
             "{server} needs you to sign in before its tools can be used. Open Gatehouse and click Sign in."
+        ),
+    );
+}
+
+/// A client's file changed outside Gatehouse: a notification names the file and what was added
+/// (hidden characters shown as code points); the window has the diff and the two actions.
+fn client_file_changed<R: Runtime>(app: &AppHandle<R>, alert: &gatehouse::watch::ClientFileAlert) {
+    let what = alert.what.join(", ");
+    let what = gatehouse::text::reveal(&what);
+    crate::notify::plain(
+        app,
+        "A client's file changed outside Gatehouse",
+        &format!(
+            "{}: {what}. Open Gatehouse to see the change and put the file back.",
+            gatehouse::text::reveal(&alert.path)
         ),
     );
 }
@@ -168,6 +196,8 @@ mod tests {
             "approval-requested",
             "approval-updated",
             "approval-resolved",
+            "client-file-changed",
+            "client-file-settled",
             "resync",
         ];
         let ui = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui");

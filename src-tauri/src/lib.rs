@@ -210,6 +210,9 @@ fn builder<R: Runtime>(builder: tauri::Builder<R>, state: Arc<AppState>) -> taur
             commands::import::import_paste,
             commands::import::remove_from_client,
             commands::view::set_text_size,
+            commands::client_files::client_file_alerts,
+            commands::client_files::restore_client_file,
+            commands::client_files::ack_client_file,
             ui_timing::ui_painted,
             ui_timing::approval_shown,
         ])

@@ -207,7 +207,7 @@ pub enum TrayAction {
 /// The action behind a menu item's id (`None` for the inert ones).
 pub fn action(id: &str) -> Option<TrayAction> {
     match id {
-        "open" | "approvals" | "open-error" => Some(TrayAction::Open),
+        "open" | "approvals" | "open-error" | "client-files" => Some(TrayAction::Open),
         "quit" => Some(TrayAction::Quit),
         other => {
             let (verb, id) = other.split_once(':')?;
@@ -296,7 +296,31 @@ fn current_model<R: Runtime>(app: &AppHandle<R>) -> Vec<Entry> {
         }
         Err(_) => (0, Vec::new()),
     };
-    model(pending, &servers, failed)
+    let changed = state
+        .hub()
+        .map(|h| h.client_file_alerts().len())
+        .unwrap_or(0);
+    with_client_files(model(pending, &servers, failed), changed)
+}
+
+/// The menu with a line for the clients' files changed outside Gatehouse, under the approvals
+/// (a click opens the window, where Servers lists them with their diffs).
+pub fn with_client_files(mut entries: Vec<Entry>, changed: usize) -> Vec<Entry> {
+    if changed > 0 {
+        let at = entries.len().min(2);
+        entries.insert(
+            at,
+            Entry::Item {
+                id: "client-files".into(),
+                text: match changed {
+                    1 => "⚠ A client's file changed outside Gatehouse…".into(),
+                    n => format!("⚠ {n} client files changed outside Gatehouse…"),
+                },
+                enabled: true,
+            },
+        );
+    }
+    entries
 }
 
 /// For the desktop e2e tests (`GATEHOUSE_E2E_TRAY_TEXT=FILE`): the menu's entries as the
@@ -518,6 +542,24 @@ mod tests {
 
     /// A server whose status warns (a place its sandbox left out) says so on its own line, and
     /// each warning is a line of its menu, with the line that fixes it, before any call fails.
+    #[test]
+    fn a_changed_client_file_is_a_line_of_its_own_that_opens_the_window() {
+        let m = with_client_files(model(0, &[Row::new("fs", "running")], false), 2);
+        assert_eq!(
+            m[2],
+            Entry::Item {
+                id: "client-files".into(),
+                text: "⚠ 2 client files changed outside Gatehouse…".into(),
+                enabled: true,
+            }
+        );
+        assert_eq!(action("client-files"), Some(TrayAction::Open));
+        let quiet = with_client_files(model(0, &[Row::new("fs", "running")], false), 0);
+        assert!(!quiet
+            .iter()
+            .any(|e| matches!(e, Entry::Item { id, .. } if id == "client-files")));
+    }
+
     #[test]
     fn a_servers_warnings_show_in_the_tray() {
         let left =

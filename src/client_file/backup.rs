@@ -16,16 +16,7 @@ pub const MOVED: &str = "(moved to the keychain by Gatehouse)";
 /// Keeps `bytes` (what `path` held) as a new copy beside it, every value of `scrub` (raw and as
 /// JSON writes it) replaced by [`MOVED`]; the oldest copies beyond [`KEEP`] are removed.
 pub fn keep(path: &Path, bytes: &[u8], scrub: &[String]) -> std::io::Result<PathBuf> {
-    let mut text = String::from_utf8_lossy(bytes).into_owned();
-    for secret in scrub.iter().filter(|s| s.len() >= 4) {
-        let escaped = serde_json::to_string(secret).unwrap_or_default();
-        let escaped = escaped.trim_matches('"');
-        for form in [secret.as_str(), escaped] {
-            if !form.is_empty() {
-                text = text.replace(form, MOVED);
-            }
-        }
-    }
+    let text = scrubbed(bytes, scrub);
     let stamp = crate::logs::Utc::now().stamp();
     // After the highest number this second already has: a newer copy never takes the name of
     // one that was pruned (it would sort as the oldest).
@@ -65,6 +56,21 @@ pub fn keep(path: &Path, bytes: &[u8], scrub: &[String]) -> std::io::Result<Path
         }
     }
     Err(std::io::Error::other("more than 999 backups in one second"))
+}
+
+/// `bytes` with every value of `scrub` (raw and as JSON writes it) replaced by [`MOVED`].
+pub fn scrubbed(bytes: &[u8], scrub: &[String]) -> String {
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    for secret in scrub.iter().filter(|s| s.len() >= 4) {
+        let escaped = serde_json::to_string(secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        for form in [secret.as_str(), escaped] {
+            if !form.is_empty() {
+                text = text.replace(form, MOVED);
+            }
+        }
+    }
+    text
 }
 
 /// A copy of the file at `path` as it is now (nothing when it does not exist).

@@ -10,18 +10,67 @@
 use std::path::{Path, PathBuf};
 
 /// Edits redone at most, when the file keeps changing under the edit.
-pub const ATTEMPTS: u32 = 8;
+pub const ATTEMPTS: u32 = 16;
+
+/// How long an edit may wait, in all, for its owner to stop writing the file.
+pub const EDIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a file must have been left alone before it is read for an edit: a program saving
+/// a large file where it is writes it piece by piece, and its modification time moves with
+/// every piece.
+const QUIET: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Waits until nobody has written the file at `path` for [`QUIET`] (or it does not exist), or
+/// `deadline` passes (then `false`). Edits start right after a save this way, with the most
+/// time before the next one, instead of racing each save and losing.
+fn wait_quiet(path: &Path, deadline: std::time::Instant) -> bool {
+    loop {
+        let Ok(m) = std::fs::metadata(path) else {
+            return true;
+        };
+        let age = m
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .unwrap_or(QUIET);
+        if age >= QUIET {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep((QUIET - age).min(std::time::Duration::from_millis(5)));
+    }
+}
 
 const BOM: &str = "\u{feff}";
 
+/// Told the exact bytes an edit is about to put in place (the watch on the clients' files: what
+/// Gatehouse writes never alerts).
+/// With the bytes come the credentials the edit removed (moved to the keychain): no copy of the
+/// file anyone keeps may hold them.
+pub type Note = std::sync::Arc<dyn Fn(&Path, &[u8], &[String]) + Send + Sync>;
+
 /// How to write the result.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Options {
     /// The file holds a token: 0600 (or stricter, if it already was).
     pub private: bool,
     /// The client's own lock for the file, where it has one ([`super::lock`]): held while the
     /// file is read, edited and replaced.
     pub lock: Option<PathBuf>,
+    /// Told the bytes before each attempt to put them in place.
+    pub note: Option<Note>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("private", &self.private)
+            .field("lock", &self.lock)
+            .field("note", &self.note.is_some())
+            .finish()
+    }
 }
 
 /// What an edit makes of the text it was given.
@@ -34,6 +83,9 @@ pub struct Change<R> {
     /// Values to scrub from the copy kept of what was replaced (credentials that moved to the
     /// keychain), found in the very text the edit was given.
     pub scrub: Vec<String>,
+    /// Bytes written as they are instead of the text (a file put back byte for byte: its own
+    /// byte-order mark and line ends, not those of what it replaces).
+    pub exact: Option<Vec<u8>>,
 }
 
 impl<R> Change<R> {
@@ -43,6 +95,7 @@ impl<R> Change<R> {
             text,
             result,
             scrub: Vec::new(),
+            exact: None,
         }
     }
 }
@@ -102,8 +155,9 @@ struct Seen {
 
 /// The file's bytes and the identity they were read from: the identity is taken before and
 /// after the read, and the read repeated when a save landed in between.
-fn read(path: &Path) -> Result<Option<Seen>, String> {
+fn read(path: &Path, deadline: std::time::Instant) -> Result<Option<Seen>, String> {
     for _ in 0..ATTEMPTS {
+        wait_quiet(path, deadline);
         let before = std::fs::metadata(path).ok();
         let bytes = match super::read_bytes(path) {
             Ok(b) => b,
@@ -184,8 +238,15 @@ fn edit_unlocked<R>(
     mut f: impl FnMut(&str) -> Result<Change<R>, String>,
 ) -> Result<(R, Edited), String> {
     let shown = path.display().to_string();
+    let deadline = std::time::Instant::now() + EDIT_DEADLINE;
     for attempt in 0..ATTEMPTS {
-        let seen = read(path)?;
+        if std::time::Instant::now() >= deadline {
+            break;
+        }
+        let seen = read(path, deadline)?;
+        if let Some(m) = seen.as_ref().and_then(|s| s.meta.as_ref()) {
+            kept_as_it_is(m, &shown)?;
+        }
         let (decoded, mode) = match &seen {
             Some(s) => (
                 decode(&s.bytes).map_err(|e| format!("{shown}: {e}; nothing was written"))?,
@@ -200,9 +261,21 @@ fn edit_unlocked<R>(
                 None,
             ),
         };
-        let change = f(&decoded.text).map_err(|e| format!("{shown}: {e}"))?;
+        let change = match f(&decoded.text) {
+            Ok(c) => c,
+            // Text that does not read, from a file written since: caught mid-save (a program
+            // writing where the file is), read again once it is left alone.
+            Err(_) if changed_since(seen.as_ref(), path) => {
+                pause(attempt);
+                continue;
+            }
+            Err(e) => return Err(format!("{shown}: {e}")),
+        };
         let result = change.result;
-        let bytes = encode(&change.text, decoded.bom, decoded.crlf);
+        let bytes = match change.exact {
+            Some(b) => b,
+            None => encode(&change.text, decoded.bom, decoded.crlf),
+        };
         if seen.as_ref().is_some_and(|s| s.bytes == bytes) {
             return Ok((
                 result,
@@ -228,6 +301,9 @@ fn edit_unlocked<R>(
             seen.as_ref().and_then(|s| s.meta.as_ref()),
         )
         .map_err(|e| format!("cannot write beside {shown}: {e}"))?;
+        if let Some(note) = &opts.note {
+            note(path, &bytes, &change.scrub);
+        }
         match swap(&tmp, path, seen.as_ref()) {
             Ok(true) => {
                 sync_dir(dir);
@@ -255,8 +331,37 @@ fn edit_unlocked<R>(
         }
     }
     Err(format!(
-        "{shown} kept changing while Gatehouse edited it ({ATTEMPTS} tries): nothing was written; close the program that keeps saving it, or try again"
+        "{shown} kept changing while Gatehouse edited it (waited {} s for a moment between its owner's saves, {ATTEMPTS} tries at most): nothing was written; close the program that keeps saving it, or try again",
+        EDIT_DEADLINE.as_secs()
     ))
+}
+
+/// A file replaced whole would lose its other names (hard links keep the old content): refused,
+/// naming them.
+fn kept_as_it_is(m: &std::fs::Metadata, shown: &str) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if m.nlink() > 1 {
+            return Err(format!(
+                "{shown} has {} hard links: Gatehouse replaces a file whole (so no save is ever half-written), which would leave its other names with the old content; nothing was written — write the entry in the client, or make it a file of its own",
+                m.nlink()
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (m, shown);
+    Ok(())
+}
+
+/// Whether the file at `path` is no longer the one `seen` was read from.
+fn changed_since(seen: Option<&Seen>, path: &Path) -> bool {
+    let now = std::fs::metadata(path).ok();
+    match (seen.and_then(|s| s.meta.as_ref()), now) {
+        (Some(a), Some(b)) => !same_file(a, &b),
+        (None, None) => false,
+        _ => true,
+    }
 }
 
 /// Before an edit is redone: a pause that grows, so a client saving in a burst is let finish.
@@ -293,8 +398,10 @@ fn temp_beside(
         crate::supervisor::process::new_tag()
     ));
     let mut mode = mode.unwrap_or(0o644);
-    if private && mode & 0o077 != 0 {
-        mode = 0o600;
+    // Holding a token: nobody else's to read — the group's and others' bits taken away, the
+    // owner's kept (a file made read-only stays read-only: 0444 becomes 0400, never 0600).
+    if private {
+        mode &= !0o077;
     }
     let mut open = std::fs::OpenOptions::new();
     open.write(true).create_new(true);

@@ -101,3 +101,33 @@ fn a_link_stays_a_link() {
         .is_symlink());
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "x\nadded\n");
 }
+
+/// A file with another name (a hard link) is not replaced: the refusal names them, and both
+/// names keep what they held. A read-only file is written and stays read-only (a private one
+/// loses the group's and others' bits only: 0444 becomes 0400, never 0600).
+#[cfg(unix)]
+#[test]
+fn a_hard_link_is_refused_by_name_and_a_read_only_file_stays_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("mcp.json");
+    std::fs::write(&f, "{}\n").unwrap();
+    let other = dir.path().join("dotfiles-mcp.json");
+    std::fs::hard_link(&f, &other).unwrap();
+    let why = edit(&f, &Options::default(), add_line).unwrap_err();
+    assert!(
+        why.contains("2 hard links") && why.contains("nothing was written"),
+        "{why}"
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "{}\n");
+    std::fs::remove_file(&other).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let private = Options {
+        private: true,
+        ..Options::default()
+    };
+    edit(&f, &private, add_line).unwrap();
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "{}\nadded\n");
+    let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o400, "read-only kept, made private");
+}

@@ -128,7 +128,6 @@ impl ClientKind {
     /// The key under which the client lists its servers.
     pub fn servers_key(self) -> &'static str {
         match self {
-            ClientKind::Vscode => "servers",
             ClientKind::Codex => "mcp_servers",
             ClientKind::Zed => "context_servers",
             ClientKind::Opencode => "mcp",
@@ -164,7 +163,9 @@ impl ClientKind {
             }
             ClientKind::ClaudeCode => home.map(|h| h.join(".claude.json")),
             ClientKind::Cursor => home.map(|h| h.join(".cursor/mcp.json")),
-            ClientKind::Vscode => config.map(|c| c.join("Code/User/mcp.json")),
+            // VS Code's portable format (its MCP reference of 2026-11-25), shared with Copilot
+            // CLI; `Code/User/mcp.json` is still read ([`ClientKind::older_paths`]).
+            ClientKind::Vscode => home.map(|h| h.join(".copilot/mcp-config.json")),
             ClientKind::Codex => super::codex::config_path(),
             ClientKind::GeminiCli => home.map(|h| h.join(".gemini/settings.json")),
             ClientKind::Windsurf => home.map(|h| h.join(".codeium/windsurf/mcp_config.json")),
@@ -187,13 +188,38 @@ impl ClientKind {
     pub fn project_path(self, dir: &Path) -> Option<PathBuf> {
         let rel = match self {
             ClientKind::Cursor => ".cursor/mcp.json",
-            ClientKind::Vscode => ".vscode/mcp.json",
+            ClientKind::Vscode => ".mcp.json",
             ClientKind::GeminiCli => ".gemini/settings.json",
             ClientKind::Opencode => "opencode.json",
             ClientKind::RooCode => ".roo/mcp.json",
             _ => return None,
         };
         Some(dir.join(rel))
+    }
+
+    /// Which files the client reads now, where that changed lately (said by Connect and
+    /// `client-config`).
+    pub fn reads(self) -> Option<&'static str> {
+        match self {
+            ClientKind::Vscode => Some(
+                "VS Code reads the portable format now (its MCP reference of 2026-11-25): ~/.copilot/mcp-config.json, shared with Copilot CLI, and a workspace's .mcp.json; Code/User/mcp.json and .vscode/mcp.json are its older format, which Import still reads",
+            ),
+            _ => None,
+        }
+    }
+
+    /// Files the client used to read and may still (VS Code's `servers` format: the profile's
+    /// `Code/User/mcp.json` and a workspace's `.vscode/mcp.json`, now "local compatibility"):
+    /// imported from, never written.
+    pub fn older_paths(self, dir: Option<&Path>) -> Vec<PathBuf> {
+        match self {
+            ClientKind::Vscode => dirs::config_dir()
+                .map(|c| c.join("Code/User/mcp.json"))
+                .into_iter()
+                .chain(dir.map(|d| d.join(".vscode/mcp.json")))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// What the client calls the scope of its user-level file (`user`, or `global` where its

@@ -6,15 +6,53 @@
 
 use serde_json::Value;
 
-/// The file's text as a value.
+/// The file's text as a value. A tagged value (`!custom …`) reads as the value it tags (the tag
+/// itself stays in the file, as every byte Gatehouse does not edit); a file of several
+/// documents (`---` between them) is refused, naming them: Goose reads a file of one.
 pub fn read(text: &str) -> Result<Value, String> {
+    use serde::Deserialize;
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
-    serde_norway::from_str::<Value>(text).map_err(|e| match e.location() {
+    let at = |e: &serde_norway::Error| match e.location() {
         Some(l) => format!("not valid YAML at line {}, column {}", l.line(), l.column()),
-        None => "not valid YAML".to_owned(),
-    })
+        None => format!("not valid YAML ({e})"),
+    };
+    let mut docs = Vec::new();
+    for doc in serde_norway::Deserializer::from_str(text) {
+        docs.push(serde_norway::Value::deserialize(doc).map_err(|e| at(&e))?);
+        if docs.len() > 1 {
+            return Err(
+                "it holds more than one YAML document (`---` between them), and Goose reads a file of one; keep one document"
+                    .into(),
+            );
+        }
+    }
+    Ok(docs.pop().map_or(Value::Null, plain))
+}
+
+/// A YAML value as JSON: tags dropped (the tagged value kept), keys as text.
+fn plain(v: serde_norway::Value) -> Value {
+    use serde_norway::Value as Y;
+    match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => serde_json::to_value(&n).unwrap_or(Value::Null),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(plain).collect()),
+        Y::Mapping(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let key = match plain(k) {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (key, plain(v))
+                })
+                .collect(),
+        ),
+        Y::Tagged(t) => plain(t.value),
+    }
 }
 
 /// A line's indentation (spaces), or `None` for a blank or comment-only line.
@@ -210,5 +248,24 @@ mod tests {
             &[]
         )
         .is_err());
+    }
+
+    /// A tagged value (`!custom`) is read as the value it tags and kept byte for byte; a file of
+    /// several documents is refused, naming them.
+    #[test]
+    fn a_tag_is_kept_and_several_documents_are_named() {
+        let text =
+            "GOOSE_PROVIDER: !custom openai\nextensions:\n  dev: !builtin\n    type: builtin\n";
+        let entry = json!({"name": "gatehouse", "type": "stdio", "cmd": "gatehouse"});
+        let (out, _) = write(text, "extensions", "gatehouse", &entry, &[]).unwrap();
+        assert!(
+            out.starts_with(
+                "GOOSE_PROVIDER: !custom openai\nextensions:\n  dev: !builtin\n    type: builtin\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(read(&out).unwrap()["extensions"]["gatehouse"], entry);
+        let why = write("a: 1\n---\nb: 2\n", "extensions", "gatehouse", &entry, &[]).unwrap_err();
+        assert!(why.contains("more than one YAML document"), "{why}");
     }
 }

@@ -240,10 +240,48 @@ async fn answer(
         Request::ConfigPath => Response::ok(hub.config_path()),
         Request::StorePath => Response::ok(hub.store().map(|s| s.root().to_owned())),
         Request::Reload => then(hub.reload().await, || hub.status()),
+        Request::ClientFiles => Response::ok(hub.client_file_alerts()),
+        Request::RestoreClientFile { path } => {
+            said(blocking(hub, move |h| h.restore_client_file(&path)).await)
+        }
+        Request::AckClientFile { path } => {
+            said(blocking(hub, move |h| h.ack_client_file(&path)).await)
+        }
+        Request::WriteClientEntry {
+            path,
+            client,
+            entry,
+            managed,
+        } => said(
+            blocking(hub, move |h| {
+                let kind = crate::clients::ClientKind::parse(&client)?;
+                h.write_client_entry(&path, kind, &entry, &managed)
+            })
+            .await,
+        ),
         Request::AuthLogin { .. } | Request::Logs { .. } => Response::err(
             ErrorKind::BadRequest,
             "this request streams its answer on its own connection".into(),
         ),
+    }
+}
+
+/// A file-touching hub call, off the async threads.
+async fn blocking<T: Send + 'static>(
+    hub: &HubHandle,
+    f: impl FnOnce(&HubHandle) -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let hub = hub.clone();
+    tokio::task::spawn_blocking(move || f(&hub))
+        .await
+        .unwrap_or_else(|e| Err(format!("the hub's task ended: {e}")))
+}
+
+/// A result in words as the answer.
+fn said<T: serde::Serialize>(r: Result<T, String>) -> Response {
+    match r {
+        Ok(t) => Response::ok(t),
+        Err(e) => Response::err(ErrorKind::Other, e),
     }
 }
 

@@ -43,6 +43,9 @@ pub struct HubOptions {
     /// The store pinned artifacts run from (default: `DATA/store`; a probe runs from the
     /// person's, where Save installs).
     pub store: Option<crate::registry::store::Store>,
+    /// Watch the AI clients' files (`crate::watch`; records in `DATA/client-files`): the hub a
+    /// person runs (`serve`, the app), not a probe's or a stdio client's.
+    pub watch_client_files: bool,
     /// What starts the servers (unit tests: the in-memory fake; default: real processes).
     #[cfg(test)]
     pub(crate) launcher: Option<Arc<dyn crate::supervisor::launch::Launcher>>,
@@ -64,6 +67,7 @@ impl HubOptions {
             gateway_token: None,
             control_path: None,
             store: None,
+            watch_client_files: false,
             #[cfg(test)]
             launcher: None,
         }
@@ -150,6 +154,16 @@ impl Hub {
             redactions.register(OWN_TOKEN_GATEWAY, t);
         }
         register_client_tokens(&redactions, &client_tokens);
+        let watch = opts
+            .watch_client_files
+            .then(dirs::home_dir)
+            .flatten()
+            .map(|home| {
+                Arc::new(crate::watch::Watch::new(
+                    home,
+                    opts.data_dir.join("client-files"),
+                ))
+            });
         let inner = Arc::new(Inner {
             secret_index: opts.data_dir.join("secret-names.json"),
             bus,
@@ -167,8 +181,12 @@ impl Hub {
             }),
             config_edit: tokio::sync::Mutex::new(()),
             connected: Mutex::new(None),
+            watch: watch.clone(),
         });
         let hub = HubHandle { inner };
+        if let Some(w) = &watch {
+            super::watch::start(w, hub.inner.bus.clone(), hub.inner.redactions.clone());
+        }
         let mut config = config;
         super::tools::refuse_unmatchable_rules(&hub, &mut config);
         hub.install(config);

@@ -39,23 +39,29 @@ fn write_and_remove(file: &Path, config_home: &Path) -> (bool, String) {
     )
 }
 
-/// A 4 MB client file rewritten in a tight loop by its client (atomic saves, each adding a key
-/// and putting back its own server with a plain-text key) while Gatehouse writes its entry and
-/// removes that server 200 times: every save the client made is in the file at the end,
-/// Gatehouse's entry is there, and no copy Gatehouse kept holds the key it removed.
-#[test]
-fn a_clients_saves_are_never_lost_while_gatehouse_edits_its_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let config_home = dir.path().join("config");
+/// A client's file of `keys` KB of other keys (`claude_desktop_config.json` in `dir`, Gatehouse's
+/// config running `helper` in `dir/config`) and its busy writer (`tests/clients/busy_writer.py`
+/// with `extra` arguments) saving it until `stop` exists; the thread collecting its saves.
+fn busy_client(
+    dir: &Path,
+    keys: usize,
+    extra: &[&str],
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    std::process::Child,
+    std::thread::JoinHandle<Vec<String>>,
+) {
+    let config_home = dir.join("config");
     std::fs::create_dir_all(config_home.join("gatehouse")).unwrap();
     std::fs::write(
         config_home.join("gatehouse/gatehouse.json"),
         json!({"servers": {"helper": {"command": "helper-mcp"}}}).to_string(),
     )
     .unwrap();
-    let file = dir.path().join("claude_desktop_config.json");
-    // A client's history: 4 MB of other keys.
-    let history: serde_json::Map<String, Value> = (0..4000)
+    let file = dir.join("claude_desktop_config.json");
+    let history: serde_json::Map<String, Value> = (0..keys)
         .map(|i| (format!("h{i}"), json!("x".repeat(1000))))
         .collect();
     std::fs::write(
@@ -63,7 +69,7 @@ fn a_clients_saves_are_never_lost_while_gatehouse_edits_its_file() {
         serde_json::to_string_pretty(&json!({"mcpServers": {}, "history": history})).unwrap(),
     )
     .unwrap();
-    let stop = dir.path().join("stop");
+    let stop = dir.join("stop");
     let mut writer = Command::new("python3")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -72,6 +78,7 @@ fn a_clients_saves_are_never_lost_while_gatehouse_edits_its_file() {
         .arg(&file)
         .arg(SECRET)
         .arg(&stop)
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -82,6 +89,18 @@ fn a_clients_saves_are_never_lost_while_gatehouse_edits_its_file() {
             .map_while(Result::ok)
             .collect::<Vec<String>>()
     });
+    (config_home, file, stop, writer, saves)
+}
+
+/// A 4 MB client file rewritten in a tight loop by its client (atomic saves, each adding a key
+/// and putting back its own server with a plain-text key) while Gatehouse writes its entry and
+/// removes that server 200 times: every save the client made is in the file at the end,
+/// Gatehouse's entry is there, and no copy Gatehouse kept holds the key it removed.
+#[test]
+fn a_clients_saves_are_never_lost_while_gatehouse_edits_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A client's history: 4 MB of other keys.
+    let (config_home, file, stop, mut writer, saves) = busy_client(dir.path(), 4000, &[]);
     let (mut wrote, mut refused) = (0, Vec::new());
     for _ in 0..200 {
         match write_and_remove(&file, &config_home) {
@@ -137,6 +156,41 @@ fn a_clients_saves_are_never_lost_while_gatehouse_edits_its_file() {
             assert_eq!(mode, 0o600, "{}", c.display());
         }
     }
+}
+
+/// A client that saves its 3.5 MB file on a timer, every 200 ms (as Cursor saves its state):
+/// most of Gatehouse's writes land — it waits for a save and writes right after it, rather
+/// than losing every race to the next one — and none of the client's saves is lost.
+#[test]
+fn writes_land_beside_a_client_saving_every_200_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let (config_home, file, stop, mut writer, saves) =
+        busy_client(dir.path(), 3500, &["200", "inplace"]);
+    let runs = 40;
+    let mut wrote = 0;
+    for _ in 0..runs {
+        if write_and_remove(&file, &config_home).0 {
+            wrote += 1;
+        }
+    }
+    std::fs::write(&stop, "").unwrap();
+    assert!(writer.wait().unwrap().success());
+    let saves = saves.join().unwrap();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let lost = saves
+        .iter()
+        .filter(|n| v["saves"].get(format!("s{n}")).is_none())
+        .count();
+    eprintln!(
+        "{} client saves, {wrote} of {runs} Gatehouse writes landed, {lost} saves lost",
+        saves.len()
+    );
+    assert_eq!(lost, 0, "client saves lost");
+    assert!(saves.len() > 5, "the client hardly saved: {}", saves.len());
+    assert!(
+        wrote * 4 >= runs * 3,
+        "only {wrote} of {runs} writes landed"
+    );
 }
 
 /// The real Claude Code adding servers to its `~/.claude.json` (under its own lock) while

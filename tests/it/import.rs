@@ -270,12 +270,8 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
         assert_eq!(code, 0, "{target}: {err}");
         let v: Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{target}: {e}\n{out}"));
-        let key = if target == "vscode" {
-            "servers"
-        } else {
-            "mcpServers"
-        };
-        let entry = &v[key]["gatehouse"];
+        // Every one in `mcpServers` now: VS Code's portable format too.
+        let entry = &v["mcpServers"]["gatehouse"];
         if target == "claude-desktop" {
             // The hub runs on a socket of its own (named with --control): the entry carries it.
             assert_eq!(
@@ -292,6 +288,13 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
             );
         }
         assert!(!err.is_empty(), "explanations go to stderr");
+        if target == "vscode" {
+            // Which file VS Code reads now is said.
+            assert!(
+                err.contains(".copilot/mcp-config.json") && err.contains(".mcp.json"),
+                "{err}"
+            );
+        }
     }
 
     // --write merges into the client's file, keeps its other entries and settings, backs it up.

@@ -118,6 +118,18 @@ async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
         )),
         "{out}"
     );
+    // `claude mcp add -s project` writes .mcp.json without approving it: Claude Code itself would
+    // ask before running it, so the import lists it and leaves it out until it is named.
+    assert!(
+        out.contains("not approved in Claude Code: not imported (its client never ran it); pass --include tracker"),
+        "{out}"
+    );
+    let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
+    assert_eq!(ids, ["local-db"], "{c}");
+    let (code, out, err) = import(&["--include", "tracker"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("imported because --include names it"), "{out}");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     let ids: Vec<&String> = c["servers"].as_object().unwrap().keys().collect();
     assert_eq!(ids, ["local-db", "tracker"], "{c}");
@@ -127,7 +139,14 @@ async fn claude_codes_own_scopes_are_all_imported_and_labelled() {
     );
     // Both `docs`, each named for its scope.
     let project = format!("docs@project {proj_dir}=docs-fork");
-    let (code, out, err) = import(&["--rename", "docs@user=docs", "--rename", &project]);
+    let (code, out, err) = import(&[
+        "--include",
+        "docs",
+        "--rename",
+        "docs@user=docs",
+        "--rename",
+        &project,
+    ]);
     assert_eq!(code, 0.into(), "{out}{err}");
     let c: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
     assert_eq!(

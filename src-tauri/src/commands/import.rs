@@ -5,7 +5,6 @@ use super::AppStateRef;
 use crate::error::CommandError;
 use crate::error::CommandResult;
 use crate::state::AppState;
-use gatehouse::clients;
 use gatehouse::clients::ClientKind;
 use serde::Serialize;
 
@@ -33,6 +32,9 @@ pub struct ImportRow {
     /// is Gatehouse (its token is Gatehouse's own, never a leak); `taken`: another server has its
     /// id (a new one imports it); else "".
     state: &'static str,
+    /// Why its client has not approved it (`not approved in Claude Code`), or null: shown, and
+    /// not ticked unless the person ticks it.
+    unapproved: Option<String>,
 }
 
 /// Client files found on this machine (or `path`), with what importing each server would do.
@@ -85,6 +87,7 @@ pub fn import_preview(
                                     gatehouse::import::Outcome::Skip(why) => Some(why),
                                 },
                                 scope: c.scope,
+                                unapproved: c.unapproved,
                                 source_name: c.source_name,
                                 id: c.id,
                                 // Gatehouse's own entry holds Gatehouse's own token: not a leak.
@@ -243,8 +246,9 @@ pub async fn remove_from_client(
     let (entry, profile) = super::client_entry(&state, kind, None).await?;
     // The client's file is read (bounded) and written off the async workers.
     let target = file.clone();
+    let hub = state.hub()?;
     let written = tauri::async_runtime::spawn_blocking(move || {
-        clients::write_entry(&target, kind, &entry, &managed)
+        hub.write_client_entry(&target, kind, &entry, &managed)
     })
     .await
     .map_err(CommandError::failed)?

@@ -10,6 +10,7 @@
 #![allow(clippy::too_many_lines)]
 
 mod approvals;
+mod client_files;
 mod clients;
 mod layout;
 mod notices;

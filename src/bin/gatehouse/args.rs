@@ -179,6 +179,22 @@ pub enum Cmd {
     Import(ImportArgs),
     /// Print the config that connects a client to Gatehouse (or merge it into the client's file)
     ClientConfig(ClientConfigArgs),
+    /// Changes to the AI clients' files made outside Gatehouse (a hook, a task run when a folder
+    /// opens, a server entry): list them, put a file back, or keep the change
+    ClientFiles {
+        #[command(subcommand)]
+        cmd: Option<ClientFilesCmd>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ClientFilesCmd {
+    /// Put back what the file held before the change, byte for byte
+    Restore { path: PathBuf },
+    /// Keep the change: dismiss the alert
+    Ack { path: PathBuf },
 }
 
 /// `approvals`: waiting calls, remembered answers, or forgetting them.
@@ -269,6 +285,10 @@ pub struct ImportArgs {
     /// Import a server under another id (repeatable)
     #[arg(long = "rename", value_name = "OLD=NEW")]
     pub renames: Vec<String>,
+    /// Import this project server although its client has not approved it (repeatable; by
+    /// default a project's `.mcp.json` server Claude Code was never told to run is left out)
+    #[arg(long = "include", value_name = "NAME")]
+    pub include: Vec<String>,
 }
 
 /// `client-config`: the entry connecting a client, printed or merged into its file.

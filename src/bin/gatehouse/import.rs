@@ -22,8 +22,9 @@ fn files_of(kind: ClientKind) -> Vec<(String, PathBuf, String)> {
         .map(|p| (kind.label().to_owned(), p, kind.user_scope().to_owned()))
         .into_iter()
         .collect();
-    if let Some(p) = std::env::current_dir()
-        .ok()
+    let cwd = std::env::current_dir().ok();
+    if let Some(p) = cwd
+        .clone()
         .and_then(|d| kind.project_path(&d).filter(|p| p.exists()).map(|p| (d, p)))
     {
         out.push((
@@ -31,6 +32,18 @@ fn files_of(kind: ClientKind) -> Vec<(String, PathBuf, String)> {
             p.1,
             format!("{} {}", kind.project_scope(), p.0.display()),
         ));
+    }
+    // Files it read before its current format (VS Code's `servers` files): read too.
+    for p in kind
+        .older_paths(cwd.as_deref())
+        .into_iter()
+        .filter(|p| p.exists())
+    {
+        let scope = match cwd.as_deref().filter(|d| p.starts_with(d)) {
+            Some(d) => format!("{} {} (older format)", kind.project_scope(), d.display()),
+            None => format!("{} (older format)", kind.user_scope()),
+        };
+        out.push((kind.label().to_owned(), p, scope));
     }
     out
 }
@@ -120,7 +133,7 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
         .and_then(|i| reqwest_port(&i.url));
     let plan = import::plan(&current, candidates, &renames, running.as_slice());
     let interactive = !args.dry_run && std::io::IsTerminal::is_terminal(&std::io::stdin());
-    let chosen = review(plan, &client_of, &current, interactive);
+    let chosen = review(plan, (&client_of, &args.include), &current, interactive);
     let keychain =
         (args.move_secrets && !args.dry_run).then(gatehouse::secrets::KeychainStore::start);
     let mut prepared =
@@ -172,10 +185,11 @@ pub async fn import(args: ImportArgs, control: &ControlClient) -> Result<(), Str
 }
 
 /// Each server found, on a line naming its client, scope and file; an id already taken is asked
-/// again on a terminal, else skipped with why. What is left is imported.
+/// again on a terminal, else skipped with why; a project server its client has not approved is
+/// left out unless `include` names it. What is left is imported.
 fn review(
     plan: Vec<(Candidate, Outcome)>,
-    client_of: &BTreeMap<PathBuf, String>,
+    (client_of, include): (&BTreeMap<PathBuf, String>, &[String]),
     current: &Config,
     interactive: bool,
 ) -> Vec<Candidate> {
@@ -198,6 +212,17 @@ fn review(
                 "  remote, no credentials in the file: if it asks for a sign-in (OAuth), it waits as needs_sign_in; run `gatehouse auth login {}`",
                 c.id
             );
+        }
+        // A project server its client never approved: listed, imported only when picked.
+        if let Some(why) = &c.unapproved {
+            if !include.contains(&c.source_name) && !include.contains(&c.id) {
+                say!(
+                    "  {why}: not imported (its client never ran it); pass --include {} to import it",
+                    c.source_name
+                );
+                continue;
+            }
+            say!("  {why}: imported because --include names it");
         }
         if let Outcome::Skip(why) = outcome {
             // On a terminal, ask for another id instead of skipping.
@@ -355,6 +380,36 @@ async fn check_tools_used(control: &ControlClient, checks: &[(String, Vec<String
 }
 
 /// Prints (or merges into the client's file) the entry connecting a client to Gatehouse.
+/// Written by the running hub, which watches the clients' files and so knows the write is its
+/// own; without one (a stdio client's entry), here — the next start of Gatehouse then reports
+/// it as a change, to keep or put back.
+async fn write_through_hub(
+    control: &ControlClient,
+    path: &std::path::Path,
+    kind: ClientKind,
+    entry: &serde_json::Value,
+    managed: &[String],
+) -> Result<clients::Written, String> {
+    if let Some(refused) = clients::managed_refusal(kind, entry) {
+        return Err(refused);
+    }
+    let asked = control
+        .request::<clients::Written>(&Request::WriteClientEntry {
+            path: path.to_owned(),
+            client: kind.id().to_owned(),
+            entry: entry.clone(),
+            managed: managed.to_vec(),
+        })
+        .await;
+    match asked {
+        Ok(w) => Ok(w),
+        Err(gatehouse::control::ControlError::NotRunning(_)) => {
+            clients::write_entry(path, kind, entry, managed)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 pub async fn client_config(
     mut args: ClientConfigArgs,
     control: &ControlClient,
@@ -403,6 +458,9 @@ pub async fn client_config(
             kind.servers_key(),
             kind.id()
         );
+        if let Some(reads) = kind.reads() {
+            tell!("{reads}.");
+        }
         if kind.speaks_http() {
             tell!("It holds the gateway token: keep the file private.");
         } else {
@@ -421,18 +479,15 @@ pub async fn client_config(
     } else {
         Vec::new()
     };
-    let written = clients::write_entry(
-        &path,
-        kind,
-        &clients::for_control(
-            clients::for_profile(
-                clients::entry(kind, &url, &token, &bin),
-                args.client.as_deref(),
-            ),
-            control.path(),
+    let entry = clients::for_control(
+        clients::for_profile(
+            clients::entry(kind, &url, &token, &bin),
+            args.client.as_deref(),
         ),
-        &managed,
-    )?;
+        control.path(),
+    );
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let written = write_through_hub(control, &path, kind, &entry, &managed).await?;
     if let Some(line) = written.backup_line() {
         tell!("{line}");
     }

@@ -29,6 +29,7 @@ macro_rules! tell {
 }
 
 mod args;
+mod client_files;
 mod import;
 mod install;
 mod manage;

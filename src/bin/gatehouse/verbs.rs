@@ -11,6 +11,7 @@ use gatehouse::config::{self, Config};
 use gatehouse::control::{ControlClient, ControlError, Forgotten, GatewayInfo, Request};
 use gatehouse::hub::ToolInfo;
 use gatehouse::logs::LogLine;
+use gatehouse::watch::ClientFileAlert;
 use gatehouse::ServerStatus;
 
 use crate::args::{ActivityArgs, AddArgs, ApprovalsArgs, Cmd, SecretCmd, TestArgs, ToolsArgs};
@@ -27,6 +28,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::Serve { .. } | Cmd::Connect { .. } => return ExitCode::from(2),
         Cmd::Import(args) => import::import(args, client).await,
         Cmd::ClientConfig(args) => import::client_config(args, client).await,
+        Cmd::ClientFiles { cmd, json } => crate::client_files::run(client, cmd, json).await,
         Cmd::Approvals(args) => approvals(client, args).await,
         Cmd::Secret { cmd } => secret(client, cmd).await,
         Cmd::Rules { cmd } => crate::rules::run(client, cmd).await,
@@ -162,6 +164,10 @@ async fn status(client: &ControlClient, json: bool) -> Result<(), String> {
         print::json(&rows);
     } else {
         print::status_table(&rows);
+        // The clients' files changed outside Gatehouse, under the servers.
+        if let Ok(alerts) = ask::<Vec<ClientFileAlert>>(client, Request::ClientFiles).await {
+            crate::client_files::summary(&alerts);
+        }
     }
     Ok(())
 }
