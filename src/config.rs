@@ -6,6 +6,7 @@
 //! - `paths`: default locations, `~/` expansion, command lines for people to read.
 //! - `lock`: one writer at a time (`PATH.lock`) and the cleanup of interrupted writes.
 
+mod budget;
 mod entries;
 mod itself;
 mod lock;
@@ -24,6 +25,7 @@ use std::net::SocketAddr;
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 
+pub use budget::{budget_for, ResultBudget};
 pub use entries::{client_spelling, repair_entry, InvalidEntry};
 pub use itself::reaches_gatehouse;
 pub use lock::{edit, lock, lock_path, remove_stale_temps, ConfigLock, EditError, LOCK_WAIT};
@@ -163,6 +165,9 @@ pub struct ClientProfile {
     /// through the client itself (MCP elicitation), Allow once or Deny.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve_via: Option<ApproveVia>,
+    /// The most bytes of one tool result this client receives (`config/budget.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_budget: Option<ResultBudget>,
 }
 
 /// Where a client profile's held calls may be answered besides Gatehouse's own surfaces.
@@ -524,6 +529,9 @@ pub struct ToolPolicy {
         deserialize_with = "rules::de_rules"
     )]
     pub rules: Vec<rules::Rule>,
+    /// The most bytes of one result of this tool a client receives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_budget: Option<ResultBudget>,
 }
 
 /// Which unflagged tools ask the person.
@@ -588,6 +596,9 @@ pub struct GatewayConfig {
     /// (the default profile's). Counted per profile: one client's burst never spends another's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Each client profile's result budget, for profiles without one of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_budget: Option<ResultBudget>,
 }
 
 impl Default for GatewayConfig {
@@ -596,6 +607,7 @@ impl Default for GatewayConfig {
             listen: default_listen(),
             allowed_origins: Vec::new(),
             rate_limit: None,
+            result_budget: None,
         }
     }
 }

@@ -22,6 +22,7 @@ mod approve;
 pub mod apps;
 mod ask_client;
 mod audit;
+pub mod budget;
 mod call;
 pub mod catalog;
 pub mod conns;

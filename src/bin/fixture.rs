@@ -32,6 +32,8 @@
 //!                        call's token, or log messages without one, of bytes each) and
 //!                        churn {count} (count tools/list_changed notifications) and lists
 //!                        (how many tools/list requests it answered)
+//!   --big                also list big {bytes}: a result of two text items, the second about
+//!                        `bytes` long (quotes, line ends and accented letters in it)
 //!   --leak-env NAME      a careless server: the value of NAME goes into the echo tool's title,
 //!                        description and annotations, serverInfo and instructions, a non-JSON
 //!                        stdout line (across its first 200 bytes) and stderr (base64 of
@@ -100,6 +102,8 @@ struct Opts {
     wrong_id: bool,
     /// Lists `flood` and `churn` too.
     flood: bool,
+    /// Lists `big` too.
+    big: bool,
     hostile: bool,
     /// Lists `regional`, whose `region` argument has an `x-mcp-header` annotation.
     header_tool: bool,
@@ -144,6 +148,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--silent" => o.silent.push(val("--silent")?),
             "--wrong-id" => o.wrong_id = true,
             "--flood" => o.flood = true,
+            "--big" => o.big = true,
             "--hostile" => o.hostile = true,
             "--header-tool" => o.header_tool = true,
             // A path the server is told about (for the sandbox's tests): nothing more.
@@ -458,6 +463,21 @@ fn run_call(shared: &Shared, opts: &Opts, id: Value, params: Value, read_ns: u12
             }
         }
         // `count` log notifications of `bytes` each, as fast as the pipe takes them, then done.
+        // A large result: a short item, then `bytes` of text a JSON writer must escape.
+        "big" => {
+            let bytes = params
+                .pointer("/arguments/bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(1 << 20) as usize;
+            let text: String = (0..)
+                .map(|i| format!("line {i}: caf\u{e9} \"quoted\"\n"))
+                .scan(0usize, |n, l| {
+                    *n += l.len();
+                    (*n <= bytes).then_some(l)
+                })
+                .collect();
+            Ok(json!({"content":[{"type":"text","text":"big result"},{"type":"text","text":text}]}))
+        }
         "flood" => {
             let count = params
                 .pointer("/arguments/count")

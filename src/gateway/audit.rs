@@ -23,6 +23,11 @@ pub(super) struct CallMeta {
 }
 
 impl CallMeta {
+    /// The server's own name of the tool.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
     pub fn new(server: &ServerHandle, tool: &str, arguments: String) -> CallMeta {
         CallMeta {
             server: server.id().to_string(),

@@ -45,6 +45,8 @@ pub(super) struct Calls {
     pub limits: RateLimits,
     /// Calls waiting for a 2026-07-28 client's retry with its input (`input.rs`).
     pub parked: ParkedCalls,
+    /// The whole results of calls cut to their budget (`budget.rs`).
+    pub results: super::budget::Results,
 }
 
 impl Calls {
@@ -55,6 +57,7 @@ impl Calls {
             keepalive_ms: AtomicU64::new(keepalive.as_millis() as u64),
             limits: RateLimits::default(),
             parked: ParkedCalls::default(),
+            results: Default::default(),
         }
     }
 

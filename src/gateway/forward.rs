@@ -171,6 +171,21 @@ impl Call {
             Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
             None => (None, None, None),
         };
+        // The most bytes of its result this client receives (`budget.rs`).
+        let budget = match (&meta, &exposed) {
+            (Some(m), Some(name)) => {
+                let config = self.cx.hub.config();
+                let profile = self.cx.session.profile.as_deref().and_then(|p| {
+                    config
+                        .clients
+                        .iter()
+                        .find(|(k, _)| k.as_str() == p)
+                        .map(|(_, v)| v)
+                });
+                crate::config::budget_for(&config, profile, self.server.id(), m.tool(), name)
+            }
+            _ => None,
+        };
         // Audit: the call's one activity row, written with the outcome at the end, or by the
         // guard if the call is dropped first (the client cancelled or left).
         let mut audit = Audit::new(self.cx.hub.activity(), &self.cx.session, meta);
@@ -219,6 +234,14 @@ impl Call {
         audit.error = error;
         // A secret Gatehouse handed the server never reaches the client in its answer.
         let line = self.cx.hub.redactions().mask_line(line, &keep);
+        let line = match budget {
+            Some(b) => {
+                let profile = self.cx.session.profile.as_deref();
+                let profile = profile.unwrap_or(crate::profiles::DEFAULT_PROFILE);
+                super::budget::apply(line, b, &self.cx.calls.results, profile)
+            }
+            None => line,
+        };
         audit.finish(decision, by, outcome);
         if !to.tx.same_channel(&self.tx) {
             // A parked call's retry took it over: the answer goes on the retry's stream.

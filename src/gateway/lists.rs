@@ -210,6 +210,25 @@ impl Lists {
             Err(reply) => return reply,
         };
         let s = &cx.session;
+        // A result Gatehouse cut to its budget: read whole by the profile it was cut for.
+        if method == "resources/read" && uri.starts_with(super::budget::URI_PREFIX) {
+            let profile = s
+                .profile
+                .as_deref()
+                .unwrap_or(crate::profiles::DEFAULT_PROFILE);
+            return match cx.calls.results.read(profile, &uri) {
+                Some(r) => Outcome::Reply(super::answer::ours(
+                    id.get(),
+                    &super::budget::contents(&uri, &r),
+                    s.era(),
+                )),
+                None => Outcome::error(
+                    id.get(),
+                    ErrorCode::ResourceNotFound,
+                    &format!("Resource not found: {uri} (a cut result is kept for 15 minutes, for the client it was cut for)"),
+                ),
+            };
+        }
         // One server's copy of a shared app URI: that server, under the original URI.
         let shared = cx.catalog().ui_shared(cx.profile().as_ref());
         let aliased = super::apps::resolve(&uri, &shared)

@@ -31,7 +31,7 @@ JSON object on stdout: {"tools": [...names], "results": {tool: result-as-dict}, 
 mcp.Client modes also print "protocol" (the version the client ended up speaking). A call that
 fails prints {"error": {"code", "message"}} as its result instead of stopping the script.
 
-CALLS_JSON: [[tool, arguments], ...]
+CALLS_JSON: [[tool, arguments], ...]; a call named "@read" reads the resource at its "uri" argument.
 
 MCP_CLIENT_NAME (environment): the name the `http` mode's client gives itself (clientInfo.name);
 the SDK's own otherwise.
@@ -67,6 +67,9 @@ async def exercise(session_like, calls, initialize=True):
     out["results"] = {}
     for name, args in calls:
         try:
+            if name == "@read":
+                out["results"][name] = dump(await session_like.read_resource(args["uri"]))
+                continue
             out["results"][name] = dump(await session_like.call_tool(name, args))
         except mcp.MCPError as e:
             out["results"][name] = {"error": {"code": e.code, "message": e.message}}

@@ -1,6 +1,7 @@
 // A real MCP client (TypeScript SDK) over Streamable HTTP with a bearer token, driven by the
 // Rust integration tests. Usage: node ts_client.mjs URL TOKEN CALLS_JSON [DECISION]
-// Prints {"tools": [...names], "results": {tool: result}}. With DECISION, the client declares
+// Prints {"tools": [...names], "results": {tool: result}}; a call named `@read` reads the
+// resource at its `uri` argument instead. With DECISION, the client declares
 // elicitation and answers every elicitation/create by accepting {"decision": DECISION} (Gatehouse's
 // approval question under approve_via: client); the questions seen are printed under "asked".
 // The SDK is found through GATEHOUSE_CLIENTS_DIR (installed by scripts/install-peers.sh).
@@ -29,6 +30,15 @@ await client.connect(transport);
 const tools = await client.listTools();
 const results = {};
 for (const [name, args] of JSON.parse(callsJson)) {
+  // `@read` {uri}: resources/read instead of a tool call (a refusal is its result).
+  if (name === "@read") {
+    try {
+      results[name] = await client.readResource({ uri: args.uri });
+    } catch (e) {
+      results[name] = { error: { code: e.code, message: e.message } };
+    }
+    continue;
+  }
   results[name] = await client.callTool({ name, arguments: args });
 }
 console.log(JSON.stringify({ tools: tools.tools.map((t) => t.name).sort(), results, asked }));

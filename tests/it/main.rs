@@ -12,6 +12,7 @@ mod approvals;
 mod approvals_hold;
 mod apps;
 mod bridges;
+mod budgets;
 mod calls;
 mod capabilities;
 mod cli;
