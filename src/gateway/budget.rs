@@ -92,12 +92,13 @@ pub fn apply(line: Vec<u8>, budget: u64, results: &Results, profile: &str) -> Ve
     let Some(Value::Object(result)) = message.remove("result") else {
         return line;
     };
-    let whole = Value::Object(result).to_string();
+    let result = Value::Object(result);
+    let whole = result.to_string();
     if whole.len() <= budget {
         return line;
     }
     let total = whole.len();
-    let Ok(Value::Object(result)) = serde_json::from_str::<Value>(&whole) else {
+    let Value::Object(result) = result else {
         return line;
     };
     let uri = results.keep(profile, whole);
