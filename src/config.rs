@@ -15,6 +15,7 @@ mod paths;
 mod rate;
 mod refusal;
 pub mod rules;
+mod tool;
 mod values;
 mod write;
 
@@ -35,6 +36,7 @@ pub use paths::{
 };
 pub use rate::{RateLimit, MAX_RATE};
 pub use refusal::{closest, readable, ConfigError, EntryError};
+pub use tool::{spotlight_for, ToolPolicy};
 pub use write::{backup_path, keep_last_good, resolve_link, write_atomic};
 
 /// Default handshake timeout (`initialize` + full `tools/list`).
@@ -310,6 +312,8 @@ pub struct ServerConfig {
     /// `unmasked_secrets`: keychain secrets this server is meant to hand over in its results
     /// (every other secret value it was given is masked in what it says).
     pub unmasked_secrets: Vec<String>,
+    /// `spotlight`: its tools' text reaches clients marked as untrusted data (`config/tool.rs`).
+    pub spotlight: bool,
 }
 
 /// How a server is reached.
@@ -502,36 +506,6 @@ pub enum EnvValue {
         /// Text put before the value (`Bearer `).
         prefix: Option<String>,
     },
-}
-
-/// Per-tool settings.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolPolicy {
-    /// Ask before every call (`true`) or never (`false`); unset follows the default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub requires_approval: Option<bool>,
-    /// `false` hides the tool and refuses calls to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Check this tool's arguments against its inputSchema (`true`) or not (`false`); unset
-    /// follows the server's `validate_arguments`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validate_arguments: Option<bool>,
-    /// Calls a minute of this tool, counted for each client profile apart.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_limit: Option<RateLimit>,
-    /// Argument rules, in order: a matching deny refuses, else a matching allow runs the call
-    /// without asking (see [`rules`]).
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "rules::de_rules"
-    )]
-    pub rules: Vec<rules::Rule>,
-    /// The most bytes of one result of this tool a client receives.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result_budget: Option<ResultBudget>,
 }
 
 /// Which unflagged tools ask the person.

@@ -41,6 +41,7 @@ mod own;
 mod params;
 mod park;
 pub mod session;
+mod spotlight;
 pub mod stdio;
 mod subs;
 mod tools;

@@ -80,6 +80,31 @@ pub fn reveal_lines(s: &str) -> Cow<'_, str> {
     reveal_with(s, true)
 }
 
+/// `s` for a model to read as data (a spotlighted tool result): line feeds and tabs kept, every
+/// character [`reveal_lines`] would show as a code point taken out. Borrowed when none was there.
+pub fn strip_lines(s: &str) -> Cow<'_, str> {
+    match reveal_with(s, true) {
+        Cow::Borrowed(b) => Cow::Borrowed(b),
+        Cow::Owned(_) => {
+            let mut prev = None;
+            let kept: String = s
+                .chars()
+                .filter(|&c| {
+                    let keep = !is_hidden(c)
+                        || c == '\n'
+                        || c == '\t'
+                        || (presentation_selector(c) && prev.is_some_and(|p| !is_hidden(p)));
+                    if keep {
+                        prev = Some(c);
+                    }
+                    keep
+                })
+                .collect();
+            Cow::Owned(kept)
+        }
+    }
+}
+
 fn reveal_with(s: &str, lines: bool) -> Cow<'_, str> {
     let kept = |c: char, prev: Option<char>| {
         (lines && (c == '\n' || c == '\t'))

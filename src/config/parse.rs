@@ -45,6 +45,7 @@ pub(super) const ENTRY_KEYS: &[&str] = &[
     "start",
     "idle_stop_secs",
     "unmasked_secrets",
+    "spotlight",
 ];
 
 #[derive(Deserialize)]
@@ -88,6 +89,7 @@ struct RawServer {
     start: Option<super::StartMode>,
     idle_stop_secs: Option<u64>,
     unmasked_secrets: Option<Vec<String>>,
+    spotlight: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -292,6 +294,7 @@ impl RawServer {
             effective_start: self.start.unwrap_or_default(),
             idle_stop_secs,
             unmasked_secrets,
+            spotlight: self.spotlight.unwrap_or(false),
         })
     }
 

@@ -231,7 +231,7 @@ fn right_form(key: &str, given: &serde_json::Value) -> String {
             "\"{key}\" is an object of names and values: \"{key}\": {{\"NAME\": \"value\"}} (or {{\"secret\": \"NAME\"}} for a value kept in the keychain)"
         ),
         "tools" => "\"tools\" is an object of tool names: \"tools\": {\"TOOL\": {\"requires_approval\": true}}".into(),
-        "allow_insecure" | "allow_private" | "enabled" | "requires_approval" | "validate_arguments" | "disabled" => {
+        "allow_insecure" | "allow_private" | "enabled" | "requires_approval" | "validate_arguments" | "disabled" | "spotlight" => {
             format!("\"{key}\" is true or false, without quotes: \"{key}\": true")
         }
         "startup_timeout_secs" | "call_timeout_secs" | "idle_stop_secs" => {

@@ -124,6 +124,9 @@ impl Serialize for ServerConfig {
         if !self.unmasked_secrets.is_empty() {
             m.serialize_entry("unmasked_secrets", &self.unmasked_secrets)?;
         }
+        if self.spotlight {
+            m.serialize_entry("spotlight", &true)?;
+        }
         m.end()
     }
 }

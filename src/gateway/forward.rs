@@ -171,20 +171,11 @@ impl Call {
             Some(ToolCall { name, pass, meta }) => (Some(name), Some(pass), Some(meta)),
             None => (None, None, None),
         };
-        // The most bytes of its result this client receives (`budget.rs`).
-        let budget = match (&meta, &exposed) {
-            (Some(m), Some(name)) => {
-                let config = self.cx.hub.config();
-                let profile = self.cx.session.profile.as_deref().and_then(|p| {
-                    config
-                        .clients
-                        .iter()
-                        .find(|(k, _)| k.as_str() == p)
-                        .map(|(_, v)| v)
-                });
-                crate::config::budget_for(&config, profile, self.server.id(), m.tool(), name)
-            }
-            _ => None,
+        // Its text marked as untrusted data, and the most bytes of its result this client
+        // receives.
+        let (spotlight, budget) = match (&meta, &exposed) {
+            (Some(m), Some(name)) => self.shaping(m.tool(), name),
+            _ => (None, None),
         };
         // Audit: the call's one activity row, written with the outcome at the end, or by the
         // guard if the call is dropped first (the client cancelled or left).
@@ -234,6 +225,10 @@ impl Call {
         audit.error = error;
         // A secret Gatehouse handed the server never reaches the client in its answer.
         let line = self.cx.hub.redactions().mask_line(line, &keep);
+        let line = match &spotlight {
+            Some(tool) => super::spotlight::apply(line, self.server.id().as_str(), tool),
+            None => line,
+        };
         let line = match budget {
             Some(b) => {
                 let profile = self.cx.session.profile.as_deref();
@@ -249,6 +244,25 @@ impl Call {
             return None;
         }
         Some(line)
+    }
+
+    /// How a tool call's result is shaped for its client: the tool's own name when its text is
+    /// marked as untrusted data (`spotlight.rs`), and its result budget (`budget.rs`).
+    fn shaping(&self, tool: &str, exposed: &str) -> (Option<String>, Option<u64>) {
+        let config = self.cx.hub.config();
+        let profile = self.cx.session.profile.as_deref().and_then(|p| {
+            config
+                .clients
+                .iter()
+                .find(|(k, _)| k.as_str() == p)
+                .map(|(_, v)| v)
+        });
+        let id = self.server.id();
+        let spot = crate::config::spotlight_for(&config, profile, id, tool, exposed);
+        (
+            spot.then(|| tool.to_owned()),
+            crate::config::budget_for(&config, profile, id, tool, exposed),
+        )
     }
 
     /// The outcome for the activity log, the client's line for request `client_id` and — when
