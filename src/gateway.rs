@@ -40,6 +40,7 @@ mod outcome;
 mod own;
 mod params;
 mod park;
+mod parts;
 pub mod session;
 mod spotlight;
 pub mod stdio;

@@ -61,11 +61,16 @@ pub struct ClientFileAlert {
     pub by: Option<String>,
 }
 
-/// The watch: its records and what it saw.
+/// The watch: its records and what it saw. Three locks, so that nobody waits on a look at the
+/// files (which reads them, and a `stat` on a stalled mount may not return): `state`, held by a
+/// scan, a restore and an acknowledgement; `told`, what writers say (held for a push); `shown`,
+/// the open alerts as of the last change (held for a copy).
 pub struct Watch {
     home: PathBuf,
     records: Records,
     state: Mutex<State>,
+    told: Mutex<Told>,
+    shown: Mutex<Vec<ClientFileAlert>>,
     stopped: std::sync::atomic::AtomicBool,
 }
 
@@ -74,10 +79,18 @@ struct State {
     index: Index,
     /// Each file's identity when last read: an unchanged one is not read again.
     stamps: HashMap<PathBuf, Stamp>,
-    /// Digests of what Gatehouse is putting in place, per file.
-    expected: HashMap<PathBuf, Vec<String>>,
     /// The projects Claude Code lists.
     projects: Vec<PathBuf>,
+}
+
+/// What Gatehouse's writers told the watch, per file.
+#[derive(Default)]
+struct Told {
+    /// Digests of what Gatehouse is putting in place (at most [`EXPECTED`] each).
+    expected: HashMap<PathBuf, Vec<String>>,
+    /// Credentials moved to the keychain out of the file (at most [`EXPECTED`] each): taken out
+    /// of its kept content at the next scan or restore.
+    scrubs: HashMap<PathBuf, Vec<String>>,
 }
 
 type Stamp = [i64; 7];
@@ -120,6 +133,7 @@ impl Watch {
     pub fn new(home: PathBuf, dir: PathBuf) -> Self {
         let records = Records::at(dir);
         let index = records.load().unwrap_or_default();
+        let shown = open_alerts(&index);
         Watch {
             home,
             records,
@@ -127,6 +141,8 @@ impl Watch {
                 index,
                 ..State::default()
             }),
+            told: Mutex::default(),
+            shown: Mutex::new(shown),
             stopped: Default::default(),
         }
     }
@@ -146,29 +162,40 @@ impl Watch {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn told(&self) -> std::sync::MutexGuard<'_, Told> {
+        self.told.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Gatehouse is about to put `bytes` in place at `path`: that content is its own.
     pub fn expect(&self, path: &Path, bytes: &[u8]) {
-        let mut st = self.lock();
-        let list = st.expected.entry(path.to_owned()).or_default();
-        list.push(sha(bytes));
-        if list.len() > EXPECTED {
-            list.remove(0);
+        push_bounded(&mut self.told().expected, path, sha(bytes));
+    }
+
+    /// Credentials Gatehouse moved to the keychain out of `path`: taken out of the content kept
+    /// for a restore too (an alert open while Gatehouse removed an entry), so no restore puts a
+    /// moved secret back.
+    pub fn scrub(&self, path: &Path, scrub: &[String]) {
+        let mut told = self.told();
+        for value in scrub {
+            push_bounded(&mut told.scrubs, path, value.clone());
         }
     }
 
-    /// Every open alert.
+    /// Every open alert (as of the last change: never waits for a scan).
     pub fn alerts(&self) -> Vec<ClientFileAlert> {
-        let st = self.lock();
-        st.index
-            .files
-            .values()
-            .filter_map(|e| e.alert.clone())
-            .collect()
+        self.shown.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The index changed: what [`Watch::alerts`] gives follows, and it is saved.
+    fn changed(&self, index: &Index) -> std::io::Result<()> {
+        *self.shown.lock().unwrap_or_else(|p| p.into_inner()) = open_alerts(index);
+        self.records.save(index)
     }
 
     /// Looks at every watched file once; the alerts that are new or say more than before.
     pub fn scan(&self) -> Vec<ClientFileAlert> {
         let mut st = self.lock();
+        self.apply_scrubs(&mut st);
         let list = targets::targets(&self.home, &st.projects);
         let mut dirty = false;
         let mut out = Vec::new();
@@ -183,7 +210,7 @@ impl Watch {
             }
         }
         if dirty {
-            if let Err(e) = self.records.save(&st.index) {
+            if let Err(e) = self.changed(&st.index) {
                 tracing::warn!("client files: the watch's records could not be saved: {e}");
             }
         }
@@ -238,11 +265,13 @@ impl Watch {
         }
         // Told under the path it wrote: a symlinked file's target.
         let real = crate::config::resolve_link(path);
+        let mut told = self.told();
         let ours = [path, real.as_path()].into_iter().find_map(|p| {
-            let l = st.expected.get_mut(p)?;
+            let l = told.expected.get_mut(p)?;
             let at = l.iter().position(|d| *d == digest)?;
             Some(l.remove(at))
         });
+        drop(told);
         if ours.is_some() && e.alert.is_some() {
             // Gatehouse wrote over an open alert: the content before the change stays kept.
             e.sha = Some(digest);
@@ -357,6 +386,24 @@ impl Watch {
         e.alert = None;
         st.index.files.insert(path.to_owned(), e);
     }
+}
+
+/// `value` at the end of `path`'s list, the oldest going past [`EXPECTED`].
+fn push_bounded(lists: &mut HashMap<PathBuf, Vec<String>>, path: &Path, value: String) {
+    let list = lists.entry(path.to_owned()).or_default();
+    list.push(value);
+    if list.len() > EXPECTED {
+        list.remove(0);
+    }
+}
+
+/// The alerts an index holds.
+fn open_alerts(index: &Index) -> Vec<ClientFileAlert> {
+    index
+        .files
+        .values()
+        .filter_map(|e| e.alert.clone())
+        .collect()
 }
 
 /// The file's owner, when that is not who runs Gatehouse.

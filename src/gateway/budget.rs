@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use super::parts::{raw, split, text_item, Parts, Raw};
 
 /// The URI of a kept result: this, then its id.
 pub const URI_PREFIX: &str = "gatehouse://results/";
@@ -79,90 +79,77 @@ pub fn contents(uri: &str, result: &str) -> String {
         .to_string()
 }
 
-/// The client's line with its result cut to `budget` bytes (kept whole for `profile` in
-/// `results`); the line as it was when it is within the budget or no result.
+/// The client's line with its result cut to `budget` bytes (kept whole, as the server wrote it,
+/// for `profile` in `results`); the line as it was when it is within the budget or no result.
 pub fn apply(line: Vec<u8>, budget: u64, results: &Results, profile: &str) -> Vec<u8> {
     let budget = budget as usize;
     if line.len() <= budget {
         return line;
     }
-    let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(&line) else {
+    let Some(mut parts) = split(&line) else {
         return line;
     };
-    let Some(Value::Object(result)) = message.remove("result") else {
-        return line;
-    };
-    let result = Value::Object(result);
-    let whole = result.to_string();
-    if whole.len() <= budget {
+    let total = parts.whole().len();
+    if total <= budget {
         return line;
     }
-    let total = whole.len();
-    let Value::Object(result) = result else {
-        return line;
-    };
-    let uri = results.keep(profile, whole);
-    message.insert(
-        "result".into(),
-        Value::Object(cut(result, budget, total, &uri)),
-    );
-    let mut out = Value::Object(message).to_string().into_bytes();
-    if line.ends_with(b"\n") {
-        out.push(b'\n');
+    let uri = results.keep(profile, parts.whole().to_owned());
+    match cut(&mut parts, budget, total, &uri).and_then(|()| parts.join()) {
+        Some(out) => out,
+        // Unreachable in practice (every piece was read from JSON): the whole line rather than
+        // a broken one.
+        None => line,
     }
-    out
 }
 
-/// `result` within `budget` bytes (of `total`), ending with the note naming `uri`.
-fn cut(
-    mut result: Map<String, Value>,
-    budget: usize,
-    total: usize,
-    uri: &str,
-) -> Map<String, Value> {
-    let items = match result.remove("content") {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    let structured = result.remove("structuredContent");
+/// The result of `parts` within `budget` bytes (of `total`), ending with the note naming `uri`.
+fn cut(parts: &mut Parts, budget: usize, total: usize, uri: &str) -> Option<()> {
+    let items = parts.take_items();
+    let structured = parts.result.remove("structuredContent");
     // What stays of the rest (isError, resultType…): `_meta` only when small.
-    if result
+    if parts
+        .result
         .get("_meta")
-        .is_some_and(|m| m.to_string().len() > 1024)
+        .is_some_and(|m| m.get().len() > 1024)
     {
-        result.remove("_meta");
+        parts.result.remove("_meta");
     }
-    let mut room =
-        budget.saturating_sub(Value::Object(result.clone()).to_string().len() + NOTE_ROOM + 40);
+    let rest: usize = parts
+        .result
+        .iter()
+        .map(|(k, v)| k.len() + v.get().len() + 4)
+        .sum();
+    let mut room = budget.saturating_sub(rest + NOTE_ROOM + 40);
     let mut notes = Vec::new();
     // The structured form first (small, and what a program reads): whole, or left out.
     if let Some(s) = structured {
-        let size = s.to_string().len() + 24;
+        let size = s.get().len() + 24;
         if size <= room {
             room -= size;
-            result.insert("structuredContent".into(), s);
+            parts.result.insert("structuredContent".into(), s);
         } else {
             notes.push("structuredContent left out".to_owned());
         }
     }
-    let mut kept = Vec::new();
+    let mut kept: Vec<Raw> = Vec::new();
     let mut left_out = 0usize;
     let mut cut_text = false;
     for item in items {
-        let size = item.to_string().len() + 1;
+        let size = item.get().len() + 1;
         if size <= room && !cut_text {
             room -= size;
             kept.push(item);
             continue;
         }
-        if !cut_text && item.get("type").and_then(Value::as_str) == Some("text") {
-            if let Some(text) = item.get("text").and_then(Value::as_str) {
-                let frame = size - escaped_len(text);
-                let part = prefix_within(text, room.saturating_sub(frame));
+        if !cut_text {
+            if let Some((mut members, text)) = text_item(&item) {
+                members.insert("text".into(), raw(&"")?);
+                let frame = raw(&members)?.get().len() + 1;
+                let part = prefix_within(&text, room.saturating_sub(frame));
                 if !part.is_empty() {
-                    let mut partial = item.clone();
-                    partial["text"] = Value::String(part.to_owned());
-                    room = room.saturating_sub(partial.to_string().len() + 1);
+                    members.insert("text".into(), raw(&part)?);
+                    let partial = raw(&members)?;
+                    room = room.saturating_sub(partial.get().len() + 1);
                     kept.push(partial);
                 }
                 cut_text = true;
@@ -174,7 +161,7 @@ fn cut(
     if left_out > 0 {
         notes.push(format!("{left_out} content item(s) left out"));
     }
-    let shown: usize = kept.iter().map(|i| i.to_string().len()).sum();
+    let shown: usize = kept.iter().map(|i| i.get().len()).sum();
     let extra = if notes.is_empty() {
         String::new()
     } else {
@@ -184,14 +171,9 @@ fn cut(
         "[cut by Gatehouse: cut at {shown} of {total} bytes{extra}; the whole result is resource {uri} (resources/read, this client only, for {} minutes)]",
         KEEP_FOR.as_secs() / 60
     );
-    kept.push(serde_json::json!({"type": "text", "text": note}));
-    result.insert("content".into(), Value::Array(kept));
-    result
-}
-
-/// How many bytes `text` takes as a JSON string's inside.
-fn escaped_len(text: &str) -> usize {
-    text.chars().map(char_len).sum()
+    kept.push(raw(&serde_json::json!({"type": "text", "text": note}))?);
+    parts.result.insert("content".into(), raw(&kept)?);
+    Some(())
 }
 
 fn char_len(c: char) -> usize {
@@ -217,6 +199,7 @@ fn prefix_within(text: &str, room: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn line(result: Value) -> Vec<u8> {
         let mut l = serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result})
@@ -239,10 +222,20 @@ mod tests {
                 {"type": "text", "text": big},
                 {"type": "image", "data": "AAAA", "mimeType": "image/png"}
             ],
-            "structuredContent": {"rows": big.len()},
+            "structuredContent": {"rows": big.len(), "zid": 1},
             "isError": false
         }));
+        // A number past 2^53, as the server wrote it: never read into a float and written back.
+        let original = String::from_utf8(original)
+            .unwrap()
+            .replace("\"zid\":1}", "\"zid\":123456789012345678901234567890}")
+            .into_bytes();
         let cut = apply(original.clone(), 65536, &results, "cursor");
+        let text = String::from_utf8(cut.clone()).unwrap();
+        assert!(
+            text.contains("\"zid\":123456789012345678901234567890}"),
+            "a number changed"
+        );
         assert!(cut.len() <= 65536 + 64, "{}", cut.len());
         assert!(cut.ends_with(b"\n"));
         let v: Value = serde_json::from_slice(&cut).unwrap();
@@ -265,10 +258,10 @@ mod tests {
             .find(|w| w.starts_with(URI_PREFIX))
             .unwrap();
         let whole = results.read("cursor", uri).unwrap();
-        let original: Value = serde_json::from_slice(&original).unwrap();
-        assert_eq!(
-            serde_json::from_str::<Value>(&whole).unwrap(),
-            original["result"]
+        let sent = String::from_utf8(original).unwrap();
+        assert!(
+            sent.contains(&format!("\"result\":{whole}}}")),
+            "the whole result is the server's text"
         );
         assert_eq!(results.read("zed", uri), None, "another profile");
         let small = line(serde_json::json!({"content": [{"type": "text", "text": "ok"}]}));

@@ -27,10 +27,11 @@ pub(super) fn start(watch: &Arc<Watch>, bus: EventBus, redactions: Arc<Redaction
             };
             for alert in watch.scan() {
                 let alert = masked(&redactions, alert);
+                // A file's names are the file's text: shown, never obeyed, in the log.
                 tracing::warn!(
                     "client files: {} changed outside Gatehouse ({})",
-                    alert.path,
-                    alert.what.join(", ")
+                    crate::text::reveal(&alert.path),
+                    crate::text::reveal(&alert.what.join(", "))
                 );
                 bus.publish(Event::ClientFileChanged(alert));
             }

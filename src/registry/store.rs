@@ -192,24 +192,18 @@ impl Store {
             .map_err(|e| format!("cannot make the store: {e}"))?;
         let staging = self.root.join(format!(".staging-{}", random_id()));
         crate::private::create_dir(&staging).map_err(|e| format!("cannot make the store: {e}"))?;
-        let done = match spec.index {
-            Index::Npm => npm::install(
-                &self.root,
-                &staging,
-                spec,
-                &pin.version,
-                &integrity,
-                before_ms,
-            ),
-            Index::Pypi => pypi::install(
-                &self.root,
-                &staging,
-                spec,
-                &pin.version,
-                &integrity,
-                before_ms,
-            ),
+        let install = match spec.index {
+            Index::Npm => npm::install,
+            Index::Pypi => pypi::install,
         };
+        let done = install(
+            &self.root,
+            &staging,
+            spec,
+            &pin.version,
+            &integrity,
+            before_ms,
+        );
         let result = done.and_then(|mut a| {
             let dir = self.dir(spec, pin);
             let _ = remove_tree(&dir);

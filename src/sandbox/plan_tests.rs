@@ -115,24 +115,14 @@ fn the_default_plan_reads_by_allow_list_and_writes_only_its_places() {
     assert!(reads(&asked, &home.join(".ssh/id_ed25519")));
 }
 
-/// The home directory named as a whole: its folders and ordinary files writable, its startup
-/// files read-only, its dot-entries (settings, caches, credentials) closed; no terminal,
-/// console or shared memory device is even readable.
-#[test]
-fn a_home_given_whole_opens_its_files_not_its_settings() {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    for f in [
-        ".ssh/id_ed25519",
-        ".bashrc",
-        ".config/autostart/x.desktop",
-        ".local/bin/tool",
-        "notes/todo.md",
-        "photo.jpg",
-    ] {
+/// The default plan for a server given `named` (`~`-relative), in a home holding `files`: the
+/// plan and the home.
+fn plan_with(dir: &Path, files: &[&str], named: &str) -> (Plan, std::path::PathBuf) {
+    let home = dir.join("home");
+    for f in files {
         touch(&home.join(f));
     }
-    let own = dir.path().join("own");
+    let own = dir.join("own");
     std::fs::create_dir_all(&own).unwrap();
     let places = Places {
         home: Some(home.clone()),
@@ -142,12 +132,29 @@ fn a_home_given_whole_opens_its_files_not_its_settings() {
         program: None,
         artifact: None,
         opened: crate::sandbox::places::open(
-            &crate::sandbox::places::named(&["~".into()], &[], None),
+            &crate::sandbox::places::named(&[named.into()], &[], None),
             Some(&home),
             &[],
         ),
     };
-    let plan = plan(&SandboxPolicy::default(), &places).unwrap();
+    (plan(&SandboxPolicy::default(), &places).unwrap(), home)
+}
+
+/// The home directory named as a whole: its folders and ordinary files writable, its startup
+/// files read-only, its dot-entries (settings, caches, credentials) closed; no terminal,
+/// console or shared memory device is even readable.
+#[test]
+fn a_home_given_whole_opens_its_files_not_its_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ".ssh/id_ed25519",
+        ".bashrc",
+        ".config/autostart/x.desktop",
+        ".local/bin/tool",
+        "notes/todo.md",
+        "photo.jpg",
+    ];
+    let (plan, home) = plan_with(dir.path(), &files, "~");
     assert!(writes(&plan, &home.join("notes/todo.md")));
     assert!(writes(&plan, &home.join("photo.jpg")));
     for closed in [".bashrc", ".config/autostart/x.desktop", ".local/bin/tool"] {
@@ -173,33 +180,15 @@ fn a_home_given_whole_opens_its_files_not_its_settings() {
 #[test]
 fn a_projects_hooks_and_settings_stay_read_only() {
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    for f in [
+    let files = [
         "proj/.git/hooks/pre-commit",
         "proj/.git/config",
         "proj/.git/HEAD",
         "proj/.mcp.json",
         "proj/.vscode/tasks.json",
         "proj/src/main.rs",
-    ] {
-        touch(&home.join(f));
-    }
-    let own = dir.path().join("own");
-    std::fs::create_dir_all(&own).unwrap();
-    let places = Places {
-        home: Some(home.clone()),
-        guarded: Vec::new(),
-        data: own.clone(),
-        tmp: own.clone(),
-        program: None,
-        artifact: None,
-        opened: crate::sandbox::places::open(
-            &crate::sandbox::places::named(&["~/proj".into()], &[], None),
-            Some(&home),
-            &[],
-        ),
-    };
-    let plan = plan(&SandboxPolicy::default(), &places).unwrap();
+    ];
+    let (plan, home) = plan_with(dir.path(), &files, "~/proj");
     for ro in [
         ".git/hooks/pre-commit",
         ".git/config",

@@ -8,7 +8,9 @@ use super::Watch;
 
 impl Watch {
     fn open_alert(&self, path: &Path) -> Result<super::record::Entry, String> {
-        let st = self.lock();
+        let mut st = self.lock();
+        // A credential moved meanwhile is out of the kept content before it is put back.
+        self.apply_scrubs(&mut st);
         match st.index.files.get(path) {
             Some(e) if e.alert.is_some() => Ok(e.clone()),
             _ => Err(format!(
@@ -70,24 +72,26 @@ impl Watch {
         Ok(said)
     }
 
-    /// Credentials Gatehouse moved to the keychain out of `path`: replaced in the content kept
-    /// for a restore too (an alert open while Gatehouse removed an entry), so no restore puts a
-    /// moved secret back.
-    pub fn scrub(&self, path: &Path, scrub: &[String]) {
-        if scrub.is_empty() {
-            return;
+    /// The credentials writers said they moved to the keychain, taken out of each file's kept
+    /// content (the restore point), under the scan's lock.
+    pub(super) fn apply_scrubs(&self, st: &mut super::State) {
+        let scrubs = std::mem::take(&mut self.told().scrubs);
+        let mut dirty = false;
+        for (path, values) in scrubs {
+            let Some(e) = st.index.files.get_mut(&path) else {
+                continue;
+            };
+            let Some(bytes) = e.kept.as_deref().and_then(|k| self.records.kept(&path, k)) else {
+                continue;
+            };
+            let clean = crate::client_file::backup::scrubbed(&bytes, &values).into_bytes();
+            if clean != bytes && self.records.keep(&path, Some(&clean)).is_ok() {
+                e.kept = Some(sha(&clean));
+                dirty = true;
+            }
         }
-        let mut st = self.lock();
-        let Some(e) = st.index.files.get_mut(path) else {
-            return;
-        };
-        let Some(bytes) = e.kept.as_deref().and_then(|k| self.records.kept(path, k)) else {
-            return;
-        };
-        let clean = crate::client_file::backup::scrubbed(&bytes, scrub).into_bytes();
-        if clean != bytes && self.records.keep(path, Some(&clean)).is_ok() {
-            e.kept = Some(sha(&clean));
-            if let Err(err) = self.records.save(&st.index) {
+        if dirty {
+            if let Err(err) = self.changed(&st.index) {
                 tracing::warn!("client files: the watch's records could not be saved: {err}");
             }
         }
@@ -116,8 +120,7 @@ impl Watch {
             e.kept = digest.map(str::to_owned);
             e.sha = digest.map(str::to_owned);
         }
-        self.records
-            .save(&st.index)
+        self.changed(&st.index)
             .map_err(|e| format!("the watch's records could not be saved: {e}"))
     }
 }

@@ -11,21 +11,6 @@ use serde_json::{json, Value};
 use crate::approvals::{gh, pending, Client};
 use crate::support::*;
 
-/// What a call came back with: the result's text, or the error's message.
-fn outcome(v: &Value) -> String {
-    match v.get("error") {
-        Some(e) => format!("error: {}", e["message"].as_str().unwrap_or("")),
-        None => {
-            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
-            if v["result"]["isError"] == true {
-                format!("error: {text}")
-            } else {
-                text.to_owned()
-            }
-        }
-    }
-}
-
 fn status_of(s: &Served, id: &str) -> Value {
     let out = gh(s, &["status", "--json"]);
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();

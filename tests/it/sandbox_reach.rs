@@ -10,20 +10,6 @@ use serde_json::{json, Value};
 use crate::approvals::gh;
 use crate::support::*;
 
-fn outcome(v: &Value) -> String {
-    match v.get("error") {
-        Some(e) => format!("error: {}", e["message"].as_str().unwrap_or("")),
-        None => {
-            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
-            if v["result"]["isError"] == true {
-                format!("error: {text}")
-            } else {
-                text.to_owned()
-            }
-        }
-    }
-}
-
 fn put(p: &std::path::Path, text: &str) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();

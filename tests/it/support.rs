@@ -631,3 +631,18 @@ pub fn modern_tool_post(
         .header("mcp-method", "tools/call")
         .header("mcp-name", tool)
 }
+
+/// What a call came back with: the result's text, or the error's message.
+pub fn outcome(v: &serde_json::Value) -> String {
+    match v.get("error") {
+        Some(e) => format!("error: {}", e["message"].as_str().unwrap_or("")),
+        None => {
+            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+            if v["result"]["isError"] == true {
+                format!("error: {text}")
+            } else {
+                text.to_owned()
+            }
+        }
+    }
+}

@@ -17,13 +17,7 @@ async fn the_window_fits_at_800_by_600() {
     }))
     .await;
     d.wait_state("alpha", "running").await;
-    d.client
-        .set_window_size(800, 600)
-        .await
-        .expect("resize the window");
-    // Give the page a moment to lay out at the new size.
-    d.wait_js("the new size", "return window.innerWidth <= 800;")
-        .await;
+    d.resize(800, 600).await;
     let fits = d
         .js(
             "const w = window.innerWidth;
@@ -69,12 +63,7 @@ async fn the_window_fits_at_800_by_600() {
     }
     d.js("delete document.documentElement.dataset.theme; return true;")
         .await;
-    d.client
-        .set_window_size(800, 600)
-        .await
-        .expect("resize the window");
-    d.wait_js("back to 800", "return window.innerWidth <= 800;")
-        .await;
+    d.resize(800, 600).await;
     // The Add-server dialog: its title and its Save button are in view.
     d.click("#add-server").await;
     let dialog = d
@@ -106,12 +95,7 @@ async fn the_window_fits_at_800_by_600() {
     d.click("#server-cancel").await;
     // The Edit form at the smallest window: its buttons may wrap, Save never alone (it stays
     // beside Cancel, on the right).
-    d.client
-        .set_window_size(720, 600)
-        .await
-        .expect("resize the window");
-    d.wait_js("at 720", "return window.innerWidth <= 720;")
-        .await;
+    d.resize(720, 600).await;
     d.row_action("alpha", "edit").await;
     let paired = d
         .wait_js(
@@ -125,12 +109,7 @@ async fn the_window_fits_at_800_by_600() {
         .await;
     assert_eq!(paired, json!(true), "Save wraps away from Cancel");
     d.click("#server-cancel").await;
-    d.client
-        .set_window_size(800, 600)
-        .await
-        .expect("resize the window");
-    d.wait_js("back to 800", "return window.innerWidth <= 800;")
-        .await;
+    d.resize(800, 600).await;
     // Every view: nothing clipped at the right edge (main hides what overflows sideways, so
     // a control past its edge would be cut off, as Activity's export buttons once were).
     for view in [

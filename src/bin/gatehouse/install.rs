@@ -45,14 +45,8 @@ pub async fn ensure_installed(
 ) -> Result<(), String> {
     if let Ok(a) = store.installed(spec, p) {
         say!(
-            "its artifact is in the store ({} package{}, {}): {}",
-            a.packages,
-            if a.packages == 1 { "" } else { "s" },
-            if a.locked {
-                "each locked with its integrity"
-            } else {
-                "not every package locked"
-            },
+            "its artifact is in the store ({}): {}",
+            packages(a.packages, a.locked),
             a.store.display()
         );
         return Ok(());
@@ -63,15 +57,22 @@ pub async fn ensure_installed(
     );
     let a = gatehouse::hub::artifacts::install(store, spec, p, min_age).await?;
     say!(
-        "installed: {} package{}, {}, checked against the pin: {}",
-        a.packages,
-        if a.packages == 1 { "" } else { "s" },
-        if a.locked {
-            "each locked with its integrity"
-        } else {
-            "not every package locked"
-        },
+        "installed: {}, checked against the pin: {}",
+        packages(a.packages, a.locked),
         a.store.display()
     );
     Ok(())
+}
+
+/// "3 packages, each locked with its integrity".
+fn packages(n: usize, locked: bool) -> String {
+    format!(
+        "{n} package{}, {}",
+        if n == 1 { "" } else { "s" },
+        if locked {
+            "each locked with its integrity"
+        } else {
+            "not every package locked"
+        }
+    )
 }
