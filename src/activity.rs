@@ -125,6 +125,32 @@ impl CallRecord {
     }
 }
 
+impl CallRecord {
+    /// The row of a change to what a server says, held anew (`session`/`profile`: the client
+    /// whose request saw it; none for instructions, seen at a listing).
+    pub fn change_held(
+        change: &crate::approval::change::HeldChange,
+        session: &str,
+        profile: Option<String>,
+    ) -> CallRecord {
+        let mut rec = CallRecord::allowed(
+            session,
+            &change.server,
+            &change.row_name(),
+            change.arguments.clone().unwrap_or_default(),
+        );
+        rec.decision = Decision::ChangeHeld;
+        // The client got the approved version (a result), or the error.
+        rec.outcome = match change.serving.as_str() {
+            "pinned" => CallOutcome::Ok,
+            _ => CallOutcome::NotRun,
+        };
+        rec.profile = profile;
+        rec.error = Some(change.waits());
+        rec
+    }
+}
+
 /// Whether and how a call was let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -159,6 +185,9 @@ pub enum Decision {
     NotRunning,
     /// Over a `rate_limit` the person set.
     RateLimited,
+    /// What a server says (a prompt, its instructions, an app's HTML) changed since it was
+    /// approved: the change waits for the person, the client got the pinned version or an error.
+    ChangeHeld,
     /// Written by a newer Gatehouse; kept as it was.
     #[serde(other)]
     Unknown,
@@ -207,7 +236,7 @@ impl DecisionGroup {
 }
 
 impl Decision {
-    const ALL: [Decision; 15] = [
+    const ALL: [Decision; 16] = [
         Decision::Allowed,
         Decision::ApprovedOnce,
         Decision::ApprovedSession,
@@ -223,6 +252,7 @@ impl Decision {
         Decision::Disabled,
         Decision::NotRunning,
         Decision::RateLimited,
+        Decision::ChangeHeld,
     ];
 
     /// The decision's name, as stored and shown.
@@ -243,6 +273,7 @@ impl Decision {
             Decision::Disabled => "disabled",
             Decision::NotRunning => "not_running",
             Decision::RateLimited => "rate_limited",
+            Decision::ChangeHeld => "change_held",
             Decision::Unknown => "unknown",
         }
     }
@@ -284,6 +315,7 @@ impl Decision {
             | Decision::Disabled
             | Decision::NotRunning
             | Decision::RateLimited
+            | Decision::ChangeHeld
             | Decision::Unknown => DecisionGroup::Refused,
         }
     }

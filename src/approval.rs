@@ -2,6 +2,7 @@
 //! until an answer, and what is remembered across restarts (pins and "always" answers).
 
 mod broker;
+pub mod change;
 mod ids;
 mod persist;
 mod pins;
@@ -11,7 +12,9 @@ pub mod rules;
 mod snapshot;
 
 pub use crate::supervisor::status::definition_hash;
-pub use broker::ApprovalBroker;
+pub use broker::{ApprovalBroker, Heard};
+pub use change::{HeldChange, PinKind, PinRow};
+pub use pins::said::{Said, MAX_KEPT_BYTES};
 pub use request::{
     arguments_digest, Answer, ApprovalError, ApprovalRequest, AskReason, ClientRef, Covered,
     Decider, DefinitionChange, Grant, Resolution, Scope, Verdict,

@@ -134,6 +134,11 @@ pub enum Request {
     },
     /// Pending approval requests.
     Approvals,
+    /// Changes to what servers say (prompts, instructions, apps) waiting for the person;
+    /// answered with `Approve` / `Deny` by their id.
+    Changes,
+    /// Every pin: tools, prompts, instructions and apps.
+    Pins,
     /// Remembered answers ("always" and "session"), newest first.
     Grants,
     /// Revoke one remembered answer (the next call asks again).
@@ -255,6 +260,8 @@ impl Request {
             | Request::Gateway { .. }
             | Request::Clients
             | Request::Approvals
+            | Request::Changes
+            | Request::Pins
             | Request::Grants
             | Request::Revoke { .. }
             | Request::Approve { .. }

@@ -56,6 +56,16 @@ pub enum Event {
         /// Put back (else kept).
         restored: bool,
     },
+    /// A change to what a server says (a prompt, its instructions, an app's HTML) is held until
+    /// the person approves it.
+    ChangeHeld(crate::approval::change::HeldChange),
+    /// A held change was approved (it is the pin now) or denied (the pin stays).
+    ChangeResolved {
+        /// The change's id.
+        id: String,
+        /// Approved.
+        allowed: bool,
+    },
     /// A held call was allowed, denied, timed out or withdrawn.
     ApprovalResolved {
         /// The request's id.

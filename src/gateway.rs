@@ -41,6 +41,7 @@ mod own;
 mod params;
 mod park;
 mod parts;
+mod said;
 pub mod session;
 mod spotlight;
 pub mod stdio;

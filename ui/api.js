@@ -70,6 +70,8 @@ export const saveSettings = (s) => call('save_settings', {
   approvalDefault: s.approval_default, approvalTimeoutSecs: s.approval_timeout_secs, listen: s.listen,
 });
 export const revokeGrant = (grant) => call('revoke_grant', { grant });
+export const heldChanges = () => call('held_changes');
+export const answerChange = (id, allow) => call('answer_change', { id, allow });
 export const rules = () => call('rules');
 export const addRule = (server, tool, rule, client) => call('add_rule', { server, tool, rule, client: client || null });
 export const removeRule = (r) => call('remove_rule', { at: r.at, rule: r.rule });

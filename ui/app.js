@@ -11,6 +11,7 @@ import * as connect from './connect.js';
 import * as importer from './import.js';
 import * as permissions from './permissions.js';
 import * as settings from './settings.js';
+import * as changes from './changes.js';
 import * as clientFiles from './client-files.js';
 
 const views = { servers, activity, permissions, secrets, connect, import: importer, settings };
@@ -62,7 +63,7 @@ async function refreshAll() {
   const p = await api.appState();
   renderPhase(p);
   if (p.phase === 'running') {
-    await Promise.allSettled([servers.refresh(), pending, clientFiles.refresh()]);
+    await Promise.allSettled([servers.refresh(), pending, clientFiles.refresh(), changes.refresh()]);
     views[current].shown?.();
   }
 }
@@ -94,6 +95,7 @@ function init() {
   settings.init();
   importer.init();
   clientFiles.init();
+  changes.init();
   api.on('hub-phase', (p) => { renderPhase(p); if (p.phase === 'running') refreshAll(); });
   api.on('resync', refreshAll);
   refreshAll();

@@ -23,6 +23,7 @@ pub mod client_files;
 pub mod history;
 pub mod import;
 pub mod keychain;
+pub mod pins;
 pub mod prefs;
 pub mod registry;
 pub mod rules;

@@ -38,6 +38,10 @@ pub enum UiEvent {
     ClientFileChanged(gatehouse::watch::ClientFileAlert),
     /// An alert about a client's file closed (put back, or kept).
     ClientFileSettled { path: String, restored: bool },
+    /// A change to what a server says (a prompt, its instructions, an app) waits for the person.
+    ChangeHeld(gatehouse::approval::HeldChange),
+    /// A held change was approved or denied.
+    ChangeResolved { id: String, allowed: bool },
     /// The bridge fell behind: the UI should read everything again.
     Resync,
 }
@@ -108,6 +112,13 @@ pub fn spawn_bridge<R: Runtime>(
                     UiEvent::ClientFileSettled { path, restored }.emit(&app);
                     crate::tray::refresh(&app);
                 }
+                Ok(Event::ChangeHeld(change)) => {
+                    change_held(&app, &change);
+                    UiEvent::ChangeHeld(change).emit(&app);
+                }
+                Ok(Event::ChangeResolved { id, allowed }) => {
+                    UiEvent::ChangeResolved { id, allowed }.emit(&app)
+                }
                 Err(RecvError::Lagged(n)) => {
                     tracing::debug!(missed = n, "UI bridge lagged; asking the UI to resync");
                     UiEvent::Resync.emit(&app);
@@ -144,6 +155,19 @@ fn client_file_changed<R: Runtime>(app: &AppHandle<R>, alert: &gatehouse::watch:
         &format!(
             "{}: {what}. Open Gatehouse to see the change and put the file back.",
             gatehouse::text::reveal(&alert.path)
+        ),
+    );
+}
+
+/// What a server says changed since it was approved: a notification says what (hidden
+/// characters shown as code points); the Permissions view has the diff and the two answers.
+fn change_held<R: Runtime>(app: &AppHandle<R>, change: &gatehouse::approval::HeldChange) {
+    crate::notify::plain(
+        app,
+        "A server changed what it says",
+        &format!(
+            "{}. Open Gatehouse's Permissions view to see the change.",
+            gatehouse::text::reveal(&change.reason_text)
         ),
     );
 }
@@ -198,6 +222,8 @@ mod tests {
             "approval-resolved",
             "client-file-changed",
             "client-file-settled",
+            "change-held",
+            "change-resolved",
             "resync",
         ];
         let ui = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui");

@@ -3,6 +3,7 @@ use gatehouse::approval::{ApprovalRequest, ClientRef};
 
 fn request(args: &str) -> ApprovalRequest {
     ApprovalRequest {
+        kind: gatehouse::approval::PinKind::Tool,
         id: "apr-1-1".into(),
         client: ClientRef {
             name: Some("claude-code".into()),

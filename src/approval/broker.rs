@@ -65,7 +65,9 @@ struct Inner {
     writer: Option<super::persist::Persister>,
 }
 
+mod changes;
 mod session_grant;
+pub use changes::Heard;
 use session_grant::SessionGrant;
 
 #[derive(Default)]
@@ -78,6 +80,8 @@ struct State {
     /// (client session, server, tool, arguments digest): exact calls allowed for the session.
     exact_grants: HashMap<(String, String, String, String), SessionGrant>,
     store: Store,
+    /// Changes to what servers say, waiting for the person, by id (`changes.rs`).
+    changes: BTreeMap<String, changes::Held>,
 }
 
 impl ApprovalBroker {

@@ -34,6 +34,7 @@ fn granted(
 
 fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
     ApprovalRequest {
+        kind: crate::approval::PinKind::Tool,
         id: broker.next_id(),
         client: ClientRef {
             name: Some("c".into()),

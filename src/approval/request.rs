@@ -10,6 +10,10 @@ use serde_json::Value;
 pub struct ApprovalRequest {
     /// The request's id (`apr-N`), for `approve` / `deny`.
     pub id: String,
+    /// What waits: always `tool` for a held call (held changes to what a server says are
+    /// [`super::change::HeldChange`]s, of the other kinds, in the same list of `gatehouse approvals`).
+    #[serde(default)]
+    pub kind: super::change::PinKind,
     /// Which client made the call.
     pub client: ClientRef,
     /// The server's id.

@@ -20,6 +20,7 @@
 //!   --description TEXT   description of the `echo` tool
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
+//!   --said-file PATH     a prompt, instructions and an app read from PATH (`fixture/said.rs`)
 //!   --silent METHOD      never answer METHOD (repeatable)
 //!   --wrong-id           answer tools/call with an id nobody asked for
 //!   --spec-file PATH     read at every tools/list: its first line is the echo tool's
@@ -72,6 +73,8 @@ mod conformance;
 #[cfg(unix)]
 #[path = "fixture/hostile.rs"]
 mod hostile;
+#[path = "fixture/said.rs"]
+mod said;
 
 use catalog::tools;
 use conformance::conformance;
@@ -97,6 +100,7 @@ struct Opts {
     /// read-only tools (each later line).
     spec_file: Option<String>,
     conformance: bool,
+    said_file: Option<String>,
     leak_env: Option<String>,
     silent: Vec<String>,
     wrong_id: bool,
@@ -144,6 +148,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--escape-clean" => o.escape_clean = Some(val("--escape-clean")?),
             "--escape-daemon" => o.escape_daemon = Some(val("--escape-daemon")?),
             "--conformance" => o.conformance = true,
+            "--said-file" => o.said_file = Some(val("--said-file")?),
             "--leak-env" => o.leak_env = Some(val("--leak-env")?),
             "--silent" => o.silent.push(val("--silent")?),
             "--wrong-id" => o.wrong_id = true,
@@ -178,22 +183,9 @@ fn main() {
     if let Some(path) = &opts.escape_daemon {
         run_escaped(path);
     }
+    #[cfg(unix)]
     if let Some(path) = opts.escape.as_ref().or(opts.escape_clean.as_ref()) {
-        let exe = std::env::current_exe().unwrap_or_else(|_| "gatehouse-fixture".into());
-        let mut cmd = std::process::Command::new(exe);
-        // `--escape-clean`: the descendant runs with an empty environment (`env -i`): no tag.
-        if opts.escape_clean.is_some() {
-            cmd.env_clear();
-        }
-        let spawned = cmd
-            .args(["--escape-daemon", path])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if let Err(e) = spawned {
-            eprintln!("fixture: cannot start the escaping descendant: {e}");
-        }
+        hostile::spawn_escape(path, opts.escape_clean.is_some());
     }
     if opts.ignore_term {
         #[cfg(unix)]
@@ -343,16 +335,15 @@ fn serve(opts: &Opts) {
                     eprintln!("auth: Basic {}", base64(format!("user:{v}").as_bytes()));
                     eprintln!("url: https://example.com/?key={}", url_encode(v));
                 }
-                let capabilities = if opts.conformance {
-                    json!({"tools": {"listChanged": true}, "prompts": {}, "resources": {"subscribe": true}, "completions": {}, "logging": {}})
-                } else {
-                    json!({"tools": {"listChanged": true}})
-                };
+                let capabilities = said::capabilities(opts.conformance, opts.said_file.is_some());
                 let mut init = json!({
                     "protocolVersion": params.get("protocolVersion").cloned().unwrap_or(json!("2025-06-18")),
                     "capabilities": capabilities,
                     "serverInfo": {"name": "gatehouse-fixture", "version": "1.0.0"}
                 });
+                if let Some(path) = &opts.said_file {
+                    init["instructions"] = said::instructions(path);
+                }
                 if let Some(v) = &leaked {
                     init["serverInfo"] =
                         json!({"name": format!("fixture {v}"), "version": format!("1.0+{v}")});
@@ -383,6 +374,9 @@ fn serve(opts: &Opts) {
                 continue;
             }
             m if opts.conformance => conformance(m, &params),
+            m if said::serves(m) && opts.said_file.is_some() => {
+                said::answer(opts.said_file.as_deref().unwrap_or(""), m, &params)
+            }
             _ => Err((-32601, format!("method not found: {method}"))),
         };
         send(&shared, opts, &reply(&id, result));

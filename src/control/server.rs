@@ -186,6 +186,8 @@ async fn answer(
             })
         }
         Request::Approvals => Response::ok(readable(hub.approvals().pending())),
+        Request::Changes => Response::ok(hub.approvals().changes()),
+        Request::Pins => Response::ok(hub.approvals().pins()),
         Request::Grants => Response::ok(hub.approvals().grants()),
         Request::Revoke { grant } => revoke(hub, &grant),
         Request::Secrets => Response::ok(hub.secret_names()),
@@ -348,6 +350,14 @@ fn decide(
     answer: crate::approval::Answer,
     caller: Option<String>,
 ) -> Response {
+    // A held change to what a server says: approved (it becomes the pin) or denied.
+    if id.starts_with("chg-") {
+        let allow = matches!(answer, crate::approval::Answer::Allow(_));
+        return match hub.approvals().answer_change(id, allow) {
+            Ok(c) => Response::ok(c),
+            Err(e) => Response::err(ErrorKind::UnknownApproval, e.to_string()),
+        };
+    }
     let answered = hub.approvals().answer_via(
         id,
         digest.as_deref(),

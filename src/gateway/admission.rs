@@ -113,6 +113,7 @@ pub(super) fn admit(
         None => verdict.reason.unwrap_or_default(),
     };
     let request = ApprovalRequest {
+        kind: crate::approval::PinKind::Tool,
         id: broker.next_id(),
         client: client_ref(s, cx.recent_clients()),
         server: server.id().to_string(),

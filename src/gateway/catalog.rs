@@ -314,6 +314,9 @@ impl Tools {
                 if !same {
                     hub.approvals()
                         .take_listing(server.id().as_str(), &origin, &tools);
+                    if let Some(text) = server.instructions() {
+                        pin_instructions(hub, server.id().as_str(), &text);
+                    }
                     listed.insert(server.id().clone(), (tools, origin));
                 }
             }
@@ -364,6 +367,23 @@ pub fn tagged(def: &str, server: &str) -> Option<String> {
         _ => tag,
     };
     crate::jsonrpc::set_member(def, "description", &crate::jsonrpc::json_string(&described))
+}
+
+/// A server's `instructions` held to their pin (they never reach a client: Gatehouse answers
+/// `initialize` with its own): a change is held for the person to see, with an activity row.
+fn pin_instructions(hub: &HubHandle, server: &str, text: &str) {
+    let content = crate::jsonrpc::json_string(text);
+    let said = crate::approval::Said {
+        kind: crate::approval::PinKind::Instructions,
+        server,
+        name: "",
+        arguments: None,
+        content: &content,
+    };
+    if let (_, Some(change)) = hub.approvals().said(&said) {
+        let row = crate::activity::CallRecord::change_held(&change, "", None);
+        hub.activity().record(row);
+    }
 }
 
 #[cfg(test)]

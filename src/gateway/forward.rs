@@ -17,6 +17,7 @@ use super::call::{call, Upstream};
 use super::context::Cx;
 use super::outcome::{Out, Outcome, Stream, CLIENT_STALL};
 use super::park::Attach;
+use super::said::Check;
 use super::session::{Tracked, OUT_QUEUE};
 use crate::activity::{CallOutcome, Decision};
 use crate::approval::Decider;
@@ -42,19 +43,20 @@ pub(super) enum Pass {
 }
 
 /// Forwards a request to `server` with `params` as raw members (the cold paths: prompts,
-/// resources, completions): the client's progress token is swapped for ours, then [`forward`].
+/// resources, completions): the client's progress token is swapped for ours, then [`forward`];
+/// its result held to `said`'s pin when given (`said.rs`).
 pub(super) fn forward_members(
     cx: &Cx,
     id: &RawValue,
     server: ServerHandle,
     method: &'static str,
     params: BTreeMap<String, Box<RawValue>>,
-    tool: Option<ToolCall>,
+    said: Option<Check>,
 ) -> Outcome {
     let Some((params, tokens)) = with_our_token(cx, params) else {
         return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid params");
     };
-    forward(cx, id, server, method, params, tokens, tool)
+    forward(cx, id, server, method, params, tokens, (None, said))
 }
 
 /// Forwards a request to `server` with `params` as the server gets them (`tokens` says whose
@@ -68,7 +70,7 @@ pub(super) fn forward(
     method: &'static str,
     params: Box<RawValue>,
     tokens: Tokens,
-    tool: Option<ToolCall>,
+    (tool, said): (Option<ToolCall>, Option<Check>),
 ) -> Outcome {
     let (tx, rx) = mpsc::channel::<Out>(OUT_QUEUE);
     let number = cx.next_id();
@@ -78,6 +80,7 @@ pub(super) fn forward(
         server,
         method,
         tool,
+        said,
         tokens,
         client_id: id.get().to_owned(),
         tx: tx.clone(),
@@ -151,6 +154,8 @@ struct Call {
     server: ServerHandle,
     method: &'static str,
     tool: Option<ToolCall>,
+    /// What its result is held to (a prompt's text, an app's HTML).
+    said: Option<Check>,
     tokens: Tokens,
     /// The client's raw request id.
     client_id: String,
@@ -225,6 +230,17 @@ impl Call {
         audit.error = error;
         // A secret Gatehouse handed the server never reaches the client in its answer.
         let line = self.cx.hub.redactions().mask_line(line, &keep);
+        // What a server says to the model or the person, as the person approved it.
+        let line = match &self.said {
+            Some(check) => super::said::heard(
+                &self.cx,
+                self.server.id().as_str(),
+                check,
+                line,
+                &to.client_id,
+            ),
+            None => line,
+        };
         let line = match &spotlight {
             Some(tool) => super::spotlight::apply(line, self.server.id().as_str(), tool),
             None => line,

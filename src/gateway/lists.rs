@@ -12,6 +12,7 @@ use super::catalog::rename;
 use super::context::Cx;
 use super::forward::forward_members;
 use super::outcome::{member_params, Outcome};
+use super::said::Check;
 use super::session::lock;
 use super::subs::Upstreams;
 use crate::config::ServerId;
@@ -53,10 +54,12 @@ impl Lists {
         struct N {
             name: String,
         }
+        // Each held to its pin: a changed definition is the pinned one, or left out (`said.rs`).
         let parsed: Vec<(Box<RawValue>, ServerId, String)> = items
             .into_iter()
             .filter_map(|(item, server)| {
                 let n = serde_json::from_str::<N>(item.get()).ok()?;
+                let item = super::said::prompt_listed(cx, server.as_str(), &n.name, item)?;
                 Some((item, server, n.name))
             })
             .collect();
@@ -124,7 +127,8 @@ impl Lists {
             return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid prompt name");
         };
         p.insert("name".into(), original);
-        forward_members(cx, id, server, "prompts/get", p, None)
+        let check = Check::prompt(&prompt, p.get("arguments").map(|a| &**a));
+        forward_members(cx, id, server, "prompts/get", p, Some(check))
     }
 
     /// The prompt `exposed` names; prompts are listed first when no listing of this run knows
@@ -287,7 +291,11 @@ impl Lists {
                 s.subscribe(&uri, None);
             }
         }
-        forward_members(cx, id, server, method, p, None)
+        let check = match method {
+            "resources/read" => Check::resource(&uri),
+            _ => None,
+        };
+        forward_members(cx, id, server, method, p, check)
     }
 
     /// Asks each legacy server that owns one of `uris` to tell of its changes

@@ -133,7 +133,15 @@ fn call_once(
         return Outcome::error(id.get(), ErrorCode::InvalidParams, "Invalid params");
     };
     let tool = ToolCall { name, pass, meta };
-    forward(cx, id, server, "tools/call", upstream, tokens, Some(tool))
+    forward(
+        cx,
+        id,
+        server,
+        "tools/call",
+        upstream,
+        tokens,
+        (Some(tool), None),
+    )
 }
 
 /// The canonical name the client's name resolves to in its profile's view, or the refusal of an

@@ -395,6 +395,7 @@ impl Actor {
         };
         // What the server says about itself is shown: secret values are masked first.
         let mask = |t: Option<String>| t.map(|t| self.ctx.redactions.mask(&t));
+        *lock(&self.shared.instructions) = mask(ready.instructions).map(Arc::from);
         let (name, version) = (mask(ready.name), mask(ready.version));
         let protocol = mask(ready.protocol_version);
         let era = ready.era;

@@ -56,6 +56,7 @@ impl ServerHandle {
             peer: Mutex::new(None),
             tools: Mutex::new(Arc::new(Vec::new())),
             capabilities: Mutex::new(None),
+            instructions: Mutex::new(None),
             logs: LogStore::new(log_file),
             redactions: ctx.redactions.clone(),
             call_timeout_secs: std::sync::atomic::AtomicU64::new(cfg.call_timeout_secs),
@@ -110,6 +111,11 @@ impl ServerHandle {
     /// The server's declared capabilities (from `initialize`), while it runs.
     pub fn capabilities(&self) -> Option<Arc<serde_json::Value>> {
         lock(&self.shared.capabilities).clone()
+    }
+
+    /// The `instructions` its handshake gave (secret values masked), while it runs.
+    pub fn instructions(&self) -> Option<Arc<str>> {
+        lock(&self.shared.instructions).clone()
     }
 
     /// Whether the running server declared the capability `name` (`prompts`, `resources`…).

@@ -49,6 +49,24 @@ pub struct Ready {
     pub protocol_version: Option<String>,
     /// Its era: modern (answered `server/discover`) or legacy (`initialize`).
     pub era: Era,
+    /// The `instructions` it gave (cut to [`MAX_INSTRUCTIONS_BYTES`]): pinned, never passed on.
+    pub instructions: Option<String>,
+}
+
+/// The most bytes of a server's `instructions` kept (the rest is cut with `…`).
+pub const MAX_INSTRUCTIONS_BYTES: usize = 64 << 10;
+
+fn instructions(s: Option<String>) -> Option<String> {
+    s.map(|s| match s.len() > MAX_INSTRUCTIONS_BYTES {
+        true => {
+            let mut at = MAX_INSTRUCTIONS_BYTES;
+            while !s.is_char_boundary(at) {
+                at -= 1;
+            }
+            format!("{}…", &s[..at])
+        }
+        false => s,
+    })
 }
 
 /// Why a handshake did not finish.
@@ -159,6 +177,8 @@ async fn probe(
         capabilities: Option<serde_json::Value>,
         #[serde(rename = "_meta", default)]
         meta: Option<std::collections::HashMap<String, serde_json::Value>>,
+        #[serde(default)]
+        instructions: Option<String>,
     }
     let Ok(d) = serde_json::from_str::<Discover>(result.get()) else {
         return Ok(None);
@@ -185,6 +205,7 @@ async fn probe(
         version: text("version"),
         protocol_version: Some((*version).to_owned()),
         era: Era::Modern,
+        instructions: instructions(d.instructions),
     }))
 }
 
@@ -224,16 +245,23 @@ async fn initialize(
         capabilities: Option<serde_json::Value>,
         #[serde(rename = "protocolVersion", default)]
         protocol_version: Option<String>,
+        #[serde(default)]
+        instructions: Option<String>,
     }
     #[derive(serde::Deserialize)]
     struct Info {
         name: Option<String>,
         version: Option<String>,
     }
-    let (info, capabilities, protocol_version) =
+    let (info, capabilities, protocol_version, said) =
         match serde_json::from_str::<InitResult>(init.get()) {
-            Ok(i) => (i.server_info, i.capabilities, i.protocol_version),
-            Err(_) => (None, None, None),
+            Ok(i) => (
+                i.server_info,
+                i.capabilities,
+                i.protocol_version,
+                i.instructions,
+            ),
+            Err(_) => (None, None, None, None),
         };
     peer.notify("notifications/initialized", None).await?;
     Ok(Ready {
@@ -243,6 +271,7 @@ async fn initialize(
         version: bounded(info.and_then(|i| i.version)),
         protocol_version: bounded(protocol_version),
         era: Era::Legacy,
+        instructions: instructions(said),
     })
 }
 

@@ -23,6 +23,8 @@ pub(super) struct Shared {
     pub tools: Mutex<Arc<Vec<Arc<ToolDef>>>>,
     /// The `capabilities` object of the server's `initialize` result while running.
     pub capabilities: Mutex<Option<Arc<serde_json::Value>>>,
+    /// The `instructions` of its handshake (secret values masked), while it runs.
+    pub instructions: Mutex<Option<Arc<str>>>,
     pub logs: LogStore,
     pub redactions: Arc<Redactions>,
     /// The deadline of one request to the server in seconds (0: none); follows the config.

@@ -47,6 +47,7 @@ mod registry;
 mod registry_trust;
 mod remote;
 mod rules;
+mod said_pins;
 mod sandbox;
 mod sandbox_hostile;
 mod sandbox_peers;

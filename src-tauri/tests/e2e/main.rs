@@ -14,6 +14,7 @@ mod client_files;
 mod clients;
 mod layout;
 mod notices;
+mod pins;
 mod registry;
 mod rules;
 mod seen;

@@ -40,9 +40,16 @@ pub enum Cmd {
         #[arg(long)]
         deny_unattended: bool,
     },
-    /// List calls waiting for approval (or revoke remembered approvals with --forget)
+    /// List calls and changes (of a server's prompts, instructions or apps) waiting for
+    /// approval (or revoke remembered approvals with --forget)
     Approvals(ApprovalsArgs),
-    /// Allow a waiting call
+    /// List every pin: each server's tools, prompts, instructions and apps as first seen or
+    /// last approved
+    Pins {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Allow a waiting call, or approve a held change (`chg-…`: it becomes the pin)
     Approve {
         id: String,
         /// once (default), session (this client session, this tool), always (this definition),
@@ -72,7 +79,8 @@ pub enum Cmd {
     },
     /// Show recent routed calls: decision, who decided, duration, outcome
     Activity(ActivityArgs),
-    /// Deny a waiting call; the client gets an error result with the reason
+    /// Deny a waiting call (the client gets an error result with the reason), or keep the
+    /// approved version over a held change (`chg-…`)
     Deny {
         id: String,
         #[arg(long)]

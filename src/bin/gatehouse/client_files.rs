@@ -8,6 +8,7 @@ use gatehouse::control::{ControlClient, Request};
 use gatehouse::watch::ClientFileAlert;
 
 use crate::args::ClientFilesCmd;
+use crate::ask::ask;
 use crate::print;
 
 /// `client-files [--json]`, `client-files restore PATH`, `client-files ack PATH`.
@@ -61,13 +62,6 @@ fn absolute(path: PathBuf) -> PathBuf {
     std::env::current_dir()
         .map(|d| d.join(&path))
         .unwrap_or(path)
-}
-
-async fn ask<T: serde::de::DeserializeOwned>(
-    client: &ControlClient,
-    req: Request,
-) -> Result<T, String> {
-    client.request(&req).await.map_err(|e| e.to_string())
 }
 
 /// One alert whole: what changed, who owns the file when not the person, the diff, the two

@@ -29,11 +29,13 @@ macro_rules! tell {
 }
 
 mod args;
+mod ask;
 mod client_files;
 mod import;
 mod install;
 mod manage;
 mod pin;
+mod pins;
 mod print;
 mod probe;
 mod registry;

@@ -6,14 +6,8 @@ use gatehouse::control::{ControlClient, Request};
 use gatehouse::hub::ListedRule;
 
 use crate::args::RulesCmd;
+use crate::ask::ask;
 use crate::print;
-
-async fn ask<T: serde::de::DeserializeOwned>(
-    client: &ControlClient,
-    req: Request,
-) -> Result<T, String> {
-    client.request(&req).await.map_err(|e| e.to_string())
-}
 
 /// One line per subcommand.
 pub async fn run(client: &ControlClient, cmd: RulesCmd) -> Result<(), String> {

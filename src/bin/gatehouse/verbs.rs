@@ -15,6 +15,7 @@ use gatehouse::watch::ClientFileAlert;
 use gatehouse::ServerStatus;
 
 use crate::args::{ActivityArgs, AddArgs, ApprovalsArgs, Cmd, SecretCmd, TestArgs, ToolsArgs};
+use crate::ask::ask;
 use crate::import;
 use crate::manage;
 use crate::print;
@@ -30,6 +31,7 @@ pub async fn run(verb: Cmd, control_path: PathBuf) -> ExitCode {
         Cmd::ClientConfig(args) => import::client_config(args, client).await,
         Cmd::ClientFiles { cmd, json } => crate::client_files::run(client, cmd, json).await,
         Cmd::Approvals(args) => approvals(client, args).await,
+        Cmd::Pins { json } => crate::pins::pins(client, json).await,
         Cmd::Secret { cmd } => secret(client, cmd).await,
         Cmd::Rules { cmd } => crate::rules::run(client, cmd).await,
         Cmd::Auth { cmd } => auth(client, cmd).await,
@@ -96,15 +98,7 @@ async fn approvals(client: &ControlClient, a: ApprovalsArgs) -> Result<(), Strin
         crate::rules::print_list(&rules);
         return Ok(());
     }
-    ask::<Vec<ApprovalRequest>>(client, Request::Approvals)
-        .await
-        .map(|rows| {
-            if json {
-                print::json(&rows)
-            } else {
-                print::approvals(&rows)
-            }
-        })
+    crate::pins::waiting(client, json).await
 }
 
 /// `activity`: recent calls, filtered, as a table, JSON or CSV.
@@ -134,11 +128,15 @@ async fn approve(
     scope: gatehouse::approval::Scope,
     digest: Option<String>,
 ) -> Result<(), String> {
+    let change = id.starts_with("chg-");
     let req = Request::Approve {
         id,
         scope: Some(scope),
         digest,
     };
+    if change {
+        return crate::pins::answer(client, req, true).await;
+    }
     let r = ask::<ApprovalRequest>(client, req).await?;
     say!(
         "allowed {} ({scope:?})",
@@ -153,6 +151,9 @@ async fn deny(
     reason: Option<String>,
     digest: Option<String>,
 ) -> Result<(), String> {
+    if id.starts_with("chg-") {
+        return crate::pins::answer(client, Request::Deny { id, reason, digest }, false).await;
+    }
     let r = ask::<ApprovalRequest>(client, Request::Deny { id, reason, digest }).await?;
     say!("denied {}", gatehouse::text::reveal(&r.exposed));
     Ok(())
@@ -291,13 +292,6 @@ async fn auth(client: &ControlClient, cmd: crate::args::AuthCmd) -> Result<(), S
             Ok(())
         }
     }
-}
-
-async fn ask<T: serde::de::DeserializeOwned>(
-    client: &ControlClient,
-    req: Request,
-) -> Result<T, String> {
-    client.request(&req).await.map_err(|e| e.to_string())
 }
 
 async fn logs(
