@@ -41,6 +41,7 @@ pub mod config;
 pub mod connect;
 pub mod control;
 pub mod credentials;
+pub mod egress;
 pub mod events;
 pub mod gateway;
 pub mod http_client;

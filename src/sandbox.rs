@@ -11,6 +11,7 @@
 //! `/proc/PID/environ` included). When it fails, [`blame`] says whether the sandbox may be why.
 
 pub mod blame;
+pub mod network;
 pub mod paths;
 pub mod places;
 pub mod plan;
@@ -42,6 +43,10 @@ pub struct SandboxReport {
     /// opens it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out_why: Vec<places::LeftOut>,
+    /// Fenced (`"network": {"allow": [...]}`): the allow list, what was refused since the
+    /// launch, and whether the kernel refuses its direct connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<network::NetworkReport>,
 }
 
 /// A confined launch: what its sandbox opened and left out, kept for status and for
@@ -59,6 +64,8 @@ pub struct Confined {
     /// When it was launched (ms since the epoch): what the server said since is read for
     /// [`blame`].
     pub launched_ms: u64,
+    /// Fenced: what its egress proxy refused since the launch.
+    pub refused: Option<std::sync::Arc<network::Refused>>,
 }
 
 /// The kernel's sandboxing on this machine, in a phrase; `None` when it has none.
@@ -96,6 +103,23 @@ pub fn report(policy: &SandboxPolicy) -> SandboxReport {
         confined,
         left_out: Vec::new(),
         left_out_why: Vec::new(),
+        network: policy.network.allow().map(|list| network::NetworkReport {
+            allow: list.iter().map(ToString::to_string).collect(),
+            refused: Vec::new(),
+            fenced: confined && fences_network(),
+        }),
+    }
+}
+
+/// Whether the kernel here refuses a fenced server's direct TCP connections (Landlock ABI 4+).
+pub fn fences_network() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        linux::fences_network()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
     }
 }
 

@@ -357,18 +357,24 @@ function parsePairs(text, sep, what, field) {
   return out;
 }
 
-/** The entry's "sandbox" from the form (undefined for the default); paths it reads are kept. */
+/** The entry's "sandbox" from the form (undefined for the default); the paths it reads, its network
+ * allow list and "require" are kept. */
 function sandboxFromForm(f) {
   const level = f.sandbox.value;
   const write = f.sandbox_write.value.split('\n').map((p) => p.trim()).filter(Boolean);
-  const read = typeof baseEntry.sandbox === 'object' ? baseEntry.sandbox.read ?? [] : [];
+  const kept = typeof baseEntry.sandbox === 'object' && baseEntry.sandbox !== null ? baseEntry.sandbox : {};
+  const read = kept.read ?? [];
+  // What the form does not show is kept: a network allow list, "require".
+  const allow = typeof kept.network === 'object' && kept.network !== null ? kept.network : undefined;
   const offline = f.sandbox_offline.checked;
-  if (!write.length && !read.length && !offline) return level === 'default' ? undefined : level;
+  if (!write.length && !read.length && !offline && !allow && !kept.require) return level === 'default' ? undefined : level;
   const o = {};
   if (level !== 'default') o.policy = level;
   if (read.length) o.read = read;
   if (write.length) o.write = write;
   if (offline) o.network = false;
+  else if (allow) o.network = allow;
+  if (kept.require) o.require = kept.require;
   return o;
 }
 

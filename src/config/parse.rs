@@ -42,6 +42,7 @@ pub(super) const ENTRY_KEYS: &[&str] = &[
     "transport",
     "tools_used",
     "sandbox",
+    "network",
     "start",
     "idle_stop_secs",
     "unmasked_secrets",
@@ -85,6 +86,8 @@ struct RawServer {
     tools_used: Option<Vec<String>>,
     /// How a stdio server is confined.
     sandbox: Option<crate::sandbox::SandboxPolicy>,
+    /// What a confined server may reach (the same as `sandbox.network`).
+    network: Option<crate::sandbox::network::Network>,
     /// `"at_launch"` or `"on_demand"`.
     start: Option<super::StartMode>,
     idle_stop_secs: Option<u64>,
@@ -331,7 +334,25 @@ impl RawServer {
                 "remove them from this stdio server",
             ));
         }
-        let sandbox = self.sandbox.take().unwrap_or_default();
+        let mut sandbox = self.sandbox.take().unwrap_or_default();
+        if let Some(n) = self.network.take() {
+            use crate::sandbox::network::Network;
+            if sandbox.network != Network::All && sandbox.network != n {
+                return Err(at(
+                    "network",
+                    "\"network\" is given on the entry and in its \"sandbox\", differently",
+                    "keep one of them",
+                ));
+            }
+            if !sandbox.confines() && n != Network::All {
+                return Err(at(
+                    "network",
+                    "\"network\" fences a confined server's network, and this entry's sandbox is \"off\"",
+                    "remove \"network\", or let the sandbox confine it",
+                ));
+            }
+            sandbox.network = n;
+        }
         let mut env = self.env.take().unwrap_or_default();
         super::values::check_env(&mut env)?;
         Ok(Transport::Stdio(StdioTransport {
@@ -348,6 +369,9 @@ impl RawServer {
     fn remote(&mut self, url: String) -> Result<Transport, EntryError> {
         if self.sandbox.is_some() {
             return Err(at("sandbox", "\"sandbox\" applies to local (\"command\") servers only: a remote server runs elsewhere", "remove it from this remote server"));
+        }
+        if self.network.is_some() {
+            return Err(at("network", "\"network\" applies to local (\"command\") servers only: a remote server runs elsewhere", "remove it from this remote server"));
         }
         if self.pin.is_some() {
             return Err(at(

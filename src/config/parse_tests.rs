@@ -489,3 +489,54 @@ fn a_wrong_type_names_its_setting_and_the_right_form() {
     assert!(msg.contains("\"env\""), "{msg}");
     assert!(fix.contains(r#""env": {"NAME": "value"}"#), "{fix}");
 }
+
+/// `"network"` on the entry is the same as inside its `"sandbox"`; given both ways differently,
+/// on a remote server, or with the sandbox off, the entry is refused naming it; a bad
+/// destination is refused with its own message.
+#[test]
+fn network_on_the_entry_or_in_its_sandbox_reads_the_same() {
+    use crate::sandbox::network::Network;
+    let net = |text: &str| match &parse(text)
+        .unwrap()
+        .servers
+        .values()
+        .next()
+        .unwrap()
+        .transport
+    {
+        Transport::Stdio(t) => t.sandbox.network.clone(),
+        Transport::Remote(_) => panic!("not stdio"),
+    };
+    let on_entry =
+        net(r#"{"servers": {"a": {"command": "x", "network": {"allow": ["a.test:443"]}}}}"#);
+    let in_sandbox = net(
+        r#"{"servers": {"a": {"command": "x", "sandbox": {"network": {"allow": ["a.test:443"]}}}}}"#,
+    );
+    assert_eq!(on_entry, in_sandbox);
+    assert!(on_entry.allows("a.test", 443) && !on_entry.allows("b.test", 443));
+    assert_eq!(net(r#"{"servers": {"a": {"command": "x"}}}"#), Network::All);
+    for (text, word) in [
+        (
+            r#"{"servers": {"a": {"command": "x", "network": false, "sandbox": {"network": {"allow": ["a.test:1"]}}}}}"#,
+            "differently",
+        ),
+        (
+            r#"{"servers": {"a": {"url": "https://example.com/mcp", "network": false}}}"#,
+            "local",
+        ),
+        (
+            r#"{"servers": {"a": {"command": "x", "sandbox": "off", "network": false}}}"#,
+            "off",
+        ),
+        (
+            r#"{"servers": {"a": {"command": "x", "network": {"allow": ["a.test"]}}}}"#,
+            "no port",
+        ),
+    ] {
+        let (_, _, message, fix) = bad_entry(text);
+        assert!(
+            format!("{message} {fix}").contains(word),
+            "{text}: {message} / {fix}"
+        );
+    }
+}

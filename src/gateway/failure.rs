@@ -37,7 +37,7 @@ pub(super) fn text_of(json: &[u8]) -> Option<String> {
 pub(super) fn explain(
     line: Vec<u8>,
     outcome: CallOutcome,
-    confined: Option<&Confined>,
+    (confined, called_at): (Option<&Confined>, u64),
     server: &str,
     stderr: impl FnOnce() -> String,
 ) -> (Vec<u8>, Option<String>) {
@@ -48,15 +48,23 @@ pub(super) fn explain(
             | CallOutcome::Lost
             | CallOutcome::TimedOut
     );
+    // A fenced server refused a destination during the call: Activity says so whatever the
+    // outcome, and a failure names it first.
+    let refused = confined.and_then(|c| refused_during(c, server, called_at));
     if !failed {
-        return (line, None);
+        return (line, refused);
     }
     let Some(text) = text_of(&line) else {
-        return (line, None);
+        return (line, refused);
     };
-    let Some(blame) = confined.and_then(|c| {
-        crate::sandbox::blame::blame(&text, c, server)
-            .or_else(|| crate::sandbox::blame::blame(&format!("{text}\n{}", stderr()), c, server))
+    let Some(blame) = refused.or_else(|| {
+        confined.and_then(|c| {
+            fenced_refusal(&text, c, server)
+                .or_else(|| crate::sandbox::blame::blame(&text, c, server))
+                .or_else(|| {
+                    crate::sandbox::blame::blame(&format!("{text}\n{}", stderr()), c, server)
+                })
+        })
     }) else {
         return (line, Some(text));
     };
@@ -87,6 +95,36 @@ pub(super) fn explain(
     }
 }
 
+/// The sentence for a fenced server's failure that reads as a refused connection or socket:
+/// what went around its proxy (a direct TCP connection, UDP) is refused by the kernel.
+fn fenced_refusal(text: &str, c: &Confined, server: &str) -> Option<String> {
+    c.plan.egress_port?;
+    if !crate::sandbox::blame::refusal(text) {
+        return None;
+    }
+    Some(format!(
+        "the sandbox fences this server's network: it may open TCP connections only to its egress proxy (named in HTTP_PROXY and HTTPS_PROXY, which its HTTP client must use) and no UDP, so a direct connection or a datagram is refused; allow more destinations in servers.{server}.network.allow, or set \"network\": true"
+    ))
+}
+
+/// The sentence for the destinations a fenced server's proxy refused since `since_ms` (at most
+/// three named), with the line that allows the first.
+fn refused_during(c: &Confined, server: &str, since_ms: u64) -> Option<String> {
+    let rows = c.refused.as_ref()?.since(since_ms);
+    let first = rows.first()?;
+    let named: Vec<String> = rows
+        .iter()
+        .take(3)
+        .map(|r| format!("{}:{} ({})", crate::text::reveal(&r.host), r.port, r.why))
+        .collect();
+    Some(format!(
+        "the sandbox refused a connection during this call to {}; to allow it, add \"{}:{}\" to servers.{server}.network.allow",
+        named.join(", "),
+        crate::text::reveal(&first.host),
+        first.port
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +138,7 @@ mod tests {
                 network: true,
                 left_out: 0,
                 list: Vec::new(),
+                egress_port: None,
             },
             summary: "default".into(),
             ..Confined::default()
@@ -115,7 +154,7 @@ mod tests {
         let (line, text) = explain(
             err.clone(),
             CallOutcome::ProtocolError,
-            Some(&confined()),
+            (Some(&confined()), 0),
             "mem",
             String::new,
         );
@@ -126,7 +165,7 @@ mod tests {
         let (same, text) = explain(
             err.clone(),
             CallOutcome::ProtocolError,
-            None,
+            (None, 0),
             "mem",
             String::new,
         );
@@ -140,7 +179,7 @@ mod tests {
         let (line, text) = explain(
             res,
             CallOutcome::IsError,
-            Some(&confined()),
+            (Some(&confined()), 0),
             "mem",
             String::new,
         );
@@ -159,7 +198,7 @@ mod tests {
         let (_, text) = explain(
             vague,
             CallOutcome::IsError,
-            Some(&confined()),
+            (Some(&confined()), 0),
             "fetch",
             said,
         );
@@ -174,7 +213,7 @@ mod tests {
             explain(
                 ok.clone(),
                 CallOutcome::Ok,
-                Some(&confined()),
+                (Some(&confined()), 0),
                 "mem",
                 String::new
             ),

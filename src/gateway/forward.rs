@@ -310,7 +310,7 @@ impl Call {
         let (line, error) = super::failure::explain(
             line,
             outcome,
-            self.server.confined().as_deref(),
+            (self.server.confined().as_deref(), called_at),
             server_id,
             || self.server.logs().stderr_since(40, called_at),
         );

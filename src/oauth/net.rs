@@ -16,6 +16,16 @@ pub const MAX_BODY: usize = 256 * 1024;
 /// Each OAuth request (metadata, registration, token, revocation) ends within this.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// Names of cloud metadata services, refused whatever they resolve to (a remote server's URL, a
+/// fenced server's destination).
+pub const METADATA_HOSTS: &[&str] = &[
+    "metadata",
+    "metadata.google.internal",
+    "metadata.goog",
+    "instance-data",
+    "instance-data.ec2.internal",
+];
+
 /// What kind of network an address is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reach {

@@ -205,11 +205,13 @@ mod tests {
                 network: true,
                 left_out: 0,
                 list: Vec::new(),
+                egress_port: None,
             },
             left_out,
             summary: "default".into(),
             home: None,
             launched_ms: 0,
+            refused: None,
         }
     }
 

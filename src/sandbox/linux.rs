@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use landlock::{
-    Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -22,9 +22,29 @@ use super::plan::Plan;
 /// The newest Landlock ABI this build asks for.
 const WANTED: ABI = ABI::V6;
 
-/// The Landlock ABI the running kernel offers (0: none), found once by asking for each version
-/// in turn as a hard requirement.
+/// The Landlock ABI that fences TCP connections by port.
+pub const NETWORK_ABI: u8 = 4;
+
+/// `GATEHOUSE_LANDLOCK_ABI=N` makes Gatehouse use at most ABI N, as on an older kernel (for
+/// testing what it does there: what it reports, and `"require": "network"`).
+pub const ABI_CAP_VAR: &str = "GATEHOUSE_LANDLOCK_ABI";
+
+/// The Landlock ABI Gatehouse uses (0: none): the running kernel's, found once by asking for
+/// each version in turn as a hard requirement, or less under [`ABI_CAP_VAR`].
 pub fn landlock_abi() -> u8 {
+    let cap = std::env::var(ABI_CAP_VAR)
+        .ok()
+        .and_then(|v| v.parse::<u8>().ok())
+        .unwrap_or(u8::MAX);
+    kernel_abi().min(cap)
+}
+
+/// Whether a fenced server's direct TCP connections are refused by the kernel here.
+pub fn fences_network() -> bool {
+    landlock_abi() >= NETWORK_ABI
+}
+
+fn kernel_abi() -> u8 {
     static ABI_FOUND: OnceLock<u8> = OnceLock::new();
     *ABI_FOUND.get_or_init(|| {
         let versions = [
@@ -64,14 +84,23 @@ fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
     let failed = |e: landlock::RulesetError| format!("cannot build the sandbox: {e}");
     let read = AccessFs::from_read(WANTED);
     let write = AccessFs::from_all(WANTED);
-    let mut rs = Ruleset::default()
+    let mut attr = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(write)
         .map_err(failed)?
         .scope(Scope::Signal | Scope::AbstractUnixSocket)
-        .map_err(failed)?
-        .create()
         .map_err(failed)?;
+    // Fenced: TCP connects only to its egress proxy's port.
+    let fence = plan.egress_port.filter(|_| fences_network());
+    if fence.is_some() {
+        attr = attr.handle_access(AccessNet::ConnectTcp).map_err(failed)?;
+    }
+    let mut rs = attr.create().map_err(failed)?;
+    if let Some(port) = fence {
+        rs = rs
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(failed)?;
+    }
     let list = AccessFs::ReadDir.into();
     for (paths, access) in [(&plan.list, list), (&plan.read, read), (&plan.write, write)] {
         for p in paths {
@@ -106,7 +135,29 @@ fn filter(plan: &Plan) -> Result<BpfProgram, String> {
             other(nix::libc::AF_NETLINK)?,
         ])
         .map_err(failed)?;
-        rules.insert(nix::libc::SYS_socket, vec![not_allowed]);
+        let mut refused = vec![not_allowed];
+        // Fenced: an IP socket only of the stream type (TCP, which Landlock sends to the proxy):
+        // no UDP — so no DNS but the proxy's —, no raw or ICMP socket. Every other type of the
+        // type field's low four bits is refused (its flags, SOCK_NONBLOCK and SOCK_CLOEXEC,
+        // sit above them).
+        if plan.egress_port.is_some() {
+            for family in [nix::libc::AF_INET, nix::libc::AF_INET6] {
+                let family = u64::try_from(family).unwrap_or_default();
+                for kind in (0u64..16).filter(|k| *k != nix::libc::SOCK_STREAM as u64) {
+                    let is = |arg: u8, op: SeccompCmpOp, v: u64| {
+                        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(failed)
+                    };
+                    refused.push(
+                        SeccompRule::new(vec![
+                            is(0, SeccompCmpOp::Eq, family)?,
+                            is(1, SeccompCmpOp::MaskedEq(0xf), kind)?,
+                        ])
+                        .map_err(failed)?,
+                    );
+                }
+            }
+        }
+        rules.insert(nix::libc::SYS_socket, refused);
     } else {
         rules.insert(nix::libc::SYS_socket, Vec::new());
     }

@@ -133,6 +133,9 @@ pub struct Plan {
     pub list: Vec<PathBuf>,
     /// TCP/UDP allowed.
     pub network: bool,
+    /// Fenced (`"network": {"allow": [...]}`): TCP connects only to this port — its egress
+    /// proxy's — and no UDP. Set by the launch, which starts the proxy.
+    pub egress_port: Option<u16>,
     /// Entries left out because the plan reached [`MAX_RULES`].
     pub left_out: usize,
 }
@@ -273,7 +276,7 @@ pub fn plan(policy: &SandboxPolicy, places: &Places) -> Option<Plan> {
         denied,
         protected,
         plan: Plan {
-            network: policy.network,
+            network: policy.network.on(),
             ..Plan::default()
         },
     };

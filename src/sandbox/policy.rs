@@ -5,6 +5,8 @@ use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 
+use super::network::Network;
+
 /// At most this many paths in `read` or in `write`.
 pub const MAX_PATHS: usize = 64;
 
@@ -52,8 +54,11 @@ pub struct SandboxPolicy {
     pub read: Vec<String>,
     /// Paths it may read and write besides its own places.
     pub write: Vec<String>,
-    /// Outbound and inbound network (TCP/UDP over IPv4/IPv6). On unless the entry turns it off.
-    pub network: bool,
+    /// What it may reach on the network: everything unless the entry says otherwise
+    /// ([`Network`]).
+    pub network: Network,
+    /// `"require": "network"`: refuse to start when the kernel cannot fence its network.
+    pub require_network: bool,
 }
 
 impl Default for SandboxPolicy {
@@ -62,7 +67,8 @@ impl Default for SandboxPolicy {
             level: Level::Default,
             read: Vec::new(),
             write: Vec::new(),
-            network: true,
+            network: Network::All,
+            require_network: false,
         }
     }
 }
@@ -85,8 +91,14 @@ impl SandboxPolicy {
     pub fn summary(&self) -> String {
         let mut s = self.level.as_str().to_owned();
         if self.level != Level::Off {
-            if !self.network {
-                s.push_str(", no network");
+            match &self.network {
+                Network::Off => s.push_str(", no network"),
+                Network::Allow(list) => s.push_str(&format!(
+                    ", network: {} destination{}",
+                    list.len(),
+                    if list.len() == 1 { "" } else { "s" }
+                )),
+                Network::All => {}
             }
             let extra = self.read.len() + self.write.len();
             if extra > 0 {
@@ -109,7 +121,9 @@ struct RawObject {
     read: Vec<String>,
     #[serde(default)]
     write: Vec<String>,
-    network: Option<bool>,
+    /// Read as [`Network`] once the object is known (its own message on a bad entry).
+    network: Option<serde_json::Value>,
+    require: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -151,20 +165,39 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                     Some(w) => Level::parse(w).map_err(de::Error::custom)?,
                     None => Level::Default,
                 };
+                let network = o
+                    .network
+                    .map(serde_json::from_value::<Network>)
+                    .transpose()
+                    .map_err(|e| de::Error::custom(format!("sandbox: {e}")))?;
                 check_paths("read", &o.read).map_err(de::Error::custom)?;
                 check_paths("write", &o.write).map_err(de::Error::custom)?;
                 if level == Level::Off
-                    && (!o.read.is_empty() || !o.write.is_empty() || o.network == Some(false))
+                    && (!o.read.is_empty()
+                        || !o.write.is_empty()
+                        || network.as_ref().is_some_and(|n| *n != Network::All)
+                        || o.require.is_some())
                 {
                     return Err(de::Error::custom(
                         "sandbox \"off\" confines nothing, so \"read\", \"write\" and \"network\" mean nothing there — remove them, or choose \"default\" or \"strict\"",
                     ));
                 }
+                let require_network = match o.require.as_deref() {
+                    None => false,
+                    Some("network") => true,
+                    Some(other) => {
+                        return Err(de::Error::custom(format!(
+                            "sandbox \"require\": \"{}\" is unknown — the one requirement is \"network\" (refuse to start when the kernel cannot fence the network)",
+                            crate::text::reveal(other)
+                        )))
+                    }
+                };
                 SandboxPolicy {
                     level,
                     read: o.read,
                     write: o.write,
-                    network: o.network.unwrap_or(true),
+                    network: network.unwrap_or_default(),
+                    require_network,
                 }
             }
         };
@@ -174,7 +207,11 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
 
 impl Serialize for SandboxPolicy {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.read.is_empty() && self.write.is_empty() && self.network {
+        if self.read.is_empty()
+            && self.write.is_empty()
+            && self.network == Network::All
+            && !self.require_network
+        {
             return s.serialize_str(self.level.as_str());
         }
         let mut m = s.serialize_map(None)?;
@@ -187,8 +224,11 @@ impl Serialize for SandboxPolicy {
         if !self.write.is_empty() {
             m.serialize_entry("write", &self.write)?;
         }
-        if !self.network {
-            m.serialize_entry("network", &false)?;
+        if self.network != Network::All {
+            m.serialize_entry("network", &self.network)?;
+        }
+        if self.require_network {
+            m.serialize_entry("require", "network")?;
         }
         m.end()
     }
@@ -210,6 +250,7 @@ mod tests {
             serde_json::json!("strict"),
             serde_json::json!("off"),
             serde_json::json!({"write": ["~/notes"], "network": false}),
+            serde_json::json!({"network": {"allow": ["api.github.com:443", "*.googleapis.com:443"]}, "require": "network"}),
             serde_json::json!({"policy": "strict", "read": ["/srv/docs"]}),
         ] {
             let p = parse(v.clone()).unwrap();
@@ -219,11 +260,15 @@ mod tests {
             parse(serde_json::json!("default")).unwrap(),
             SandboxPolicy::default()
         );
-        assert!(
-            !parse(serde_json::json!({"network": false}))
+        assert_eq!(
+            parse(serde_json::json!({"network": false}))
                 .unwrap()
-                .network
+                .network,
+            Network::Off
         );
+        let bad = parse(serde_json::json!({"network": {"allow": ["github.com"]}})).unwrap_err();
+        assert!(bad.contains("has no port"), "{bad}");
+        assert!(parse(serde_json::json!({"require": "everything"})).is_err());
         for (bad, says) in [
             (serde_json::json!("lax"), "unknown sandbox \"lax\""),
             (

@@ -5,11 +5,22 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::{expand_tilde, EnvValue, StdioTransport};
+use crate::egress::Egress;
 use crate::sandbox::plan::{self, Places};
 use crate::sandbox::{places, Confined};
 
 /// The variable naming the data directory Gatehouse gives a confined server.
 pub const DATA_VAR: &str = "GATEHOUSE_SERVER_DATA";
+
+/// The variables that point a fenced server's HTTP clients at its egress proxy.
+pub const PROXY_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "ALL_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "all_proxy",
+];
 
 /// What no confined server may read, and where servers' own places are made.
 #[derive(Debug, Clone, Default)]
@@ -72,6 +83,42 @@ fn entry_grants(write: &[String], home: Option<&Path>, notes: &mut Vec<String>) 
     }
 }
 
+/// What server `id`'s egress proxy lets through, when its entry fences its network and it runs
+/// confined here; refused (`Err`) when its entry says `"require": "network"` and this kernel
+/// cannot fence it.
+pub fn fence(
+    t: &StdioTransport,
+    id: &str,
+    hub_ports: &[u16],
+    log: std::sync::Arc<dyn Fn(String) + Send + Sync>,
+) -> Result<Option<crate::egress::Fence>, String> {
+    use crate::sandbox::network::Network;
+    if !t.sandbox.confines() || crate::sandbox::mechanism().is_none() {
+        if t.sandbox.require_network && t.sandbox.network != Network::All {
+            return Err(format!(
+                "refused to start: its entry says \"require\": \"network\", and it would run unconfined here ({})",
+                crate::sandbox::unavailable()
+            ));
+        }
+        return Ok(None);
+    }
+    let Some(allow) = t.sandbox.network.allow() else {
+        return Ok(None);
+    };
+    if t.sandbox.require_network && !crate::sandbox::fences_network() {
+        return Err(format!(
+            "refused to start: its entry says \"require\": \"network\", and this kernel cannot fence a server's network ({}; fencing needs Landlock ABI 4, Linux 6.7 or later) — it would reach every address",
+            crate::sandbox::mechanism().unwrap_or_default()
+        ));
+    }
+    Ok(Some(crate::egress::Fence {
+        server: id.to_owned(),
+        allow: allow.to_vec(),
+        hub_ports: hub_ports.to_vec(),
+        log,
+    }))
+}
+
 /// The data directory, as a confined child's working directory.
 fn confined_cwd(data: &Path) -> PathBuf {
     data.to_owned()
@@ -106,7 +153,7 @@ pub struct Prepared {
 /// the kernel has none; `notes` then say so when it matters, and name every path the entry
 /// names that was left out.
 pub fn prepare(
-    (t, artifact): (&StdioTransport, Option<&Path>),
+    (t, artifact, egress): (&StdioTransport, Option<&Path>, Option<&Egress>),
     id: &str,
     roots: &SandboxRoots,
     env: &mut Vec<(String, String)>,
@@ -170,9 +217,24 @@ pub fn prepare(
         artifact: artifact.map(Path::to_owned),
         opened,
     };
-    let Some(plan) = plan::plan(&t.sandbox, &places) else {
+    let Some(mut plan) = plan::plan(&t.sandbox, &places) else {
         return Ok(None);
     };
+    // Fenced: TCP only to its egress proxy, which its HTTP clients are told of.
+    if let Some(e) = egress {
+        plan.egress_port = Some(e.port);
+        let proxy = format!("http://127.0.0.1:{}", e.port);
+        for k in PROXY_VARS {
+            env.retain(|(key, _)| key != k);
+            env.push(((*k).to_owned(), proxy.clone()));
+        }
+        for k in ["NO_PROXY", "no_proxy"] {
+            env.retain(|(key, _)| key != k);
+        }
+        // Node 22.21+ and 24.5+ read the variables only when told to.
+        env.retain(|(key, _)| key != "NODE_USE_ENV_PROXY");
+        env.push(("NODE_USE_ENV_PROXY".to_owned(), "1".to_owned()));
+    }
     notes.extend(left_out.iter().map(|l| format!("sandbox: {}", l.line())));
     if plan.left_out > 0 {
         notes.push(format!(
@@ -187,6 +249,7 @@ pub fn prepare(
         left_out,
         home,
         launched_ms: crate::logs::now_ms(),
+        refused: egress.map(|e| e.refused.clone()),
     };
     #[cfg(target_os = "linux")]
     {

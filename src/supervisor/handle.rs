@@ -82,9 +82,17 @@ impl ServerHandle {
         &self.shared.id
     }
 
-    /// The current status.
+    /// The current status (a fenced server's refused destinations read as it is asked).
     pub fn status(&self) -> ServerStatus {
-        self.shared.status.borrow().clone()
+        let mut status = self.shared.status.borrow().clone();
+        let network = status.sandbox.as_mut().and_then(|s| s.network.as_mut());
+        if let Some(n) = network {
+            n.refused = self
+                .confined()
+                .and_then(|c| c.refused.as_ref().map(|r| r.rows()))
+                .unwrap_or_default();
+        }
+        status
     }
 
     /// The state alone, without copying the rest of the status (the call path asks it).

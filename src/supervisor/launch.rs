@@ -188,12 +188,18 @@ async fn launch_child(entry: &StdioTransport, req: &LaunchRequest<'_>) -> Result
     let mut env = process::child_env(&env);
     let tag = process::new_tag();
     env.push((process::TAG_VAR.to_owned(), tag.clone()));
+    // Fenced: its egress proxy first (the sandbox lets it connect there only).
+    let (egress, egress_run) = match start_egress(t, req).await? {
+        Some((e, run)) => (Some(e), Some(run)),
+        None => (None, None),
+    };
     // The sandbox opens every path of its plan: off the async workers.
     let (owned, id, roots) = (t.clone(), req.id.to_owned(), req.sandbox.clone());
     let (env, prepared, notes) = tokio::task::spawn_blocking(move || {
         let mut notes = Vec::new();
         let place = artifact.as_deref();
-        let c = super::confine::prepare((&owned, place), &id, &roots, &mut env, &mut notes);
+        let on = (&owned, place, egress.as_ref());
+        let c = super::confine::prepare(on, &id, &roots, &mut env, &mut notes);
         c.map(|c| (env, c, notes))
     })
     .await
@@ -238,6 +244,9 @@ async fn launch_child(entry: &StdioTransport, req: &LaunchRequest<'_>) -> Result
         );
     }
     let mut tasks = JoinSet::new();
+    if let Some(run) = egress_run {
+        tasks.spawn(run);
+    }
     let (exit_tx, exit_rx) = watch::channel(None);
     // The reaper owns the child: it is the only place that waits on it.
     tasks.spawn(reap(child, exit_tx));
@@ -267,6 +276,29 @@ async fn launch_child(entry: &StdioTransport, req: &LaunchRequest<'_>) -> Result
         tasks,
         confined,
     })
+}
+
+/// A fenced server's egress proxy, listening: it and the task that runs it until the session
+/// ends (its set aborted) — or neither, for a server whose network is not fenced here.
+async fn start_egress(
+    t: &StdioTransport,
+    req: &LaunchRequest<'_>,
+) -> Result<Option<(crate::egress::Egress, BoxFuture<'static, ()>)>, String> {
+    let log = req.log.clone();
+    let said = Arc::new(move |line: String| log(LogStream::Gatehouse, line));
+    let Some(fence) = super::confine::fence(t, req.id, req.gateway_ports, said)? else {
+        return Ok(None);
+    };
+    let stop = CancellationToken::new();
+    let (egress, run) = crate::egress::start(fence, stop.clone())
+        .await
+        .map_err(|e| format!("cannot start: its network proxy cannot listen: {e}"))?;
+    let guard = stop.drop_guard();
+    let run: BoxFuture<'static, ()> = Box::pin(async move {
+        let _guard = guard;
+        run.await;
+    });
+    Ok(Some((egress, run)))
 }
 
 /// The reaper: the one place that waits on the child; its exit sent on `exit_tx`, the wrapper

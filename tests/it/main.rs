@@ -22,6 +22,7 @@ mod clients;
 mod codex;
 mod contracts;
 mod contracts_gateway;
+mod egress;
 mod fairness;
 mod gateway;
 mod import;

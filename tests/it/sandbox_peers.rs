@@ -41,31 +41,6 @@ pub(crate) fn scratch_home(dir: &Path) -> PathBuf {
     home
 }
 
-/// The result's text (all text items), or the error's message, and whether it failed.
-pub(crate) fn said(v: &Value) -> (bool, String) {
-    if let Some(e) = v.get("error") {
-        return (true, e["message"].as_str().unwrap_or_default().to_owned());
-    }
-    let text = v["result"]["content"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|i| i["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default();
-    (v["result"]["isError"] == true, text)
-}
-
-pub(crate) fn status_json(s: &Served) -> Vec<Value> {
-    serde_json::from_slice::<Value>(&gh(s, &["status", "--json"]).stdout)
-        .unwrap()
-        .as_array()
-        .cloned()
-        .unwrap()
-}
-
 /// One page over HTTP on loopback, answered once (for the fetch server).
 fn one_page() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -646,3 +646,36 @@ pub fn outcome(v: &serde_json::Value) -> String {
         }
     }
 }
+
+/// The result's text (all text items), or the error's message, and whether it failed.
+pub fn said(v: &serde_json::Value) -> (bool, String) {
+    if let Some(e) = v.get("error") {
+        return (true, e["message"].as_str().unwrap_or_default().to_owned());
+    }
+    let text = v["result"]["content"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|i| i["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    (v["result"]["isError"] == true, text)
+}
+
+/// `gatehouse status --json` of the hub `s` runs.
+pub fn status_json(s: &Served) -> Vec<serde_json::Value> {
+    serde_json::from_slice::<serde_json::Value>(
+        &Command::new(GATEHOUSE)
+            .args(["status", "--json"])
+            .env("GATEHOUSE_CONTROL", &s.sock)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .as_array()
+    .cloned()
+    .unwrap()
+}

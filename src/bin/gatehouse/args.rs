@@ -377,8 +377,12 @@ pub struct SandboxArgs {
     #[arg(long = "allow-write", value_name = "PATH")]
     pub write: Vec<String>,
     /// Take the network away from the sandboxed server
-    #[arg(long)]
+    #[arg(long, conflicts_with = "allow_net")]
     pub no_network: bool,
+    /// Fence its network: only this destination, HOST:PORT or *.DOMAIN:PORT, through its
+    /// egress proxy (repeatable)
+    #[arg(long = "allow-net", value_name = "HOST:PORT")]
+    pub allow_net: Vec<String>,
 }
 
 #[derive(Subcommand)]

@@ -14,7 +14,11 @@ pub use crate::args::{AddArgs, SandboxArgs};
 
 impl SandboxArgs {
     fn given(&self) -> bool {
-        self.level.is_some() || !self.read.is_empty() || !self.write.is_empty() || self.no_network
+        self.level.is_some()
+            || !self.read.is_empty()
+            || !self.write.is_empty()
+            || self.no_network
+            || !self.allow_net.is_empty()
     }
 
     /// The entry's `"sandbox"`, absolute paths made from relative ones; `None` for the default.
@@ -44,6 +48,9 @@ impl SandboxArgs {
         }
         if self.no_network {
             o.insert("network".into(), json!(false));
+        }
+        if !self.allow_net.is_empty() {
+            o.insert("network".into(), json!({ "allow": self.allow_net }));
         }
         Ok(Some(Value::Object(o)))
     }

@@ -26,12 +26,88 @@ pub async fn waiting(client: &ControlClient, json: bool) -> Result<(), String> {
         return Ok(());
     }
     if !calls.is_empty() {
-        print::approvals(&calls);
+        held_calls(&calls);
     }
     for c in &changes {
         change(c);
     }
     Ok(())
+}
+
+/// The held calls, for a person: who asks, what, why, and the answers.
+fn held_calls(rows: &[ApprovalRequest]) {
+    use gatehouse::text::reveal;
+    if rows.is_empty() {
+        say!("No calls are waiting for approval.");
+        return;
+    }
+    let now = gatehouse::logs::now_ms();
+    for r in rows {
+        let left = r.expires_at.saturating_sub(now) / 1000;
+        // Behind another, its countdown has not started.
+        let when = if r.queued {
+            "waits its turn".to_owned()
+        } else {
+            format!("{left} s left")
+        };
+        say!(
+            "{}  {} on {}  ({when})",
+            r.id,
+            reveal(&r.exposed),
+            reveal(&r.server)
+        );
+        // Who asks is the token's profile; the name is only what the client says of itself.
+        let profile = r.client.profile.as_deref().unwrap_or("default");
+        say!("    {}", print::who(profile, r.client.name.as_deref()));
+        if let Some(like) = &r.client.imitates {
+            say!(
+                "    warning: this client's name imitates \"{}\" — it is not that client's name; the token is profile {profile}'s",
+                reveal(like)
+            );
+        }
+        if r.hidden_characters {
+            say!("    warning: contains hidden characters (shown as ⟨U+XXXX⟩ below): read the call as shown, not as a terminal would draw it");
+        }
+        say!("    asking because {}", r.reason.text());
+        if let Some(g) = r.client.gives_up_after_secs {
+            say!("    the client gives up after {g} s: answer before then, or it will have left");
+        }
+        let covers: Vec<String> = r
+            .client
+            .covers
+            .iter()
+            .map(|c| reveal(c).into_owned())
+            .collect();
+        match covers.as_slice() {
+            [] => say!(
+                "    --scope always covers client profile {profile} (no other client seen on it)"
+            ),
+            others => say!(
+                "    --scope always covers client profile {profile}: also {}",
+                others.join(", ")
+            ),
+        }
+        if let Some(ends) = r.client.session_ends_ms {
+            // A 2026-07-28 client has no protocol session.
+            say!(
+                "    --scope session covers this client (same token and name) for {} more",
+                print::human_secs(ends.saturating_sub(now) / 1000)
+            );
+        }
+        if let Some(c) = &r.changed {
+            say!(
+                "    the tool's definition changed since it was trusted: {}",
+                c.fields.join(", ")
+            );
+        }
+        for line in gatehouse::text::json_for_person(r.arguments.get()).lines() {
+            say!("    {line}");
+        }
+        say!(
+            "    gatehouse approve {} [--scope once|session|always]   |   gatehouse deny {} [--reason TEXT]",
+            r.id, r.id
+        );
+    }
 }
 
 /// One held change, for a person: what changed, the diff (or sizes and hashes), the answers.

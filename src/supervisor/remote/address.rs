@@ -8,16 +8,7 @@
 
 use std::net::SocketAddr;
 
-use crate::oauth::net::{reach, Reach};
-
-/// Names of cloud metadata services, refused whatever they resolve to.
-const METADATA_HOSTS: &[&str] = &[
-    "metadata",
-    "metadata.google.internal",
-    "metadata.goog",
-    "instance-data",
-    "instance-data.ec2.internal",
-];
+use crate::oauth::net::{reach, Reach, METADATA_HOSTS};
 
 /// Why an address check did not pass.
 #[derive(Debug, Clone, PartialEq, Eq)]
