@@ -117,6 +117,7 @@ async fn run() {
                 default: gatehouse::config::ApprovalDefault::AskUnlessReadOnly,
                 claims_read_only: read_only,
                 read_only_believed: read_only,
+                server_asks: false,
                 profile: None,
                 rule: None,
             })

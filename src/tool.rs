@@ -24,6 +24,9 @@ pub struct ToolDef {
     /// `annotations.readOnlyHint` is literally `true` (read when the list is fetched: every call
     /// consults it).
     pub read_only: bool,
+    /// Its `_meta` says `"anthropic/requiresUserInteraction": true`: the server asks that a
+    /// person take part in each call (it asks as if flagged).
+    pub asks_for_person: bool,
     parsed: OnceLock<ToolMeta>,
     hash: OnceLock<String>,
     /// Secret values to mask in what is shown of the definition (never in `raw`, which goes to
@@ -58,6 +61,7 @@ impl ToolDef {
         Ok(ToolDef {
             name: named.name,
             read_only: read_only_hint(raw.get()),
+            asks_for_person: user_interaction_hint(raw.get()),
             raw: Arc::from(raw),
             parsed: OnceLock::new(),
             hash: OnceLock::new(),
@@ -157,6 +161,27 @@ pub fn read_only_hint(definition: &str) -> bool {
         == Some(Value::Bool(true))
 }
 
+/// The `_meta` key by which a server says a tool needs a person in each call.
+pub const USER_INTERACTION_KEY: &str = "anthropic/requiresUserInteraction";
+
+/// Whether a raw tool definition's `_meta` says [`USER_INTERACTION_KEY`]: literally `true`
+/// (a definition without the key's text is not parsed).
+pub fn user_interaction_hint(definition: &str) -> bool {
+    if !definition.contains("requiresUserInteraction") {
+        return false;
+    }
+    #[derive(Deserialize)]
+    struct Def {
+        #[serde(rename = "_meta", default)]
+        meta: Option<serde_json::Map<String, Value>>,
+    }
+    serde_json::from_str::<Def>(definition)
+        .ok()
+        .and_then(|d| d.meta)
+        .and_then(|m| m.get(USER_INTERACTION_KEY).cloned())
+        == Some(Value::Bool(true))
+}
+
 /// SHA-256 (hex) of a tool's whole definition, canonicalised (sorted keys) so that member order
 /// does not matter but any change of content does.
 pub fn definition_hash(raw: &str) -> String {
@@ -209,6 +234,20 @@ mod tests {
         assert!(
             ToolDef::parse(RawValue::from_string("{}".into()).unwrap(), Arc::default()).is_err()
         );
+    }
+
+    #[test]
+    fn a_server_asks_for_a_person_only_with_a_literal_true_in_meta() {
+        assert!(user_interaction_hint(
+            r#"{"name":"a","_meta":{"anthropic/requiresUserInteraction":true}}"#
+        ));
+        assert!(!user_interaction_hint(
+            r#"{"name":"a","_meta":{"anthropic/requiresUserInteraction":"true"}}"#
+        ));
+        assert!(!user_interaction_hint(
+            r#"{"name":"a","annotations":{"anthropic/requiresUserInteraction":true}}"#
+        ));
+        assert!(!user_interaction_hint(r#"{"name":"a"}"#));
     }
 
     #[test]

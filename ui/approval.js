@@ -168,6 +168,9 @@ function fill(req) {
     ? `for client profile ${profile} — which ${others.join(', ')} also use${others.length === 1 ? 's' : ''}`
     : `for client profile ${profile} (no other client seen on it)`);
   setText($('#approval-server'), req.server);
+  // Where the call goes: this computer, or a remote host (an approval never implies the data stays local).
+  setText($('#approval-goes'), req.goes_to || '');
+  for (const e of document.querySelectorAll('.goes-to')) e.hidden = !req.goes_to;
   // Why it asks, in the person's terms: the core's sentence (the UI keeps no copy of it).
   setText($('#approval-reason'), `Asking because ${req.reason_text || 'the policy asks for this call'}.`);
   $('#approval-reason').dataset.reason = req.reason ?? 'not_read_only';

@@ -60,6 +60,8 @@ pub struct Facts {
     pub warnings: Vec<String>,
     pub patience: Option<String>,
     pub server: String,
+    /// Where the call goes (`runs on this computer as …`, `sends to …`).
+    pub goes_to: String,
     pub tool: String,
     pub reason: String,
     pub description: Option<String>,
@@ -134,6 +136,7 @@ impl Facts {
             warnings,
             patience,
             server: reveal(&req.server).into_owned(),
+            goes_to: reveal(&req.goes_to).into_owned(),
             tool,
             reason: format!(
                 "Asking because {}.",

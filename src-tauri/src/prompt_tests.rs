@@ -4,6 +4,7 @@ use gatehouse::approval::{ApprovalRequest, ClientRef};
 fn request(args: &str) -> ApprovalRequest {
     ApprovalRequest {
         kind: gatehouse::approval::PinKind::Tool,
+        goes_to: String::new(),
         id: "apr-1-1".into(),
         client: ClientRef {
             name: Some("claude-code".into()),

@@ -35,6 +35,7 @@ fn granted(
 fn request(broker: &ApprovalBroker, session: &str) -> ApprovalRequest {
     ApprovalRequest {
         kind: crate::approval::PinKind::Tool,
+        goes_to: String::new(),
         id: broker.next_id(),
         client: ClientRef {
             name: Some("c".into()),

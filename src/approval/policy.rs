@@ -36,6 +36,10 @@ pub struct Layers<'a> {
     pub claims_read_only: bool,
     /// …and it is believed (not a tool still quarantined, see `approval::pins`).
     pub read_only_believed: bool,
+    /// The tool's server asks for a person in each call (`_meta`
+    /// `anthropic/requiresUserInteraction: true`): it asks as if flagged, unless a flag of yours
+    /// says otherwise.
+    pub server_asks: bool,
     /// The calling client's profile, when the call comes through one.
     pub profile: Option<ProfileLayer>,
     /// The argument rules' ruling over this call's arguments (`approval::rules::decide`), when
@@ -97,9 +101,14 @@ pub fn evaluate(l: &Layers<'_>) -> Verdict {
     let flag = l.profile.and_then(|p| p.flag).or(flags
         .and_then(|f| f.requires_approval)
         .or(l.server.requires_approval));
+    // The server's own "a person must take part" is a flag below every one of yours.
+    let (flag, flagged) = match flag {
+        None if l.server_asks => (Some(true), AskReason::ServerAsks),
+        other => (other, AskReason::Flagged),
+    };
     match flag {
         Some(true) if over_flag => return verdict(Decision::Allow, None, true),
-        Some(true) => return ask(AskReason::Flagged),
+        Some(true) => return ask(flagged),
         Some(false) => return verdict(Decision::Allow, None, false),
         None if allow_rule => return verdict(Decision::Allow, None, true),
         None => {}
@@ -128,6 +137,7 @@ mod tests {
             default,
             claims_read_only: read_only,
             read_only_believed: read_only,
+            server_asks: false,
             profile: None,
             rule: None,
         })
@@ -187,6 +197,7 @@ mod tests {
                 default: AskUnlessReadOnly,
                 claims_read_only: claims,
                 read_only_believed: believed,
+                server_asks: false,
                 profile,
                 rule: None,
             })
@@ -252,6 +263,7 @@ mod tests {
                 default: ApprovalDefault::Always,
                 claims_read_only: false,
                 read_only_believed: false,
+                server_asks: false,
                 profile: None,
                 rule: Some(rule),
             })
@@ -287,5 +299,36 @@ mod tests {
             assert_eq!(d.reason, Some(AskReason::StaleRule), "{tool}");
         }
         assert_eq!(v("off", &stale).decision, Decision::Disabled);
+    }
+
+    /// A tool whose server asks for a person (`anthropic/requiresUserInteraction`) asks as if
+    /// flagged — whatever the default and its read-only claim — with the server named as why;
+    /// a flag of yours, the entry's or a profile's, says otherwise.
+    #[test]
+    fn a_server_asking_for_a_person_asks_unless_your_flag_says_otherwise() {
+        let plain = server(r#"{"command": "x"}"#);
+        let unflagged = server(r#"{"command": "x", "tools": {"t": {"requires_approval": false}}}"#);
+        let v = |s: &ServerConfig, profile: Option<ProfileLayer>| {
+            evaluate(&Layers {
+                server: s,
+                tool: "t",
+                default: ApprovalDefault::FlaggedOnly,
+                claims_read_only: true,
+                read_only_believed: true,
+                server_asks: true,
+                profile,
+                rule: None,
+            })
+        };
+        let asked = v(&plain, None);
+        assert_eq!(asked.decision, Decision::Ask);
+        assert_eq!(asked.reason, Some(AskReason::ServerAsks));
+        assert_eq!(v(&unflagged, None).decision, Decision::Allow);
+        let profile = Some(ProfileLayer {
+            sees: true,
+            flag: Some(false),
+            default: None,
+        });
+        assert_eq!(v(&plain, profile).decision, Decision::Allow);
     }
 }

@@ -64,6 +64,11 @@ pub struct ApprovalRequest {
     /// the person may add it to the config instead of answering for this call alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_rule: Option<Suggestion>,
+    /// Where the call goes, for the person: `runs on this computer as PROGRAM` (a local
+    /// server) or `sends to HOST` (a remote one) — an approval never implies the data stays
+    /// local when it does not.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub goes_to: String,
     /// The call is also put to the person through the client's own UI (`approve_via: client`):
     /// it waits for that answer even when nobody attends Gatehouse itself.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -174,6 +179,9 @@ pub enum AskReason {
     /// A deny rule of yours names an argument the tool no longer has (or has with another
     /// type): it cannot refuse what it was written for, so the call is asked about instead.
     StaleRule,
+    /// The server marks the tool as needing a person in each call (`_meta`
+    /// `anthropic/requiresUserInteraction: true`), and your config does not say otherwise.
+    ServerAsks,
 }
 
 impl AskReason {
@@ -186,6 +194,7 @@ impl AskReason {
             AskReason::NewTool => "it appeared after the server's first listing and says it only reads: that is not believed until you allow it once",
             AskReason::Changed => "its definition changed since you last saw it",
             AskReason::StaleRule => "a deny rule of yours no longer fits this tool (the server changed its arguments): it is asked about instead of run unchecked",
+            AskReason::ServerAsks => "its server asks that a person take part in each call to it (anthropic/requiresUserInteraction)",
         }
     }
 }

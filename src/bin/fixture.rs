@@ -21,6 +21,7 @@
 //!   --conformance        also serve the prompts, resources, templates, subscriptions and
 //!                        completions the official conformance suite expects
 //!   --said-file PATH     a prompt, instructions and an app read from PATH (`fixture/said.rs`)
+//!   --asks-person        also list confirm {text}: read-only, its `_meta` asking for a person
 //!   --silent METHOD      never answer METHOD (repeatable)
 //!   --wrong-id           answer tools/call with an id nobody asked for
 //!   --spec-file PATH     read at every tools/list: its first line is the echo tool's
@@ -111,6 +112,7 @@ struct Opts {
     hostile: bool,
     /// Lists `regional`, whose `region` argument has an `x-mcp-header` annotation.
     header_tool: bool,
+    asks_person: bool,
     /// Starts a descendant that leaves the process group; its pid goes to this file.
     escape: Option<String>,
     /// Like `escape`, the descendant started with an empty environment.
@@ -156,6 +158,7 @@ fn parse_opts() -> Result<Opts, String> {
             "--big" => o.big = true,
             "--hostile" => o.hostile = true,
             "--header-tool" => o.header_tool = true,
+            "--asks-person" => o.asks_person = true,
             // A path the server is told about (for the sandbox's tests): nothing more.
             "--place" => o.places.push(val("--place")?),
             other => return Err(format!("unknown flag {other}")),

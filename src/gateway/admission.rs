@@ -119,6 +119,11 @@ pub(super) fn admit(
         server: server.id().to_string(),
         tool: tool.to_owned(),
         exposed: exposed.to_owned(),
+        goes_to: config
+            .servers
+            .get(server.id())
+            .map(goes_to)
+            .unwrap_or_default(),
         title: meta.title.clone(),
         description: meta.description.clone(),
         annotations: meta.annotations.clone(),
@@ -322,4 +327,27 @@ fn masked_arguments(
             RawValue::from_string("{\"(hidden)\":\"the arguments contain a secret value\"}".into())
         })
         .unwrap_or_default()
+}
+
+/// Where a call to `cfg`'s server goes, in the person's words: `runs on this computer as
+/// PROGRAM` or `sends to HOST`.
+fn goes_to(cfg: &crate::config::ServerConfig) -> String {
+    match &cfg.transport {
+        crate::config::Transport::Stdio(t) => {
+            format!(
+                "runs on this computer as {}",
+                crate::text::cut(&t.command, 200)
+            )
+        }
+        crate::config::Transport::Remote(r) => {
+            let host = reqwest::Url::parse(&r.url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_else(|| r.url.clone());
+            format!(
+                "sends to {} (a remote server)",
+                crate::text::cut(&host, 253)
+            )
+        }
+    }
 }

@@ -86,6 +86,7 @@ pub(super) fn verdict(
         default: config.approval.default,
         claims_read_only: def.read_only,
         read_only_believed: def.read_only && !approvals.quarantined(server.as_str(), &def.name),
+        server_asks: def.asks_for_person,
         profile,
         rule,
     })

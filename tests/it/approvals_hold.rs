@@ -270,3 +270,47 @@ async fn new_tools_on_a_known_server_ask_until_allowed_once() {
     approve(&s, &r, "once");
     assert!(text_of(&call.await.unwrap()).starts_with("created"));
 }
+
+/// A tool whose server marks it as needing a person (`_meta` `anthropic/requiresUserInteraction:
+/// true`) asks as if flagged — under `flagged-only`, and though it says it only reads — naming
+/// the server as why and where the call goes; a flag of yours (`requires_approval: false`) runs
+/// it unasked.
+#[tokio::test]
+async fn a_server_asking_for_a_person_is_asked_for_unless_your_config_says_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = json!({
+        "servers": {
+            "fx": {"command": FIXTURE, "args": ["--asks-person"]},
+            "trusted": {"command": FIXTURE, "args": ["--asks-person"], "tools": {"confirm": {"requires_approval": false}}}
+        },
+        "approval": {"default": "flagged-only", "timeout_secs": 20}
+    });
+    let s = serve(dir.path(), &cfg.to_string(), &["fx", "trusted"]).await;
+    let c = Client::connect(&s, "c").await;
+    let v = c.call(1, "trusted__confirm", json!({"text": "go"})).await;
+    assert_eq!(text_of(&v), "confirmed: go", "{v}");
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.call(2, "fx__confirm", json!({"text": "go"})).await }
+    });
+    let r = pending(&s, "fx__confirm").await;
+    assert_eq!(r["reason"], "server_asks", "{r}");
+    assert!(
+        r["reason_text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("anthropic/requiresUserInteraction"),
+        "{r}"
+    );
+    assert!(
+        r["goes_to"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("runs on this computer as "),
+        "{r}"
+    );
+    approve(&s, &r, "once");
+    let v = call.await.unwrap();
+    assert_eq!(text_of(&v), "confirmed: go", "{v}");
+    assert!(none_pending(&s));
+}

@@ -225,6 +225,9 @@ fn content<R: Runtime>(
         rows.push(("Waits", p.clone()));
     }
     rows.push(("Server", f.server.clone()));
+    if !f.goes_to.is_empty() {
+        rows.push(("Goes to", f.goes_to.clone()));
+    }
     rows.push(("Tool", f.tool.clone()));
     for (i, (k, v)) in rows.iter().enumerate() {
         let key = label(k);

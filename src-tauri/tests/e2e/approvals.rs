@@ -43,6 +43,7 @@ async fn approval_modal_allows_denies_and_remembers() {
     let shown = d
         .js(
             "return { server: document.getElementById('approval-server').textContent,
+                      goes: document.getElementById('approval-goes').textContent,
                       tool: document.getElementById('approval-tool').textContent,
                       args: document.getElementById('approval-arguments').textContent,
                       reason: document.getElementById('approval-reason').textContent,
@@ -57,6 +58,13 @@ async fn approval_modal_allows_denies_and_remembers() {
         "the modal says why it asks: {shown}"
     );
     assert_eq!(shown["server"], "files");
+    assert!(
+        shown["goes"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("runs on this computer as "),
+        "the modal says where the call goes: {shown}"
+    );
     assert!(
         shown["tool"]
             .as_str()

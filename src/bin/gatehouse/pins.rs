@@ -56,6 +56,9 @@ fn held_calls(rows: &[ApprovalRequest]) {
             reveal(&r.exposed),
             reveal(&r.server)
         );
+        if !r.goes_to.is_empty() {
+            say!("    {}", reveal(&r.goes_to));
+        }
         // Who asks is the token's profile; the name is only what the client says of itself.
         let profile = r.client.profile.as_deref().unwrap_or("default");
         say!("    {}", print::who(profile, r.client.name.as_deref()));
