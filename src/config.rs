@@ -83,11 +83,15 @@ pub struct Defaults {
     /// When servers start (`"at_launch"` when this says nothing either).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<StartMode>,
+    /// What a confined server whose entry says nothing of its network may reach (everything
+    /// when this says nothing either).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::sandbox::network::Network>,
 }
 
 impl Defaults {
     pub(super) fn is_default(&self) -> bool {
-        self.start.is_none()
+        self.start.is_none() && self.network.is_none()
     }
 }
 

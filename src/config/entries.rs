@@ -202,12 +202,17 @@ pub fn repair_entry(raw: &Value) -> (Value, Vec<String>) {
 }
 
 impl Config {
-    /// Every server's start as the config decides it: its own `"start"`, else `defaults`, else
-    /// at launch. Called whenever servers or defaults change.
+    /// Every server's start and network as the config decides them: its own `"start"`, else
+    /// `defaults`, else at launch; its own `"network"`, else `defaults` (confined servers),
+    /// else everything. Called whenever servers or defaults change.
     pub fn settle(&mut self) {
         let default = self.defaults.start.unwrap_or_default();
+        let network = self.defaults.network.as_ref();
         for s in self.servers.values_mut() {
             s.effective_start = s.start.unwrap_or(default);
+            if let super::Transport::Stdio(t) = &mut s.transport {
+                t.sandbox.settle_network(network);
+            }
         }
     }
 

@@ -337,7 +337,7 @@ impl RawServer {
         let mut sandbox = self.sandbox.take().unwrap_or_default();
         if let Some(n) = self.network.take() {
             use crate::sandbox::network::Network;
-            if sandbox.network != Network::All && sandbox.network != n {
+            if sandbox.network_set && sandbox.network != n {
                 return Err(at(
                     "network",
                     "\"network\" is given on the entry and in its \"sandbox\", differently",
@@ -352,6 +352,7 @@ impl RawServer {
                 ));
             }
             sandbox.network = n;
+            sandbox.network_set = true;
         }
         let mut env = self.env.take().unwrap_or_default();
         super::values::check_env(&mut env)?;

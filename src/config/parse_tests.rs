@@ -540,3 +540,39 @@ fn network_on_the_entry_or_in_its_sandbox_reads_the_same() {
         );
     }
 }
+
+/// `"defaults": {"network": …}` fences every confined entry that says nothing of its own
+/// network; an entry's own `true` wins, an unconfined entry has everything; and writing the
+/// config back never copies the default into the entries.
+#[test]
+fn a_default_network_fences_the_entries_that_say_nothing() {
+    use crate::sandbox::network::Network;
+    let c = parse(
+        r#"{"defaults": {"network": {"allow": ["api.example.com:443"]}}, "servers": {
+            "quiet": {"command": "x"},
+            "open": {"command": "x", "network": true},
+            "off": {"command": "x", "sandbox": "off"}}}"#,
+    )
+    .unwrap();
+    let net = |id: &str| match &c.servers[&ServerId::parse(id).unwrap()].transport {
+        Transport::Stdio(t) => t.sandbox.network.clone(),
+        Transport::Remote(_) => panic!("not stdio"),
+    };
+    assert!(net("quiet").allows("api.example.com", 443) && !net("quiet").allows("b.example", 443));
+    assert_eq!(net("open"), Network::All);
+    assert_eq!(net("off"), Network::All);
+    let written = serde_json::to_value(&c).unwrap();
+    assert!(
+        written["servers"]["quiet"].get("sandbox").is_none(),
+        "{written}"
+    );
+    assert_eq!(
+        written["servers"]["open"]["sandbox"]["network"],
+        json!(true),
+        "{written}"
+    );
+    assert_eq!(
+        written["defaults"]["network"],
+        json!({"allow": ["api.example.com:443"]})
+    );
+}

@@ -54,7 +54,7 @@ impl Serialize for ServerConfig {
                 if let Some(cwd) = &t.cwd {
                     m.serialize_entry("cwd", cwd)?;
                 }
-                if t.sandbox != crate::sandbox::SandboxPolicy::default() {
+                if !t.sandbox.as_written_is_default() {
                     m.serialize_entry("sandbox", &t.sandbox)?;
                 }
                 if let Some(p) = &t.pin {

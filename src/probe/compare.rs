@@ -84,11 +84,28 @@ fn difference(confined: &ProbeReport, unconfined: &ProbeReport) -> String {
         .iter()
         .flat_map(|s| s.left_out_why.iter().map(|l| l.line()))
         .collect();
-    let left = if left.is_empty() {
+    let mut left = if left.is_empty() {
         String::new()
     } else {
         format!(" Left out: {}", left.join("; "))
     };
+    // What its network fence refused while it started: each named, with the line that allows it.
+    let refused: Vec<String> = confined
+        .sandbox
+        .iter()
+        .filter_map(|s| s.network.as_ref())
+        .flat_map(|n| &n.refused)
+        .map(|r| {
+            let host = crate::text::reveal(&r.host);
+            format!(
+                "{host}:{} ({}) — allow it with \"network\": {{\"allow\": [\"{host}:{}\"]}}",
+                r.port, r.why, r.port
+            )
+        })
+        .collect();
+    if !refused.is_empty() {
+        left.push_str(&format!(" The sandbox refused: {}.", refused.join("; ")));
+    }
     match (confined.ok, unconfined.ok) {
         (true, true) if confined.tools.len() == unconfined.tools.len() => format!(
             "No difference at start: it runs under the sandbox. A call may still be refused something the sandbox closes; Activity and the call's error say so when it is.{left}"

@@ -59,6 +59,9 @@ pub struct SandboxPolicy {
     pub network: Network,
     /// `"require": "network"`: refuse to start when the kernel cannot fence its network.
     pub require_network: bool,
+    /// The entry itself says what its network is (else `network` is `defaults.network`'s, or
+    /// everything; only what the entry says is written back).
+    pub network_set: bool,
 }
 
 impl Default for SandboxPolicy {
@@ -69,11 +72,33 @@ impl Default for SandboxPolicy {
             write: Vec::new(),
             network: Network::All,
             require_network: false,
+            network_set: false,
         }
     }
 }
 
 impl SandboxPolicy {
+    /// Whether the entry says nothing of its sandbox (what a default from `"defaults"` put in
+    /// it aside): nothing to write back.
+    pub fn as_written_is_default(&self) -> bool {
+        self.level == Level::Default
+            && self.read.is_empty()
+            && self.write.is_empty()
+            && !self.network_set
+            && !self.require_network
+    }
+
+    /// Takes `default` (`"defaults": {"network": …}`) unless the entry says its own, or runs
+    /// unconfined (then it has everything).
+    pub fn settle_network(&mut self, default: Option<&Network>) {
+        if !self.network_set {
+            self.network = match default {
+                Some(d) if self.confines() => d.clone(),
+                _ => Network::All,
+            };
+        }
+    }
+
     /// Whether the entry is confined at all.
     pub fn confines(&self) -> bool {
         self.level != Level::Off
@@ -196,6 +221,7 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
                     level,
                     read: o.read,
                     write: o.write,
+                    network_set: network.is_some(),
                     network: network.unwrap_or_default(),
                     require_network,
                 }
@@ -207,9 +233,12 @@ impl<'de> Deserialize<'de> for SandboxPolicy {
 
 impl Serialize for SandboxPolicy {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.as_written_is_default() {
+            return s.serialize_str("default");
+        }
         if self.read.is_empty()
             && self.write.is_empty()
-            && self.network == Network::All
+            && !self.network_set
             && !self.require_network
         {
             return s.serialize_str(self.level.as_str());
@@ -224,7 +253,7 @@ impl Serialize for SandboxPolicy {
         if !self.write.is_empty() {
             m.serialize_entry("write", &self.write)?;
         }
-        if self.network != Network::All {
+        if self.network_set {
             m.serialize_entry("network", &self.network)?;
         }
         if self.require_network {

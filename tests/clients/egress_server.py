@@ -6,7 +6,8 @@ servers do, for the network fence's tests:
   raw(host, port)     a TCP connect that ignores the proxy variables
   udp(host, port)     one UDP datagram
 
-Each returns what it got, or fails with the error's text.
+Each returns what it got, or fails with the error's text. With EGRESS_FETCH_AT_START=URL it
+also fetches URL as it starts (as servers that load something at start do), whatever comes of it.
 """
 
 import os
@@ -18,6 +19,12 @@ import requests
 from mcp.server.mcpserver import MCPServer
 
 mcp = MCPServer("egress")
+
+if os.environ.get("EGRESS_FETCH_AT_START"):
+    try:
+        httpx.get(os.environ["EGRESS_FETCH_AT_START"], timeout=5)
+    except httpx.HTTPError:
+        pass
 
 
 @mcp.tool()

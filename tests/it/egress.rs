@@ -71,13 +71,15 @@ async fn a_fenced_server_reaches_only_what_its_entry_allows() {
         "py": {"command": python(), "args": [clients_script("egress_server.py")], "network": allow},
         "node": {"command": node22, "args": [clients_script("egress_server.mjs"), clients], "network": allow},
         "old": {"command": "node", "args": [clients_script("egress_server.mjs"), clients], "sandbox": {"network": allow}},
-        "open": {"command": python(), "args": [clients_script("egress_server.py")]}
+        "open": {"command": python(), "args": [clients_script("egress_server.py")]},
+        "starter": {"command": python(), "args": [clients_script("egress_server.py")], "network": allow,
+                    "env": {"EGRESS_FETCH_AT_START": format!("http://other.test:{pb}/start")}}
     }, "approval": {"default": "flagged-only"}});
     let hosts = "allowed.test=127.0.0.2,other.test=127.0.0.3";
     let s = serve_env(
         dir.path(),
         &cfg.to_string(),
-        &["py", "node", "old", "open"],
+        &["py", "node", "old", "open", "starter"],
         &[],
         &[("GATEHOUSE_EGRESS_HOSTS", hosts)],
     )
@@ -194,6 +196,22 @@ async fn a_fenced_server_reaches_only_what_its_entry_allows() {
             "{r}"
         );
     }
+    // `test --compare` names what the fence refused while the server started, and the line that
+    // allows it.
+    let out = std::process::Command::new(GATEHOUSE)
+        .args(["test", "starter", "--compare"])
+        .env("GATEHOUSE_CONTROL", &s.sock)
+        .env("GATEHOUSE_EGRESS_HOSTS", hosts)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("The sandbox refused: other.test:{pb}"))
+            && said.contains(&format!(
+                "\"network\": {{\"allow\": [\"other.test:{pb}\"]}}"
+            )),
+        "{said}"
+    );
     // Activity's row of a call during which the sandbox refused a connection says so.
     let out = std::process::Command::new(GATEHOUSE)
         .args(["activity", "--json", "--server", "py"])
