@@ -3,8 +3,6 @@
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, pending};
-use crate::profiles::token_of;
 use crate::support::*;
 
 /// Two clients on the gateway token's profile and one on Cursor's: a call held for the first

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, none_pending, pending, text_of, Client, T};
 use crate::support::*;
 
 fn config(spec: &Path, touch: Value, extra_args: &[&str]) -> Value {

@@ -7,8 +7,6 @@
 
 use serde_json::{json, Value};
 
-use crate::clients::clients_script;
-use crate::profiles::token_of;
 use crate::support::*;
 
 fn app_server() -> Value {

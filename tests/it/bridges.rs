@@ -7,8 +7,6 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::approvals::{gh, pending};
-use crate::clients::{clients_script, python, run_json};
 use crate::support::*;
 
 #[tokio::test]

@@ -7,8 +7,6 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::clients::{clients_script, python, run_json};
-use crate::profiles::token_of;
 use crate::support::*;
 
 fn py(url: &str, token: &str, calls: &Value) -> Value {

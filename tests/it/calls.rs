@@ -8,6 +8,7 @@ use gatehouse::gateway::{self, Gateway};
 use gatehouse::State;
 use serde_json::{json, Value};
 
+use crate::gateway::T;
 use crate::gateway::*;
 use crate::support::*;
 

@@ -6,7 +6,6 @@
 
 use serde_json::{json, Value};
 
-use crate::clients::{clients_script, python};
 use crate::support::*;
 
 /// One `data:` payload at a time from a streamed SSE body.

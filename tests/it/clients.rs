@@ -8,31 +8,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-pub(crate) fn python() -> String {
-    peer_bin("venv/bin/python")
-}
-
-pub(crate) fn clients_script(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/clients")
-        .join(name)
-        .to_string_lossy()
-        .into_owned()
-}
-
-pub(crate) fn run_json(cmd: &mut Command) -> Value {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().last().unwrap_or("");
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
-
 fn peers_config(scratch: &Path) -> String {
     config(&[
         (

@@ -266,7 +266,7 @@ impl PyServer {
     fn start(script: &str) -> PyServer {
         let port = crate::remote::free_port();
         let child = Command::new(peer_bin("venv/bin/python"))
-            .arg(crate::clients::clients_script(script))
+            .arg(crate::support::clients_script(script))
             .arg(port.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

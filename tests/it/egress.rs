@@ -11,7 +11,6 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::clients::{clients_script, python};
 use crate::support::*;
 
 /// A stand-in host on `ip`: every request answered "hello from NAME"; counts its connections.

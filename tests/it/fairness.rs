@@ -3,7 +3,6 @@
 
 use serde_json::json;
 
-use crate::profiles::token_of;
 use crate::support::*;
 
 /// Listen streams never time out and each holds a connection: one client profile may hold a
@@ -166,7 +165,7 @@ async fn one_profiles_burst_never_spends_another_profiles_rate_limit() {
         );
     }
     let rows: Vec<serde_json::Value> = serde_json::from_slice(
-        &crate::approvals::gh(&s, &["activity", "--json", "--client", "cursor"]).stdout,
+        &crate::support::gh(&s, &["activity", "--json", "--client", "cursor"]).stdout,
     )
     .unwrap();
     let limited: Vec<_> = rows

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::clients::{clients_script, python};
 use crate::modern::status_of;
 use crate::support::*;
 

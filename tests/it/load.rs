@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::profiles::token_of;
 use crate::support::*;
 
 /// Resident memory (KiB) and open descriptors of a process.

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::approvals::{text_of, Client};
 use crate::support::*;
 
 fn set_secret(s: &Served, name: &str, value: &str) {

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, pending, T};
-use crate::clients::{clients_script, python, run_json};
 use crate::support::*;
 
 pub(crate) const MODERN: &str = "2026-07-28";

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::profiles::token_of;
 use crate::support::*;
 
 /// Real tool names of GitHub's official MCP server (github/github-mcp-server), among the longest
@@ -117,7 +116,7 @@ async fn every_name_fits_its_clients_budget_and_runs() {
     // `gatehouse tools --client` shows the names as that profile's clients see them, within
     // its budget, and warns of one over it (here a name kept from before in DATA/names.json,
     // which the profile's next listing replaces).
-    let table = crate::approvals::gh(&s, &["tools", "--client", "claude-code"]);
+    let table = crate::support::gh(&s, &["tools", "--client", "claude-code"]);
     let table = String::from_utf8_lossy(&table.stdout).into_owned();
     assert!(
         table.contains(
@@ -130,7 +129,7 @@ async fn every_name_fits_its_clients_budget_and_runs() {
     }
     assert!(!table.contains("warning:"), "{table}");
     let rows: Value = serde_json::from_slice(
-        &crate::approvals::gh(&s, &["tools", "--client", "gemini", "--json"]).stdout,
+        &crate::support::gh(&s, &["tools", "--client", "gemini", "--json"]).stdout,
     )
     .unwrap();
     let rows = rows.as_array().unwrap();
@@ -144,7 +143,7 @@ async fn every_name_fits_its_clients_budget_and_runs() {
         serde_json::from_str(&std::fs::read_to_string(&names_file).unwrap()).unwrap();
     kept["claude-code"][format!("github__{long}")] = json!(long);
     std::fs::write(&names_file, kept.to_string()).unwrap();
-    let table = crate::approvals::gh(&s, &["tools", "--client", "claude-code"]);
+    let table = crate::support::gh(&s, &["tools", "--client", "claude-code"]);
     let table = String::from_utf8_lossy(&table.stdout).into_owned();
     assert!(
         table.contains("warning: 49 characters, over this client's 48"),
@@ -152,7 +151,7 @@ async fn every_name_fits_its_clients_budget_and_runs() {
     );
     // The same for the Connect view, which shows each profile's `too_long`.
     let profiles: Value =
-        serde_json::from_slice(&crate::approvals::gh(&s, &["clients", "--json"]).stdout).unwrap();
+        serde_json::from_slice(&crate::support::gh(&s, &["clients", "--json"]).stdout).unwrap();
     let of = |id: &str| {
         profiles
             .as_array()

@@ -10,8 +10,6 @@ use gatehouse::gateway::{Gateway, Out, Outcome};
 use gatehouse::secrets::{KeychainStore, SecretSource};
 use serde_json::{json, Value};
 
-use crate::approvals::gh;
-use crate::clients::{clients_script, python, run_json};
 use crate::support::*;
 
 const T: Duration = Duration::from_secs(30);

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, pending, text_of, Client, T};
 use crate::support::*;
 
 /// The pids of processes whose environment holds `mark` (the one server started with it).

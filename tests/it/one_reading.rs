@@ -11,7 +11,6 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, pending, text_of, Client};
 use crate::support::*;
 
 /// What the recording server saw of each call, in order.
@@ -45,7 +44,7 @@ async fn the_server_acts_only_on_what_was_judged() {
     let cfg = json!({
         "servers": {"rec": {
             "command": "python3",
-            "args": [crate::clients::clients_script("recording_server.py"), record],
+            "args": [crate::support::clients_script("recording_server.py"), record],
             "sandbox": "off",
             "tools": {"act": {"rules": [
                 {"deny": {"path": {"under": d.join("vault")}}},
@@ -248,8 +247,8 @@ async fn a_deny_matches_what_a_lax_server_coerces() {
     let state = d.join("state.txt");
     let cfg = json!({
         "servers": {"lax": {
-            "command": crate::clients::python(),
-            "args": [crate::clients::clients_script("coerce_server.py"), state],
+            "command": crate::support::python(),
+            "args": [crate::support::clients_script("coerce_server.py"), state],
             "sandbox": "off",
             "requires_approval": false,
             "tools": {
@@ -302,7 +301,7 @@ async fn a_rule_that_no_longer_fits_its_tool_asks_and_says_so() {
     let rec = |file: &Path| {
         json!({
             "command": "python3",
-            "args": [crate::clients::clients_script("recording_server.py"), file],
+            "args": [crate::support::clients_script("recording_server.py"), file],
             "sandbox": "off",
             "requires_approval": false
         })
@@ -317,7 +316,7 @@ async fn a_rule_that_no_longer_fits_its_tool_asks_and_says_so() {
         "approval": {"timeout_secs": 1}
     });
     let s = serve(&d, &cfg.to_string(), &["rec", "ruled"]).await;
-    let token = crate::profiles::token_of(&d, "agent").await;
+    let token = crate::support::token_of(&d, "agent").await;
     let c = Client::open(&s.info.url, &token).await;
     let v = c.call(1, "act", json!({"path": "/tmp/x"})).await;
     assert!(

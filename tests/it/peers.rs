@@ -121,7 +121,7 @@ async fn npx_peers_run_pinned_from_the_store() {
     let port_file = d.join("npm.port");
     let _index = Reaped(
         std::process::Command::new("python3")
-            .arg(crate::clients::clients_script("npm_index.py"))
+            .arg(crate::support::clients_script("npm_index.py"))
             .arg(&port_file)
             .arg("--node-modules")
             .arg(peers_dir().join("npm/node_modules"))
@@ -199,7 +199,7 @@ async fn npx_peers_run_pinned_from_the_store() {
     // Its 16 tools and the memory server's 9, each under its own name (none is shared).
     assert_eq!(tools.len(), 25, "{tools:?}");
     let status: serde_json::Value =
-        serde_json::from_slice(&crate::approvals::gh(&s, &["status", "--json"]).stdout).unwrap();
+        serde_json::from_slice(&crate::support::gh(&s, &["status", "--json"]).stdout).unwrap();
     for e in status.as_array().unwrap() {
         assert_eq!(e["artifact"]["verified"], true, "{e}");
         assert_eq!(e["artifact"]["locked"], true, "{e}");

@@ -7,10 +7,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use gatehouse::control::{ControlClient, GatewayInfo, Request};
 use serde_json::{json, Value};
 
-use crate::clients::{clients_script, python, run_json};
 use crate::support::*;
 
 fn gh(dir: &Path, args: &[&str]) -> Output {
@@ -27,16 +25,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-pub(crate) async fn token_of(dir: &Path, client: &str) -> String {
-    ControlClient::new(dir.join("control.sock"))
-        .request::<GatewayInfo>(&Request::Gateway {
-            client: Some(client.into()),
-        })
-        .await
-        .unwrap()
-        .token
 }
 
 fn two_profiles() -> String {

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::*;
 use crate::support::*;
 
 /// Random interleavings of calls, answers, timeouts, cancels and restarts (seeded, so a

@@ -270,9 +270,9 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     .await;
     let c = crate::support::Mcp::connect(&s, "trust").await;
     let v = c.call(1, "tool__hello", json!({})).await;
-    assert_eq!(crate::approvals::text_of(&v), "hello from 1.0.0", "{v}");
+    assert_eq!(crate::support::text_of(&v), "hello from 1.0.0", "{v}");
     let st: Vec<Value> =
-        serde_json::from_slice(&crate::approvals::gh(&s, &["status", "--json"]).stdout).unwrap();
+        serde_json::from_slice(&crate::support::gh(&s, &["status", "--json"]).stdout).unwrap();
     let store = st[0]["artifact"]["store"].as_str().unwrap().to_owned();
     std::fs::remove_dir_all(&store).unwrap();
     let out = std::process::Command::new(GATEHOUSE)
@@ -288,11 +288,10 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
     );
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
-        let _ = crate::approvals::gh(&s, &["restart", "tool"]);
+        let _ = crate::support::gh(&s, &["restart", "tool"]);
         tokio::time::sleep(Duration::from_millis(300)).await;
         let st: Vec<Value> =
-            serde_json::from_slice(&crate::approvals::gh(&s, &["status", "--json"]).stdout)
-                .unwrap();
+            serde_json::from_slice(&crate::support::gh(&s, &["status", "--json"]).stdout).unwrap();
         if st[0]["state"] == "failed" {
             assert_eq!(st[0]["artifact"]["verified"], false, "{:?}", st[0]);
             return;

@@ -7,9 +7,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, none_pending, pending, text_of, Client};
-use crate::clients::{clients_script, python, run_json};
-use crate::profiles::token_of;
 use crate::support::*;
 
 /// A config whose fixture server may write in `dir`, its `touch` ruled: allowed under

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::gh;
 use crate::support::*;
 
 fn write(path: &Path, v: Value) {

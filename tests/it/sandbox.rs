@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, pending, Client};
 use crate::support::*;
 
 fn status_of(s: &Served, id: &str) -> Value {

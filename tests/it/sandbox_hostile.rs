@@ -10,8 +10,6 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::approvals::Client;
-use crate::sandbox_peers::scratch_home;
 use crate::support::*;
 
 /// A new pseudo-terminal: its master (read here) and its slave's path (given to the server).

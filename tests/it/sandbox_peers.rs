@@ -7,39 +7,11 @@
 //! `cargo test` (they need the peers); `make test` runs them.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::approvals::gh;
 use crate::support::*;
-
-/// A scratch home: a credential store, a startup file, notes, an empty data folder and a git
-/// repository with one commit.
-pub(crate) fn scratch_home(dir: &Path) -> PathBuf {
-    let home = dir.join("home");
-    for d in [".ssh", "notes", "data", "repo"] {
-        std::fs::create_dir_all(home.join(d)).unwrap();
-    }
-    std::fs::write(home.join(".ssh/id_ed25519"), "CANARY-PRIVATE-KEY").unwrap();
-    std::fs::write(home.join(".bashrc"), "# the person's shell\n").unwrap();
-    std::fs::write(home.join("notes/todo.md"), "buy milk\n").unwrap();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(home.join("repo"))
-            .output()
-            .unwrap();
-        assert!(ok.status.success(), "git {args:?}: {ok:?}");
-    };
-    git(&["init", "-q"]);
-    std::fs::write(home.join("repo/README.md"), "hello\n").unwrap();
-    git(&["add", "README.md"]);
-    git(&["commit", "-qm", "first"]);
-    home
-}
 
 /// One page over HTTP on loopback, answered once (for the fetch server).
 fn one_page() -> u16 {
@@ -337,7 +309,7 @@ async fn the_sandboxs_fix_line_works_when_followed() {
         format!("/var/tmp/gatehouse-fix-{stamp}.txt"),
         format!("var/tmp/gatehouse-fix-root-{stamp}.txt"),
     );
-    let atomic = crate::clients::clients_script("atomic_server.py");
+    let atomic = crate::support::clients_script("atomic_server.py");
     let cfg = json!({"servers": {
         "memory": {"command": peer_bin("npm/node_modules/.bin/mcp-server-memory"),
                    "env": {"MEMORY_FILE_PATH": memory_file}},

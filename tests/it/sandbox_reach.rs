@@ -7,7 +7,6 @@
 
 use serde_json::{json, Value};
 
-use crate::approvals::gh;
 use crate::support::*;
 
 fn put(p: &std::path::Path, text: &str) {
@@ -179,7 +178,7 @@ async fn an_sse_endpoint_elsewhere_is_refused() {
     let port_file = d.join("sse.port");
     let _server = Reaped(
         std::process::Command::new("python3")
-            .arg(crate::clients::clients_script("sse_endpoint_server.py"))
+            .arg(crate::support::clients_script("sse_endpoint_server.py"))
             .arg(&port_file)
             .spawn()
             .unwrap(),

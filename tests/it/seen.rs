@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, pending};
 use crate::support::*;
 
 /// Every kind of hidden character the issue names, in one argument value.
@@ -228,7 +227,7 @@ async fn an_own_name_never_moves_to_another_server() {
 async fn no_verb_lets_a_servers_words_act_on_the_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let script = crate::clients::clients_script("loud_server.py");
+    let script = crate::support::clients_script("loud_server.py");
     let cfg = json!({
         "servers": {
             "loud": {"command": "python3", "args": [&script, "ok"], "sandbox": "off"},

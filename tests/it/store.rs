@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::approvals::text_of;
 use crate::support::*;
 
 const DAY_MS: u64 = 24 * 3600 * 1000;
@@ -71,7 +70,7 @@ impl Index {
         let port_file = dir.join("index.port");
         let proc = Reaped(
             Command::new("python3")
-                .arg(crate::clients::clients_script("npm_index.py"))
+                .arg(crate::support::clients_script("npm_index.py"))
                 .arg(&port_file)
                 .arg(&file)
                 .spawn()

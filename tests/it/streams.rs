@@ -6,8 +6,6 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::approvals::gh;
-use crate::clients::{clients_script, python, run_json};
 use crate::modern::*;
 use crate::support::*;
 

@@ -564,7 +564,7 @@ async fn detached_descendants_with_no_environment_end_with_stop_and_with_the_hub
     let grandchild = escaped_pid(&node_pid).await;
     let clean = escaped_pid(&clean_pid).await;
     assert!(alive(grandchild) && alive(clean));
-    let out = crate::approvals::gh(&s, &["stop", "node"]);
+    let out = crate::support::gh(&s, &["stop", "node"]);
     assert!(
         out.status.success(),
         "{}",
@@ -600,7 +600,7 @@ async fn a_200_mib_listing_is_refused_within_bounded_memory() {
     let s = serve(d, &cfg.to_string(), &["ok"]).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        let out = crate::approvals::gh(&s, &["status", "--json"]);
+        let out = crate::support::gh(&s, &["status", "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         let fat = v
             .as_array()

@@ -617,6 +617,12 @@ pub fn modern_tool_post(
         .header("mcp-name", tool)
 }
 
+#[path = "support/approving.rs"]
+mod approving;
+#[path = "support/peers.rs"]
+mod peers;
 #[path = "support/reading.rs"]
 mod reading;
+pub use approving::*;
+pub use peers::*;
 pub use reading::*;

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::approvals::{gh, text_of, Client};
 use crate::support::*;
 
 fn statuses(s: &Served) -> Vec<Value> {

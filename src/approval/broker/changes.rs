@@ -21,7 +21,7 @@ pub(super) struct Held {
 }
 
 /// Changes held at most; past it the oldest gives way (it is held again at its next sight).
-pub const MAX_HELD_CHANGES: usize = 256;
+pub const MAX_HELD_CHANGES: usize = 64;
 
 /// What the client gets for something a server says now.
 pub enum Heard {
