@@ -403,3 +403,36 @@ fn a_room_reaches_the_gateway_and_the_hub_only_through_their_doors() {
         wrong.join("; ")
     );
 }
+
+/// The integration tests have a floor: what several feature tests share lives under
+/// `tests/it/support` (and `support.rs`), and no feature test imports another — a helper that
+/// moves or changes for one feature never breaks another's test.
+#[test]
+fn no_feature_test_imports_another() {
+    let dir = repo().join("tests/it");
+    let mut reaching = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".rs") || name == "main.rs" || name == "support.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("crate::") {
+                let module: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if module != "support" {
+                    reaching.push(format!("tests/it/{name}:{} reaches crate::{module}", i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        reaching.is_empty(),
+        "feature tests importing another (move what they share to tests/it/support): {}",
+        reaching.join("; ")
+    );
+}

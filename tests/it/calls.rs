@@ -8,9 +8,9 @@ use gatehouse::gateway::{self, Gateway};
 use gatehouse::State;
 use serde_json::{json, Value};
 
-use crate::gateway::T;
-use crate::gateway::*;
 use crate::support::*;
+
+const T: std::time::Duration = std::time::Duration::from_secs(15);
 
 #[tokio::test]
 async fn serve_stdio_speaks_only_json_rpc_on_stdout() {

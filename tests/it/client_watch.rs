@@ -9,13 +9,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::contracts::{gh, text};
 use crate::support::*;
 
 /// The open alerts, as `client-files --json` prints them.
 fn alerts(s: &Served, home: &Path) -> Vec<Value> {
-    let out = gh(s, home, &["client-files", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = gh_home(s, home, &["client-files", "--json"]);
+    assert!(out.status.success(), "{}", output_text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["client_files"].as_array().cloned().unwrap_or_default()
 }
@@ -158,14 +157,14 @@ async fn a_worms_writes_are_reported_within_2_s_and_put_back_byte_for_byte() {
     assert_eq!(server["client"], "cursor");
     assert_eq!(server["what"], json!(["server \"helper\" added"]));
     // `status` says so under its table.
-    let status = text(&gh(&s, &home, &["status"]));
+    let status = output_text(&gh_home(&s, &home, &["status"]));
     assert!(
         status.contains("3 client file(s) changed outside Gatehouse"),
         "{status}"
     );
     for (p, original) in &originals {
-        let out = gh(&s, &home, &["client-files", "restore", p.to_str().unwrap()]);
-        assert!(out.status.success(), "{}", text(&out));
+        let out = gh_home(&s, &home, &["client-files", "restore", p.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", output_text(&out));
         assert_eq!(&std::fs::read(p).unwrap(), original, "{}", p.display());
     }
     assert!(alerts(&s, &home).is_empty());
@@ -181,8 +180,8 @@ async fn a_worms_writes_are_reported_within_2_s_and_put_back_byte_for_byte() {
         if i % 2 == 1 {
             args.extend(["--client", "default"]);
         }
-        let out = gh(&s, &home, &args);
-        assert!(out.status.success(), "{}", text(&out));
+        let out = gh_home(&s, &home, &args);
+        assert!(out.status.success(), "{}", output_text(&out));
     }
     let mcp: Value = serde_json::from_slice(&std::fs::read(&cursor).unwrap()).unwrap();
     assert!(mcp["mcpServers"]["gatehouse"].is_object(), "{mcp}");
@@ -201,16 +200,20 @@ async fn a_worms_writes_are_reported_within_2_s_and_put_back_byte_for_byte() {
     let found = wait_for(&s, &home, &[&mcp], Duration::from_secs(3));
     assert_eq!(found[0]["what"], json!(["server \"db\" added"]));
     // Kept: the alert closes, and the file stays.
-    let out = gh(&s, &home, &["client-files", "ack", mcp.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = gh_home(&s, &home, &["client-files", "ack", mcp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(alerts(&s, &home).is_empty());
     assert!(std::fs::read_to_string(&mcp).unwrap().contains("curl evil"));
     // Nothing to restore now: a clear refusal.
-    let out = gh(
+    let out = gh_home(
         &s,
         &home,
         &["client-files", "restore", mcp.to_str().unwrap()],
     );
     assert!(!out.status.success());
-    assert!(text(&out).contains("no change to"), "{}", text(&out));
+    assert!(
+        output_text(&out).contains("no change to"),
+        "{}",
+        output_text(&out)
+    );
 }

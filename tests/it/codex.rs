@@ -142,7 +142,7 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
     std::fs::create_dir(&marks).unwrap();
     let github = writes_in(
         json!({"command": FIXTURE, "requires_approval": false,
-               "args": ["--spec-file", crate::names::spec(dir.path(), "github", crate::names::GITHUB)]}),
+               "args": ["--spec-file", crate::support::spec(dir.path(), "github", crate::support::GITHUB)]}),
         &marks,
     );
     let hub_config = json!({
@@ -274,7 +274,7 @@ async fn codex_is_imported_and_connected_in_its_own_toml() {
         .map(|n| n.to_string())
         .unwrap_or_default();
     assert!(!shortened.is_empty() && shortened != long, "{names:?}");
-    for own in &crate::names::GITHUB[1..] {
+    for own in &crate::support::GITHUB[1..] {
         assert!(names.iter().any(|n| n.as_str() == *own), "{own}: {names:?}");
     }
     // The second hub's entry reached the second hub (its one server's tools, none of the

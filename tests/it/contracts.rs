@@ -10,58 +10,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-pub(crate) const T: Duration = Duration::from_secs(30);
-
-/// The CLI against the hub `s`, with a HOME and config dir of its own (so the default config
-/// path exists nowhere: whatever a verb reads, it found through the hub or its flags).
-pub(crate) fn gh(s: &Served, home: &Path, args: &[&str]) -> Output {
-    Command::new(GATEHOUSE)
-        .args(args)
-        .env("GATEHOUSE_CONTROL", &s.sock)
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("COLUMNS", "200")
-        .output()
-        .unwrap()
-}
-
-pub(crate) fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn status(s: &Served, home: &Path) -> Vec<Value> {
-    let out = gh(s, home, &["status", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-pub(crate) fn row(s: &Served, home: &Path, id: &str) -> Value {
-    status(s, home)
-        .into_iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no row {id}"))
-}
-
-pub(crate) async fn wait_row(
-    s: &Served,
-    home: &Path,
-    id: &str,
-    pred: impl Fn(&Value) -> bool,
-) -> Value {
-    let deadline = Instant::now() + T;
-    loop {
-        let r = row(s, home, id);
-        if pred(&r) {
-            return r;
-        }
-        assert!(Instant::now() < deadline, "{id}: {r}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+const T: Duration = Duration::from_secs(30);
 
 /// `gatehouse test ID` finds the entry in the config the running hub was started with
 /// (`serve --config PATH`), not at the default path, which here does not exist.
@@ -70,19 +19,23 @@ async fn test_id_uses_the_running_hubs_config() {
     let dir = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let s = serve(dir.path(), &config(&[("fx", fixture(&[]))]), &["fx"]).await;
-    let out = gh(&s, home.path(), &["test", "fx"]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(text(&out).contains("fx"), "{}", text(&out));
+    let out = gh_home(&s, home.path(), &["test", "fx"]);
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    assert!(output_text(&out).contains("fx"), "{}", output_text(&out));
     // `--config` still wins: another file with no such server is read and named.
     let other = dir.path().join("other.json");
     std::fs::write(&other, config(&[("b", fixture(&[]))])).unwrap();
-    let out = gh(
+    let out = gh_home(
         &s,
         home.path(),
         &["test", "fx", "--config", other.to_str().unwrap()],
     );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("known servers: b"), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+    assert!(
+        output_text(&out).contains("known servers: b"),
+        "{}",
+        output_text(&out)
+    );
 }
 
 /// `restart --all` restarts what runs; a disabled server and one the person stopped stay
@@ -97,12 +50,12 @@ async fn restart_all_leaves_disabled_and_stopped_servers_alone() {
         ("c", fixture(&[])),
     ]);
     let s = serve(dir.path(), &cfg, &["a", "c"]).await;
-    let out = gh(&s, home.path(), &["stop", "c"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = gh_home(&s, home.path(), &["stop", "c"]);
+    assert!(out.status.success(), "{}", output_text(&out));
     let pid_a = row(&s, home.path(), "a")["pid"].clone();
-    let out = gh(&s, home.path(), &["restart", "--all"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let t = text(&out);
+    let out = gh_home(&s, home.path(), &["restart", "--all"]);
+    assert!(out.status.success(), "{}", output_text(&out));
+    let t = output_text(&out);
     assert!(t.contains("restarted a"), "{t}");
     assert!(t.contains("left b as it is (disabled)"), "{t}");
     assert!(t.contains("left c as it is (stopped)"), "{t}");
@@ -133,12 +86,17 @@ async fn unknown_ids_exit_1_naming_the_known_ones() {
         &["test", "nope"],
         &["start", "nope"],
     ] {
-        let out = gh(&s, home.path(), verb);
-        assert_eq!(out.status.code(), Some(1), "{verb:?}: {}", text(&out));
-        assert!(
-            text(&out).contains("unknown server \"nope\"; known servers: fx"),
+        let out = gh_home(&s, home.path(), verb);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
             "{verb:?}: {}",
-            text(&out)
+            output_text(&out)
+        );
+        assert!(
+            output_text(&out).contains("unknown server \"nope\"; known servers: fx"),
+            "{verb:?}: {}",
+            output_text(&out)
         );
     }
     drop(s);
@@ -148,11 +106,11 @@ async fn unknown_ids_exit_1_naming_the_known_ones() {
             dir.path(),
             &[verb, "nope", "--config", cfg.to_str().unwrap()],
         );
-        assert_eq!(out.status.code(), Some(1), "{verb}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(1), "{verb}: {}", output_text(&out));
         assert!(
-            text(&out).contains("known servers: fx"),
+            output_text(&out).contains("known servers: fx"),
             "{verb}: {}",
-            text(&out)
+            output_text(&out)
         );
     }
 }
@@ -241,7 +199,7 @@ async fn a_killed_probe_leaves_no_directory_after_the_next_run() {
         .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert_eq!(probes().len(), 1, "the live probe's directory went");
     kill9(slow.id());
     let _ = slow.wait();
@@ -251,7 +209,7 @@ async fn a_killed_probe_leaves_no_directory_after_the_next_run() {
         .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert_eq!(probes(), Vec::<String>::new());
 }
 
@@ -264,7 +222,7 @@ struct PyServer {
 
 impl PyServer {
     fn start(script: &str) -> PyServer {
-        let port = crate::remote::free_port();
+        let port = crate::support::free_port();
         let child = Command::new(peer_bin("venv/bin/python"))
             .arg(crate::support::clients_script(script))
             .arg(port.to_string())
@@ -312,9 +270,9 @@ async fn a_plain_remote_server_runs_without_a_keychain() {
     .await;
     let url = format!("http://127.0.0.1:{auth_port}/mcp");
     let started = Instant::now();
-    let out = gh(&s, home.path(), &["add", "guarded", "--url", &url]);
+    let out = gh_home(&s, home.path(), &["add", "guarded", "--url", &url]);
     let took = started.elapsed();
-    let t = text(&out);
+    let t = output_text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("guarded needs a sign-in"), "{t}");
     assert!(t.contains("gatehouse auth login guarded"), "{t}");
@@ -398,7 +356,7 @@ async fn add_refuses_what_would_smuggle_into_a_process_or_a_request() {
         ),
     ] {
         let out = gh_no_hub(dir.path(), &args);
-        let t = text(&out);
+        let t = output_text(&out);
         assert_ne!(out.status.code(), Some(0), "{args:?}: {t}");
         assert!(t.contains(says), "{args:?}: {t}");
         assert!(t.contains(": "), "{args:?}: no fix in {t}");
@@ -549,7 +507,7 @@ fn import_refuses_fifos_devices_and_huge_files_at_once() {
             dir.path(),
             &["import", "--config", cfg.to_str().unwrap(), "--from", from],
         );
-        let (code, err) = (out.status.code().unwrap_or(-1), text(&out));
+        let (code, err) = (out.status.code().unwrap_or(-1), output_text(&out));
         assert!(
             started.elapsed() < std::time::Duration::from_secs(2),
             "{from} took {:?}",

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::contracts::{gh, row, text, wait_row, T};
 use crate::support::*;
+
+const T: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A server's own `notifications/tools/list_changed` makes Gatehouse list its tools again:
 /// a tool the server adds is offered to clients without a restart (were the notification
@@ -67,8 +68,8 @@ async fn errors_pass_through_and_start_of_a_running_server_changes_nothing() {
     assert!(v["id"].is_null(), "{v}");
     let pid = row(&s, home.path(), "fx")["pid"].clone();
     assert!(pid.is_u64());
-    let out = gh(&s, home.path(), &["start", "fx"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = gh_home(&s, home.path(), &["start", "fx"]);
+    assert!(out.status.success(), "{}", output_text(&out));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = row(&s, home.path(), "fx");
     assert_eq!(r["state"], "running", "{r}");
@@ -127,7 +128,7 @@ async fn arguments_are_validated_only_where_asked_and_before_any_hold() {
         )
         .await;
     assert_eq!(v["error"]["code"], -32602, "{v}");
-    let pending = gh(&s, home.path(), &["approvals", "--json"]);
+    let pending = gh_home(&s, home.path(), &["approvals", "--json"]);
     assert_eq!(String::from_utf8_lossy(&pending.stdout).trim(), "[]");
     // Off for one tool, and off by default: the server sees the call as sent.
     let v = c
@@ -170,7 +171,7 @@ async fn client_info_is_bounded_and_every_row_names_the_clients_version_and_prot
     assert_eq!(v["result"]["content"][0]["text"], "x", "{v}");
     let deadline = Instant::now() + T;
     let row = loop {
-        let out = gh(&s, home.path(), &["activity", "--json"]);
+        let out = gh_home(&s, home.path(), &["activity", "--json"]);
         let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
         if let Some(r) = rows.into_iter().next() {
             break r;
@@ -273,12 +274,12 @@ async fn no_server_is_handed_a_gatehouse_token() {
         .unwrap()
         .token;
     let env = format!("KEY={profile_token}");
-    let out = gh(
+    let out = gh_home(
         &s,
         home.path(),
         &["add", "sneaky", "--env", &env, "--", FIXTURE],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let sneaky = wait_row(&s, home.path(), "sneaky", |r| r["state"] == "failed").await;
     let why = sneaky["last_error"].as_str().unwrap();
     assert!(

@@ -21,36 +21,7 @@ fn write_cursor(dir: &Path, sock: &Path, file: &Path, extra: &[&str]) -> (i32, S
     let mut args = vec!["client-config", "cursor", "--write", "--file"];
     args.push(file.to_str().unwrap());
     args.extend_from_slice(extra);
-    run(dir, Some(sock), &args)
-}
-
-/// Runs `gatehouse ARGS` with a control socket that has no hub (unless `sock` is given).
-pub(crate) fn run(dir: &Path, sock: Option<&Path>, args: &[&str]) -> (i32, String, String) {
-    let none = dir.join("no-hub.sock");
-    // No package index reachable (as `make test` runs everything): nothing here is pinned, so
-    // the entries read as the client's file wrote them, with `cargo test` alone too.
-    let dead = "http://127.0.0.1:9";
-    let out = Command::new(GATEHOUSE)
-        .arg("--control")
-        .arg(sock.unwrap_or(&none))
-        .args(args)
-        .env(
-            "npm_config_registry",
-            std::env::var("npm_config_registry").unwrap_or(dead.into()),
-        )
-        .env(
-            "GATEHOUSE_PYPI_URL",
-            std::env::var("GATEHOUSE_PYPI_URL").unwrap_or(dead.into()),
-        )
-        .env("HOME", dir)
-        .env("XDG_CONFIG_HOME", dir.join(".config"))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_import(dir, Some(sock), &args)
 }
 
 fn backups(dir: &Path, stem: &str) -> Vec<String> {
@@ -70,7 +41,7 @@ fn import_maps_each_client_format_and_never_overwrites() {
     let cfg_s = cfg.to_str().unwrap();
 
     // Claude Desktop: both servers, the exact command lines shown, the token flagged.
-    let (code, out, err) = run(
+    let (code, out, err) = run_import(
         dir.path(),
         None,
         &[
@@ -103,7 +74,7 @@ fn import_maps_each_client_format_and_never_overwrites() {
     );
 
     // Cursor: "fs" exists → skipped with the fix; renamed → imported; remote entry kept as url.
-    let (code, out, _) = run(
+    let (code, out, _) = run_import(
         dir.path(),
         None,
         &[
@@ -133,7 +104,7 @@ fn import_maps_each_client_format_and_never_overwrites() {
         "an existing id is never overwritten"
     );
     assert_eq!(c["servers"]["docs"]["url"], "https://docs.example.com/mcp");
-    let (code, out, _) = run(
+    let (code, out, _) = run_import(
         dir.path(),
         None,
         &[
@@ -158,7 +129,7 @@ fn import_maps_each_client_format_and_never_overwrites() {
     assert_eq!(c["servers"]["cursor-fs"]["args"][2], "/home/me/my notes");
 
     // VS Code's "servers" key.
-    let (code, out, _) = run(
+    let (code, out, _) = run_import(
         dir.path(),
         None,
         &[
@@ -176,7 +147,7 @@ fn import_maps_each_client_format_and_never_overwrites() {
 
     // A broken file: a precise error, nothing written, no new backup.
     let n_backups = backups(dir.path(), "gatehouse.json").len();
-    let (code, out, err) = run(
+    let (code, out, err) = run_import(
         dir.path(),
         None,
         &[
@@ -215,7 +186,7 @@ async fn gremia_manifest_tools_used_are_checked_against_the_running_server() {
     )
     .unwrap();
     let cfg = dir.path().join("gatehouse.json");
-    let (code, out, err) = run(
+    let (code, out, err) = run_import(
         dir.path(),
         Some(&served.sock),
         &[
@@ -240,11 +211,11 @@ async fn gremia_manifest_tools_used_are_checked_against_the_running_server() {
         saved["servers"]["helper"]["tools_used"],
         json!(["echo", "add", "summarize"])
     );
-    let (_, restarted, err) = run(dir.path(), Some(&served.sock), &["restart", "helper"]);
+    let (_, restarted, err) = run_import(dir.path(), Some(&served.sock), &["restart", "helper"]);
     assert!(err.is_empty(), "{restarted}{err}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let row = loop {
-        let (_, st, _) = run(dir.path(), Some(&served.sock), &["status", "--json"]);
+        let (_, st, _) = run_import(dir.path(), Some(&served.sock), &["status", "--json"]);
         let rows: Vec<Value> = serde_json::from_str(&st).unwrap();
         let row = rows.into_iter().find(|r| r["id"] == "helper").unwrap();
         if row["state"] == "running" && !row["warnings"].as_array().unwrap().is_empty() {
@@ -266,7 +237,8 @@ async fn client_config_snippets_parse_and_write_keeps_other_entries() {
     let dir = tempfile::tempdir().unwrap();
     let served = serve(dir.path(), &config(&[("base", fixture(&[]))]), &["base"]).await;
     for target in ["claude-desktop", "claude-code", "cursor", "vscode"] {
-        let (code, out, err) = run(dir.path(), Some(&served.sock), &["client-config", target]);
+        let (code, out, err) =
+            run_import(dir.path(), Some(&served.sock), &["client-config", target]);
         assert_eq!(code, 0, "{target}: {err}");
         let v: Value =
             serde_json::from_str(&out).unwrap_or_else(|e| panic!("{target}: {e}\n{out}"));
@@ -381,7 +353,7 @@ fn concurrent_imports_lose_nothing_and_keep_every_backup() {
                 .unwrap();
                 let (dir, cfg_s) = (dir.path().to_owned(), cfg_s.clone());
                 std::thread::spawn(move || {
-                    run(
+                    run_import(
                         &dir,
                         None,
                         &[
@@ -428,7 +400,7 @@ fn a_symlinked_config_is_written_through_and_stays_a_link() {
     std::fs::write(&real, config(&[])).unwrap();
     let link = dir.path().join("gatehouse.json");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    let (code, out, err) = run(
+    let (code, out, err) = run_import(
         dir.path(),
         None,
         &[

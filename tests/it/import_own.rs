@@ -4,7 +4,6 @@
 
 use serde_json::{json, Value};
 
-use crate::import::run;
 use crate::support::*;
 
 /// Gatehouse never proxies itself: its own entry in a client's file is never offered for import,
@@ -30,7 +29,7 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
     )
     .unwrap();
     let cfg = dir.path().join("gatehouse.json");
-    let (code, out, err) = run(
+    let (code, out, err) = run_import(
         dir.path(),
         Some(&served.sock),
         &[
@@ -64,7 +63,7 @@ async fn gatehouse_never_becomes_one_of_its_own_servers() {
     c["servers"]["wrapped"] =
         json!({"command": "npx", "args": ["-y", "mcp-remote", served.info.url]});
     std::fs::write(&cfg, c.to_string()).unwrap();
-    let (code, _, err) = run(dir.path(), Some(&served.sock), &["reload"]);
+    let (code, _, err) = run_import(dir.path(), Some(&served.sock), &["reload"]);
     assert_eq!(code, 0, "{err}");
     let client = gatehouse::control::ControlClient::new(served.sock.clone());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -138,7 +137,7 @@ async fn placeholders_become_references_and_one_refused_entry_skips_alone() {
     )
     .unwrap();
     let cfg = dir.path().join("gatehouse.json");
-    let (code, out, err) = run(
+    let (code, out, err) = run_import(
         dir.path(),
         None,
         &[

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::gateway::{sse_messages, Gw, T};
 use crate::support::*;
+
+const T: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Reads a call's SSE stream to its final answer (id `id`), answering sampling requests with
 /// `answer` when given. Returns every message seen.

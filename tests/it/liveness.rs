@@ -9,24 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::modern::status_of;
 use crate::support::*;
-
-/// The Python SDK's 2026-07-28 server over HTTP on `port`, listening (killed when dropped).
-pub(crate) fn modern_server(port: u16) -> Reaped {
-    let child = Command::new(python())
-        .args([
-            &clients_script("modern_server.py"),
-            "http",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_port(port, "the modern HTTP server");
-    Reaped(child)
-}
 
 /// The TypeScript SDK 1.32 over Streamable HTTP with sessions: 2025-era only.
 fn legacy_server(port: u16) -> Reaped {
@@ -62,7 +45,7 @@ async fn until(s: &Served, id: &str, within: Duration, ok: impl Fn(&Value) -> bo
 #[tokio::test]
 #[ignore = "needs the Python SDK: run `make test`"]
 async fn a_lost_remote_of_either_era_is_seen_within_seconds() {
-    let (mp, lp) = (crate::remote::free_port(), crate::remote::free_port());
+    let (mp, lp) = (crate::support::free_port(), crate::support::free_port());
     let mut modern = modern_server(mp);
     let mut legacy = legacy_server(lp);
     let dir = tempfile::tempdir().unwrap();

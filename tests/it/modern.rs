@@ -10,47 +10,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-pub(crate) const MODERN: &str = "2026-07-28";
-
-/// The fixture (a legacy server) and the SDK's modern-only server over stdio.
-pub(crate) fn both_eras(extra: &[(&str, Value)]) -> String {
-    let mut servers = vec![
-        (
-            "fx",
-            with(
-                fixture(&[]),
-                "tools",
-                json!({"echo": {"requires_approval": true}}),
-            ),
-        ),
-        (
-            "modern",
-            json!({"command": python(), "args": [clients_script("modern_server.py"), "stdio"]}),
-        ),
-    ];
-    servers.extend(extra.iter().cloned());
-    config(&servers)
-}
-
-pub(crate) fn status_of(s: &Served, id: &str) -> Value {
-    let out = gh(s, &["status", "--json"]);
-    let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    rows.into_iter().find(|r| r["id"] == id).unwrap()
-}
-
-/// Runs the Python client in `mode` against the served gateway with `calls`.
-pub(crate) fn py(s: &Served, mode: &str, calls: &Value) -> Command {
-    let mut cmd = Command::new(python());
-    cmd.args([
-        &clients_script("py_client.py"),
-        mode,
-        &s.info.url,
-        &s.info.token,
-        &calls.to_string(),
-    ]);
-    cmd
-}
-
 /// A modern-only server (its `initialize` refused) reaches `running` through the probe, speaks
 /// 2026-07-28 to Gatehouse, loses the tool whose `x-mcp-header` annotation is invalid (with a log
 /// note), and is called by a legacy client (TypeScript SDK 1.x) and a modern one.

@@ -9,23 +9,6 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-/// Real tool names of GitHub's official MCP server (github/github-mcp-server), among the longest
-/// any public server lists, and one name two servers share.
-pub(crate) const GITHUB: &[&str] = &[
-    "add_pull_request_review_comment_to_pending_review",
-    "create_pending_pull_request_review",
-    "submit_pending_pull_request_review",
-    "list_code_scanning_alerts",
-    "get_secret_scanning_alert",
-    "search_repositories",
-];
-
-pub(crate) fn spec(dir: &std::path::Path, name: &str, tools: &[&str]) -> String {
-    let path = dir.join(format!("{name}.spec"));
-    std::fs::write(&path, format!("Echoes\n{}\n", tools.join("\n"))).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
 /// Through the profiles `client-config --write` makes (named after their client), each name
 /// fits: Claude Code's 48, Gemini CLI's 50, Cursor's 51, the gateway token's 48. A name two
 /// servers share is `server__tool` for both; the others keep their own; each one runs.

@@ -22,7 +22,7 @@ struct AuthServer {
 
 impl AuthServer {
     fn start(flags: &[&str]) -> AuthServer {
-        let port = crate::remote::free_port();
+        let port = crate::support::free_port();
         let child = Command::new(python())
             .arg(clients_script("oauth_server.py"))
             .arg(port.to_string())

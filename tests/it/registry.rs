@@ -4,63 +4,12 @@
 //! `running`), a secret asked for and kept in the keychain only, a required variable refused, a
 //! remote, and registries that answer garbage, too much, or nothing.
 
-use std::io::{BufRead, Write};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 
 use crate::support::*;
-
-pub(crate) struct Stand(Child, pub String);
-
-impl Drop for Stand {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-pub(crate) fn stand_in(mode: &str) -> Stand {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/registry_server.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .arg(mode)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = format!("http://127.0.0.1:{}", line.trim());
-    Stand(child, url)
-}
-
-/// The CLI with the stand-in as its MCP Registry and its npm index.
-pub(crate) fn gh(dir: &Path, registry: &str, args: &[&str], stdin: &str) -> Output {
-    let mut c = Command::new(GATEHOUSE)
-        .args(args)
-        .env("GATEHOUSE_CONTROL", dir.join("control.sock"))
-        .env("GATEHOUSE_REGISTRY_URL", registry)
-        .env("npm_config_registry", registry)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    c.wait_with_output().unwrap()
-}
-
-pub(crate) fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 const EVERYTHING: &str = "io.github.modelcontextprotocol/server-everything";
 
@@ -70,7 +19,7 @@ const EVERYTHING: &str = "io.github.modelcontextprotocol/server-everything";
 #[tokio::test]
 #[ignore = "needs the npm cache of the real peers: run `make test`"]
 async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
-    let reg = stand_in("ok");
+    let reg = registry_stand_in("ok");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // The hub checks a pinned artifact against the same index the pin came from.
@@ -82,20 +31,20 @@ async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
         &[("npm_config_registry", &reg.1)],
     )
     .await;
-    let out = gh(d, &reg.1, &["registry", "search", "everything"], "");
-    assert!(out.status.success(), "{}", text(&out));
+    let out = gh_registry(d, &reg.1, &["registry", "search", "everything"], "");
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(
-        text(&out).contains(&format!("{EVERYTHING}  2026.8.31  [npm]")),
+        output_text(&out).contains(&format!("{EVERYTHING}  2026.8.31  [npm]")),
         "{}",
-        text(&out)
+        output_text(&out)
     );
-    let out = gh(d, &reg.1, &["registry", "search", "filler"], "");
+    let out = gh_registry(d, &reg.1, &["registry", "search", "filler"], "");
     assert!(
-        text(&out).contains("(more results: pass --all)"),
+        output_text(&out).contains("(more results: pass --all)"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
-    let out = gh(
+    let out = gh_registry(
         d,
         &reg.1,
         &["registry", "search", "filler", "--all", "--json"],
@@ -103,32 +52,32 @@ async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
     );
     let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(all.len(), 35, "every page");
-    let out = gh(d, &reg.1, &["registry", "show", EVERYTHING], "");
+    let out = gh_registry(d, &reg.1, &["registry", "show", EVERYTHING], "");
     assert!(
-        text(&out)
+        output_text(&out)
             .contains("would run: npx -y @modelcontextprotocol/server-everything@2026.8.31 stdio"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     assert!(
-        text(&out).contains("EVERYTHING_API_KEY (required, secret)"),
+        output_text(&out).contains("EVERYTHING_API_KEY (required, secret)"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 
     // Added by name: the secret comes on stdin (a prompt on a terminal), never in argv.
     let secret_value = "sk-registry-canary-6d1f";
-    let out = gh(
+    let out = gh_registry(
         d,
         &reg.1,
         &["add", "--registry", &format!("{EVERYTHING}@2026.8.31")],
         &format!("{secret_value}\n"),
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(
-        text(&out).contains("pinned to @modelcontextprotocol/server-everything@2026.8.31"),
+        output_text(&out).contains("pinned to @modelcontextprotocol/server-everything@2026.8.31"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     let cfg: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("gatehouse.json")).unwrap()).unwrap();
@@ -150,7 +99,8 @@ async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
     let deadline = Instant::now() + std::time::Duration::from_secs(90);
     loop {
         let st: Vec<Value> =
-            serde_json::from_slice(&gh(d, &reg.1, &["status", "--json"], "").stdout).unwrap();
+            serde_json::from_slice(&gh_registry(d, &reg.1, &["status", "--json"], "").stdout)
+                .unwrap();
         if st
             .iter()
             .any(|v| v["id"] == "everything" && v["state"] == "running")
@@ -161,7 +111,8 @@ async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     let secrets: Vec<Value> =
-        serde_json::from_slice(&gh(d, &reg.1, &["secret", "ls", "--json"], "").stdout).unwrap();
+        serde_json::from_slice(&gh_registry(d, &reg.1, &["secret", "ls", "--json"], "").stdout)
+            .unwrap();
     assert!(
         secrets
             .iter()
@@ -178,21 +129,22 @@ async fn servers_are_found_shown_and_added_pinned_from_the_registry() {
     }
 
     // A required variable that was not given: refused, naming it; nothing added.
-    let out = gh(d, &reg.1, &["add", "db", "--registry", "io.example/db"], "");
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = gh_registry(d, &reg.1, &["add", "db", "--registry", "io.example/db"], "");
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
     assert!(
-        text(&out).contains("DB_URL is required (where the database is): pass --env DB_URL=VALUE"),
+        output_text(&out)
+            .contains("DB_URL is required (where the database is): pass --env DB_URL=VALUE"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     // A remote entry.
-    let out = gh(
+    let out = gh_registry(
         d,
         &reg.1,
         &["add", "--registry", "io.example/remote-docs"],
         "",
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let cfg: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("gatehouse.json")).unwrap()).unwrap();
     assert_eq!(
@@ -213,27 +165,31 @@ async fn a_broken_registry_gets_a_clear_error_never_a_hang() {
         ("huge", "sent more than 4 MiB"),
         ("silent", "did not answer within 15 s"),
     ] {
-        let reg = stand_in(mode);
+        let reg = registry_stand_in(mode);
         let started = Instant::now();
-        let out = gh(dir.path(), &reg.1, &["registry", "search", "x"], "");
-        assert_eq!(out.status.code(), Some(1), "{mode}: {}", text(&out));
-        assert!(text(&out).contains(says), "{mode}: {}", text(&out));
+        let out = gh_registry(dir.path(), &reg.1, &["registry", "search", "x"], "");
+        assert_eq!(out.status.code(), Some(1), "{mode}: {}", output_text(&out));
+        assert!(
+            output_text(&out).contains(says),
+            "{mode}: {}",
+            output_text(&out)
+        );
         assert!(
             started.elapsed() < std::time::Duration::from_secs(25),
             "{mode} took {:?}",
             started.elapsed()
         );
     }
-    let out = gh(
+    let out = gh_registry(
         dir.path(),
         "http://127.0.0.1:9",
         &["registry", "search", "x"],
         "",
     );
     assert!(
-        text(&out).contains("cannot reach the registry at http://127.0.0.1:9"),
+        output_text(&out).contains("cannot reach the registry at http://127.0.0.1:9"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 }
 
@@ -242,7 +198,7 @@ async fn a_broken_registry_gets_a_clear_error_never_a_hang() {
 /// change; an entry already in the config is pinned only when asked (`gatehouse pin ID`).
 #[tokio::test]
 async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
-    let reg = stand_in("ok");
+    let reg = registry_stand_in("ok");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cfg = d.join("gatehouse.json");
@@ -276,8 +232,8 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
         "@modelcontextprotocol/server-everything",
         "stdio",
     ]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("pinned @modelcontextprotocol/server-everything to @modelcontextprotocol/server-everything@2026.8.31"), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
+    assert!(output_text(&out).contains("pinned @modelcontextprotocol/server-everything to @modelcontextprotocol/server-everything@2026.8.31"), "{}", output_text(&out));
     assert_eq!(
         args_of("ev"),
         json!([
@@ -292,7 +248,7 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
         json!(["-y", "@modelcontextprotocol/server-everything", "stdio"])
     );
     let out = pin_cmd(&["pin", "old", "--config", cfg_s]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert_eq!(
         args_of("old")[1],
         "@modelcontextprotocol/server-everything@2026.8.31"
@@ -310,9 +266,9 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
     assert!(published.status().is_success());
     let out = pin_cmd(&["pin", "ev", "--config", cfg_s]);
     assert!(
-        text(&out).contains("update available: 2026.9.1"),
+        output_text(&out).contains("update available: 2026.9.1"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     assert_eq!(
         args_of("ev")[1],
@@ -320,24 +276,29 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
     );
     // `--update` shows each package that would change, with its age, and writes nothing.
     let out = pin_cmd(&["pin", "ev", "--update", "--config", cfg_s]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(
-        text(&out)
+        output_text(&out)
             .contains("@modelcontextprotocol/server-everything: 2026.8.31 → 2026.9.1, 30 days old"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
-    assert!(text(&out).contains("nothing was written"), "{}", text(&out));
+    assert!(
+        output_text(&out).contains("nothing was written"),
+        "{}",
+        output_text(&out)
+    );
     assert_eq!(
         args_of("ev")[1],
         "@modelcontextprotocol/server-everything@2026.8.31"
     );
     let out = pin_cmd(&["pin", "ev", "--update", "--yes", "--config", cfg_s]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(
-        text(&out).contains("ev: @modelcontextprotocol/server-everything 2026.8.31 → 2026.9.1"),
+        output_text(&out)
+            .contains("ev: @modelcontextprotocol/server-everything 2026.8.31 → 2026.9.1"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     assert_eq!(
         args_of("ev")[1],
@@ -351,8 +312,8 @@ async fn pasted_npx_commands_are_pinned_and_updates_are_shown_never_taken() {
     .unwrap();
     let out = pin_cmd(&["pin", "fx", "--config", cfg_s]);
     assert!(
-        text(&out).contains("runs no npx or uvx package"),
+        output_text(&out).contains("runs no npx or uvx package"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 }

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::registry::{gh, stand_in, text};
 use crate::support::*;
 
 fn config_bytes(d: &Path) -> Vec<u8> {
@@ -20,7 +19,7 @@ fn config_bytes(d: &Path) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_hostile_registry_entry_is_refused_and_the_config_left_as_it_was() {
-    let reg = stand_in("ok");
+    let reg = registry_stand_in("ok");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let _s = serve(d, &json!({"servers": {}}).to_string(), &[]).await;
@@ -45,17 +44,17 @@ async fn a_hostile_registry_entry_is_refused_and_the_config_left_as_it_was() {
         ("metadata", "cloud metadata"),
     ] {
         let name = format!("io.evil/{entry}");
-        let out = gh(d, &reg.1, &["add", "x", "--registry", &name], "");
-        assert_eq!(out.status.code(), Some(1), "{entry}: {}", text(&out));
+        let out = gh_registry(d, &reg.1, &["add", "x", "--registry", &name], "");
+        assert_eq!(out.status.code(), Some(1), "{entry}: {}", output_text(&out));
         assert!(
-            text(&out).contains(says),
+            output_text(&out).contains(says),
             "{entry}: expected {says:?}: {}",
-            text(&out)
+            output_text(&out)
         );
         assert_eq!(config_bytes(d), before, "{entry} changed the config");
     }
     // Allowed by name, a risky variable is shown with its value and written.
-    let out = gh(
+    let out = gh_registry(
         d,
         &reg.1,
         &[
@@ -69,7 +68,7 @@ async fn a_hostile_registry_entry_is_refused_and_the_config_left_as_it_was() {
         ],
         "",
     );
-    let said = text(&out);
+    let said = output_text(&out);
     assert!(said.contains("LD_PRELOAD = /tmp/evil.so"), "{said}");
     let cfg: Value = serde_json::from_slice(&config_bytes(d)).unwrap();
     assert_eq!(
@@ -83,13 +82,13 @@ async fn a_hostile_registry_entry_is_refused_and_the_config_left_as_it_was() {
 /// fake the "would run" line.
 #[tokio::test]
 async fn registry_text_is_shown_never_interpreted() {
-    let reg = stand_in("ok");
+    let reg = registry_stand_in("ok");
     let dir = tempfile::tempdir().unwrap();
     for args in [
         &["registry", "search", "escape"][..],
         &["registry", "show", "io.evil/escape"][..],
     ] {
-        let out = gh(dir.path(), &reg.1, args, "");
+        let out = gh_registry(dir.path(), &reg.1, args, "");
         let said = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             !said.contains('\u{1b}'),
@@ -101,7 +100,7 @@ async fn registry_text_is_shown_never_interpreted() {
         );
     }
     // show --json: the exact command and every variable it would set.
-    let out = gh(
+    let out = gh_registry(
         dir.path(),
         &reg.1,
         &[
@@ -133,7 +132,7 @@ async fn registry_text_is_shown_never_interpreted() {
 /// the verified one in the store does, and installing it again refuses the index's, naming both.
 #[tokio::test]
 async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
-    let reg = stand_in("ok");
+    let reg = registry_stand_in("ok");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let cfg = d.join("gatehouse.json");
@@ -152,7 +151,7 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
             .env("XDG_DATA_HOME", d.join("xdg"))
             .output()
             .unwrap();
-        text(&out)
+        output_text(&out)
     };
     let entry = |id: &str| -> Value {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
@@ -281,7 +280,7 @@ async fn a_young_release_waits_and_a_changed_artifact_does_not_start() {
         .env("npm_config_registry", &reg.1)
         .output()
         .unwrap();
-    let said = text(&out);
+    let said = output_text(&out);
     assert!(
         said.contains("another artifact") && said.contains(&pinned) && said.contains("refused"),
         "{said}"

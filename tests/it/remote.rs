@@ -48,14 +48,6 @@ fn repo_file(rel: &str) -> String {
     format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))
 }
 
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn hub_with_secret(server: serde_json::Value) -> TestHub {
     let dir = tempfile::tempdir().unwrap();
     let config = Config::parse(

@@ -6,7 +6,6 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::modern::*;
 use crate::support::*;
 
 /// A modern client hears of list changes on the `subscriptions/listen` stream it opened (there
@@ -57,8 +56,8 @@ async fn a_modern_client_hears_list_changes_on_its_listen_stream() {
 #[tokio::test]
 #[ignore = "needs the Python SDK 2.3: run `make test`"]
 async fn a_modern_remote_server_gets_its_routing_and_parameter_headers() {
-    let port = crate::remote::free_port();
-    let mut server = crate::liveness::modern_server(port);
+    let port = crate::support::free_port();
+    let mut server = crate::support::modern_server(port);
     let dir = tempfile::tempdir().unwrap();
     let mut cfg: Value = serde_json::from_str(&config(&[(
         "web",

@@ -619,10 +619,19 @@ pub fn modern_tool_post(
 
 #[path = "support/approving.rs"]
 mod approving;
+#[path = "support/cli.rs"]
+mod cli;
+#[path = "support/gw.rs"]
+mod gw;
 #[path = "support/peers.rs"]
 mod peers;
 #[path = "support/reading.rs"]
 mod reading;
+#[path = "support/servers.rs"]
+mod servers;
 pub use approving::*;
+pub use cli::*;
+pub use gw::*;
 pub use peers::*;
 pub use reading::*;
+pub use servers::*;
