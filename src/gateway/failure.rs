@@ -57,15 +57,7 @@ pub(super) fn explain(
     let Some(text) = text_of(&line) else {
         return (line, refused);
     };
-    let Some(blame) = refused.or_else(|| {
-        confined.and_then(|c| {
-            fenced_refusal(&text, c, server)
-                .or_else(|| crate::sandbox::blame::blame(&text, c, server))
-                .or_else(|| {
-                    crate::sandbox::blame::blame(&format!("{text}\n{}", stderr()), c, server)
-                })
-        })
-    }) else {
+    let Some(blame) = refused.or_else(|| sandbox_said(&text, confined?, server, stderr)) else {
         return (line, Some(text));
     };
     let said = format!("{text} — {blame}");
@@ -93,6 +85,24 @@ pub(super) fn explain(
         }
         Err(_) => (line, Some(said)),
     }
+}
+
+/// What the sandbox may have done, from the failure's text, then with what the server wrote to
+/// stderr during the call (read only when the text alone says nothing): a fenced server's
+/// refused connection, else a path the plan left out (`sandbox::blame`).
+fn sandbox_said(
+    text: &str,
+    c: &Confined,
+    server: &str,
+    stderr: impl FnOnce() -> String,
+) -> Option<String> {
+    if let Some(s) =
+        fenced_refusal(text, c, server).or_else(|| crate::sandbox::blame::blame(text, c, server))
+    {
+        return Some(s);
+    }
+    let both = format!("{text}\n{}", stderr());
+    fenced_refusal(&both, c, server).or_else(|| crate::sandbox::blame::blame(&both, c, server))
 }
 
 /// The sentence for a fenced server's failure that reads as a refused connection or socket:

@@ -98,6 +98,10 @@ pub(super) fn forward(
     Outcome::Stream(Stream::running(rx, tx, run))
 }
 
+/// How long a confined server's failed call waits for its stderr to catch up before the
+/// failure is explained (`failure.rs` reads what it wrote during the call).
+pub const STDERR_CATCH_UP: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The client's progress token (raw JSON), and ours that replaces it upstream.
 pub(super) struct Tokens {
     client: Option<String>,
@@ -224,6 +228,18 @@ impl Call {
         let called_at = crate::logs::now_ms();
         // The client went away: dropping the call cancelled it upstream.
         let called = call(&self.cx, &up, params, &mut events, &mut to).await?;
+        // A confined server's failure is often explained only on its stderr, which travels on
+        // another pipe than its answer: that pipe is given a moment to catch up (failed calls of
+        // confined servers only) before the failure is explained.
+        let failed = match &called.result {
+            Ok(crate::supervisor::Reply::Result(_)) => {
+                called.view.as_ref().is_some_and(|v| v.is_error)
+            }
+            _ => true,
+        };
+        if failed && self.server.confined().is_some() {
+            tokio::time::sleep(STDERR_CATCH_UP).await;
+        }
         // Answer: the outcome and the client's line, chosen together.
         let (outcome, line, error) =
             self.answered(called, &to.client_id, exposed.as_deref(), called_at);
