@@ -80,6 +80,7 @@ async fn main() {
         allow: vec![Dest::parse(&format!("127.0.0.1:{port}")).unwrap()],
         hub_ports: Vec::new(),
         log: Arc::new(|_| {}),
+        redactions: Arc::default(),
     };
     let stop = tokio_util::sync::CancellationToken::new();
     let (egress, run) = start(fence, stop.clone()).await.unwrap();

@@ -58,6 +58,9 @@ pub struct Fence {
     pub hub_ports: Vec<u16>,
     /// Said in the server's log at a destination's first refusal.
     pub log: Arc<dyn Fn(String) + Send + Sync>,
+    /// Secret values masked in a refused host before it is logged or kept (a server could name
+    /// one it was given in a host name).
+    pub redactions: Arc<crate::secrets::Redactions>,
 }
 
 /// Starts the proxy for `fence`; it runs until `stop`.
@@ -144,18 +147,20 @@ async fn serve(
     let addrs = match judge(fence, hosts, &target.host, target.port).await {
         Ok(a) => a,
         Err(why) => {
+            let host = fence.redactions.mask(&target.host);
+            let why = fence.redactions.mask(&why);
             if refused
                 .since(0)
                 .iter()
-                .all(|r| r.host != target.host || r.port != target.port)
+                .all(|r| r.host != host || r.port != target.port)
             {
                 (fence.log)(format!(
                     "sandbox: refused a connection to {}:{} ({why})",
-                    crate::text::reveal(&target.host),
+                    crate::text::reveal(&host),
                     target.port
                 ));
             }
-            refused.record(&target.host, target.port, &why);
+            refused.record(&host, target.port, &why);
             let text = format!(
                 "Gatehouse sandbox: server {} may not reach {}:{} ({why}). To allow it, add \"{}:{}\" to servers.{}.network.allow",
                 fence.server, target.host, target.port, target.host, target.port, fence.server
@@ -395,6 +400,7 @@ mod tests {
             allow: allow.iter().map(|a| Dest::parse(a).unwrap()).collect(),
             hub_ports: vec![7777],
             log: Arc::new(|_| {}),
+            redactions: Arc::default(),
         }
     }
 
@@ -429,5 +435,42 @@ mod tests {
             judge(&f, &hosts, "rebind.test", 80).await.unwrap()[0].port(),
             80
         );
+    }
+
+    /// A server that names a secret value it was given in a host name is refused, and the value
+    /// is kept neither in its refused list nor in its log: both have it masked.
+    #[tokio::test]
+    async fn a_secret_named_in_a_refused_host_is_masked_where_it_is_kept() {
+        let logged = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let mut f = fence(&["a.test:443"]);
+        let redactions = Arc::new(crate::secrets::Redactions::default());
+        redactions.register("api-key", "s3cr3tvalue");
+        f.redactions = redactions;
+        let sink = logged.clone();
+        f.log = Arc::new(move |l| sink.lock().unwrap().push(l));
+        let stop = CancellationToken::new();
+        let (egress, run) = start(f, stop.clone()).await.unwrap();
+        tokio::spawn(run);
+        let mut c = TcpStream::connect(("127.0.0.1", egress.port))
+            .await
+            .unwrap();
+        c.write_all(b"CONNECT s3cr3tvalue.evil.test:443 HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        let rows = egress.refused.rows();
+        assert_eq!(rows.len(), 1);
+        assert!(
+            !rows[0].host.contains("s3cr3tvalue") && rows[0].host.contains("[secret:api-key]"),
+            "{rows:?}"
+        );
+        let said = logged.lock().unwrap().join("\n");
+        assert!(
+            !said.contains("s3cr3tvalue") && said.contains("[secret:api-key]"),
+            "{said}"
+        );
+        stop.cancel();
     }
 }

@@ -26,6 +26,8 @@ impl Check {
         let arguments = arguments
             .and_then(|a| serde_json::from_str::<serde_json::Value>(a.get()).ok())
             .and_then(|v| serde_json_canonicalizer::to_string(&v).ok())
+            // Not canonical JSON: its own text is its argument set (never another's).
+            .or_else(|| arguments.map(|a| a.get().to_owned()))
             .unwrap_or_else(|| "{}".to_owned());
         Check::PromptText {
             name: name.to_owned(),
@@ -67,7 +69,8 @@ pub(super) fn heard(
             kind: PinKind::Prompt,
             server,
             name,
-            arguments: Some(arguments.clone()),
+            // A secret value in the arguments is never stored with the pin or shown.
+            arguments: Some(cx.hub.redactions().mask(arguments)),
             content: result.get(),
         },
         Check::Ui { uri } => Said {
@@ -97,12 +100,15 @@ pub(super) fn prompt_listed(
     name: &str,
     item: Box<RawValue>,
 ) -> Option<Box<RawValue>> {
+    // What is pinned, stored and shown has secret values masked (the line of `prompts/get` and
+    // `resources/read` is masked before it gets here; a listed item is not).
+    let masked = cx.hub.redactions().mask(item.get());
     let said = Said {
         kind: PinKind::Prompt,
         server,
         name,
         arguments: None,
-        content: item.get(),
+        content: &masked,
     };
     let (heard, new) = cx.hub.approvals().said(&said);
     if let Some(change) = new {

@@ -89,7 +89,7 @@ fn entry_grants(write: &[String], home: Option<&Path>, notes: &mut Vec<String>) 
 pub fn fence(
     t: &StdioTransport,
     id: &str,
-    hub_ports: &[u16],
+    (hub_ports, redactions): (&[u16], &std::sync::Arc<crate::secrets::Redactions>),
     log: std::sync::Arc<dyn Fn(String) + Send + Sync>,
 ) -> Result<Option<crate::egress::Fence>, String> {
     use crate::sandbox::network::Network;
@@ -116,6 +116,7 @@ pub fn fence(
         allow: allow.to_vec(),
         hub_ports: hub_ports.to_vec(),
         log,
+        redactions: redactions.clone(),
     }))
 }
 

@@ -286,7 +286,8 @@ async fn start_egress(
 ) -> Result<Option<(crate::egress::Egress, BoxFuture<'static, ()>)>, String> {
     let log = req.log.clone();
     let said = Arc::new(move |line: String| log(LogStream::Gatehouse, line));
-    let Some(fence) = super::confine::fence(t, req.id, req.gateway_ports, said)? else {
+    let ports = (req.gateway_ports, &req.redactions);
+    let Some(fence) = super::confine::fence(t, req.id, ports, said)? else {
         return Ok(None);
     };
     let stop = CancellationToken::new();
